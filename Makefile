@@ -1,0 +1,35 @@
+# metawatch — see README.md. `make run` and `make test` are all a fresh machine needs.
+GO        ?= go
+BIN       := bin
+TEST_TIMEOUT ?= 60m
+FUZZTIME  ?= 10s
+
+.PHONY: all build run test test-unit controlplane fuzz vet clean
+
+all: build
+
+build:
+	$(GO) build -o $(BIN)/ ./cmd/...
+
+## run: metawatch in the foreground against $$KUBECONFIG, or a local control plane it starts.
+run: build
+	$(BIN)/metawatch-dev -- $(ARGS)
+
+## controlplane: build (once, cached by version) kube-apiserver, etcd and kubectl.
+controlplane:
+	$(GO) run ./hack/controlplane
+
+## test: every test on the local control plane, plus a short fuzz run of the config parser.
+test: controlplane vet
+	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
+	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime $(FUZZTIME) ./pkg/config
+
+## fuzz: a longer fuzz run of the config parser (FUZZTIME=10m make fuzz).
+fuzz:
+	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime $(FUZZTIME) ./pkg/config
+
+vet:
+	$(GO) vet ./...
+
+clean:
+	rm -rf $(BIN)

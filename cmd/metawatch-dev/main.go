@@ -1,0 +1,59 @@
+// Command metawatch-dev is what `make run` runs: metawatch in the foreground,
+// against $KUBECONFIG when one is given, else against a local control plane it
+// starts (and stops on Ctrl-C) with the default selectors and a demo namespace.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+type options struct {
+	metawatchBin string
+	selectors    string
+	demo         string
+	kubeconfig   string
+	stateDir     string
+	extraArgs    []string
+}
+
+func main() {
+	var o options
+	flag.StringVar(&o.metawatchBin, "metawatch", "bin/metawatch", "The metawatch binary to run.")
+	flag.StringVar(&o.selectors, "selectors", "selectors/default.yaml", "The selectors ConfigMap manifest.")
+	flag.StringVar(&o.demo, "demo", "hack/demo.yaml", "Demo objects to create on the local control plane.")
+	flag.StringVar(&o.stateDir, "state-dir", "bin/local", "Where the local control plane's kubeconfig is written.")
+	flag.Parse()
+	o.kubeconfig = kubeconfigFlagOrEnv()
+	o.extraArgs = flag.Args()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, o); err != nil {
+		fmt.Fprintf(os.Stderr, "metawatch-dev: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, o options) error {
+	if o.kubeconfig != "" {
+		say("running against %s with --config-file %s (nothing is written to that cluster)", o.kubeconfig, o.selectors)
+		return runWatcher(ctx, o.metawatchBin, append([]string{"--kubeconfig", o.kubeconfig, "--config-file", o.selectors}, o.extraArgs...))
+	}
+	return runLocal(ctx, o)
+}
+
+func say(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "metawatch-dev: "+format+"\n", args...)
+}
+
+// kubeconfigFlagOrEnv is --kubeconfig (registered by controller-runtime) or $KUBECONFIG.
+func kubeconfigFlagOrEnv() string {
+	if f := flag.Lookup("kubeconfig"); f != nil && f.Value.String() != "" {
+		return f.Value.String()
+	}
+	return os.Getenv("KUBECONFIG")
+}

@@ -1,0 +1,70 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"strings"
+	"time"
+
+	utilerrors "k8s.io/apimachinery/pkg/util/errors"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/metawatch/metawatch/pkg/controller"
+	"github.com/metawatch/metawatch/pkg/engine"
+	"github.com/metawatch/metawatch/pkg/reload"
+)
+
+type options struct {
+	source     reload.Source
+	engine     engine.Options
+	controller controller.Options
+	zap        zap.Options
+}
+
+// parseFlags parses args on flag.CommandLine, where controller-runtime has
+// already registered --kubeconfig.
+func parseFlags(args []string) options {
+	var o options
+	fs := flag.CommandLine
+	fs.StringVar(&o.source.File, "config-file", "", "Path to the configuration: a config.yaml or a selectors ConfigMap manifest.")
+	fs.StringVar(&o.source.ConfigMap, "config-map", "", "Selectors ConfigMap as NAMESPACE/NAME; its data key config.yaml holds the configuration.")
+	fs.StringVar(&o.engine.MetricsBindAddress, "metrics-bind-address", ":8080", "Address of the Prometheus metrics endpoint; 0 disables it.")
+	fs.StringVar(&o.engine.HealthProbeBindAddress, "health-probe-bind-address", ":8081", "Address of /healthz and /readyz; 0 disables them.")
+	fs.BoolVar(&o.engine.LeaderElection, "leader-elect", false, "Elect a leader so that one replica of several is active.")
+	fs.StringVar(&o.engine.LeaderElectionNamespace, "leader-election-namespace", "", "Namespace of the leader-election Lease; defaults to the Pod's namespace in a cluster.")
+	fs.DurationVar(&o.engine.GracefulShutdownTimeout, "graceful-shutdown-timeout", 30*time.Second, "How long controllers get to finish on SIGTERM.")
+	fs.IntVar(&o.controller.MaxConcurrentReconciles, "max-concurrent-reconciles", 4, "Reconciles run at once, per kind.")
+	o.zap.BindFlags(fs)
+	_ = fs.Parse(args) // flag.CommandLine exits on a bad flag
+	return o
+}
+
+// describe renders err with one problem per line: configuration errors
+// aggregate several field errors, and users fix them one by one.
+func describe(err error) string {
+	var lines []string
+	collect(err, &lines)
+	if len(lines) <= 1 {
+		return err.Error()
+	}
+	return strings.Join(lines, "\n  - ")
+}
+
+func collect(err error, lines *[]string) {
+	var agg utilerrors.Aggregate
+	if errors.As(err, &agg) {
+		prefix := strings.TrimSuffix(err.Error(), agg.Error())
+		*lines = append(*lines, strings.TrimSuffix(prefix, ": ")+":")
+		for _, e := range agg.Errors() {
+			*lines = append(*lines, e.Error())
+		}
+		return
+	}
+	if joined, ok := err.(interface{ Unwrap() []error }); ok {
+		for _, e := range joined.Unwrap() {
+			collect(e, lines)
+		}
+		return
+	}
+	*lines = append(*lines, err.Error())
+}

@@ -1,0 +1,103 @@
+// Command metawatch watches the metadata of built-in kinds and reports (and,
+// with rules, keeps) their labels and annotations. See README.md.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/metawatch/metawatch/pkg/config"
+	"github.com/metawatch/metawatch/pkg/controller"
+	"github.com/metawatch/metawatch/pkg/engine"
+	"github.com/metawatch/metawatch/pkg/reload"
+)
+
+var setupLog = ctrl.Log.WithName("setup")
+
+func main() {
+	opts := parseFlags(os.Args[1:])
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&opts.zap)))
+	if err := run(ctrl.SetupSignalHandler(), opts); err != nil {
+		fmt.Fprintf(os.Stderr, "metawatch: %s\n", describe(err))
+		os.Exit(1)
+	}
+}
+
+// run is the whole story: config → resolved watches → manager → health
+// checks → controllers → start. It returns when ctx ends (SIGTERM) or on error.
+func run(ctx context.Context, opts options) error {
+	cfg, err := ctrl.GetConfig()
+	if err != nil {
+		return fmt.Errorf("loading kubeconfig: %w", err)
+	}
+	watches, err := loadWatches(ctx, cfg, opts.source)
+	if err != nil {
+		return err
+	}
+	mgr, err := engine.NewManager(cfg, watches, opts.engine)
+	if err != nil {
+		return err
+	}
+	if err := addHealthChecks(mgr, watches); err != nil {
+		return err
+	}
+	if err := engine.TrackCachedObjects(ctx, mgr.GetCache(), watches); err != nil {
+		return err
+	}
+	if err := controller.SetupReporters(mgr, watches, opts.controller); err != nil {
+		return err
+	}
+	setupLog.Info("starting", "watches", len(watches))
+	return mgr.Start(ctx)
+}
+
+// loadWatches reads the configuration, resolves its kinds against the cluster
+// and checks that the API server accepts every watch's list.
+func loadWatches(ctx context.Context, cfg *rest.Config, source reload.Source) ([]config.ResolvedWatch, error) {
+	conf, err := reload.Load(ctx, cfg, source)
+	if err != nil {
+		return nil, fmt.Errorf("invalid configuration: %w", err)
+	}
+	mapper, err := newRESTMapper(cfg)
+	if err != nil {
+		return nil, err
+	}
+	watches, warnings, err := config.Resolve(conf, mapper)
+	for _, w := range warnings {
+		setupLog.Info("warning: " + w)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("invalid configuration: %w", err)
+	}
+	return watches, engine.Preflight(ctx, cfg, watches)
+}
+
+func newRESTMapper(cfg *rest.Config) (meta.RESTMapper, error) {
+	httpClient, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("creating HTTP client: %w", err)
+	}
+	mapper, err := apiutil.NewDynamicRESTMapper(cfg, httpClient)
+	if err != nil {
+		return nil, fmt.Errorf("discovering the API server's kinds: %w", err)
+	}
+	return mapper, nil
+}
+
+func addHealthChecks(mgr ctrl.Manager, watches []config.ResolvedWatch) error {
+	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return fmt.Errorf("adding healthz check: %w", err)
+	}
+	if err := mgr.AddReadyzCheck("informers-synced", engine.SyncedCheck(mgr.GetCache(), watches)); err != nil {
+		return fmt.Errorf("adding readyz check: %w", err)
+	}
+	return nil
+}

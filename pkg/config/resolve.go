@@ -1,0 +1,141 @@
+package config
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+)
+
+// ResolvedWatch is a Watch whose kind the cluster serves, with parsed selectors.
+type ResolvedWatch struct {
+	// Path is the watch's field path in the configuration, for messages.
+	Path       string
+	GVK        schema.GroupVersionKind
+	Resource   schema.GroupVersionResource
+	Namespaced bool
+	// Namespaces is empty for all namespaces.
+	Namespaces []string
+	Label      labels.Selector
+	Field      fields.Selector
+	// BuiltIn kinds are served as protobuf; others (custom resources) only as JSON.
+	BuiltIn bool
+}
+
+// Resolve maps every watch to the resource the cluster serves, with mapper.
+// Warnings are for things that work but cost more than users may expect.
+func Resolve(c *Config, mapper meta.RESTMapper) (watches []ResolvedWatch, warnings []string, err error) {
+	var errs field.ErrorList
+	seen := map[schema.GroupKind]string{}
+	for i, w := range c.Watches {
+		path := field.NewPath("watches").Index(i)
+		rw, werrs := resolveWatch(path, w, mapper)
+		errs = append(errs, werrs...)
+		if len(werrs) > 0 {
+			continue
+		}
+		if first, dup := seen[rw.GVK.GroupKind()]; dup {
+			errs = append(errs, field.Invalid(path.Child("kind"), w.Kind,
+				fmt.Sprintf("%s already watches %s; merge the two entries (one watch per kind)", first, rw.GVK.GroupKind())))
+			continue
+		}
+		seen[rw.GVK.GroupKind()] = path.String()
+		if !rw.BuiltIn {
+			warnings = append(warnings, fmt.Sprintf("%s: %s is not a built-in kind; the API server serves custom resources "+
+				"as JSON, not protobuf, so each of its events costs more bytes and CPU", path, rw.GVK.GroupKind()))
+		}
+		watches = append(watches, rw)
+	}
+	return watches, warnings, errs.ToAggregate()
+}
+
+func resolveWatch(path *field.Path, w Watch, mapper meta.RESTMapper) (ResolvedWatch, field.ErrorList) {
+	mapping, err := restMapping(w, mapper)
+	if err != nil {
+		return ResolvedWatch{}, field.ErrorList{field.Invalid(path.Child("kind"), w.Kind, err.Error())}
+	}
+	rw := ResolvedWatch{
+		Path:       path.String(),
+		GVK:        mapping.GroupVersionKind,
+		Resource:   mapping.Resource,
+		Namespaced: mapping.Scope.Name() == meta.RESTScopeNameNamespace,
+		Namespaces: w.Namespaces,
+		BuiltIn:    clientgoscheme.Scheme.Recognizes(mapping.GroupVersionKind),
+	}
+	if !rw.Namespaced && len(w.Namespaces) > 0 {
+		return rw, field.ErrorList{field.Invalid(path.Child("namespaces"), w.Namespaces,
+			fmt.Sprintf("%s is cluster-scoped; remove namespaces", w.Kind))}
+	}
+	// Validate has already parsed both selectors; parse errors cannot happen here.
+	rw.Label, _ = labels.Parse(w.LabelSelector)
+	rw.Field, _ = fields.ParseSelector(w.FieldSelector)
+	return rw, nil
+}
+
+// restMapping finds the kind's resource. Without apiVersion, the kind must be
+// built in: its group comes from client-go's scheme, the core group first.
+func restMapping(w Watch, mapper meta.RESTMapper) (*meta.RESTMapping, error) {
+	if w.APIVersion != "" {
+		gv, err := schema.ParseGroupVersion(w.APIVersion)
+		if err != nil {
+			return nil, err
+		}
+		m, err := mapper.RESTMapping(gv.WithKind(w.Kind).GroupKind(), gv.Version)
+		if err != nil {
+			return nil, fmt.Errorf("the cluster does not serve %s %s (check `kubectl api-resources`): %w", w.APIVersion, w.Kind, err)
+		}
+		return m, nil
+	}
+	return mappingForBuiltIn(w.Kind, mapper)
+}
+
+func mappingForBuiltIn(kind string, mapper meta.RESTMapper) (*meta.RESTMapping, error) {
+	groups := builtInGroups(kind)
+	if len(groups) == 0 {
+		return nil, fmt.Errorf("not a built-in kind (kinds are case-sensitive, e.g. Pod); for a custom resource set apiVersion")
+	}
+	var served []*meta.RESTMapping
+	for _, g := range groups {
+		if m, err := mapper.RESTMapping(schema.GroupKind{Group: g, Kind: kind}); err == nil {
+			if g == "" {
+				return m, nil // the core group wins, e.g. Event over events.k8s.io/Event
+			}
+			served = append(served, m)
+		}
+	}
+	switch len(served) {
+	case 0:
+		return nil, fmt.Errorf("the cluster serves no API group with this kind (check `kubectl api-resources`)")
+	case 1:
+		return served[0], nil
+	}
+	return nil, fmt.Errorf("served by several API groups (%s); set apiVersion", describeGroups(served))
+}
+
+// builtInGroups lists the API groups client-go knows kind in, "" (core) first.
+func builtInGroups(kind string) []string {
+	var groups []string
+	seen := map[string]bool{}
+	for gvk := range clientgoscheme.Scheme.AllKnownTypes() {
+		if gvk.Kind == kind && gvk.Version != "__internal" && !seen[gvk.Group] {
+			seen[gvk.Group] = true
+			groups = append(groups, gvk.Group)
+		}
+	}
+	sort.Strings(groups)
+	return groups
+}
+
+func describeGroups(mappings []*meta.RESTMapping) string {
+	names := make([]string, len(mappings))
+	for i, m := range mappings {
+		names[i] = m.GroupVersionKind.GroupVersion().String()
+	}
+	return strings.Join(names, ", ")
+}

@@ -1,0 +1,44 @@
+package controller
+
+import "sort"
+
+// MapDiff is what changed between two label or annotation maps.
+type MapDiff struct {
+	Added   map[string]string `json:"added,omitempty"`
+	Changed map[string]string `json:"changed,omitempty"` // key -> new value
+	Removed []string          `json:"removed,omitempty"`
+}
+
+// Empty reports whether nothing changed.
+func (d MapDiff) Empty() bool {
+	return len(d.Added) == 0 && len(d.Changed) == 0 && len(d.Removed) == 0
+}
+
+// Diff compares before and after.
+func Diff(before, after map[string]string) MapDiff {
+	var d MapDiff
+	for k, v := range after {
+		old, had := before[k]
+		switch {
+		case !had:
+			d.Added = put(d.Added, k, v)
+		case old != v:
+			d.Changed = put(d.Changed, k, v)
+		}
+	}
+	for k := range before {
+		if _, kept := after[k]; !kept {
+			d.Removed = append(d.Removed, k)
+		}
+	}
+	sort.Strings(d.Removed)
+	return d
+}
+
+func put(m map[string]string, k, v string) map[string]string {
+	if m == nil {
+		m = map[string]string{}
+	}
+	m[k] = v
+	return m
+}

@@ -1,0 +1,31 @@
+package controller
+
+import (
+	"context"
+
+	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+)
+
+type queue = workqueue.TypedRateLimitingInterface[reconcile.Request]
+
+// enqueueWithSnapshot enqueues the object of every event, and on updates
+// remembers the labels and annotations it had before, for the Reporter's diff.
+func enqueueWithSnapshot(pending *pendingChanges) handler.EventHandler {
+	return handler.Funcs{
+		CreateFunc: func(_ context.Context, e event.CreateEvent, q queue) { q.Add(requestFor(e.Object)) },
+		DeleteFunc: func(_ context.Context, e event.DeleteEvent, q queue) { q.Add(requestFor(e.Object)) },
+		UpdateFunc: func(_ context.Context, e event.UpdateEvent, q queue) {
+			req := requestFor(e.ObjectNew)
+			pending.remember(req.NamespacedName, snapshot{labels: e.ObjectOld.GetLabels(), annotations: e.ObjectOld.GetAnnotations()})
+			q.Add(req)
+		},
+	}
+}
+
+func requestFor(obj client.Object) reconcile.Request {
+	return reconcile.Request{NamespacedName: client.ObjectKeyFromObject(obj)}
+}

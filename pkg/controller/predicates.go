@@ -1,0 +1,31 @@
+package controller
+
+import (
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	"github.com/metawatch/metawatch/pkg/metrics"
+)
+
+// MetadataChanged passes creates, deletes and updates that change labels or
+// annotations; resourceVersion-only updates (status churn) and generic events
+// are dropped. Every verdict is counted in metawatch_events_total{kind}.
+func MetadataChanged(kind string) predicate.Predicate {
+	changed := predicate.Or(predicate.LabelChangedPredicate{}, predicate.AnnotationChangedPredicate{})
+	passed := metrics.Events.WithLabelValues(kind, metrics.VerdictPassed)
+	filtered := metrics.Events.WithLabelValues(kind, metrics.VerdictFiltered)
+	count := func(pass bool) bool {
+		if pass {
+			passed.Inc()
+		} else {
+			filtered.Inc()
+		}
+		return pass
+	}
+	return predicate.Funcs{
+		CreateFunc:  func(event.CreateEvent) bool { return count(true) },
+		DeleteFunc:  func(event.DeleteEvent) bool { return count(true) },
+		UpdateFunc:  func(e event.UpdateEvent) bool { return count(changed.Update(e)) },
+		GenericFunc: func(event.GenericEvent) bool { return count(false) },
+	}
+}

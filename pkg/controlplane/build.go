@@ -1,0 +1,162 @@
+package controlplane
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Binaries are the paths of a built, version-checked set of control-plane binaries.
+type Binaries struct {
+	Dir           string
+	KubeAPIServer string
+	Etcd          string
+	Kubectl       string
+}
+
+// CacheDir is where the binaries of KubernetesVersion live:
+// $METAWATCH_CACHE_DIR, else ${XDG_CACHE_HOME:-~/.cache}/metawatch, then /controlplane/<version>.
+func CacheDir() (string, error) {
+	root := os.Getenv("METAWATCH_CACHE_DIR")
+	if root == "" {
+		userCache, err := os.UserCacheDir()
+		if err != nil {
+			return "", fmt.Errorf("finding a cache directory (set METAWATCH_CACHE_DIR): %w", err)
+		}
+		root = filepath.Join(userCache, "metawatch")
+	}
+	return filepath.Join(root, "controlplane", KubernetesVersion), nil
+}
+
+// EnsureBinaries returns the cached binaries, building whichever are missing or
+// invalid. Progress goes to log (what is being built, elapsed time).
+func EnsureBinaries(ctx context.Context, log io.Writer) (Binaries, error) {
+	dir, err := CacheDir()
+	if err != nil {
+		return Binaries{}, err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return Binaries{}, fmt.Errorf("creating cache directory: %w", err)
+	}
+	unlock, err := lockDir(dir)
+	if err != nil {
+		return Binaries{}, err
+	}
+	defer unlock()
+	for _, a := range artifacts() {
+		if err := ensure(ctx, dir, a, log); err != nil {
+			return Binaries{}, err
+		}
+	}
+	return Binaries{
+		Dir:           dir,
+		KubeAPIServer: filepath.Join(dir, "kube-apiserver"),
+		Etcd:          filepath.Join(dir, "etcd"),
+		Kubectl:       filepath.Join(dir, "kubectl"),
+	}, nil
+}
+
+func ensure(ctx context.Context, dir string, a artifact, log io.Writer) error {
+	path := filepath.Join(dir, a.name)
+	if valid(ctx, path, a) {
+		return nil
+	}
+	fmt.Fprintf(log, "controlplane: building %s %s into %s (the first build takes ~10 minutes; later runs reuse it)\n",
+		a.name, versionOf(a), dir)
+	start := time.Now()
+	stop := reportProgress(log, a.name, start)
+	err := build(ctx, dir, path, a)
+	stop()
+	if err != nil {
+		return fmt.Errorf("building %s: %w", a.name, err)
+	}
+	if !valid(ctx, path, a) {
+		return fmt.Errorf("built %s, but `%s %s` does not report %q", a.name, path, strings.Join(a.versionArgs, " "), a.versionWant)
+	}
+	fmt.Fprintf(log, "controlplane: built %s in %s\n", a.name, time.Since(start).Round(time.Second))
+	return nil
+}
+
+func versionOf(a artifact) string {
+	if a.name == "etcd" {
+		return EtcdVersion
+	}
+	return KubernetesVersion
+}
+
+// valid reports whether path is an executable that reports the expected version.
+func valid(ctx context.Context, path string, a artifact) bool {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, path, a.versionArgs...).CombinedOutput()
+	return err == nil && strings.Contains(string(out), a.versionWant)
+}
+
+// build compiles into a temporary name next to path and renames it into place,
+// so an interrupted build never leaves a half-written binary at path.
+func build(ctx context.Context, dir, path string, a artifact) error {
+	moduleDir, err := a.module.prepare(ctx, filepath.Join(dir, "src"))
+	if err != nil {
+		return err
+	}
+	tmp := filepath.Join(dir, fmt.Sprintf(".%s.tmp-%d", a.name, os.Getpid()))
+	defer os.Remove(tmp)
+	args := []string{"build", "-o", tmp}
+	if a.ldflags != "" {
+		args = append(args, "-ldflags", a.ldflags)
+	}
+	cmd := exec.CommandContext(ctx, "go", append(args, a.pkg)...)
+	cmd.Dir = moduleDir
+	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=mod")
+	var output bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &output, &output
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("go build %s: %w\n%s", a.pkg, err, tail(output.String(), 4000))
+	}
+	return os.Rename(tmp, path)
+}
+
+func tail(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return "..." + s[len(s)-n:]
+}
+
+// reportProgress prints the elapsed time every 30s until the returned func is called.
+func reportProgress(log io.Writer, what string, start time.Time) (stop func()) {
+	done := make(chan struct{})
+	go func() {
+		ticker := time.NewTicker(30 * time.Second)
+		defer ticker.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-ticker.C:
+				fmt.Fprintf(log, "controlplane: still building %s (%s elapsed)\n", what, time.Since(start).Round(time.Second))
+			}
+		}
+	}()
+	return func() { close(done) }
+}
+
+// lockDir takes an exclusive flock on dir/.lock, so concurrent test binaries build once.
+func lockDir(dir string) (unlock func(), err error) {
+	f, err := os.OpenFile(filepath.Join(dir, ".lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("opening build lock: %w", err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("taking build lock %s: %w", f.Name(), err)
+	}
+	return func() { f.Close() }, nil
+}

@@ -1,0 +1,66 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/rest"
+
+	"github.com/metawatch/metawatch/pkg/config"
+)
+
+// Preflight lists one object of every watch, with the watch's own selectors,
+// before any informer starts. An informer would retry a rejected selector or a
+// forbidden list forever and the cache would never sync; Preflight instead
+// names the watch, the field and the fix.
+func Preflight(ctx context.Context, cfg *rest.Config, watches []config.ResolvedWatch) error {
+	client, err := metadata.NewForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("creating metadata client: %w", err)
+	}
+	var errs []error
+	for _, w := range watches {
+		errs = append(errs, preflightWatch(ctx, client, w))
+	}
+	return errors.Join(errs...)
+}
+
+func preflightWatch(ctx context.Context, client metadata.Interface, w config.ResolvedWatch) error {
+	opts := metav1.ListOptions{Limit: 1, LabelSelector: w.Label.String(), FieldSelector: w.Field.String()}
+	for _, ns := range namespacesToCheck(w) {
+		_, err := client.Resource(w.Resource).Namespace(ns).List(ctx, opts)
+		if err != nil {
+			return explainListError(w, ns, err)
+		}
+	}
+	return nil
+}
+
+// namespacesToCheck is "" (all namespaces, or a cluster-scoped kind) or the watch's namespaces.
+func namespacesToCheck(w config.ResolvedWatch) []string {
+	if len(w.Namespaces) == 0 {
+		return []string{""}
+	}
+	return w.Namespaces
+}
+
+func explainListError(w config.ResolvedWatch, ns string, err error) error {
+	where := "cluster-wide"
+	if ns != "" {
+		where = "in namespace " + ns
+	}
+	switch {
+	case apierrors.IsForbidden(err):
+		return fmt.Errorf("%s (%s): forbidden to list %s %s: grant the identity list and watch on %s: %w",
+			w.Path, w.GVK.Kind, w.Resource.GroupResource(), where, w.Resource.GroupResource(), err)
+	case apierrors.IsBadRequest(err) && !w.Field.Empty():
+		return fmt.Errorf("%s.fieldSelector %q: the API server rejects it for %s (each kind supports only some fields, "+
+			"e.g. metadata.name, metadata.namespace): %w", w.Path, w.Field.String(), w.GVK.Kind, err)
+	default:
+		return fmt.Errorf("%s (%s): listing %s %s: %w", w.Path, w.GVK.Kind, w.Resource.GroupResource(), where, err)
+	}
+}
