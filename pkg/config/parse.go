@@ -7,6 +7,7 @@ import (
 	"os"
 
 	corev1 "k8s.io/api/core/v1"
+	kjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 )
 
@@ -19,12 +20,31 @@ func Parse(data []byte) (*Config, error) {
 	if len(bytes.TrimSpace(data)) == 0 {
 		return nil, ErrEmpty
 	}
-	var c Config
-	if err := yaml.UnmarshalStrict(data, &c); err != nil {
+	c, err := decodeStrict(data)
+	if err != nil {
+		return nil, err
+	}
+	if err := Validate(c).ToAggregate(); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// decodeStrict decodes like the API server's strict decoding: duplicate keys,
+// unknown fields (with their path, e.g. watches[0].labelSelctor) and keys in
+// the wrong case are errors. encoding/json alone would match "Kind" to "kind".
+func decodeStrict(data []byte) (*Config, error) {
+	jsonData, err := yaml.YAMLToJSONStrict(data)
+	if err != nil {
 		return nil, fmt.Errorf("decoding configuration: %w", err)
 	}
-	if err := Validate(&c).ToAggregate(); err != nil {
-		return nil, err
+	var c Config
+	strictErrs, err := kjson.UnmarshalStrict(jsonData, &c)
+	if err != nil {
+		return nil, fmt.Errorf("decoding configuration: %w", err)
+	}
+	if len(strictErrs) > 0 {
+		return nil, fmt.Errorf("decoding configuration: %w", errors.Join(strictErrs...))
 	}
 	return &c, nil
 }

@@ -1,0 +1,172 @@
+package config_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+
+	"github.com/metawatch/metawatch/pkg/config"
+)
+
+func TestResolveMapsKindsWithTheClusterRESTMapper(t *testing.T) {
+	installWidgetCRD(t)
+	cases := map[string]struct {
+		yaml        string
+		want        []schema.GroupVersionKind
+		wantErr     []string
+		wantWarning string
+	}{
+		"built-in kinds without apiVersion": {
+			yaml: "watches:\n- kind: Pod\n- kind: Deployment\n- kind: Event\n- kind: Node\n",
+			want: []schema.GroupVersionKind{{Version: "v1", Kind: "Pod"}, {Group: "apps", Version: "v1", Kind: "Deployment"},
+				{Version: "v1", Kind: "Event"}, {Version: "v1", Kind: "Node"}},
+		},
+		"a pinned apiVersion": {
+			yaml: "watches:\n- kind: Event\n  apiVersion: events.k8s.io/v1\n",
+			want: []schema.GroupVersionKind{{Group: "events.k8s.io", Version: "v1", Kind: "Event"}},
+		},
+		"a custom resource is accepted with a warning": {
+			yaml:        "watches:\n- kind: Widget\n  apiVersion: example.com/v1\n",
+			want:        []schema.GroupVersionKind{{Group: "example.com", Version: "v1", Kind: "Widget"}},
+			wantWarning: "watches[0]: Widget.example.com is not a built-in kind; the API server serves custom resources as JSON, not protobuf",
+		},
+		"an unknown kind": {
+			yaml:    "watches:\n- kind: Pod\n- kind: Podz\n",
+			wantErr: []string{`watches[1].kind: Invalid value: "Podz": not a built-in kind`},
+		},
+		"a kind in the wrong case": {
+			yaml:    "watches:\n- kind: pod\n",
+			wantErr: []string{`watches[0].kind: Invalid value: "pod"`, "case-sensitive"},
+		},
+		"a version the cluster does not serve": {
+			yaml:    "watches:\n- kind: Deployment\n  apiVersion: apps/v2\n",
+			wantErr: []string{`watches[0].kind: Invalid value: "Deployment": the cluster does not serve apps/v2 Deployment`},
+		},
+		"the same kind twice, once with apiVersion": {
+			yaml:    "watches:\n- kind: Pod\n- kind: Pod\n  apiVersion: v1\n",
+			wantErr: []string{`watches[1].kind: Invalid value: "Pod": watches[0] already watches Pod`},
+		},
+		"namespaces on a cluster-scoped kind": {
+			yaml:    "watches:\n- kind: Node\n  namespaces: [default]\n",
+			wantErr: []string{"watches[0].namespaces", "Node is cluster-scoped"},
+		},
+	}
+	mapper := newMapper(t)
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			c, err := config.Parse([]byte(tc.yaml))
+			if err != nil {
+				t.Fatal(err)
+			}
+			watches, warnings, err := config.Resolve(c, mapper)
+			assertErrorContains(t, err, tc.wantErr)
+			assertWarning(t, warnings, tc.wantWarning)
+			for i, gvk := range tc.want {
+				if watches[i].GVK != gvk {
+					t.Errorf("watches[%d] resolved to %v, want %v", i, watches[i].GVK, gvk)
+				}
+			}
+		})
+	}
+}
+
+func assertErrorContains(t *testing.T, err error, want []string) {
+	t.Helper()
+	if len(want) == 0 && err != nil {
+		t.Fatalf("Resolve: %v", err)
+	}
+	if len(want) > 0 && err == nil {
+		t.Fatalf("Resolve succeeded, want an error with %q", want)
+	}
+	for _, w := range want {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("error %q\ndoes not contain %q", err, w)
+		}
+	}
+}
+
+func assertWarning(t *testing.T, warnings []string, want string) {
+	t.Helper()
+	if want == "" && len(warnings) > 0 {
+		t.Errorf("unexpected warnings %q", warnings)
+	}
+	if want != "" && (len(warnings) != 1 || !strings.Contains(warnings[0], want)) {
+		t.Errorf("warnings %q, want one containing %q", warnings, want)
+	}
+}
+
+func newMapper(t *testing.T) meta.RESTMapper {
+	t.Helper()
+	httpClient, err := rest.HTTPClientFor(cp.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mapper, err := apiutil.NewDynamicRESTMapper(cp.Config, httpClient)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return mapper
+}
+
+// installWidgetCRD serves example.com/v1 Widget, a kind client-go does not know.
+func installWidgetCRD(t *testing.T) {
+	t.Helper()
+	scheme := runtime.NewScheme()
+	if err := apiextensionsv1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.New(cp.Config, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	crd := &apiextensionsv1.CustomResourceDefinition{
+		ObjectMeta: metav1.ObjectMeta{Name: "widgets.example.com"},
+		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
+			Group: "example.com",
+			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "widgets", Singular: "widget", Kind: "Widget", ListKind: "WidgetList"},
+			Scope: apiextensionsv1.NamespaceScoped,
+			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{
+				Name: "v1", Served: true, Storage: true,
+				Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
+					Type: "object", XPreserveUnknownFields: ptr(true),
+				}},
+			}},
+		},
+	}
+	ctx := context.Background()
+	if err := c.Create(ctx, crd); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for !established(ctx, t, c) {
+		if time.Now().After(deadline) {
+			t.Fatal("the Widget CRD was not established")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func established(ctx context.Context, t *testing.T, c client.Client) bool {
+	var crd apiextensionsv1.CustomResourceDefinition
+	if err := c.Get(ctx, client.ObjectKey{Name: "widgets.example.com"}, &crd); err != nil {
+		t.Fatal(err)
+	}
+	for _, cond := range crd.Status.Conditions {
+		if cond.Type == apiextensionsv1.Established && cond.Status == apiextensionsv1.ConditionTrue {
+			return true
+		}
+	}
+	return false
+}
+
+func ptr[T any](v T) *T { return &v }
