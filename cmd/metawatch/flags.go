@@ -7,6 +7,7 @@ import (
 	"time"
 
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
+	"go.uber.org/zap/zapcore"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/metawatch/metawatch/pkg/controller"
@@ -34,6 +35,8 @@ func parseFlags(args []string) options {
 	fs.StringVar(&o.engine.LeaderElectionNamespace, "leader-election-namespace", "", "Namespace of the leader-election Lease; defaults to the Pod's namespace in a cluster.")
 	fs.DurationVar(&o.engine.GracefulShutdownTimeout, "graceful-shutdown-timeout", 30*time.Second, "How long controllers get to finish on SIGTERM.")
 	fs.IntVar(&o.controller.MaxConcurrentReconciles, "max-concurrent-reconciles", 4, "Reconciles run at once, per kind.")
+	// Errors are explained in their message; stack traces are for panics (--zap-stacktrace-level overrides).
+	o.zap.StacktraceLevel = zapcore.PanicLevel
 	o.zap.BindFlags(fs)
 	_ = fs.Parse(args) // flag.CommandLine exits on a bad flag
 	return o
@@ -52,7 +55,7 @@ func describe(err error) string {
 
 func collect(err error, lines *[]string) {
 	var agg utilerrors.Aggregate
-	if errors.As(err, &agg) {
+	if errors.As(err, &agg) && len(agg.Errors()) > 1 {
 		prefix := strings.TrimSuffix(err.Error(), agg.Error())
 		*lines = append(*lines, strings.TrimSuffix(prefix, ": ")+":")
 		for _, e := range agg.Errors() {

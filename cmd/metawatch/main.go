@@ -34,11 +34,15 @@ func main() {
 // run is the whole story: config → resolved watches → manager → health
 // checks → controllers → start. It returns when ctx ends (SIGTERM) or on error.
 func run(ctx context.Context, opts options) error {
-	cfg, err := ctrl.GetConfig()
+	conf, err := reload.Load(ctx, restConfig, opts.source)
 	if err != nil {
-		return fmt.Errorf("loading kubeconfig: %w", err)
+		return fmt.Errorf("invalid configuration: %w", err)
 	}
-	watches, err := loadWatches(ctx, cfg, opts.source)
+	cfg, err := restConfig()
+	if err != nil {
+		return err
+	}
+	watches, err := resolveWatches(ctx, cfg, conf)
 	if err != nil {
 		return err
 	}
@@ -59,13 +63,18 @@ func run(ctx context.Context, opts options) error {
 	return mgr.Start(ctx)
 }
 
-// loadWatches reads the configuration, resolves its kinds against the cluster
-// and checks that the API server accepts every watch's list.
-func loadWatches(ctx context.Context, cfg *rest.Config, source reload.Source) ([]config.ResolvedWatch, error) {
-	conf, err := reload.Load(ctx, cfg, source)
+// restConfig is the client config from --kubeconfig, $KUBECONFIG or the Pod's service account.
+func restConfig() (*rest.Config, error) {
+	cfg, err := ctrl.GetConfig()
 	if err != nil {
-		return nil, fmt.Errorf("invalid configuration: %w", err)
+		return nil, fmt.Errorf("loading kubeconfig (set --kubeconfig or $KUBECONFIG): %w", err)
 	}
+	return cfg, nil
+}
+
+// resolveWatches resolves the configuration's kinds against the cluster and
+// checks that the API server accepts every watch's list.
+func resolveWatches(ctx context.Context, cfg *rest.Config, conf *config.Config) ([]config.ResolvedWatch, error) {
 	mapper, err := newRESTMapper(cfg)
 	if err != nil {
 		return nil, err

@@ -44,13 +44,18 @@ func (s Source) configMapKey() (types.NamespacedName, error) {
 	return types.NamespacedName{Namespace: ns, Name: name}, nil
 }
 
-// Load reads and parses the configuration from s; cfg is used for a ConfigMap.
-func Load(ctx context.Context, cfg *rest.Config, s Source) (*config.Config, error) {
+// Load reads and parses the configuration from s. It calls restConfig only for
+// a ConfigMap, so a file is checked offline, before any cluster is contacted.
+func Load(ctx context.Context, restConfig func() (*rest.Config, error), s Source) (*config.Config, error) {
 	if err := s.Validate(); err != nil {
 		return nil, err
 	}
 	if s.File != "" {
 		return config.ParseFile(s.File)
+	}
+	cfg, err := restConfig()
+	if err != nil {
+		return nil, err
 	}
 	return loadConfigMap(ctx, cfg, s)
 }

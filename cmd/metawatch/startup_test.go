@@ -1,0 +1,141 @@
+package main_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// A bad configuration stops metawatch at start-up, non-zero, with the field
+// path in its message, instead of running half-configured.
+func TestBadConfigExitsNonZeroNamingTheField(t *testing.T) {
+	cases := map[string]struct {
+		config string
+		want   []string
+	}{
+		"unknown field":            {config: "watches:\n- kind: Pod\n  labelSelctor: app=web\n", want: []string{`unknown field "watches[0].labelSelctor"`}},
+		"bad label selector":       {config: "watches:\n- kind: Pod\n- kind: Node\n- kind: Deployment\n  labelSelector: team in (a\n", want: []string{`watches[2].labelSelector: Invalid value: "team in (a"`}},
+		"bad field selector":       {config: "watches:\n- kind: Pod\n  fieldSelector: status.phase\n", want: []string{`watches[0].fieldSelector: Invalid value: "status.phase"`}},
+		"field the server rejects": {config: "watches:\n- kind: Pod\n  fieldSelector: spec.priority=1\n", want: []string{`watches[0].fieldSelector "spec.priority=1"`}},
+		"unknown kind":             {config: "watches:\n- kind: Podz\n", want: []string{`watches[0].kind: Invalid value: "Podz"`}},
+		"duplicate kind":           {config: "watches:\n- kind: Pod\n- kind: Pod\n", want: []string{`watches[1].kind: Duplicate value: "Pod"`}},
+		"invalid namespace":        {config: "watches:\n- kind: Pod\n  namespaces: [Shop]\n", want: []string{`watches[0].namespaces[0]: Invalid value: "Shop"`}},
+		"empty file":               {config: "", want: []string{"configuration is empty"}},
+		"not YAML":                 {config: "watches: [kind: Pod\n", want: []string{"decoding configuration"}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			stderr, err := runToExit(t, "--config-file", writeConfig(t, tc.config))
+			var exit *exec.ExitError
+			if !errors.As(err, &exit) || exit.ExitCode() == 0 {
+				t.Fatalf("metawatch exited with %v, want a non-zero exit; stderr:\n%s", err, stderr)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(stderr, w) {
+					t.Errorf("stderr does not contain %q:\n%s", w, stderr)
+				}
+			}
+		})
+	}
+}
+
+func TestConfigMapWithoutTheDataKeyExitsNonZero(t *testing.T) {
+	c, err := client.New(cp.Config, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "no-key"}, Data: map[string]string{"config.yml": "watches: []"}}
+	if err := c.Create(context.Background(), cm); err != nil {
+		t.Fatal(err)
+	}
+	for arg, want := range map[string]string{
+		"default/no-key":  `ConfigMap default/no-key has no data key "config.yaml"`,
+		"default/missing": `reading ConfigMap default/missing`,
+		"missing-slash":   `--config-map "missing-slash": want NAMESPACE/NAME`,
+	} {
+		stderr, err := runToExit(t, "--config-map", arg)
+		if err == nil || !strings.Contains(stderr, want) {
+			t.Errorf("--config-map %s: exit %v, want non-zero with %q; stderr:\n%s", arg, err, want, stderr)
+		}
+	}
+}
+
+// A good configuration: /readyz turns ready once every kind has synced, and
+// SIGTERM shuts metawatch down cleanly with exit code 0.
+func TestReadyAfterSyncAndGracefulShutdown(t *testing.T) {
+	probe := freeAddress(t)
+	cmd := exec.Command(bin, "--kubeconfig", cp.KubeconfigPath, "--config-file", writeConfig(t, "watches:\n- kind: Pod\n- kind: Namespace\n"),
+		"--health-probe-bind-address", probe, "--metrics-bind-address", "0")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitHTTP200(t, "http://"+probe+"/readyz", &stderr)
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("after SIGTERM metawatch exited with %v, want 0; stderr:\n%s", err, stderr.String())
+	}
+}
+
+func runToExit(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, append([]string{"--kubeconfig", cp.KubeconfigPath,
+		"--metrics-bind-address", "0", "--health-probe-bind-address", "0"}, args...)...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	err := cmd.Run()
+	return stderr.String(), err
+}
+
+func writeConfig(t *testing.T, content string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "config.yaml")
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func freeAddress(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+func waitHTTP200(t *testing.T, url string, log fmt.Stringer) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for time.Now().Before(deadline) {
+		if resp, err := http.Get(url); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("%s never answered 200; metawatch said:\n%s", url, log)
+}
