@@ -18,6 +18,7 @@ import (
 	"github.com/metawatch/metawatch/pkg/controller"
 	"github.com/metawatch/metawatch/pkg/engine"
 	"github.com/metawatch/metawatch/pkg/reload"
+	"github.com/metawatch/metawatch/pkg/rules"
 )
 
 var setupLog = ctrl.Log.WithName("setup")
@@ -56,10 +57,14 @@ func run(ctx context.Context, opts options) error {
 	if err := engine.TrackCachedObjects(ctx, mgr.GetCache(), watches); err != nil {
 		return err
 	}
-	if err := controller.SetupReporters(mgr, watches, opts.controller); err != nil {
+	rulesByKind, err := rules.Compile(conf)
+	if err != nil {
 		return err
 	}
-	setupLog.Info("starting", "watches", len(watches))
+	if err := controller.Setup(mgr, watches, rulesByKind, opts.controller); err != nil {
+		return err
+	}
+	setupLog.Info("starting", "watches", len(watches), "rules", len(conf.Rules), "dryRun", opts.controller.DryRun)
 	return mgr.Start(ctx)
 }
 

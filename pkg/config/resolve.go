@@ -52,6 +52,10 @@ func Resolve(c *Config, mapper meta.RESTMapper) (watches []ResolvedWatch, warnin
 		}
 		watches = append(watches, rw)
 	}
+	if len(errs) > 0 {
+		return nil, warnings, errs.ToAggregate()
+	}
+	watches, errs = resolveRuleNeeds(c, watches)
 	return watches, warnings, errs.ToAggregate()
 }
 

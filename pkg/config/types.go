@@ -7,6 +7,8 @@ const DataKey = "config.yaml"
 type Config struct {
 	// Watches are the kinds to cache, one entry per kind.
 	Watches []Watch `json:"watches"`
+	// Rules keep labels and annotations of watched objects; optional.
+	Rules []Rule `json:"rules,omitempty"`
 }
 
 // Watch selects which objects of one kind are cached. Every selector is
@@ -22,4 +24,40 @@ type Watch struct {
 	LabelSelector string `json:"labelSelector,omitempty"`
 	// FieldSelector, e.g. "status.phase!=Succeeded"; the fields supported depend on the kind.
 	FieldSelector string `json:"fieldSelector,omitempty"`
+}
+
+// Rule keeps labels and annotations of the objects of some watched kinds.
+type Rule struct {
+	// Name identifies the rule in metrics, Events and logs; unique.
+	Name string `json:"name"`
+	// Kinds the rule applies to; each must be the kind of a watch.
+	Kinds []string `json:"kinds"`
+	// Match limits the rule to objects whose labels match, evaluated in the controller.
+	Match *Match `json:"match,omitempty"`
+
+	// SetLabels and SetAnnotations are kept on the object, with these values.
+	SetLabels      map[string]string `json:"setLabels,omitempty"`
+	SetAnnotations map[string]string `json:"setAnnotations,omitempty"`
+	// RemoveLabels and RemoveAnnotations are deleted, whoever set them.
+	RemoveLabels      []string `json:"removeLabels,omitempty"`
+	RemoveAnnotations []string `json:"removeAnnotations,omitempty"`
+	// CopyFromNamespace keeps these keys equal to the object's Namespace.
+	CopyFromNamespace *CopyFromNamespace `json:"copyFromNamespace,omitempty"`
+	// RequireLabels and RequireAnnotations are audited only: a metric and an Event, never a write.
+	RequireLabels      []string `json:"requireLabels,omitempty"`
+	RequireAnnotations []string `json:"requireAnnotations,omitempty"`
+
+	// Force takes ownership of keys another field manager owns with another value.
+	Force bool `json:"force,omitempty"`
+}
+
+// Match selects the objects a rule applies to.
+type Match struct {
+	LabelSelector string `json:"labelSelector,omitempty"`
+}
+
+// CopyFromNamespace names the Namespace labels and annotations to copy.
+type CopyFromNamespace struct {
+	Labels      []string `json:"labels,omitempty"`
+	Annotations []string `json:"annotations,omitempty"`
 }

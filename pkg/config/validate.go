@@ -27,7 +27,7 @@ func Validate(c *Config) field.ErrorList {
 		}
 		seen[key] = i
 	}
-	return errs
+	return append(errs, validateRules(c)...)
 }
 
 func duplicateKind(path *field.Path, kind string, first int) *field.Error {

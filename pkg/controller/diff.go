@@ -42,3 +42,28 @@ func put(m map[string]string, k, v string) map[string]string {
 	m[k] = v
 	return m
 }
+
+// KeyDiff is a MapDiff without values, for annotations: their values can be
+// large (kubectl's last-applied-configuration) and do not belong in a log line.
+type KeyDiff struct {
+	Added   []string `json:"added,omitempty"`
+	Changed []string `json:"changed,omitempty"`
+	Removed []string `json:"removed,omitempty"`
+}
+
+// Keys drops the values of d.
+func (d MapDiff) Keys() KeyDiff {
+	return KeyDiff{Added: sortedKeys(d.Added), Changed: sortedKeys(d.Changed), Removed: d.Removed}
+}
+
+func sortedKeys(m map[string]string) []string {
+	if len(m) == 0 {
+		return nil
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

@@ -12,15 +12,19 @@ import (
 
 type queue = workqueue.TypedRateLimitingInterface[reconcile.Request]
 
-// enqueueWithSnapshot enqueues the object of every event, and on updates
-// remembers the labels and annotations it had before, for the Reporter's diff.
-func enqueueWithSnapshot(pending *pendingChanges) handler.EventHandler {
+// enqueueWithSnapshot enqueues the object of every event. On updates it
+// remembers the labels and annotations the object had before, for the
+// Reporter's diff, and tells ruler (if any) which keys metawatch lost.
+func enqueueWithSnapshot(pending *pendingChanges, ruler *RuleReconciler) handler.EventHandler {
 	return handler.Funcs{
 		CreateFunc: func(_ context.Context, e event.CreateEvent, q queue) { q.Add(requestFor(e.Object)) },
 		DeleteFunc: func(_ context.Context, e event.DeleteEvent, q queue) { q.Add(requestFor(e.Object)) },
 		UpdateFunc: func(_ context.Context, e event.UpdateEvent, q queue) {
 			req := requestFor(e.ObjectNew)
 			pending.remember(req.NamespacedName, snapshot{labels: e.ObjectOld.GetLabels(), annotations: e.ObjectOld.GetAnnotations()})
+			if ruler != nil {
+				ruler.noteLostOwnership(e.ObjectOld, e.ObjectNew)
+			}
 			q.Add(req)
 		},
 	}

@@ -13,7 +13,7 @@ import (
 )
 
 // Reporter is the first reconciler: it logs, for each object of one kind, the
-// labels and annotations that were added, changed or removed. Objects that
+// labels (with values) and annotation keys that were added, changed or removed. Objects that
 // appear or go away are logged at debug level (-zap-log-level=debug), since the
 // initial list alone reports every cached object.
 type Reporter struct {
@@ -52,5 +52,5 @@ func (r *Reporter) report(log logr.Logger, before, after snapshot) {
 	if labels.Empty() && annotations.Empty() {
 		return // changed and changed back before this reconcile
 	}
-	log.Info("metadata changed", "labels", labels, "annotations", annotations)
+	log.Info("metadata changed", "labels", labels, "annotations", annotations.Keys())
 }

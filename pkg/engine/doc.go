@@ -12,6 +12,7 @@
 // ReaderFailOnMissingInformer is on: a typed Get or List of a watched kind
 // would otherwise silently start a second, full informer
 // (controller-runtime#1660) and cost the memory metawatch exists to save.
-// managedFields are dropped before objects enter the cache: they are most of
-// the bytes of metadata and no rule reads them.
+// managedFields are dropped before objects enter the cache, but for
+// metawatch's own entry: they are most of the bytes of metadata, and only
+// metawatch's entry (which keys its rules own) is ever read.
 package engine

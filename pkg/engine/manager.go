@@ -65,7 +65,7 @@ func CacheOptions(watches []config.ResolvedWatch) cache.Options {
 	return cache.Options{
 		ByObject:                    byObject,
 		ReaderFailOnMissingInformer: true,
-		DefaultTransform:            cache.TransformStripManagedFields(),
+		DefaultTransform:            TransformKeepOwnManagedFields(),
 	}
 }
 

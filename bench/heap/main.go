@@ -1,0 +1,56 @@
+// Command heap measures what a cache of N realistic pods costs in one process
+// per variant, against the same API server in the same run: retained heap per
+// pod after GC, bytes allocated during the initial sync, bytes received.
+//
+//	go run ./bench/heap                      # local control plane, 20k pods
+//	go run ./bench/heap --kubeconfig ~/.kube/config --pods 50000
+//
+// The full harness (scenarios, variants, plots) is bench/'s job; this is the
+// foundation's memory figure, kept small on purpose.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+)
+
+type options struct {
+	pods        int
+	namespace   string
+	concurrency int
+	variants    string
+	kubeconfig  string
+	variant     string // set in the child process that measures one variant
+}
+
+func main() {
+	var o options
+	flag.IntVar(&o.pods, "pods", 20000, "Realistic pods to create and cache.")
+	flag.StringVar(&o.namespace, "namespace", "bench-heap", "Namespace the pods are created in (must not exist).")
+	flag.IntVar(&o.concurrency, "concurrency", 32, "Concurrent requests while seeding.")
+	flag.StringVar(&o.variants, "variants", strings.Join(variantNames(), ","), "Variants to measure, each in its own process.")
+	flag.StringVar(&o.variant, "measure", "", "Internal: measure this one variant and print its result as JSON.")
+	flag.Parse()
+	o.kubeconfig = kubeconfigFlagOrEnv()
+	var err error
+	if o.variant != "" {
+		err = measureAndPrint(context.Background(), o)
+	} else {
+		err = run(context.Background(), o)
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "heap: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+// kubeconfigFlagOrEnv is --kubeconfig (registered by controller-runtime) or $KUBECONFIG.
+func kubeconfigFlagOrEnv() string {
+	if f := flag.Lookup("kubeconfig"); f != nil && f.Value.String() != "" {
+		return f.Value.String()
+	}
+	return os.Getenv("KUBECONFIG")
+}

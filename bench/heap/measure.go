@@ -1,0 +1,130 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"runtime"
+	"sync/atomic"
+	"time"
+
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+)
+
+// result is one variant's figures for the pods it cached.
+type result struct {
+	Variant         string  `json:"variant"`
+	Objects         int     `json:"objects"`
+	RetainedPerPod  float64 `json:"retainedHeapBytesPerPod"`
+	AllocatedPerPod float64 `json:"allocatedBytesPerPodDuringSync"`
+	ReceivedPerPod  float64 `json:"receivedBytesPerPod"`
+	SyncSeconds     float64 `json:"syncSeconds"`
+}
+
+// measureAndPrint runs in a fresh process: nothing else is on its heap.
+func measureAndPrint(ctx context.Context, o options) error {
+	v, err := variantNamed(o.variant)
+	if err != nil {
+		return err
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", o.kubeconfig)
+	if err != nil {
+		return err
+	}
+	r, err := measure(ctx, cfg, v, o.namespace)
+	if err != nil {
+		return err
+	}
+	return json.NewEncoder(os.Stdout).Encode(r)
+}
+
+func measure(ctx context.Context, cfg *rest.Config, v variant, ns string) (result, error) {
+	var received atomic.Int64
+	cfg = countBytes(cfg, &received)
+	cfg.QPS, cfg.Burst = -1, 0
+	before := heapAfterGC()
+	start := time.Now()
+	c, err := cache.New(cfg, v.options(ns))
+	if err != nil {
+		return result{}, err
+	}
+	if _, err := c.GetInformer(ctx, v.object, cache.BlockUntilSynced(false)); err != nil {
+		return result{}, err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() { _ = c.Start(ctx) }()
+	if !c.WaitForCacheSync(ctx) {
+		return result{}, fmt.Errorf("cache did not sync")
+	}
+	synced := time.Since(start)
+	after := heapAfterGC()
+	n, err := countCached(ctx, c, v)
+	if err != nil || n == 0 {
+		return result{}, fmt.Errorf("counting cached pods: %d, %v", n, err)
+	}
+	runtime.KeepAlive(c)
+	return result{
+		Variant: v.name, Objects: n, SyncSeconds: synced.Seconds(),
+		RetainedPerPod:  float64(int64(after.HeapAlloc)-int64(before.HeapAlloc)) / float64(n),
+		AllocatedPerPod: float64(after.TotalAlloc-before.TotalAlloc) / float64(n),
+		ReceivedPerPod:  float64(received.Load()) / float64(n),
+	}, nil
+}
+
+func heapAfterGC() runtime.MemStats {
+	runtime.GC()
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m
+}
+
+func countCached(ctx context.Context, c cache.Cache, v variant) (int, error) {
+	informer, err := c.GetInformer(ctx, v.object)
+	if err != nil {
+		return 0, err
+	}
+	keyed, ok := informer.(interface {
+		GetStore() interface{ ListKeys() []string }
+	})
+	if !ok {
+		return 0, fmt.Errorf("informer %T has no store", informer)
+	}
+	return len(keyed.GetStore().ListKeys()), nil
+}
+
+// countBytes counts the response bytes every client of cfg reads.
+func countBytes(cfg *rest.Config, n *atomic.Int64) *rest.Config {
+	cfg = rest.CopyConfig(cfg)
+	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripFunc(func(req *http.Request) (*http.Response, error) {
+			resp, err := rt.RoundTrip(req)
+			if resp != nil {
+				resp.Body = &countingBody{ReadCloser: resp.Body, n: n}
+			}
+			return resp, err
+		})
+	}
+	return cfg
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
+
+type countingBody struct {
+	io.ReadCloser
+	n *atomic.Int64
+}
+
+func (b *countingBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	b.n.Add(int64(n))
+	return n, err
+}

@@ -1,0 +1,89 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime"
+	"strings"
+	"time"
+
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/metawatch/metawatch/bench/seed"
+	"github.com/metawatch/metawatch/pkg/controlplane"
+)
+
+// run seeds the pods, measures every variant in its own process and prints a table.
+func run(ctx context.Context, o options) error {
+	if o.kubeconfig == "" {
+		cp, err := controlplane.Start(ctx, controlplane.Options{})
+		if err != nil {
+			return err
+		}
+		defer cp.Stop()
+		o.kubeconfig = cp.KubeconfigPath
+	}
+	if err := seedPods(ctx, o); err != nil {
+		return err
+	}
+	var results []result
+	for _, name := range strings.Split(o.variants, ",") {
+		r, err := measureInChild(ctx, o, name)
+		if err != nil {
+			return fmt.Errorf("variant %s: %w", name, err)
+		}
+		results = append(results, r)
+	}
+	printTable(o, results)
+	return nil
+}
+
+func seedPods(ctx context.Context, o options) error {
+	cfg, err := clientcmd.BuildConfigFromFlags("", o.kubeconfig)
+	if err != nil {
+		return err
+	}
+	cfg.QPS, cfg.Burst = -1, 0
+	c, err := client.New(cfg, client.Options{})
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	fmt.Fprintf(os.Stderr, "heap: creating %d realistic pods in namespace %s\n", o.pods, o.namespace)
+	if err := seed.Pods(ctx, c, o.namespace, o.pods, o.concurrency, os.Stderr); err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "heap: seeded in %s\n", time.Since(start).Round(time.Second))
+	return nil
+}
+
+func measureInChild(ctx context.Context, o options, name string) (result, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return result{}, err
+	}
+	cmd := exec.CommandContext(ctx, self, "--measure", name, "--namespace", o.namespace, "--kubeconfig", o.kubeconfig)
+	var stdout bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, os.Stderr
+	if err := cmd.Run(); err != nil {
+		return result{}, err
+	}
+	var r result
+	return r, json.Unmarshal(stdout.Bytes(), &r)
+}
+
+func printTable(o options, results []result) {
+	fmt.Printf("\n%d realistic pods, %s, %s, kube-apiserver %s; ratios against %s, same run\n\n",
+		o.pods, runtime.Version(), runtime.GOARCH, controlplane.KubernetesVersion, results[0].Variant)
+	fmt.Println("| variant | objects | retained heap / pod | allocated during sync / pod | received / pod | sync s | retained vs first |")
+	fmt.Println("|---|---|---|---|---|---|---|")
+	for _, r := range results {
+		fmt.Printf("| %s | %d | %.0f B | %.0f B | %.0f B | %.1f | %.1fx less |\n", r.Variant, r.Objects, r.RetainedPerPod,
+			r.AllocatedPerPod, r.ReceivedPerPod, r.SyncSeconds, results[0].RetainedPerPod/r.RetainedPerPod)
+	}
+}

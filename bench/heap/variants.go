@@ -1,0 +1,60 @@
+package main
+
+import (
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/metawatch/metawatch/pkg/config"
+	"github.com/metawatch/metawatch/pkg/engine"
+)
+
+var podGVK = schema.GroupVersionKind{Version: "v1", Kind: "Pod"}
+
+// variant is one way to cache the pods of a namespace.
+type variant struct {
+	name    string
+	options func(ns string) cache.Options
+	object  client.Object
+}
+
+func variants() []variant {
+	return []variant{
+		{name: "typed", object: &corev1.Pod{}, options: func(ns string) cache.Options {
+			return cache.Options{DefaultNamespaces: map[string]cache.Config{ns: {}}}
+		}},
+		{name: "typed-strip-managedfields", object: &corev1.Pod{}, options: func(ns string) cache.Options {
+			return cache.Options{DefaultNamespaces: map[string]cache.Config{ns: {}}, DefaultTransform: cache.TransformStripManagedFields()}
+		}},
+		{name: "metadata", object: engine.NewObject(podGVK), options: func(ns string) cache.Options {
+			return cache.Options{DefaultNamespaces: map[string]cache.Config{ns: {}}}
+		}},
+		{name: "metawatch", object: engine.NewObject(podGVK), options: func(ns string) cache.Options {
+			return engine.CacheOptions([]config.ResolvedWatch{{
+				GVK: podGVK, Namespaced: true, Namespaces: []string{ns}, Label: labels.Everything(), Field: fields.Everything(),
+			}})
+		}},
+	}
+}
+
+func variantNames() []string {
+	var names []string
+	for _, v := range variants() {
+		names = append(names, v.name)
+	}
+	return names
+}
+
+func variantNamed(name string) (variant, error) {
+	for _, v := range variants() {
+		if v.name == name {
+			return v, nil
+		}
+	}
+	return variant{}, fmt.Errorf("unknown variant %q (have %v)", name, variantNames())
+}

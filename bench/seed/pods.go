@@ -1,0 +1,71 @@
+// Package seed creates realistic objects for the bench harness: pods shaped
+// like production ones, whose managedFields come from two managers (a creator
+// and a status writer playing the kubelet), as on a real cluster.
+package seed
+
+import (
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+)
+
+// Pod returns the i-th realistic pod of namespace ns: 2 containers with env,
+// probes, resources and volume mounts, 5 labels and 3 annotations.
+func Pod(ns string, i int) *corev1.Pod {
+	app := fmt.Sprintf("app-%d", i%50)
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: ns,
+			Name:      fmt.Sprintf("%s-%08d", app, i),
+			Labels: map[string]string{
+				"app.kubernetes.io/name": app, "app.kubernetes.io/part-of": "shop", "app.kubernetes.io/version": "1.4.2",
+				"pod-template-hash": fmt.Sprintf("%x", 0x5d4c3b2a+i%50), "team": fmt.Sprintf("team-%d", i%7),
+			},
+			Annotations: map[string]string{
+				"prometheus.io/scrape": "true", "prometheus.io/port": "9090",
+				"kubectl.kubernetes.io/default-container": "app",
+			},
+		},
+		Spec: corev1.PodSpec{
+			Containers: []corev1.Container{container("app", app, 8080), container("sidecar", "envoy", 15001)},
+			Volumes:    []corev1.Volume{{Name: "config", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: app + "-config"}}}}},
+		},
+	}
+}
+
+func container(name, image string, port int32) corev1.Container {
+	probe := &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/healthz", Port: intstr.FromInt32(port)}}, PeriodSeconds: 10}
+	return corev1.Container{
+		Name:  name,
+		Image: "registry.example/" + image + ":1.4.2",
+		Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: port}},
+		Env: []corev1.EnvVar{
+			{Name: "LOG_LEVEL", Value: "info"}, {Name: "REGION", Value: "eu-west-1"}, {Name: "FEATURE_FLAGS", Value: "checkout,search"},
+			{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}},
+		},
+		Resources: corev1.ResourceRequirements{
+			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("128Mi")},
+			Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("256Mi")},
+		},
+		LivenessProbe:  probe,
+		ReadinessProbe: probe,
+		VolumeMounts:   []corev1.VolumeMount{{Name: "config", MountPath: "/etc/" + name}},
+	}
+}
+
+// RunningStatus is the status a kubelet would write for pod.
+func RunningStatus(pod *corev1.Pod) corev1.PodStatus {
+	now := metav1.Now()
+	status := corev1.PodStatus{Phase: corev1.PodRunning, PodIP: "10.1.2.3", HostIP: "192.168.0.10", StartTime: &now,
+		Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: now}}}
+	for _, c := range pod.Spec.Containers {
+		status.ContainerStatuses = append(status.ContainerStatuses, corev1.ContainerStatus{
+			Name: c.Name, Image: c.Image, ImageID: c.Image + "@sha256:0123456789abcdef", Ready: true,
+			ContainerID: "containerd://" + pod.Name + c.Name, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: now}},
+		})
+	}
+	return status
+}

@@ -1,0 +1,68 @@
+package config
+
+import (
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+var namespaceGVK = corev1.SchemeGroupVersion.WithKind("Namespace")
+
+// resolveRuleNeeds adds what rules need of the watches: copyFromNamespace needs
+// every Namespace in the cache (watched implicitly if the config does not), and
+// a namespaced kind to copy to.
+func resolveRuleNeeds(c *Config, watches []ResolvedWatch) ([]ResolvedWatch, field.ErrorList) {
+	copier := copyingRule(c)
+	if copier < 0 {
+		return watches, nil
+	}
+	errs := checkCopyTargets(c, watches)
+	for _, w := range watches {
+		if w.GVK != namespaceGVK {
+			continue
+		}
+		if !w.Label.Empty() || !w.Field.Empty() || len(w.Namespaces) > 0 {
+			errs = append(errs, field.Invalid(field.NewPath(w.Path), "Namespace", fmt.Sprintf(
+				"rules[%d].copyFromNamespace needs every Namespace cached: remove this watch's selectors", copier)))
+		}
+		return watches, errs
+	}
+	implicit := ResolvedWatch{
+		Path: fmt.Sprintf("rules[%d].copyFromNamespace", copier), GVK: namespaceGVK,
+		Resource: corev1.SchemeGroupVersion.WithResource("namespaces"), Label: labels.Everything(), Field: fields.Everything(), BuiltIn: true,
+	}
+	return append(watches, implicit), errs
+}
+
+// copyingRule is the index of the first rule with copyFromNamespace, or -1.
+func copyingRule(c *Config) int {
+	for i, r := range c.Rules {
+		if r.CopyFromNamespace != nil {
+			return i
+		}
+	}
+	return -1
+}
+
+func checkCopyTargets(c *Config, watches []ResolvedWatch) field.ErrorList {
+	clusterScoped := map[string]bool{}
+	for _, w := range watches {
+		clusterScoped[w.GVK.Kind] = !w.Namespaced
+	}
+	var errs field.ErrorList
+	for i, r := range c.Rules {
+		if r.CopyFromNamespace == nil {
+			continue
+		}
+		for j, kind := range r.Kinds {
+			if clusterScoped[kind] {
+				errs = append(errs, field.Invalid(field.NewPath("rules").Index(i).Child("kinds").Index(j), kind,
+					"is cluster-scoped: it has no namespace to copy from"))
+			}
+		}
+	}
+	return errs
+}

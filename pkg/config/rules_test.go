@@ -1,0 +1,98 @@
+package config_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/metawatch/metawatch/pkg/config"
+)
+
+const ruleWatches = "watches:\n- kind: Pod\n  labelSelector: app=web\n- kind: Node\n- kind: Deployment\n"
+
+func TestRuleValidation(t *testing.T) {
+	cases := map[string]struct {
+		rules string
+		want  []string // empty: valid
+	}{
+		"the documented examples": {rules: `
+- name: team-from-namespace
+  kinds: [Pod, Deployment]
+  match: {labelSelector: "!metawatch.dev/skip"}
+  copyFromNamespace: {labels: [team, cost-center]}
+- name: spot-nodes
+  kinds: [Node]
+  match: {labelSelector: "node.kubernetes.io/capacity-type=spot"}
+  setLabels: {example.com/spot: "true"}
+- name: require-owner
+  kinds: [Deployment]
+  requireLabels: [app.kubernetes.io/name, team]
+`},
+		"two rules agreeing on a value": {rules: "- {name: a, kinds: [Node], setLabels: {x: \"1\"}}\n- {name: b, kinds: [Node], setLabels: {x: \"1\"}}\n"},
+		"missing name":                 {rules: "- {kinds: [Pod], setLabels: {x: v}}\n", want: []string{"rules[0].name: Invalid value"}},
+		"duplicate name": {
+			rules: "- {name: a, kinds: [Pod], setLabels: {x: v}}\n- {name: a, kinds: [Node], setLabels: {x: v}}\n",
+			want:  []string{`rules[1].name: Duplicate value: "a"`},
+		},
+		"no kinds":             {rules: "- {name: a, setLabels: {x: v}}\n", want: []string{"rules[0].kinds: Required value"}},
+		"a kind not watched":   {rules: "- {name: a, kinds: [Secret], setLabels: {x: v}}\n", want: []string{`rules[0].kinds[0]: Invalid value: "Secret": not a watched kind`}},
+		"no action":            {rules: "- {name: a, kinds: [Pod]}\n", want: []string{"rules[0]: Required value: a rule needs an action"}},
+		"bad match selector":   {rules: "- {name: a, kinds: [Pod], match: {labelSelector: 'x in ('}, setLabels: {x: v}}\n", want: []string{`rules[0].match.labelSelector: Invalid value: "x in ("`}},
+		"invalid label value":  {rules: "- {name: a, kinds: [Pod], setLabels: {team: 'not valid!'}}\n", want: []string{`rules[0].setLabels[team]: Invalid value: "not valid!"`}},
+		"an unquoted YAML boolean as a value": {
+			rules: "- {name: a, kinds: [Node], setLabels: {example.com/spot: true}}\n",
+			want:  []string{"cannot unmarshal bool", "setLabels"},
+		},
+		"invalid label key":    {rules: "- {name: a, kinds: [Pod], setLabels: {'bad key': x}}\n", want: []string{`rules[0].setLabels[bad key]: Invalid value: "bad key": key:`}},
+		"invalid annotation key": {rules: "- {name: a, kinds: [Pod], setAnnotations: {'-x': v}}\n", want: []string{"rules[0].setAnnotations"}},
+		"invalid remove key":   {rules: "- {name: a, kinds: [Pod], removeLabels: ['a/b/c']}\n", want: []string{`rules[0].removeLabels[0]: Invalid value: "a/b/c"`}},
+		"empty copy":           {rules: "- {name: a, kinds: [Pod], copyFromNamespace: {}}\n", want: []string{"rules[0].copyFromNamespace: Required value"}},
+		"conflicting set values": {
+			rules: "- {name: a, kinds: [Node], setLabels: {tier: gold}}\n- {name: b, kinds: [Node, Pod], setLabels: {tier: silver}}\n",
+			want:  []string{`rules[1].setLabels[tier]: Invalid value: "tier": rule "b" sets it to "silver" on Node, but rules[0].setLabels[tier] (rule "a") sets it to "gold"`},
+		},
+		"set against remove": {
+			rules: "- {name: a, kinds: [Pod], setLabels: {tier: gold}}\n- {name: b, kinds: [Pod], removeLabels: [tier]}\n",
+			want:  []string{`rule "b" removes it on Pod`, `(rule "a") sets it to "gold"`},
+		},
+		"set and copy in one rule": {
+			rules: "- {name: a, kinds: [Pod], setLabels: {team: x}, copyFromNamespace: {labels: [team]}}\n",
+			want:  []string{"one key must not be written two ways"},
+		},
+		"a write that leaves the watch": {
+			rules: "- {name: a, kinds: [Pod], setLabels: {app: db}}\n",
+			want:  []string{`rules[0].setLabels[app]: Invalid value: "app": the rule sets it to "db", which changes whether objects match the Pod watch's labelSelector "app=web"`},
+		},
+		"a removal that leaves the watch": {
+			rules: "- {name: a, kinds: [Pod], removeLabels: [app]}\n",
+			want:  []string{"rules[0].removeLabels[0]", "loop"},
+		},
+		"a copy of a key the watch selects on": {
+			rules: "- {name: a, kinds: [Pod], copyFromNamespace: {labels: [app]}}\n",
+			want:  []string{"rules[0].copyFromNamespace.labels[0]", "loop"},
+		},
+		"a write that keeps matching the watch": {rules: "- {name: a, kinds: [Pod], setLabels: {app: web}}\n"},
+		"a write that stops matching its own match": {
+			rules: "- {name: a, kinds: [Node], match: {labelSelector: '!done'}, setLabels: {done: 'yes'}}\n",
+			want:  []string{"rules[0].setLabels[done]", `the rule's own match.labelSelector "!done"`},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			_, err := config.Parse([]byte(ruleWatches + "rules:\n" + tc.rules))
+			if len(tc.want) == 0 {
+				if err != nil {
+					t.Fatalf("Parse: %v", err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("Parse accepted rules:\n%s", tc.rules)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q\ndoes not contain %q", err, w)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,182 @@
+package controller
+
+import (
+	"context"
+	"encoding/json"
+	"maps"
+	"sort"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/metawatch/metawatch/pkg/engine"
+	"github.com/metawatch/metawatch/pkg/metrics"
+	"github.com/metawatch/metawatch/pkg/rules"
+)
+
+// ReasonConflict is the Event reason when another field manager owns a key a rule wants.
+const ReasonConflict = "LabelConflict"
+
+var namespaceGVK = corev1.SchemeGroupVersion.WithKind("Namespace")
+
+// apply server-side applies the labels and annotations the rules own, when
+// anything differs from the cached object: a value, or a key metawatch owns
+// that no rule wants any more (leaving it out of the apply deletes it).
+func (r *RuleReconciler) apply(ctx context.Context, obj *metav1.PartialObjectMetadata, res rules.Result) error {
+	changed := changeOf(obj, res)
+	if changed.empty() {
+		return nil
+	}
+	log := logr.FromContextOrDiscard(ctx)
+	if r.DryRun {
+		r.count(changed.rules, metrics.ResultDryRun)
+		log.Info("dry run: would apply", changed.logValues()...)
+		return nil
+	}
+	key := types.NamespacedName{Namespace: obj.Namespace, Name: obj.Name}
+	err := r.applyManifest(ctx, obj, res.Labels, res.Annotations, false)
+	if conflicts, ok := conflictingKeys(err); ok {
+		err = r.resolveConflicts(ctx, obj, res, conflicts)
+	}
+	if err != nil {
+		r.count(changed.rules, metrics.ResultError)
+		return err
+	}
+	r.count(changed.rules, metrics.ResultApplied)
+	r.reclaims.clear(key)
+	log.Info("applied", changed.logValues()...)
+	return nil
+}
+
+// change is what an apply would change: keys to set (with the rule that
+// wants each), keys metawatch owns that no rule wants any more, and the rules involved.
+type change struct {
+	setLabels, setAnnotations         map[string]string
+	releaseLabels, releaseAnnotations []string
+	rules                             map[string]bool
+}
+
+func (c change) empty() bool {
+	return len(c.setLabels)+len(c.setAnnotations)+len(c.releaseLabels)+len(c.releaseAnnotations) == 0
+}
+
+// changeOf compares the object with what the rules own.
+func changeOf(obj *metav1.PartialObjectMetadata, res rules.Result) change {
+	mine := ownedKeys(obj)
+	c := change{rules: map[string]bool{}}
+	c.setLabels, c.releaseLabels = diffOwned(c.rules, obj.Labels, res.Labels, mine.labels.UnsortedList())
+	c.setAnnotations, c.releaseAnnotations = diffOwned(c.rules, obj.Annotations, res.Annotations, mine.annotations.UnsortedList())
+	return c
+}
+
+func diffOwned(involved map[string]bool, current map[string]string, desired map[string]rules.Owned, mine []string) (set map[string]string, release []string) {
+	set = map[string]string{}
+	for k, o := range desired {
+		if v, ok := current[k]; !ok || v != o.Value {
+			set[k] = o.Value
+			involved[o.Rule] = true
+		}
+	}
+	for _, k := range mine {
+		if _, wanted := desired[k]; !wanted {
+			release = append(release, k)
+		}
+	}
+	sort.Strings(release)
+	return set, release
+}
+
+// resolveConflicts handles keys another manager owns with another value: keys
+// of a rule with force, or that metawatch owned until a hand edit, are taken
+// back; the others are left to their owner, with an Event and a count.
+func (r *RuleReconciler) resolveConflicts(ctx context.Context, obj *metav1.PartialObjectMetadata, res rules.Result, conflicts owned) error {
+	reclaim := r.reclaims.get(types.NamespacedName{Namespace: obj.Namespace, Name: obj.Name})
+	labels, forceLabels := r.yield(obj, "label", res.Labels, conflicts.labels.UnsortedList(), reclaim.labels.Has)
+	annotations, forceAnnotations := r.yield(obj, "annotation", res.Annotations, conflicts.annotations.UnsortedList(), reclaim.annotations.Has)
+	return r.applyManifest(ctx, obj, labels, annotations, forceLabels || forceAnnotations)
+}
+
+// yield removes from desired the conflicting keys metawatch may not take, and
+// reports whether any conflicting key remains (to be taken with force).
+func (r *RuleReconciler) yield(obj *metav1.PartialObjectMetadata, what string, desired map[string]rules.Owned, conflicts []string, reclaimed func(string) bool) (map[string]rules.Owned, bool) {
+	out := maps.Clone(desired)
+	force := false
+	for _, k := range conflicts {
+		o, ok := desired[k]
+		switch {
+		case !ok:
+		case o.Force || reclaimed(k):
+			force = true
+		default:
+			delete(out, k)
+			metrics.RuleConflicts.WithLabelValues(o.Rule, kindLabel(r.GVK)).Inc()
+			r.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, ReasonConflict, "Apply",
+				"rule %s wants %s %s=%q, but another field manager owns it with value %q; not overwritten (set force: true on the rule to take it)",
+				o.Rule, what, k, o.Value, currentValue(obj, what, k))
+		}
+	}
+	return out, force
+}
+
+func currentValue(obj *metav1.PartialObjectMetadata, what, key string) string {
+	if what == "label" {
+		return obj.Labels[key]
+	}
+	return obj.Annotations[key]
+}
+
+// applyManifest server-side applies a metadata-only manifest: exactly the keys metawatch owns.
+func (r *RuleReconciler) applyManifest(ctx context.Context, obj *metav1.PartialObjectMetadata, labels, annotations map[string]rules.Owned, force bool) error {
+	metadata := map[string]any{"name": obj.Name}
+	if obj.Namespace != "" {
+		metadata["namespace"] = obj.Namespace
+	}
+	if len(labels) > 0 {
+		metadata["labels"] = values(labels)
+	}
+	if len(annotations) > 0 {
+		metadata["annotations"] = values(annotations)
+	}
+	manifest, err := json.Marshal(map[string]any{"apiVersion": r.GVK.GroupVersion().String(), "kind": r.GVK.Kind, "metadata": metadata})
+	if err != nil {
+		return err
+	}
+	opts := []client.PatchOption{client.FieldOwner(engine.FieldManager)}
+	if force {
+		opts = append(opts, client.ForceOwnership)
+	}
+	target := engine.NewObject(r.GVK)
+	target.Namespace, target.Name = obj.Namespace, obj.Name
+	return r.Writer.Patch(ctx, target, client.RawPatch(types.ApplyPatchType, manifest), opts...)
+}
+
+func values(owned map[string]rules.Owned) map[string]string {
+	out := make(map[string]string, len(owned))
+	for k, o := range owned {
+		out[k] = o.Value
+	}
+	return out
+}
+
+func (r *RuleReconciler) count(involved map[string]bool, result string) {
+	for rule := range involved {
+		metrics.RuleWrites.WithLabelValues(rule, kindLabel(r.GVK), result).Inc()
+	}
+}
+
+func (c change) logValues() []any {
+	return []any{"setLabels", c.setLabels, "setAnnotations", sortedKeys(c.setAnnotations),
+		"releasedLabels", c.releaseLabels, "releasedAnnotations", c.releaseAnnotations, "rules", sortedSet(c.rules)}
+}
+
+func sortedSet(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,66 @@
+package controller_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/metawatch/metawatch/pkg/controller"
+)
+
+// copyFromNamespace: 500 pods in 5 namespaces get, keep and lose their
+// namespace's team label as it is set, changed and removed; once converged, a
+// restart (every object reconciled again) writes nothing.
+func TestCopyFromNamespaceConverges(t *testing.T) {
+	c := newClient(t)
+	namespaces := []string{"copy-0", "copy-1", "copy-2", "copy-3", "copy-4"}
+	for i, ns := range namespaces {
+		createNamespace(t, c, ns, map[string]string{"team": fmt.Sprintf("team-%d", i)})
+		createPods(t, c, ns, 100)
+	}
+	configYAML := fmt.Sprintf("watches:\n- kind: Pod\n  namespaces: [%s]\nrules:\n- name: copy-team\n  kinds: [Pod]\n  copyFromNamespace: {labels: [team]}\n",
+		strings.Join(namespaces, ", "))
+	inst := startInstance(t, configYAML, controller.Options{MaxConcurrentReconciles: 8})
+	teamIs := func(suffix string) func(string, map[string]string) bool {
+		return func(ns string, l map[string]string) bool { return l["team"] == "team-"+strings.TrimPrefix(ns, "copy-")+suffix }
+	}
+	waitAllPods(t, c, "every pod to get its namespace's team", namespaces, teamIs(""))
+
+	for i, ns := range namespaces {
+		mergePatch(t, c, namespaceObject(ns), "kubectl-label", fmt.Sprintf(`{"metadata":{"labels":{"team":"team-%d-v2"}}}`, i))
+	}
+	waitAllPods(t, c, "every pod to follow its namespace's new team", namespaces, teamIs("-v2"))
+
+	for _, ns := range namespaces {
+		mergePatch(t, c, namespaceObject(ns), "kubectl-label", `{"metadata":{"labels":{"team":null}}}`)
+	}
+	waitAllPods(t, c, "the team label to leave every pod", namespaces, func(_ string, l map[string]string) bool {
+		_, has := l["team"]
+		return !has && l["app"] == "web"
+	})
+
+	for i, ns := range namespaces {
+		mergePatch(t, c, namespaceObject(ns), "kubectl-label", fmt.Sprintf(`{"metadata":{"labels":{"team":"team-%d"}}}`, i))
+	}
+	waitAllPods(t, c, "every pod to get the team back", namespaces, teamIs(""))
+	inst.stop()
+
+	// A restart reconciles every pod again: converged, that is zero writes.
+	before := reconcilesOf(t, "pod")
+	again := startInstance(t, configYAML, controller.Options{MaxConcurrentReconciles: 8})
+	waitFor(t, "the restarted instance to reconcile all 500 pods", func() bool { return reconcilesOf(t, "pod")-before >= 500 })
+	if n := again.writes.Load(); n != 0 {
+		t.Errorf("a converged restart made %d write requests, want 0", n)
+	}
+}
+
+func namespaceObject(name string) *corev1.Namespace {
+	return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+}
+
+func reconcilesOf(t *testing.T, controllerName string) float64 {
+	return counter(t, "controller_runtime_reconcile_total", map[string]string{"controller": controllerName})
+}

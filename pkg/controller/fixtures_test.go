@@ -1,0 +1,113 @@
+package controller_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+func createNamespace(t *testing.T, c client.Client, name string, labels map[string]string) {
+	t.Helper()
+	if err := c.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// createPods creates n pods named pod-0.. in ns, 16 at a time.
+func createPods(t *testing.T, c client.Client, ns string, n int) {
+	t.Helper()
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	sem := make(chan struct{}, 16)
+	for i := range n {
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			pod := &corev1.Pod{
+				ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("pod-%d", i), Labels: map[string]string{"app": "web"}},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.example/app:1"}}},
+			}
+			if err := c.Create(context.Background(), pod); err != nil {
+				errs <- err
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+}
+
+// waitAllPods waits until every pod in namespaces satisfies ok(namespace, labels).
+func waitAllPods(t *testing.T, c client.Client, what string, namespaces []string, ok func(ns string, labels map[string]string) bool) {
+	t.Helper()
+	waitFor(t, what, func() bool {
+		for _, ns := range namespaces {
+			var pods corev1.PodList
+			if err := c.List(context.Background(), &pods, client.InNamespace(ns)); err != nil {
+				t.Fatal(err)
+			}
+			for _, p := range pods.Items {
+				if !ok(ns, p.Labels) {
+					return false
+				}
+			}
+		}
+		return true
+	})
+}
+
+func getPod(t *testing.T, c client.Client, ns, name string) *corev1.Pod {
+	t.Helper()
+	var pod corev1.Pod
+	if err := c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, &pod); err != nil {
+		t.Fatal(err)
+	}
+	return &pod
+}
+
+// mergePatch patches obj as field manager "manager", the way kubectl label does.
+func mergePatch(t *testing.T, c client.Client, obj client.Object, manager, patch string) {
+	t.Helper()
+	if err := c.Patch(context.Background(), obj, client.RawPatch("application/merge-patch+json", []byte(patch)), client.FieldOwner(manager)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// applyAs server-side applies a metadata-only manifest for a pod as field manager "manager".
+func applyAs(t *testing.T, c client.Client, ns, name, manager, labelsJSON string) {
+	t.Helper()
+	manifest := fmt.Sprintf(`{"apiVersion":"v1","kind":"Pod","metadata":{"namespace":%q,"name":%q,"labels":%s}}`, ns, name, labelsJSON)
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+	if err := c.Patch(context.Background(), pod, client.RawPatch("application/apply-patch+yaml", []byte(manifest)), client.FieldOwner(manager)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// eventsFor lists the events.k8s.io Events about a pod with reason.
+func eventsFor(t *testing.T, c client.Client, ns, pod, reason string) []eventsv1.Event {
+	t.Helper()
+	var list eventsv1.EventList
+	if err := c.List(context.Background(), &list, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	var out []eventsv1.Event
+	for _, e := range list.Items {
+		if e.Reason == reason && e.Regarding.Name == pod {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+func metric(t *testing.T, name string, labels map[string]string) float64 {
+	t.Helper()
+	return counter(t, name, labels)
+}

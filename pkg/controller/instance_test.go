@@ -1,0 +1,77 @@
+package controller_test
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"k8s.io/client-go/rest"
+
+	"github.com/metawatch/metawatch/pkg/config"
+	"github.com/metawatch/metawatch/pkg/controller"
+	"github.com/metawatch/metawatch/pkg/engine"
+	"github.com/metawatch/metawatch/pkg/rules"
+)
+
+// instance is an in-process metawatch on the test control plane.
+type instance struct {
+	writes atomic.Int64 // PATCH, PUT, POST and DELETE requests, Events excepted
+	stop   func()
+}
+
+// startInstance runs metawatch with configYAML until the test ends or stop is called.
+func startInstance(t *testing.T, configYAML string, opts controller.Options) *instance {
+	t.Helper()
+	conf, err := config.Parse([]byte(configYAML))
+	if err != nil {
+		t.Fatal(err)
+	}
+	watches := resolveConfig(t, conf)
+	rulesByKind, err := rules.Compile(conf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inst := &instance{}
+	mgr, err := engine.NewManager(inst.countWrites(cp.Config), watches, engine.Options{MetricsBindAddress: "0", HealthProbeBindAddress: "0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := controller.Setup(mgr, watches, rulesByKind, opts); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	var once sync.Once
+	inst.stop = func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("manager: %v", err)
+			}
+		})
+	}
+	t.Cleanup(inst.stop)
+	return inst
+}
+
+// countWrites counts every write request the instance makes, but Events.
+func (inst *instance) countWrites(cfg *rest.Config) *rest.Config {
+	cfg = rest.CopyConfig(cfg)
+	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripFunc(func(req *http.Request) (*http.Response, error) {
+			if req.Method != http.MethodGet && !strings.Contains(req.URL.Path, "/events") {
+				inst.writes.Add(1)
+			}
+			return rt.RoundTrip(req)
+		})
+	}
+	return cfg
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }

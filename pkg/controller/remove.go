@@ -1,0 +1,79 @@
+package controller
+
+import (
+	"context"
+	"encoding/json"
+	"sort"
+
+	"github.com/go-logr/logr"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/metawatch/metawatch/pkg/engine"
+	"github.com/metawatch/metawatch/pkg/metrics"
+	"github.com/metawatch/metawatch/pkg/rules"
+)
+
+// remove deletes the keys remove actions name, whoever set them, with a JSON
+// merge patch that carries the cached resourceVersion as a precondition: if
+// the object changed since, the patch fails (409), and the retry decides
+// again on the newer object.
+func (r *RuleReconciler) remove(ctx context.Context, obj *metav1.PartialObjectMetadata, res rules.Result) error {
+	labels, involved := present(obj.Labels, res.RemoveLabels, nil)
+	annotations, involved := present(obj.Annotations, res.RemoveAnnotations, involved)
+	if len(labels)+len(annotations) == 0 {
+		return nil
+	}
+	log := logr.FromContextOrDiscard(ctx)
+	if r.DryRun {
+		r.count(involved, metrics.ResultDryRun)
+		log.Info("dry run: would remove", "labels", labels, "annotations", annotations)
+		return nil
+	}
+	metadata := map[string]any{"resourceVersion": obj.ResourceVersion}
+	if len(labels) > 0 {
+		metadata["labels"] = nulls(labels)
+	}
+	if len(annotations) > 0 {
+		metadata["annotations"] = nulls(annotations)
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": metadata})
+	if err != nil {
+		return err
+	}
+	target := engine.NewObject(r.GVK)
+	target.Namespace, target.Name = obj.Namespace, obj.Name
+	if err := r.Writer.Patch(ctx, target, client.RawPatch(types.MergePatchType, patch), client.FieldOwner(engine.FieldManager)); err != nil {
+		r.count(involved, metrics.ResultError)
+		return err
+	}
+	r.count(involved, metrics.ResultRemoved)
+	log.Info("removed", "labels", labels, "annotations", annotations)
+	return nil
+}
+
+// present returns the keys of toRemove the object has, and adds their rules to involved.
+func present(current map[string]string, toRemove map[string]string, involved map[string]bool) ([]string, map[string]bool) {
+	if involved == nil {
+		involved = map[string]bool{}
+	}
+	var keys []string
+	for k, rule := range toRemove {
+		if _, ok := current[k]; ok {
+			keys = append(keys, k)
+			involved[rule] = true
+		}
+	}
+	sort.Strings(keys)
+	return keys, involved
+}
+
+// nulls is a merge patch that deletes keys (null deletes in JSON merge patch).
+func nulls(keys []string) map[string]any {
+	out := make(map[string]any, len(keys))
+	for _, k := range keys {
+		out[k] = nil
+	}
+	return out
+}

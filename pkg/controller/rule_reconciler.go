@@ -1,0 +1,93 @@
+package controller
+
+import (
+	"context"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/metawatch/metawatch/pkg/engine"
+	"github.com/metawatch/metawatch/pkg/rules"
+)
+
+// RuleReconciler keeps the labels and annotations of one kind's objects the
+// way its rules want: it reads the object (and its namespace) from the cache,
+// asks the pure rules core what it should look like, and writes only what
+// differs. Set and copy actions are server-side applied by field manager
+// "metawatch"; remove actions are merge patches with a resourceVersion
+// precondition; require actions are audited.
+type RuleReconciler struct {
+	Reader   client.Reader // the cache
+	Writer   client.Writer // the API server
+	Recorder events.EventRecorder
+	GVK      schema.GroupVersionKind
+	Rules    []rules.Rule
+	DryRun   bool
+
+	audit    *audit
+	reclaims *reclaims
+}
+
+// NewRuleReconciler returns a RuleReconciler for kind gvk.
+func NewRuleReconciler(reader client.Reader, writer client.Writer, recorder events.EventRecorder, gvk schema.GroupVersionKind, rs []rules.Rule, dryRun bool) *RuleReconciler {
+	return &RuleReconciler{
+		Reader: reader, Writer: writer, Recorder: recorder, GVK: gvk, Rules: rs, DryRun: dryRun,
+		audit: newAudit(kindLabel(gvk), recorder), reclaims: newReclaims(),
+	}
+}
+
+// Reconcile brings one object to the state its rules want.
+func (r *RuleReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	obj := engine.NewObject(r.GVK)
+	if err := r.Reader.Get(ctx, req.NamespacedName, obj); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.audit.forget(req.NamespacedName)
+			r.reclaims.clear(req.NamespacedName)
+			return reconcile.Result{}, nil
+		}
+		return reconcile.Result{}, err
+	}
+	obj.SetGroupVersionKind(r.GVK) // Events need the kind of what they regard
+	ns, err := r.namespaceOf(ctx, obj)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	result := rules.Evaluate(r.Rules, rules.Metadata{Labels: obj.Labels, Annotations: obj.Annotations}, ns)
+	r.audit.observe(req.NamespacedName, obj, result.Violations)
+	// Remove first: its precondition is the cached resourceVersion, which an apply would change.
+	if err := r.remove(ctx, obj, result); err != nil {
+		return reconcile.Result{}, err
+	}
+	return reconcile.Result{}, r.apply(ctx, obj, result)
+}
+
+// namespaceOf returns the object's namespace metadata from the cache, when a rule copies from it.
+func (r *RuleReconciler) namespaceOf(ctx context.Context, obj *metav1.PartialObjectMetadata) (*rules.Metadata, error) {
+	if obj.Namespace == "" || !rules.Copies(r.Rules) {
+		return nil, nil
+	}
+	ns := engine.NewObject(namespaceGVK)
+	if err := r.Reader.Get(ctx, types.NamespacedName{Name: obj.Namespace}, ns); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil // being deleted; its objects go with it
+		}
+		return nil, err
+	}
+	return &rules.Metadata{Labels: ns.Labels, Annotations: ns.Annotations}, nil
+}
+
+// noteLostOwnership is called on every update event: keys metawatch owned
+// before and not after were taken by another manager's Update (a hand edit).
+func (r *RuleReconciler) noteLostOwnership(oldObj, newObj metav1.Object) {
+	lost := ownedKeys(oldObj).lost(ownedKeys(newObj))
+	if !lost.empty() {
+		r.reclaims.add(types.NamespacedName{Namespace: newObj.GetNamespace(), Name: newObj.GetName()}, lost)
+	}
+}
+
+func kindLabel(gvk schema.GroupVersionKind) string { return gvk.GroupKind().String() }

@@ -1,0 +1,55 @@
+package rules
+
+import (
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/metawatch/metawatch/pkg/config"
+)
+
+// Compile turns a validated configuration's rules into Rules per kind name
+// (a rule's kinds name watched kinds, e.g. "Pod").
+func Compile(c *config.Config) (map[string][]Rule, error) {
+	byKind := map[string][]Rule{}
+	for i, cr := range c.Rules {
+		r, err := compileRule(cr)
+		if err != nil {
+			return nil, fmt.Errorf("rules[%d]: %w", i, err)
+		}
+		for _, kind := range cr.Kinds {
+			byKind[kind] = append(byKind[kind], r)
+		}
+	}
+	return byKind, nil
+}
+
+func compileRule(cr config.Rule) (Rule, error) {
+	r := Rule{
+		Name: cr.Name, Force: cr.Force,
+		SetLabels: cr.SetLabels, SetAnnotations: cr.SetAnnotations,
+		RemoveLabels: cr.RemoveLabels, RemoveAnnotations: cr.RemoveAnnotations,
+		RequireLabels: cr.RequireLabels, RequireAnnotations: cr.RequireAnnotations,
+	}
+	if cr.CopyFromNamespace != nil {
+		r.CopyLabels, r.CopyAnnotations = cr.CopyFromNamespace.Labels, cr.CopyFromNamespace.Annotations
+	}
+	if cr.Match != nil {
+		sel, err := labels.Parse(cr.Match.LabelSelector)
+		if err != nil {
+			return Rule{}, fmt.Errorf("match.labelSelector: %w", err)
+		}
+		r.Match = sel
+	}
+	return r, nil
+}
+
+// Copies reports whether any rule copies from the namespace.
+func Copies(rules []Rule) bool {
+	for _, r := range rules {
+		if len(r.CopyLabels)+len(r.CopyAnnotations) > 0 {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,111 @@
+package rules
+
+import (
+	"sort"
+
+	"k8s.io/apimachinery/pkg/labels"
+)
+
+// Rule is one compiled rule, as it applies to one kind.
+type Rule struct {
+	Name  string
+	Match labels.Selector // nil or empty: every object
+
+	SetLabels, SetAnnotations         map[string]string
+	RemoveLabels, RemoveAnnotations   []string
+	CopyLabels, CopyAnnotations       []string
+	RequireLabels, RequireAnnotations []string
+	Force                             bool
+}
+
+// Metadata is what rules read of an object or a namespace.
+type Metadata struct {
+	Labels, Annotations map[string]string
+}
+
+// Owned is a key's desired value and the rule that wants it.
+type Owned struct {
+	Value string
+	Rule  string
+	Force bool
+}
+
+// Violation is a rule's requirement an object does not meet.
+type Violation struct {
+	Rule               string
+	MissingLabels      []string
+	MissingAnnotations []string
+}
+
+// Result is what the rules want of one object.
+type Result struct {
+	// Labels and Annotations are every key the rules own on the object, with its value.
+	Labels, Annotations map[string]Owned
+	// RemoveLabels and RemoveAnnotations map each key to delete to the rule that deletes it.
+	RemoveLabels, RemoveAnnotations map[string]string
+	// Violations are sorted by rule name.
+	Violations []Violation
+}
+
+// Evaluate applies rules to obj. ns is the object's namespace, nil for a
+// cluster-scoped object or a namespace not (yet) in the cache: then copy
+// actions want nothing, so they neither set nor keep a key.
+func Evaluate(rules []Rule, obj Metadata, ns *Metadata) Result {
+	res := Result{Labels: map[string]Owned{}, Annotations: map[string]Owned{}, RemoveLabels: map[string]string{}, RemoveAnnotations: map[string]string{}}
+	for _, r := range rules {
+		if r.Match != nil && !r.Match.Matches(labels.Set(obj.Labels)) {
+			continue
+		}
+		res.apply(r, obj, ns)
+	}
+	sort.Slice(res.Violations, func(i, j int) bool { return res.Violations[i].Rule < res.Violations[j].Rule })
+	return res
+}
+
+func (res *Result) apply(r Rule, obj Metadata, ns *Metadata) {
+	own(res.Labels, r, r.SetLabels)
+	own(res.Annotations, r, r.SetAnnotations)
+	remove(res.RemoveLabels, r.Name, r.RemoveLabels)
+	remove(res.RemoveAnnotations, r.Name, r.RemoveAnnotations)
+	if ns != nil {
+		own(res.Labels, r, pick(ns.Labels, r.CopyLabels))
+		own(res.Annotations, r, pick(ns.Annotations, r.CopyAnnotations))
+	}
+	v := Violation{Rule: r.Name, MissingLabels: missing(obj.Labels, r.RequireLabels), MissingAnnotations: missing(obj.Annotations, r.RequireAnnotations)}
+	if len(v.MissingLabels)+len(v.MissingAnnotations) > 0 {
+		res.Violations = append(res.Violations, v)
+	}
+}
+
+func own(dst map[string]Owned, r Rule, values map[string]string) {
+	for k, v := range values {
+		dst[k] = Owned{Value: v, Rule: r.Name, Force: r.Force}
+	}
+}
+
+func remove(dst map[string]string, rule string, keys []string) {
+	for _, k := range keys {
+		dst[k] = rule
+	}
+}
+
+// pick returns the entries of m whose keys are in keys.
+func pick(m map[string]string, keys []string) map[string]string {
+	out := map[string]string{}
+	for _, k := range keys {
+		if v, ok := m[k]; ok {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+func missing(m map[string]string, keys []string) []string {
+	var out []string
+	for _, k := range keys {
+		if _, ok := m[k]; !ok {
+			out = append(out, k)
+		}
+	}
+	return out
+}
