@@ -19,14 +19,15 @@ run: build
 controlplane:
 	$(GO) run ./hack/controlplane
 
-## test: every test on the local control plane, plus a short fuzz run of the config parser.
+## test: every test on the local control plane, plus short fuzz runs of the config parser and the rules core.
 test: controlplane vet
 	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
-	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime $(FUZZTIME) ./pkg/config
+	$(MAKE) fuzz
 
-## fuzz: a longer fuzz run of the config parser (FUZZTIME=10m make fuzz).
+## fuzz: fuzz the config parser and the rules core, FUZZTIME each (FUZZTIME=10m make fuzz for a long run).
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime $(FUZZTIME) ./pkg/config
+	$(GO) test -run '^$$' -fuzz FuzzEvaluate -fuzztime $(FUZZTIME) ./pkg/rules
 
 vet:
 	$(GO) vet ./...

@@ -88,8 +88,9 @@ func demonstrateChange(ctx context.Context, k kubectl) {
 		return
 	}
 	kubeconfig, _ := filepath.Abs(filepath.Join("bin", "local", "kubeconfig"))
-	say("try one yourself in another terminal:\n\n    %s --kubeconfig %s -n demo label pod web-2 color=blue --overwrite\n\nCtrl-C stops metawatch and the control plane.",
-		controlplaneKubectl(), kubeconfig)
+	kubectl := controlplaneKubectl() + " --kubeconfig " + kubeconfig
+	say("try one yourself in another terminal:\n\n    %s -n demo label pod web-2 color=blue --overwrite\n    %s label namespace demo team=checkout --overwrite   # the rule copies it to the pods\n\nCtrl-C stops metawatch and the control plane.",
+		kubectl, kubectl)
 }
 
 func controlplaneKubectl() string {

@@ -40,8 +40,8 @@ func main() {
 
 func run(ctx context.Context, o options) error {
 	if o.kubeconfig != "" {
-		say("running against %s with --config-file %s (nothing is written to that cluster)", o.kubeconfig, o.selectors)
-		return runWatcher(ctx, o.metawatchBin, append([]string{"--kubeconfig", o.kubeconfig, "--config-file", o.selectors}, o.extraArgs...))
+		say("running against %s with --config-file %s and --dry-run: nothing is written to that cluster (ARGS=--dry-run=false writes)", o.kubeconfig, o.selectors)
+		return runWatcher(ctx, o.metawatchBin, append([]string{"--kubeconfig", o.kubeconfig, "--config-file", o.selectors, "--dry-run"}, o.extraArgs...))
 	}
 	return runLocal(ctx, o)
 }

@@ -145,14 +145,20 @@ func TestParseFile(t *testing.T) {
 	}
 }
 
-func TestTheShippedSelectorsParse(t *testing.T) {
+func TestTheShippedSelectorsParseAndResolve(t *testing.T) {
 	matches, err := filepath.Glob("../../selectors/*.yaml")
 	if err != nil || len(matches) == 0 {
 		t.Fatalf("no selectors found: %v", err)
 	}
+	mapper := newMapper(t)
 	for _, path := range matches {
-		if _, err := config.ParseFile(path); err != nil {
+		c, err := config.ParseFile(path)
+		if err != nil {
 			t.Errorf("%s: %v", path, err)
+			continue
+		}
+		if _, _, err := config.Resolve(c, mapper); err != nil {
+			t.Errorf("%s: resolving against the API server: %v", path, err)
 		}
 	}
 }

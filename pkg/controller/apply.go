@@ -26,6 +26,9 @@ var namespaceGVK = corev1.SchemeGroupVersion.WithKind("Namespace")
 // anything differs from the cached object: a value, or a key metawatch owns
 // that no rule wants any more (leaving it out of the apply deletes it).
 func (r *RuleReconciler) apply(ctx context.Context, obj *metav1.PartialObjectMetadata, res rules.Result) error {
+	key := types.NamespacedName{Namespace: obj.Namespace, Name: obj.Name}
+	res.Labels = r.yielded.withoutSettled(key, "label", res.Labels, obj.Labels)
+	res.Annotations = r.yielded.withoutSettled(key, "annotation", res.Annotations, obj.Annotations)
 	changed := changeOf(obj, res)
 	if changed.empty() {
 		return nil
@@ -36,7 +39,6 @@ func (r *RuleReconciler) apply(ctx context.Context, obj *metav1.PartialObjectMet
 		log.Info("dry run: would apply", changed.logValues()...)
 		return nil
 	}
-	key := types.NamespacedName{Namespace: obj.Namespace, Name: obj.Name}
 	err := r.applyManifest(ctx, obj, res.Labels, res.Annotations, false)
 	if conflicts, ok := conflictingKeys(err); ok {
 		err = r.resolveConflicts(ctx, obj, res, conflicts)
@@ -112,6 +114,7 @@ func (r *RuleReconciler) yield(obj *metav1.PartialObjectMetadata, what string, d
 			force = true
 		default:
 			delete(out, k)
+			r.yielded.add(types.NamespacedName{Namespace: obj.Namespace, Name: obj.Name}, what, k, currentValue(obj, what, k))
 			metrics.RuleConflicts.WithLabelValues(o.Rule, kindLabel(r.GVK)).Inc()
 			r.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, ReasonConflict, "Apply",
 				"rule %s wants %s %s=%q, but another field manager owns it with value %q; not overwritten (set force: true on the rule to take it)",

@@ -31,13 +31,14 @@ type RuleReconciler struct {
 
 	audit    *audit
 	reclaims *reclaims
+	yielded  *yielded
 }
 
 // NewRuleReconciler returns a RuleReconciler for kind gvk.
 func NewRuleReconciler(reader client.Reader, writer client.Writer, recorder events.EventRecorder, gvk schema.GroupVersionKind, rs []rules.Rule, dryRun bool) *RuleReconciler {
 	return &RuleReconciler{
 		Reader: reader, Writer: writer, Recorder: recorder, GVK: gvk, Rules: rs, DryRun: dryRun,
-		audit: newAudit(kindLabel(gvk), recorder), reclaims: newReclaims(),
+		audit: newAudit(kindLabel(gvk), recorder), reclaims: newReclaims(), yielded: newYielded(),
 	}
 }
 
@@ -48,6 +49,7 @@ func (r *RuleReconciler) Reconcile(ctx context.Context, req reconcile.Request) (
 		if apierrors.IsNotFound(err) {
 			r.audit.forget(req.NamespacedName)
 			r.reclaims.clear(req.NamespacedName)
+			r.yielded.forget(req.NamespacedName)
 			return reconcile.Result{}, nil
 		}
 		return reconcile.Result{}, err
