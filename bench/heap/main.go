@@ -13,7 +13,9 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"github.com/go-logr/logr"
 	"os"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"strings"
 )
 
@@ -34,6 +36,7 @@ func main() {
 	flag.StringVar(&o.variants, "variants", strings.Join(variantNames(), ","), "Variants to measure, each in its own process.")
 	flag.StringVar(&o.variant, "measure", "", "Internal: measure this one variant and print its result as JSON.")
 	flag.Parse()
+	ctrl.SetLogger(logr.Discard()) // the figures are the output; controller logs would drown them
 	o.kubeconfig = kubeconfigFlagOrEnv()
 	var err error
 	if o.variant != "" {

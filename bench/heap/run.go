@@ -55,6 +55,9 @@ func seedPods(ctx context.Context, o options) error {
 	}
 	start := time.Now()
 	fmt.Fprintf(os.Stderr, "heap: creating %d realistic pods in namespace %s\n", o.pods, o.namespace)
+	if err := seed.Namespace(ctx, c, o.namespace, nil); err != nil {
+		return err
+	}
 	if err := seed.Pods(ctx, c, o.namespace, o.pods, o.concurrency, os.Stderr); err != nil {
 		return err
 	}

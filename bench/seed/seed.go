@@ -13,17 +13,22 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// Pods creates n realistic pods in ns with the given concurrency, each then
-// given a running status by a second field manager ("kubelet"), and prints
-// progress to log every 5 seconds.
-func Pods(ctx context.Context, c client.Client, ns string, n, concurrency int, log io.Writer) error {
-	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
-		return fmt.Errorf("creating namespace %s: %w", ns, err)
+// Namespace creates namespace name with labels.
+func Namespace(ctx context.Context, c client.Client, name string, labels map[string]string) error {
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}); err != nil {
+		return fmt.Errorf("creating namespace %s: %w", name, err)
 	}
+	return nil
+}
+
+// Pods creates n realistic pods in namespace ns with the given concurrency,
+// each then given a running status by a second field manager ("kubelet"), and
+// prints progress to log every 5 seconds.
+func Pods(ctx context.Context, c client.Client, ns string, n, concurrency int, log io.Writer) error {
 	var done atomic.Int64
 	stop := progress(log, &done, n)
 	defer stop()
-	return forEach(ctx, n, concurrency, func(i int) error {
+	return ForEach(ctx, n, concurrency, func(i int) error {
 		defer done.Add(1)
 		pod := Pod(ns, i)
 		if err := c.Create(ctx, pod, client.FieldOwner("bench-seed")); err != nil {
@@ -34,8 +39,8 @@ func Pods(ctx context.Context, c client.Client, ns string, n, concurrency int, l
 	})
 }
 
-// forEach runs f(0..n-1) on concurrency workers and returns the first error.
-func forEach(ctx context.Context, n, concurrency int, f func(int) error) error {
+// ForEach runs f(0..n-1) on concurrency workers and returns the first error.
+func ForEach(ctx context.Context, n, concurrency int, f func(int) error) error {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	work := make(chan int)

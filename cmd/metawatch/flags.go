@@ -16,6 +16,8 @@ import (
 )
 
 type options struct {
+	qps        float64
+	burst      int
 	source     reload.Source
 	engine     engine.Options
 	controller controller.Options
@@ -31,6 +33,8 @@ func parseFlags(args []string) options {
 	fs.StringVar(&o.source.ConfigMap, "config-map", "", "Selectors ConfigMap as NAMESPACE/NAME; its data key config.yaml holds the configuration.")
 	fs.StringVar(&o.engine.MetricsBindAddress, "metrics-bind-address", ":8080", "Address of the Prometheus metrics endpoint; 0 disables it.")
 	fs.StringVar(&o.engine.HealthProbeBindAddress, "health-probe-bind-address", ":8081", "Address of /healthz and /readyz; 0 disables them.")
+	fs.Float64Var(&o.qps, "kube-api-qps", 50, "Requests per second to the API server (writes and start-up lists); leader election has its own budget.")
+	fs.IntVar(&o.burst, "kube-api-burst", 100, "Burst above --kube-api-qps.")
 	fs.BoolVar(&o.engine.LeaderElection, "leader-elect", false, "Elect a leader so that one replica of several is active.")
 	fs.StringVar(&o.engine.LeaderElectionNamespace, "leader-election-namespace", "", "Namespace of the leader-election Lease; defaults to the Pod's namespace in a cluster.")
 	fs.DurationVar(&o.engine.GracefulShutdownTimeout, "graceful-shutdown-timeout", 30*time.Second, "How long controllers get to finish on SIGTERM.")

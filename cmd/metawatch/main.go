@@ -43,6 +43,7 @@ func run(ctx context.Context, opts options) error {
 	if err != nil {
 		return err
 	}
+	cfg.QPS, cfg.Burst = float32(opts.qps), opts.burst
 	watches, err := resolveWatches(ctx, cfg, conf)
 	if err != nil {
 		return err

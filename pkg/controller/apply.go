@@ -41,7 +41,9 @@ func (r *RuleReconciler) apply(ctx context.Context, obj *metav1.PartialObjectMet
 	}
 	err := r.applyManifest(ctx, obj, res.Labels, res.Annotations, false)
 	if conflicts, ok := conflictingKeys(err); ok {
-		err = r.resolveConflicts(ctx, obj, res, conflicts)
+		var kept rules.Result
+		kept, err = r.resolveConflicts(ctx, obj, res, conflicts)
+		changed = changeOf(obj, kept) // yielded keys were not written
 	}
 	if err != nil {
 		r.count(changed.rules, metrics.ResultError)
@@ -94,11 +96,13 @@ func diffOwned(involved map[string]bool, current map[string]string, desired map[
 // resolveConflicts handles keys another manager owns with another value: keys
 // of a rule with force, or that metawatch owned until a hand edit, are taken
 // back; the others are left to their owner, with an Event and a count.
-func (r *RuleReconciler) resolveConflicts(ctx context.Context, obj *metav1.PartialObjectMetadata, res rules.Result, conflicts owned) error {
+// It returns what was applied.
+func (r *RuleReconciler) resolveConflicts(ctx context.Context, obj *metav1.PartialObjectMetadata, res rules.Result, conflicts owned) (rules.Result, error) {
 	reclaim := r.reclaims.get(types.NamespacedName{Namespace: obj.Namespace, Name: obj.Name})
 	labels, forceLabels := r.yield(obj, "label", res.Labels, conflicts.labels.UnsortedList(), reclaim.labels.Has)
 	annotations, forceAnnotations := r.yield(obj, "annotation", res.Annotations, conflicts.annotations.UnsortedList(), reclaim.annotations.Has)
-	return r.applyManifest(ctx, obj, labels, annotations, forceLabels || forceAnnotations)
+	res.Labels, res.Annotations = labels, annotations
+	return res, r.applyManifest(ctx, obj, labels, annotations, forceLabels || forceAnnotations)
 }
 
 // yield removes from desired the conflicting keys metawatch may not take, and
@@ -116,6 +120,7 @@ func (r *RuleReconciler) yield(obj *metav1.PartialObjectMetadata, what string, d
 			delete(out, k)
 			r.yielded.add(types.NamespacedName{Namespace: obj.Namespace, Name: obj.Name}, what, k, currentValue(obj, what, k))
 			metrics.RuleConflicts.WithLabelValues(o.Rule, kindLabel(r.GVK)).Inc()
+			metrics.RuleWrites.WithLabelValues(o.Rule, kindLabel(r.GVK), metrics.ResultConflict).Inc()
 			r.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, ReasonConflict, "Apply",
 				"rule %s wants %s %s=%q, but another field manager owns it with value %q; not overwritten (set force: true on the rule to take it)",
 				o.Rule, what, k, o.Value, currentValue(obj, what, k))

@@ -25,7 +25,9 @@ func TestCopyFromNamespaceConverges(t *testing.T) {
 		strings.Join(namespaces, ", "))
 	inst := startInstance(t, configYAML, controller.Options{MaxConcurrentReconciles: 8})
 	teamIs := func(suffix string) func(string, map[string]string) bool {
-		return func(ns string, l map[string]string) bool { return l["team"] == "team-"+strings.TrimPrefix(ns, "copy-")+suffix }
+		return func(ns string, l map[string]string) bool {
+			return l["team"] == "team-"+strings.TrimPrefix(ns, "copy-")+suffix
+		}
 	}
 	waitAllPods(t, c, "every pod to get its namespace's team", namespaces, teamIs(""))
 

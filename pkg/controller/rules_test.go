@@ -112,6 +112,11 @@ func TestConflictWithAnotherManager(t *testing.T) {
 	if n := metric(t, "metawatch_rule_conflicts_total", map[string]string{"rule": "conflict-tier"}); n != 1 {
 		t.Errorf("%v conflicts counted, want 1", n)
 	}
+	for result, want := range map[string]float64{"conflict": 1, "applied": 1} { // tier yielded, zone applied
+		if n := metric(t, "metawatch_rule_writes_total", map[string]string{"rule": "conflict-tier", "result": result}); n != want {
+			t.Errorf("metawatch_rule_writes_total{result=%q} = %v, want %v", result, n, want)
+		}
+	}
 	events := eventsFor(t, c, "conflict", "pod-0", controller.ReasonConflict)
 	if len(events) != 1 || events[0].Series != nil || !strings.Contains(events[0].Note, `tier="gold"`) {
 		t.Errorf("want exactly one LabelConflict Event naming tier=gold, got %+v", events)
@@ -163,7 +168,9 @@ func TestRequireLabelsAudits(t *testing.T) {
 	createPods(t, c, "audit", 3)
 	mergePatch(t, c, getPod(t, c, "audit", "pod-0"), "kubectl-label", `{"metadata":{"labels":{"owner":"alice"}}}`)
 	inst := startInstance(t, "watches:\n- kind: Pod\n  namespaces: [audit]\nrules:\n- {name: audit-owner, kinds: [Pod], requireLabels: [owner]}\n", controller.Options{})
-	violations := func() float64 { return metric(t, "metawatch_rule_violations", map[string]string{"rule": "audit-owner"}) }
+	violations := func() float64 {
+		return metric(t, "metawatch_rule_violations", map[string]string{"rule": "audit-owner"})
+	}
 	waitFor(t, "2 violations", func() bool { return violations() == 2 })
 	mergePatch(t, c, getPod(t, c, "audit", "pod-1"), "kubectl-label", `{"metadata":{"labels":{"owner":"bob","unrelated":"x"}}}`)
 	waitFor(t, "1 violation", func() bool { return violations() == 1 })

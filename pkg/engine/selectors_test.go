@@ -6,6 +6,7 @@ import (
 	"path"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
@@ -13,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/metawatch/metawatch/pkg/engine"
+	"github.com/metawatch/metawatch/pkg/metrics"
 )
 
 const filterConfig = `
@@ -48,6 +50,9 @@ func TestSelectorsFilterOnTheServer(t *testing.T) {
 	eventually(t, "the cache to hold exactly the matching pods", func() bool {
 		return cachedPods(t, mgr.GetCache()).Equal(want)
 	})
+	if got := testutil.ToFloat64(metrics.CachedObjects.WithLabelValues("Pod")); got != float64(want.Len()) {
+		t.Errorf("metawatch_cached_objects{kind=Pod} = %v, want %d", got, want.Len())
+	}
 	if got := matchingServerPods(t, c); !got.Equal(want) {
 		t.Fatalf("the API server's matching pods are %v, want %v: the test's fixtures are wrong", sets.List(got), sets.List(want))
 	}
