@@ -3,8 +3,10 @@ GO        ?= go
 BIN       := bin
 TEST_TIMEOUT ?= 60m
 FUZZTIME  ?= 10s
+VERSION   ?= $(shell sed -n 's/^appVersion: *"*\([^"]*\)"*/\1/p' deploy/helm/metawatch/Chart.yaml)
+IMAGE     ?= ghcr.io/metawatch/metawatch:$(VERSION)
 
-.PHONY: all build run test test-unit controlplane fuzz vet clean
+.PHONY: all build run test controlplane fuzz vet clean image
 
 all: build
 
@@ -15,7 +17,7 @@ build:
 run: build
 	$(BIN)/metawatch-dev -- $(ARGS)
 
-## controlplane: build (once, cached by version) kube-apiserver, etcd and kubectl.
+## controlplane: build (once, cached by version) kube-apiserver, etcd, kubectl and helm.
 controlplane:
 	$(GO) run ./hack/controlplane
 
@@ -31,6 +33,13 @@ fuzz:
 
 vet:
 	$(GO) vet ./...
+
+## image: a static binary packed into an OCI image tarball (bin/metawatch-image.tar), no container engine needed.
+image:
+	CGO_ENABLED=0 GOOS=linux GOARCH=amd64 $(GO) build -trimpath -ldflags "-s -w" -o $(BIN)/linux-amd64/metawatch ./cmd/metawatch
+	$(GO) run ./hack/image --binary $(BIN)/linux-amd64/metawatch --ref $(IMAGE) --out $(BIN)/metawatch-image.tar
+
+
 
 clean:
 	rm -rf $(BIN)

@@ -12,8 +12,10 @@ import (
 	"fmt"
 	"github.com/go-logr/logr"
 	"os"
+	"os/signal"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"syscall"
 	"time"
 
 	"k8s.io/client-go/rest"
@@ -40,7 +42,10 @@ func main() {
 	} else {
 		ctrl.SetLogger(logr.Discard()) // the figures are the output; controller logs would drown them
 	}
-	if err := run(context.Background(), o); err != nil {
+	// On Ctrl-C or SIGTERM the run stops and the local control plane is stopped with it.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, o); err != nil {
 		fmt.Fprintf(os.Stderr, "converge: %v\n", err)
 		os.Exit(1)
 	}
@@ -74,7 +79,7 @@ func run(ctx context.Context, o options) error {
 
 // target is $KUBECONFIG (or --kubeconfig) or a local control plane.
 func target(ctx context.Context) (*rest.Config, func(), error) {
-	if path := kubeconfigFlagOrEnv(); path != "" {
+	if path := controlplane.ExternalKubeconfig(); path != "" {
 		cfg, err := clientcmd.BuildConfigFromFlags("", path)
 		return cfg, func() {}, err
 	}
@@ -83,13 +88,6 @@ func target(ctx context.Context) (*rest.Config, func(), error) {
 		return nil, nil, err
 	}
 	return cp.Config, func() { _ = cp.Stop() }, nil
-}
-
-func kubeconfigFlagOrEnv() string {
-	if f := flag.Lookup("kubeconfig"); f != nil && f.Value.String() != "" {
-		return f.Value.String()
-	}
-	return os.Getenv("KUBECONFIG")
 }
 
 func seedNamespace(ctx context.Context, c client.Client, o options) error {

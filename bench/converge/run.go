@@ -56,7 +56,7 @@ func startMetawatch(ctx context.Context, cfg *rest.Config, o options) (<-chan st
 	if err != nil {
 		return nil, err
 	}
-	watches, err := resolve(cfg, conf)
+	watches, _, err := engine.Resolve(cfg, conf)
 	if err != nil {
 		return nil, err
 	}

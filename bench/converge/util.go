@@ -8,25 +8,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
-
-	"github.com/metawatch/metawatch/pkg/config"
 )
-
-func resolve(cfg *rest.Config, conf *config.Config) ([]config.ResolvedWatch, error) {
-	httpClient, err := rest.HTTPClientFor(cfg)
-	if err != nil {
-		return nil, err
-	}
-	mapper, err := apiutil.NewDynamicRESTMapper(cfg, httpClient)
-	if err != nil {
-		return nil, err
-	}
-	watches, _, err := config.Resolve(conf, mapper)
-	return watches, err
-}
 
 func counterValue(c prometheus.Counter) float64 {
 	var m dto.Metric

@@ -14,9 +14,12 @@ import (
 	"flag"
 	"fmt"
 	"github.com/go-logr/logr"
+	"github.com/metawatch/metawatch/pkg/controlplane"
 	"os"
+	"os/signal"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"strings"
+	"syscall"
 )
 
 type options struct {
@@ -37,23 +40,18 @@ func main() {
 	flag.StringVar(&o.variant, "measure", "", "Internal: measure this one variant and print its result as JSON.")
 	flag.Parse()
 	ctrl.SetLogger(logr.Discard()) // the figures are the output; controller logs would drown them
-	o.kubeconfig = kubeconfigFlagOrEnv()
+	o.kubeconfig = controlplane.ExternalKubeconfig()
+	// On Ctrl-C or SIGTERM the run stops and the local control plane is stopped with it.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
 	var err error
 	if o.variant != "" {
-		err = measureAndPrint(context.Background(), o)
+		err = measureAndPrint(ctx, o)
 	} else {
-		err = run(context.Background(), o)
+		err = run(ctx, o)
 	}
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "heap: %v\n", err)
 		os.Exit(1)
 	}
-}
-
-// kubeconfigFlagOrEnv is --kubeconfig (registered by controller-runtime) or $KUBECONFIG.
-func kubeconfigFlagOrEnv() string {
-	if f := flag.Lookup("kubeconfig"); f != nil && f.Value.String() != "" {
-		return f.Value.String()
-	}
-	return os.Getenv("KUBECONFIG")
 }

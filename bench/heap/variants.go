@@ -21,26 +21,30 @@ type variant struct {
 	name    string
 	options func(ns string) cache.Options
 	object  client.Object
+	list    func() client.ObjectList
 }
 
 func variants() []variant {
 	return []variant{
-		{name: "typed", object: &corev1.Pod{}, options: func(ns string) cache.Options {
+		{name: "typed", object: &corev1.Pod{}, list: typedList, options: func(ns string) cache.Options {
 			return cache.Options{DefaultNamespaces: map[string]cache.Config{ns: {}}}
 		}},
-		{name: "typed-strip-managedfields", object: &corev1.Pod{}, options: func(ns string) cache.Options {
+		{name: "typed-strip-managedfields", object: &corev1.Pod{}, list: typedList, options: func(ns string) cache.Options {
 			return cache.Options{DefaultNamespaces: map[string]cache.Config{ns: {}}, DefaultTransform: cache.TransformStripManagedFields()}
 		}},
-		{name: "metadata", object: engine.NewObject(podGVK), options: func(ns string) cache.Options {
+		{name: "metadata", object: engine.NewObject(podGVK), list: metadataList, options: func(ns string) cache.Options {
 			return cache.Options{DefaultNamespaces: map[string]cache.Config{ns: {}}}
 		}},
-		{name: "metawatch", object: engine.NewObject(podGVK), options: func(ns string) cache.Options {
+		{name: "metawatch", object: engine.NewObject(podGVK), list: metadataList, options: func(ns string) cache.Options {
 			return engine.CacheOptions([]config.ResolvedWatch{{
 				GVK: podGVK, Namespaced: true, Namespaces: []string{ns}, Label: labels.Everything(), Field: fields.Everything(),
 			}})
 		}},
 	}
 }
+
+func typedList() client.ObjectList    { return &corev1.PodList{} }
+func metadataList() client.ObjectList { return engine.NewList(podGVK) }
 
 func variantNames() []string {
 	var names []string

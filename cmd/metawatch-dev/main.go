@@ -7,6 +7,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"github.com/metawatch/metawatch/pkg/controlplane"
 	"os"
 	"os/signal"
 	"syscall"
@@ -28,7 +29,7 @@ func main() {
 	flag.StringVar(&o.demo, "demo", "hack/demo.yaml", "Demo objects to create on the local control plane.")
 	flag.StringVar(&o.stateDir, "state-dir", "bin/local", "Where the local control plane's kubeconfig is written.")
 	flag.Parse()
-	o.kubeconfig = kubeconfigFlagOrEnv()
+	o.kubeconfig = controlplane.ExternalKubeconfig()
 	o.extraArgs = flag.Args()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -48,12 +49,4 @@ func run(ctx context.Context, o options) error {
 
 func say(format string, args ...any) {
 	fmt.Fprintf(os.Stderr, "metawatch-dev: "+format+"\n", args...)
-}
-
-// kubeconfigFlagOrEnv is --kubeconfig (registered by controller-runtime) or $KUBECONFIG.
-func kubeconfigFlagOrEnv() string {
-	if f := flag.Lookup("kubeconfig"); f != nil && f.Value.String() != "" {
-		return f.Value.String()
-	}
-	return os.Getenv("KUBECONFIG")
 }

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"time"
 
-	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	"go.uber.org/zap/zapcore"
+	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/metawatch/metawatch/pkg/controller"
@@ -36,6 +36,7 @@ func parseFlags(args []string) options {
 	fs.Float64Var(&o.qps, "kube-api-qps", 50, "Requests per second to the API server (writes and start-up lists); leader election has its own budget.")
 	fs.IntVar(&o.burst, "kube-api-burst", 100, "Burst above --kube-api-qps.")
 	fs.BoolVar(&o.engine.LeaderElection, "leader-elect", false, "Elect a leader so that one replica of several is active.")
+	fs.StringVar(&o.engine.LeaderElectionID, "leader-election-id", engine.DefaultLeaderElectionID, "Name of the leader-election Lease.")
 	fs.StringVar(&o.engine.LeaderElectionNamespace, "leader-election-namespace", "", "Namespace of the leader-election Lease; defaults to the Pod's namespace in a cluster.")
 	fs.DurationVar(&o.engine.GracefulShutdownTimeout, "graceful-shutdown-timeout", 30*time.Second, "How long controllers get to finish on SIGTERM.")
 	fs.IntVar(&o.controller.MaxConcurrentReconciles, "max-concurrent-reconciles", 4, "Reconciles run at once, per kind.")

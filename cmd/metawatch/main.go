@@ -7,10 +7,8 @@ import (
 	"fmt"
 	"os"
 
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
@@ -81,11 +79,7 @@ func restConfig() (*rest.Config, error) {
 // resolveWatches resolves the configuration's kinds against the cluster and
 // checks that the API server accepts every watch's list.
 func resolveWatches(ctx context.Context, cfg *rest.Config, conf *config.Config) ([]config.ResolvedWatch, error) {
-	mapper, err := newRESTMapper(cfg)
-	if err != nil {
-		return nil, err
-	}
-	watches, warnings, err := config.Resolve(conf, mapper)
+	watches, warnings, err := engine.Resolve(cfg, conf)
 	for _, w := range warnings {
 		setupLog.Info("warning: " + w)
 	}
@@ -93,18 +87,6 @@ func resolveWatches(ctx context.Context, cfg *rest.Config, conf *config.Config) 
 		return nil, fmt.Errorf("invalid configuration: %w", err)
 	}
 	return watches, engine.Preflight(ctx, cfg, watches)
-}
-
-func newRESTMapper(cfg *rest.Config) (meta.RESTMapper, error) {
-	httpClient, err := rest.HTTPClientFor(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("creating HTTP client: %w", err)
-	}
-	mapper, err := apiutil.NewDynamicRESTMapper(cfg, httpClient)
-	if err != nil {
-		return nil, fmt.Errorf("discovering the API server's kinds: %w", err)
-	}
-	return mapper, nil
 }
 
 func addHealthChecks(mgr ctrl.Manager, watches []config.ResolvedWatch) error {

@@ -1,5 +1,5 @@
 // Command controlplane builds (or finds in the cache) the local control-plane
-// binaries and prints where they are; `make test` runs it first so the build's
+// binaries and the helm CLI, and prints where they are; `make test` runs it first so the build's
 // progress is visible instead of buffered inside a test binary.
 package main
 
@@ -19,6 +19,11 @@ func main() {
 		fmt.Fprintf(os.Stderr, "controlplane: %v\n", err)
 		os.Exit(1)
 	}
-	fmt.Printf("controlplane: kube-apiserver %s, etcd %s and kubectl ready in %s (%s)\n",
-		controlplane.KubernetesVersion, controlplane.EtcdVersion, bins.Dir, time.Since(start).Round(time.Millisecond))
+	helm, err := controlplane.EnsureHelm(context.Background(), os.Stderr)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "controlplane: %v\n", err)
+		os.Exit(1)
+	}
+	fmt.Printf("controlplane: kube-apiserver %s, etcd %s and kubectl ready in %s, helm %s at %s (%s)\n",
+		controlplane.KubernetesVersion, controlplane.EtcdVersion, bins.Dir, controlplane.HelmVersion, helm, time.Since(start).Round(time.Millisecond))
 }

@@ -11,11 +11,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
 	"github.com/metawatch/metawatch/pkg/config"
+	"github.com/metawatch/metawatch/pkg/engine"
 )
 
 func TestResolveMapsKindsWithTheClusterRESTMapper(t *testing.T) {
@@ -107,11 +106,7 @@ func assertWarning(t *testing.T, warnings []string, want string) {
 
 func newMapper(t *testing.T) meta.RESTMapper {
 	t.Helper()
-	httpClient, err := rest.HTTPClientFor(cp.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	mapper, err := apiutil.NewDynamicRESTMapper(cp.Config, httpClient)
+	mapper, err := engine.NewRESTMapper(cp.Config)
 	if err != nil {
 		t.Fatal(err)
 	}

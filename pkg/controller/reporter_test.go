@@ -9,9 +9,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/metawatch/metawatch/pkg/config"
@@ -92,15 +90,7 @@ func resolve(t *testing.T, configYAML string) []config.ResolvedWatch {
 
 func resolveConfig(t *testing.T, conf *config.Config) []config.ResolvedWatch {
 	t.Helper()
-	httpClient, err := rest.HTTPClientFor(cp.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	mapper, err := apiutil.NewDynamicRESTMapper(cp.Config, httpClient)
-	if err != nil {
-		t.Fatal(err)
-	}
-	watches, _, err := config.Resolve(conf, mapper)
+	watches, _, err := engine.Resolve(cp.Config, conf)
 	if err != nil {
 		t.Fatal(err)
 	}

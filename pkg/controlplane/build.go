@@ -85,8 +85,11 @@ func ensure(ctx context.Context, dir string, a artifact, log io.Writer) error {
 }
 
 func versionOf(a artifact) string {
-	if a.name == "etcd" {
+	switch a.name {
+	case "etcd":
 		return EtcdVersion
+	case "helm":
+		return HelmVersion
 	}
 	return KubernetesVersion
 }

@@ -9,7 +9,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/metawatch/metawatch/pkg/config"
@@ -26,15 +25,7 @@ func resolve(t *testing.T, configYAML string) []config.ResolvedWatch {
 	if err != nil {
 		t.Fatalf("parsing config: %v", err)
 	}
-	httpClient, err := rest.HTTPClientFor(cp.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	mapper, err := apiutil.NewDynamicRESTMapper(cp.Config, httpClient)
-	if err != nil {
-		t.Fatal(err)
-	}
-	watches, _, err := config.Resolve(conf, mapper)
+	watches, _, err := engine.Resolve(cp.Config, conf)
 	if err != nil {
 		t.Fatalf("resolving config: %v", err)
 	}

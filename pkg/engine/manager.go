@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"cmp"
 	"fmt"
 	"time"
 
@@ -19,12 +20,14 @@ type Options struct {
 	HealthProbeBindAddress  string
 	LeaderElection          bool
 	LeaderElectionNamespace string
+	// LeaderElectionID names the Lease replicas compete for; defaults to DefaultLeaderElectionID.
+	LeaderElectionID string
 	// GracefulShutdownTimeout bounds how long runnables get to stop.
 	GracefulShutdownTimeout time.Duration
 }
 
-// LeaderElectionID names the Lease replicas compete for.
-const LeaderElectionID = "metawatch-leader"
+// DefaultLeaderElectionID is the default name of the leader-election Lease.
+const DefaultLeaderElectionID = "metawatch-leader"
 
 // NewManager builds a Manager whose cache watches exactly the given kinds, as metadata.
 func NewManager(cfg *rest.Config, watches []config.ResolvedWatch, opts Options) (manager.Manager, error) {
@@ -34,7 +37,7 @@ func NewManager(cfg *rest.Config, watches []config.ResolvedWatch, opts Options) 
 		Metrics:                       metricsserver.Options{BindAddress: opts.MetricsBindAddress},
 		HealthProbeBindAddress:        opts.HealthProbeBindAddress,
 		LeaderElection:                opts.LeaderElection,
-		LeaderElectionID:              LeaderElectionID,
+		LeaderElectionID:              cmp.Or(opts.LeaderElectionID, DefaultLeaderElectionID),
 		LeaderElectionNamespace:       opts.LeaderElectionNamespace,
 		LeaderElectionConfig:          leaderElectionConfig(cfg),
 		LeaderElectionReleaseOnCancel: true,

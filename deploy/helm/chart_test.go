@@ -1,0 +1,88 @@
+package helm_test
+
+import (
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// valuesFiles are the chart's default values (no file) and every file in ci/.
+func valuesFiles(t *testing.T) map[string][]string {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(chart, "ci", "*.yaml"))
+	if err != nil || len(files) < 2 {
+		t.Fatalf("want at least two values files in %s/ci: %v %v", chart, files, err)
+	}
+	out := map[string][]string{"default values": nil}
+	for _, f := range files {
+		out[filepath.Base(f)] = []string{"-f", f}
+	}
+	return out
+}
+
+func TestLintStrict(t *testing.T) {
+	for name, args := range valuesFiles(t) {
+		t.Run(name, func(t *testing.T) {
+			helm(t, append([]string{"lint", "--strict", chart}, args...)...)
+		})
+	}
+}
+
+// The schema rejects keys it does not know: a typo must not silently do nothing.
+func TestSchemaRejectsUnknownValues(t *testing.T) {
+	for _, set := range []string{"replicas=3", "rbac.watchh[0].apiGroup=", "image.tagg=1"} {
+		out, err := tryRun("", helmBin, "template", "x", chart, "--set", set)
+		if err == nil || !strings.Contains(out, "additional properties") {
+			t.Errorf("--set %s: want a schema error about additional properties, got %v:\n%s", set, err, out)
+		}
+	}
+}
+
+// Every rendering the API server accepts (server-side dry run), with each
+// values file, in a namespace that enforces the "restricted" Pod Security Standard.
+func TestRenderedManifestsPassServerSideDryRun(t *testing.T) {
+	kubectl(t, "", "create", "namespace", "render")
+	kubectl(t, "", "label", "namespace", "render", "pod-security.kubernetes.io/enforce=restricted", "pod-security.kubernetes.io/warn=restricted")
+	kubectl(t, serviceMonitorCRD, "apply", "-f", "-")
+	waitFor(t, "the ServiceMonitor CRD", 30e9, func() bool {
+		_, err := tryRun("", cp.Binaries.Kubectl, "--kubeconfig", cp.KubeconfigPath, "get", "servicemonitors", "-A")
+		return err == nil
+	})
+	for name, args := range valuesFiles(t) {
+		t.Run(name, func(t *testing.T) {
+			manifests := helm(t, append([]string{"template", "metawatch", chart, "-n", "render"}, args...)...)
+			if strings.Contains(manifests, `"*"`) || strings.Contains(manifests, "'*'") {
+				t.Errorf("the rendered RBAC has a wildcard:\n%s", manifests)
+			}
+			cmd := exec.Command(cp.Binaries.Kubectl, "--kubeconfig", cp.KubeconfigPath, "apply", "--dry-run=server", "-n", "render", "-f", "-")
+			cmd.Stdin = strings.NewReader(manifests)
+			out, err := cmd.CombinedOutput() // warnings, such as Pod Security ones, go to stderr
+			if err != nil {
+				t.Fatalf("kubectl apply --dry-run=server: %v\n%s", err, out)
+			}
+			if !strings.Contains(string(out), "deployment.apps/") {
+				t.Errorf("the dry run did not include the Deployment:\n%s", out)
+			}
+			if strings.Contains(string(out), "PodSecurity") {
+				t.Errorf("the Deployment does not meet the restricted Pod Security Standard:\n%s", out)
+			}
+		})
+	}
+}
+
+// A minimal stand-in for the Prometheus Operator's CRD, so a ServiceMonitor can be dry-run.
+const serviceMonitorCRD = `
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: servicemonitors.monitoring.coreos.com}
+spec:
+  group: monitoring.coreos.com
+  names: {kind: ServiceMonitor, listKind: ServiceMonitorList, plural: servicemonitors, singular: servicemonitor}
+  scope: Namespaced
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}
+`
