@@ -83,10 +83,10 @@ func measureInChild(ctx context.Context, o options, name string) (result, error)
 func printTable(o options, results []result) {
 	fmt.Printf("\n%d realistic pods, %s, %s, kube-apiserver %s; ratios against %s, same run\n\n",
 		o.pods, runtime.Version(), runtime.GOARCH, controlplane.KubernetesVersion, results[0].Variant)
-	fmt.Println("| variant | objects | retained heap / pod | allocated during sync / pod | received / pod | sync s | retained vs first |")
+	fmt.Printf("| variant | objects | retained heap / pod | allocated during sync / pod | received / pod | sync s | %s retained / this |\n", results[0].Variant)
 	fmt.Println("|---|---|---|---|---|---|---|")
 	for _, r := range results {
-		fmt.Printf("| %s | %d | %.0f B | %.0f B | %.0f B | %.1f | %.1fx less |\n", r.Variant, r.Objects, r.RetainedPerPod,
+		fmt.Printf("| %s | %d | %.0f B | %.0f B | %.0f B | %.1f | %.1fx |\n", r.Variant, r.Objects, r.RetainedPerPod,
 			r.AllocatedPerPod, r.ReceivedPerPod, r.SyncSeconds, results[0].RetainedPerPod/r.RetainedPerPod)
 	}
 }
