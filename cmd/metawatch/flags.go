@@ -1,13 +1,10 @@
 package main
 
 import (
-	"errors"
 	"flag"
-	"strings"
 	"time"
 
 	"go.uber.org/zap/zapcore"
-	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/metawatch/metawatch/pkg/controller"
@@ -16,12 +13,13 @@ import (
 )
 
 type options struct {
-	qps        float64
-	burst      int
-	source     reload.Source
-	engine     engine.Options
-	controller controller.Options
-	zap        zap.Options
+	waitForConfig bool
+	qps           float64
+	burst         int
+	source        reload.Source
+	engine        engine.Options
+	controller    controller.Options
+	zap           zap.Options
 }
 
 // parseFlags parses args on flag.CommandLine, where controller-runtime has
@@ -30,7 +28,8 @@ func parseFlags(args []string) options {
 	var o options
 	fs := flag.CommandLine
 	fs.StringVar(&o.source.File, "config-file", "", "Path to the configuration: a config.yaml or a selectors ConfigMap manifest.")
-	fs.StringVar(&o.source.ConfigMap, "config-map", "", "Selectors ConfigMap as NAMESPACE/NAME; its data key config.yaml holds the configuration.")
+	fs.StringVar(&o.source.ConfigMap, "config-map", "", "Selectors ConfigMap as NAMESPACE/NAME; its data key config.yaml holds the configuration, followed live.")
+	fs.BoolVar(&o.waitForConfig, "wait-for-config", false, "Start without a valid --config-map configuration and wait for one, instead of exiting non-zero.")
 	fs.StringVar(&o.engine.MetricsBindAddress, "metrics-bind-address", ":8080", "Address of the Prometheus metrics endpoint; 0 disables it.")
 	fs.StringVar(&o.engine.HealthProbeBindAddress, "health-probe-bind-address", ":8081", "Address of /healthz and /readyz; 0 disables them.")
 	fs.Float64Var(&o.qps, "kube-api-qps", 50, "Requests per second to the API server (writes and start-up lists); leader election has its own budget.")
@@ -46,34 +45,4 @@ func parseFlags(args []string) options {
 	o.zap.BindFlags(fs)
 	_ = fs.Parse(args) // flag.CommandLine exits on a bad flag
 	return o
-}
-
-// describe renders err with one problem per line: configuration errors
-// aggregate several field errors, and users fix them one by one.
-func describe(err error) string {
-	var lines []string
-	collect(err, &lines)
-	if len(lines) <= 1 {
-		return err.Error()
-	}
-	return strings.Join(lines, "\n  - ")
-}
-
-func collect(err error, lines *[]string) {
-	var agg utilerrors.Aggregate
-	if errors.As(err, &agg) && len(agg.Errors()) > 1 {
-		prefix := strings.TrimSuffix(err.Error(), agg.Error())
-		*lines = append(*lines, strings.TrimSuffix(prefix, ": ")+":")
-		for _, e := range agg.Errors() {
-			*lines = append(*lines, e.Error())
-		}
-		return
-	}
-	if joined, ok := err.(interface{ Unwrap() []error }); ok {
-		for _, e := range joined.Unwrap() {
-			collect(e, lines)
-		}
-		return
-	}
-	*lines = append(*lines, err.Error())
 }

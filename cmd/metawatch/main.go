@@ -1,5 +1,5 @@
-// Command metawatch watches the metadata of built-in kinds and reports (and,
-// with rules, keeps) their labels and annotations. See README.md.
+// Command metawatch watches the metadata of built-in kinds and keeps their
+// labels and annotations with rules. See README.md.
 package main
 
 import (
@@ -16,84 +16,106 @@ import (
 	"github.com/metawatch/metawatch/pkg/controller"
 	"github.com/metawatch/metawatch/pkg/engine"
 	"github.com/metawatch/metawatch/pkg/reload"
-	"github.com/metawatch/metawatch/pkg/rules"
 )
 
 var setupLog = ctrl.Log.WithName("setup")
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "check" {
+		os.Exit(runCheck(os.Args[2:]))
+	}
 	opts := parseFlags(os.Args[1:])
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&opts.zap)))
 	if err := run(ctrl.SetupSignalHandler(), opts); err != nil {
-		fmt.Fprintf(os.Stderr, "metawatch: %s\n", describe(err))
+		fmt.Fprintf(os.Stderr, "metawatch: %s\n", reload.Describe(err))
 		os.Exit(1)
 	}
 }
 
-// run is the whole story: config → resolved watches → manager → health
-// checks → controllers → start. It returns when ctx ends (SIGTERM) or on error.
+// run is the whole story: configuration → manager → health checks → the
+// reloader, which runs the configuration as generations → start. It returns
+// when ctx ends (SIGTERM) or on error.
 func run(ctx context.Context, opts options) error {
-	conf, err := reload.Load(ctx, restConfig, opts.source)
-	if err != nil {
-		return fmt.Errorf("invalid configuration: %w", err)
-	}
-	cfg, err := restConfig()
+	conf, err := loadInitial(ctx, opts)
 	if err != nil {
 		return err
 	}
-	cfg.QPS, cfg.Burst = float32(opts.qps), opts.burst
-	watches, err := resolveWatches(ctx, cfg, conf)
+	cfg, err := restConfig(opts)
 	if err != nil {
 		return err
 	}
-	mgr, err := engine.NewManager(cfg, watches, opts.engine)
+	mgr, err := engine.NewManager(cfg, nil, opts.engine)
 	if err != nil {
 		return err
 	}
-	if err := addHealthChecks(mgr, watches); err != nil {
+	reloader := &reload.Reloader{
+		Config: cfg, Source: opts.source, Controller: opts.controller, Initial: conf,
+		Recorder: mgr.GetEventRecorder(controller.EventSource), Log: ctrl.Log.WithName("reload"),
+	}
+	if err := mgr.Add(reloader); err != nil {
 		return err
 	}
-	if err := engine.TrackCachedObjects(ctx, mgr.GetCache(), watches); err != nil {
+	if err := addHealthChecks(mgr, reloader); err != nil {
 		return err
 	}
-	rulesByKind, err := rules.Compile(conf)
-	if err != nil {
-		return err
-	}
-	if err := controller.Setup(mgr, watches, rulesByKind, opts.controller); err != nil {
-		return err
-	}
-	setupLog.Info("starting", "watches", len(watches), "rules", len(conf.Rules), "dryRun", opts.controller.DryRun)
+	setupLog.Info("starting", "source", opts.source.String(), "dryRun", opts.controller.DryRun)
 	return mgr.Start(ctx)
 }
 
+// loadInitial reads, validates and resolves the configuration, retrying while
+// the API server is unreachable. An invalid configuration is an error, unless
+// --wait-for-config: then metawatch starts without one and follows the ConfigMap.
+func loadInitial(ctx context.Context, opts options) (*config.Config, error) {
+	var conf *config.Config
+	err := reload.RetryUnreachable(ctx, setupLog, "loading the configuration", func() error {
+		c, err := reload.Load(ctx, func() (*rest.Config, error) { return restConfig(opts) }, opts.source)
+		if err != nil {
+			return err
+		}
+		conf = c
+		return checkAgainstCluster(ctx, opts, c)
+	})
+	switch {
+	case err == nil:
+		return conf, nil
+	case opts.waitForConfig && opts.source.ConfigMap != "" && !reload.Unreachable(err):
+		setupLog.Error(err, "no valid configuration yet; waiting for one (--wait-for-config)")
+		return nil, nil
+	}
+	return nil, fmt.Errorf("invalid configuration: %w", err)
+}
+
+// checkAgainstCluster resolves the kinds and lists one object of each watch:
+// a selector the server rejects fails now; a forbidden kind is reported later,
+// by the running generation, and does not stop the others.
+func checkAgainstCluster(ctx context.Context, opts options, c *config.Config) error {
+	cfg, err := restConfig(opts)
+	if err != nil {
+		return err
+	}
+	watches, _, err := engine.Resolve(cfg, c)
+	if err != nil {
+		return err
+	}
+	_, _, err = engine.Check(ctx, cfg, watches)
+	return err
+}
+
 // restConfig is the client config from --kubeconfig, $KUBECONFIG or the Pod's service account.
-func restConfig() (*rest.Config, error) {
+func restConfig(opts options) (*rest.Config, error) {
 	cfg, err := ctrl.GetConfig()
 	if err != nil {
 		return nil, fmt.Errorf("loading kubeconfig (set --kubeconfig or $KUBECONFIG): %w", err)
 	}
+	cfg.QPS, cfg.Burst = float32(opts.qps), opts.burst
 	return cfg, nil
 }
 
-// resolveWatches resolves the configuration's kinds against the cluster and
-// checks that the API server accepts every watch's list.
-func resolveWatches(ctx context.Context, cfg *rest.Config, conf *config.Config) ([]config.ResolvedWatch, error) {
-	watches, warnings, err := engine.Resolve(cfg, conf)
-	for _, w := range warnings {
-		setupLog.Info("warning: " + w)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("invalid configuration: %w", err)
-	}
-	return watches, engine.Preflight(ctx, cfg, watches)
-}
-
-func addHealthChecks(mgr ctrl.Manager, watches []config.ResolvedWatch) error {
+func addHealthChecks(mgr ctrl.Manager, reloader *reload.Reloader) error {
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
 		return fmt.Errorf("adding healthz check: %w", err)
 	}
-	if err := mgr.AddReadyzCheck("informers-synced", engine.SyncedCheck(mgr.GetCache(), watches)); err != nil {
+	if err := mgr.AddReadyzCheck("configuration", reloader.Ready); err != nil {
 		return fmt.Errorf("adding readyz check: %w", err)
 	}
 	return nil

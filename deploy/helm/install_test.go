@@ -2,11 +2,13 @@ package helm_test
 
 import (
 	"bytes"
+	"io"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -66,7 +68,7 @@ func runAsChart(t *testing.T) {
 	waitFor(t, "the copy rule to label the demo pod, as the chart's ServiceAccount", time.Minute, func() bool {
 		return kubectl(t, "", "get", "pod", "-n", "chart-demo", "web", "-o", "jsonpath={.metadata.labels.team}") == "storefront"
 	})
-	if strings.Contains(stderr.String(), "forbidden") {
+	if strings.Contains(stderr.String(), "is forbidden") {
 		t.Errorf("metawatch hit a forbidden request as the chart's ServiceAccount:\n%s", stderr.String())
 	}
 }
@@ -86,16 +88,42 @@ func chartArgs(t *testing.T) []string {
 	return args
 }
 
+// forbiddenKind: metawatch as the chart's ServiceAccount with a config that
+// also watches Secrets serves Pods, and says Secrets are forbidden in /readyz;
+// metawatch check says so before anything runs.
 func forbiddenKind(t *testing.T) {
 	config := filepath.Join(t.TempDir(), "secrets.yaml")
 	if err := os.WriteFile(config, []byte("watches:\n- kind: Pod\n- kind: Secret\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	out, err := tryRun("", metawatch, "--kubeconfig", impersonatingKubeconfig(t, releaseNS, "metawatch"), "--config-file", config,
-		"--metrics-bind-address", "0", "--health-probe-bind-address", "0")
-	if err == nil || !strings.Contains(out, "watches[1] (Secret): forbidden to list secrets cluster-wide") {
-		t.Errorf("watching Secrets as the chart's ServiceAccount: exit %v, want a forbidden error naming Secret:\n%s", err, out)
+	kubeconfig := impersonatingKubeconfig(t, releaseNS, "metawatch")
+	out, err := tryRun("", metawatch, "check", "-f", config, "--kubeconfig", kubeconfig)
+	if err == nil || !strings.Contains(out, "list secrets (watches[1])") || !regexp.MustCompile(`Secret\s+secrets\s+all\s+NO\s+NO`).MatchString(out) {
+		t.Errorf("metawatch check as the chart's ServiceAccount: exit %v, want 1 with a table denying list and watch on secrets:\n%s", err, out)
 	}
+	probe := freeAddress(t)
+	cmd := exec.Command(metawatch, "--kubeconfig", kubeconfig, "--config-file", config, "--health-probe-bind-address", probe, "--metrics-bind-address", "0")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer stop(t, cmd, &stderr)
+	var body string
+	waitFor(t, "/readyz to name the forbidden kind", time.Minute, func() bool {
+		body = getBody("http://" + probe + "/readyz/configuration") // the aggregate /readyz withholds reasons
+		return strings.Contains(body, "watches[1] (Secret): forbidden to list secrets cluster-wide")
+	})
+}
+
+func getBody(url string) string {
+	resp, err := http.Get(url)
+	if err != nil {
+		return ""
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return string(b)
 }
 
 const demoPod = `

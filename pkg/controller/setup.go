@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -22,6 +23,10 @@ type Options struct {
 	MaxConcurrentReconciles int
 	// DryRun computes and reports every write, and makes none.
 	DryRun bool
+	// Gate, when set, holds every reconcile until it is closed: a new
+	// generation's controllers fill their queues from its synced cache, but
+	// write only once the previous generation has stopped.
+	Gate <-chan struct{}
 }
 
 // EventSource is the reportingController of metawatch's Events.
@@ -43,7 +48,7 @@ func Setup(mgr manager.Manager, watches []config.ResolvedWatch, rulesByKind map[
 func setupKind(mgr manager.Manager, w config.ResolvedWatch, rs []rules.Rule, opts Options) error {
 	reporter := NewReporter(mgr.GetCache(), w.GVK)
 	var ruler *RuleReconciler
-	steps := chain{reporter}
+	steps := chain{gate(opts.Gate), reporter}
 	if len(rs) > 0 {
 		ruler = NewRuleReconciler(mgr.GetCache(), mgr.GetClient(), mgr.GetEventRecorder(EventSource), w.GVK, rs, opts.DryRun)
 		steps = append(steps, ruler)
@@ -72,6 +77,25 @@ func ControllerName(w config.ResolvedWatch) string {
 	return strings.ToLower(w.GVK.GroupKind().String())
 }
 
+// gate is a reconcile step that waits until open is closed; a generation being
+// shut down before it opened reconciles nothing.
+type gate <-chan struct{}
+
+func (g gate) Reconcile(ctx context.Context, _ reconcile.Request) (reconcile.Result, error) {
+	if g == nil {
+		return reconcile.Result{}, nil
+	}
+	select {
+	case <-g:
+		return reconcile.Result{}, nil
+	case <-ctx.Done():
+		return reconcile.Result{}, errGateClosed
+	}
+}
+
+// errGateClosed stops the chain of a generation that never opened.
+var errGateClosed = errors.New("generation stopped before it was allowed to write")
+
 // chain runs reconcilers in order and stops at the first error.
 type chain []reconcile.Reconciler
 
@@ -79,6 +103,9 @@ func (c chain) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.
 	var result reconcile.Result
 	for _, r := range c {
 		res, err := r.Reconcile(ctx, req)
+		if errors.Is(err, errGateClosed) {
+			return reconcile.Result{}, nil
+		}
 		if err != nil {
 			return res, err
 		}

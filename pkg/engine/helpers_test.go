@@ -40,9 +40,11 @@ func startEngine(t *testing.T, cfg *rest.Config, watches []config.ResolvedWatch)
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	if err := engine.TrackCachedObjects(ctx, mgr.GetCache(), watches); err != nil {
+	counts, err := engine.TrackCachedObjects(ctx, mgr.GetCache(), watches)
+	if err != nil {
 		t.Fatal(err)
 	}
+	counts.Publish()
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()
 	t.Cleanup(func() {

@@ -18,15 +18,41 @@ import (
 // forbidden list forever and the cache would never sync; Preflight instead
 // names the watch, the field and the fix.
 func Preflight(ctx context.Context, cfg *rest.Config, watches []config.ResolvedWatch) error {
+	_, forbidden, err := Check(ctx, cfg, watches)
+	errs := []error{err}
+	for _, f := range forbidden {
+		errs = append(errs, f.Err)
+	}
+	return errors.Join(errs...)
+}
+
+// Forbidden is a watch the identity may not list: served without it, reported by name.
+type Forbidden struct {
+	Watch config.ResolvedWatch
+	Err   error // names the watch, the kind and the missing permission
+}
+
+// Check is Preflight that tells forbidden watches apart: a running metawatch
+// serves the other kinds and reports these, while any other error (a selector
+// the server rejects, an unreachable server) fails the whole configuration.
+func Check(ctx context.Context, cfg *rest.Config, watches []config.ResolvedWatch) (allowed []config.ResolvedWatch, forbidden []Forbidden, err error) {
 	client, err := metadata.NewForConfig(cfg)
 	if err != nil {
-		return fmt.Errorf("creating metadata client: %w", err)
+		return nil, nil, fmt.Errorf("creating metadata client: %w", err)
 	}
 	var errs []error
 	for _, w := range watches {
-		errs = append(errs, preflightWatch(ctx, client, w))
+		werr := preflightWatch(ctx, client, w)
+		switch {
+		case werr == nil:
+			allowed = append(allowed, w)
+		case apierrors.IsForbidden(werr):
+			forbidden = append(forbidden, Forbidden{Watch: w, Err: werr})
+		default:
+			errs = append(errs, werr)
+		}
 	}
-	return errors.Join(errs...)
+	return allowed, forbidden, errors.Join(errs...)
 }
 
 func preflightWatch(ctx context.Context, client metadata.Interface, w config.ResolvedWatch) error {

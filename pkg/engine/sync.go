@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync/atomic"
 
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -32,23 +33,51 @@ func SyncedCheck(c cache.Cache, watches []config.ResolvedWatch) healthz.Checker 
 	}
 }
 
-// TrackCachedObjects keeps metawatch_cached_objects{kind} equal to the number of
-// objects in each watch's informer, from its add and delete events.
-func TrackCachedObjects(ctx context.Context, c cache.Cache, watches []config.ResolvedWatch) error {
+// ObjectCounts counts the objects in one generation's informers. Only the live
+// generation publishes them as metawatch_cached_objects{kind}: during a reload
+// the old and the new generation both run, and must not overwrite each other.
+type ObjectCounts struct {
+	kinds map[string]*atomic.Int64
+	live  atomic.Bool
+}
+
+// TrackCachedObjects counts each watch's objects from its informer's add and
+// delete events. Call Publish to make the counts the metric's.
+func TrackCachedObjects(ctx context.Context, c cache.Cache, watches []config.ResolvedWatch) (*ObjectCounts, error) {
+	counts := &ObjectCounts{kinds: map[string]*atomic.Int64{}}
 	for _, w := range watches {
 		informer, err := c.GetInformer(ctx, NewObject(w.GVK), cache.BlockUntilSynced(false))
 		if err != nil {
-			return fmt.Errorf("%s: getting informer for %s: %w", w.Path, w.GVK.Kind, err)
+			return nil, fmt.Errorf("%s: getting informer for %s: %w", w.Path, w.GVK.Kind, err)
 		}
-		gauge := metrics.CachedObjects.WithLabelValues(w.GVK.GroupKind().String())
-		gauge.Set(0)
+		kind := w.GVK.GroupKind().String()
+		n := &atomic.Int64{}
+		counts.kinds[kind] = n
 		_, err = informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-			AddFunc:    func(any) { gauge.Inc() },
-			DeleteFunc: func(any) { gauge.Dec() },
+			AddFunc:    func(any) { counts.set(kind, n.Add(1)) },
+			DeleteFunc: func(any) { counts.set(kind, n.Add(-1)) },
 		})
 		if err != nil {
-			return fmt.Errorf("%s: tracking cached %s: %w", w.Path, w.GVK.Kind, err)
+			return nil, fmt.Errorf("%s: tracking cached %s: %w", w.Path, w.GVK.Kind, err)
 		}
 	}
-	return nil
+	return counts, nil
 }
+
+func (o *ObjectCounts) set(kind string, n int64) {
+	if o.live.Load() {
+		metrics.CachedObjects.WithLabelValues(kind).Set(float64(n))
+	}
+}
+
+// Publish makes these counts metawatch_cached_objects, replacing any other generation's.
+func (o *ObjectCounts) Publish() {
+	metrics.CachedObjects.Reset()
+	o.live.Store(true)
+	for kind, n := range o.kinds {
+		metrics.CachedObjects.WithLabelValues(kind).Set(float64(n.Load()))
+	}
+}
+
+// Retire stops publishing these counts.
+func (o *ObjectCounts) Retire() { o.live.Store(false) }

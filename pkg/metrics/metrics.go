@@ -59,6 +59,30 @@ var (
 	}, []string{"rule", "kind"})
 )
 
+var (
+	// ConfigGeneration is the number of the running configuration generation (0: none yet).
+	ConfigGeneration = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "metawatch_config_generation",
+		Help: "Generation of the running configuration; increases with each reload that took effect.",
+	})
+	// ConfigLastReloadSuccessful is 1 when the last configuration seen was applied, 0 when it was rejected.
+	ConfigLastReloadSuccessful = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "metawatch_config_last_reload_successful",
+		Help: "1 if the last configuration change was applied, 0 if it was rejected (the previous generation keeps running) or the ConfigMap is gone.",
+	})
+	// ConfigHash identifies the running configuration (the first 48 bits of its SHA-256).
+	ConfigHash = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "metawatch_config_hash",
+		Help: "Hash of the running configuration (first 48 bits of the SHA-256 of config.yaml).",
+	})
+	// WatchReady is 1 for each watched kind whose informer has synced, 0 for one that is not (yet), e.g. forbidden.
+	WatchReady = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "metawatch_watch_ready",
+		Help: "1 if the kind's informer is synced and serving, 0 if not, e.g. because RBAC forbids listing it.",
+	}, []string{"kind"})
+)
+
 func init() {
-	ctrlmetrics.Registry.MustRegister(Events, CachedObjects, RuleWrites, RuleConflicts, RuleViolations)
+	ctrlmetrics.Registry.MustRegister(Events, CachedObjects, RuleWrites, RuleConflicts, RuleViolations,
+		ConfigGeneration, ConfigLastReloadSuccessful, ConfigHash, WatchReady)
 }

@@ -80,3 +80,11 @@ func loadConfigMap(ctx context.Context, cfg *rest.Config, s Source) (*config.Con
 	}
 	return conf, nil
 }
+
+// String names the source for messages.
+func (s Source) String() string {
+	if s.ConfigMap != "" {
+		return "ConfigMap " + s.ConfigMap
+	}
+	return "file " + s.File
+}

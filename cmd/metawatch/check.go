@@ -1,0 +1,160 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/metawatch/metawatch/pkg/config"
+	"github.com/metawatch/metawatch/pkg/engine"
+	"github.com/metawatch/metawatch/pkg/reload"
+)
+
+// runCheck is `metawatch check -f FILE [--kubeconfig PATH]`: it validates a
+// configuration (a bare config.yaml or a ConfigMap manifest) offline and, with
+// a kubeconfig, against the cluster: kinds resolve, field selectors are
+// accepted, and the identity may list and watch every watched kind and patch
+// every kind a rule writes. It prints every problem and exits 0 or 1, like
+// `promtool check config`.
+func runCheck(args []string) int {
+	fs := flag.NewFlagSet("check", flag.ExitOnError)
+	file := fs.String("f", "", "The configuration file: a config.yaml or a selectors ConfigMap manifest.")
+	kubeconfig := fs.String("kubeconfig", os.Getenv("KUBECONFIG"), "Also check against this cluster (kinds, selectors, RBAC).")
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: metawatch check -f FILE [--kubeconfig PATH]")
+		fs.PrintDefaults()
+	}
+	_ = fs.Parse(args)
+	if *file == "" {
+		fs.Usage()
+		return 2
+	}
+	if err := check(context.Background(), os.Stdout, *file, *kubeconfig); err != nil {
+		fmt.Fprintf(os.Stdout, "FAILED: %s\n", reload.Describe(err))
+		return 1
+	}
+	fmt.Fprintln(os.Stdout, "SUCCESS: the configuration is valid")
+	return 0
+}
+
+func check(ctx context.Context, out io.Writer, file, kubeconfig string) error {
+	conf, err := config.ParseFile(file)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "%s: %d watches, %d rules: valid offline\n", file, len(conf.Watches), len(conf.Rules))
+	if kubeconfig == "" {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	return checkCluster(ctx, out, conf, kubeconfig)
+}
+
+func checkCluster(ctx context.Context, out io.Writer, conf *config.Config, kubeconfig string) error {
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return err
+	}
+	watches, warnings, err := engine.Resolve(cfg, conf)
+	for _, w := range warnings {
+		fmt.Fprintln(out, "warning:", w)
+	}
+	if err != nil {
+		return err
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	denied, err := accessTable(ctx, out, cs, watches, writtenKinds(conf))
+	if err != nil {
+		return err
+	}
+	if _, _, err := engine.Check(ctx, cfg, watches); err != nil {
+		return err
+	}
+	if len(denied) > 0 {
+		return fmt.Errorf("the identity lacks permissions: %s", strings.Join(denied, "; "))
+	}
+	return nil
+}
+
+// writtenKinds are the kinds some rule writes (not only audits).
+func writtenKinds(conf *config.Config) map[string]bool {
+	kinds := map[string]bool{}
+	for _, r := range conf.Rules {
+		if len(r.SetLabels)+len(r.SetAnnotations)+len(r.RemoveLabels)+len(r.RemoveAnnotations) > 0 || r.CopyFromNamespace != nil {
+			for _, k := range r.Kinds {
+				kinds[k] = true
+			}
+		}
+	}
+	return kinds
+}
+
+// accessTable prints, per watch, whether the identity may list, watch and
+// (where a rule writes) patch, and returns what is denied.
+func accessTable(ctx context.Context, out io.Writer, cs kubernetes.Interface, watches []config.ResolvedWatch, written map[string]bool) ([]string, error) {
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "KIND\tRESOURCE\tNAMESPACES\tLIST\tWATCH\tPATCH")
+	var denied []string
+	for _, w := range watches {
+		cells := []string{w.GVK.Kind, w.Resource.GroupResource().String(), namespacesLabel(w)}
+		for _, verb := range []string{"list", "watch", "patch"} {
+			if verb == "patch" && !written[w.GVK.Kind] {
+				cells = append(cells, "-")
+				continue
+			}
+			ok, err := canInAll(ctx, cs, verb, w)
+			if err != nil {
+				return nil, err
+			}
+			cells = append(cells, yesNo(ok))
+			if !ok {
+				denied = append(denied, fmt.Sprintf("%s %s (%s)", verb, w.Resource.GroupResource(), w.Path))
+			}
+		}
+		fmt.Fprintln(tw, strings.Join(cells, "\t"))
+	}
+	return denied, tw.Flush()
+}
+
+func canInAll(ctx context.Context, cs kubernetes.Interface, verb string, w config.ResolvedWatch) (bool, error) {
+	namespaces := w.Namespaces
+	if len(namespaces) == 0 {
+		namespaces = []string{""}
+	}
+	for _, ns := range namespaces {
+		ok, err := engine.CanI(ctx, cs, verb, w.Resource, ns)
+		if err != nil || !ok {
+			return false, err
+		}
+	}
+	return true, nil
+}
+
+func namespacesLabel(w config.ResolvedWatch) string {
+	switch {
+	case !w.Namespaced:
+		return "(cluster)"
+	case len(w.Namespaces) == 0:
+		return "all"
+	}
+	return strings.Join(w.Namespaces, ",")
+}
+
+func yesNo(ok bool) string {
+	if ok {
+		return "yes"
+	}
+	return "NO"
+}
