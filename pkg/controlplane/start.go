@@ -23,6 +23,7 @@ type ControlPlane struct {
 
 	env     *envtest.Environment
 	tempDir string
+	certDir string
 }
 
 // Options tune Start. The zero value is fine.
@@ -45,12 +46,20 @@ func Start(ctx context.Context, opts Options) (*ControlPlane, error) {
 	if err != nil {
 		return nil, err
 	}
+	// A certificate directory of our own (envtest would use a random one per
+	// start) keeps the serving certificates across RestartAPIServer.
+	certDir, err := os.MkdirTemp("", "metawatch-apiserver-certs-")
+	if err != nil {
+		return nil, err
+	}
 	env := newEnvironment(bins, opts)
+	env.ControlPlane.GetAPIServer().CertDir = certDir
 	cfg, err := env.Start()
 	if err != nil {
+		os.RemoveAll(certDir)
 		return nil, fmt.Errorf("starting kube-apiserver %s and etcd %s: %w", KubernetesVersion, EtcdVersion, err)
 	}
-	cp := &ControlPlane{Config: cfg, Binaries: bins, env: env}
+	cp := &ControlPlane{Config: cfg, Binaries: bins, env: env, certDir: certDir}
 	if err := cp.writeKubeconfig(opts.KubeconfigPath); err != nil {
 		_ = cp.Stop()
 		return nil, err
@@ -97,5 +106,17 @@ func (cp *ControlPlane) Stop() error {
 	if cp.tempDir != "" {
 		_ = os.RemoveAll(cp.tempDir)
 	}
+	_ = os.RemoveAll(cp.certDir)
 	return err
+}
+
+// StopAPIServer stops kube-apiserver (etcd keeps running, with the data).
+func (cp *ControlPlane) StopAPIServer() error {
+	return cp.env.ControlPlane.GetAPIServer().Stop()
+}
+
+// StartAPIServer starts a stopped kube-apiserver again, on the same address
+// with the same certificates, so existing clients can reconnect.
+func (cp *ControlPlane) StartAPIServer() error {
+	return cp.env.ControlPlane.GetAPIServer().Start()
 }

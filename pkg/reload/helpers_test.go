@@ -1,0 +1,220 @@
+package reload_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/metawatch/metawatch/pkg/controller"
+	"github.com/metawatch/metawatch/pkg/engine"
+	"github.com/metawatch/metawatch/pkg/reload"
+)
+
+// instance is metawatch wired as cmd/metawatch wires it, in-process, following a ConfigMap.
+type instance struct {
+	probe string // host:port of /readyz
+	stop  func()
+}
+
+func startInstance(t *testing.T, cfg *rest.Config, configMap string) *instance {
+	t.Helper()
+	inst := &instance{probe: freeAddress(t)}
+	mgr, err := engine.NewManager(cfg, nil, engine.Options{MetricsBindAddress: "0", HealthProbeBindAddress: inst.probe})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reloader := &reload.Reloader{
+		Config: cfg, Source: reload.Source{ConfigMap: configMap}, Controller: controller.Options{MaxConcurrentReconciles: 4},
+		Recorder: mgr.GetEventRecorder(controller.EventSource), Log: mgr.GetLogger().WithName("reload"),
+	}
+	if err := mgr.Add(reloader); err != nil {
+		t.Fatal(err)
+	}
+	if err := mgr.AddReadyzCheck("configuration", reloader.Ready); err != nil {
+		t.Fatal(err)
+	}
+	_ = mgr.AddHealthzCheck("ping", healthz.Ping)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	stopped := false
+	inst.stop = func() {
+		if !stopped {
+			stopped = true
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("manager: %v", err)
+			}
+		}
+	}
+	t.Cleanup(inst.stop)
+	return inst
+}
+
+// readiness is /readyz/configuration's answer: "ok" or why not.
+func (inst *instance) readiness() string {
+	resp, err := http.Get("http://" + inst.probe + "/readyz/configuration")
+	if err != nil {
+		return err.Error()
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return string(body)
+}
+
+// kubectlApply applies a manifest as a user would.
+func kubectlApply(t *testing.T, manifest string) {
+	t.Helper()
+	cmd := exec.Command(cp.Binaries.Kubectl, "--kubeconfig", cp.KubeconfigPath, "apply", "-f", "-")
+	cmd.Stdin = strings.NewReader(manifest)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("kubectl apply: %v\n%s\n%s", err, out, manifest)
+	}
+}
+
+func kubectl(t *testing.T, args ...string) {
+	t.Helper()
+	if out, err := exec.Command(cp.Binaries.Kubectl, append([]string{"--kubeconfig", cp.KubeconfigPath}, args...)...).CombinedOutput(); err != nil {
+		t.Fatalf("kubectl %v: %v\n%s", args, err, out)
+	}
+}
+
+// selectors is a selectors ConfigMap manifest holding configYAML.
+func selectors(ns, configYAML string) string {
+	return fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: selectors, namespace: %s}\ndata:\n  config.yaml: |\n%s", ns, indent(configYAML))
+}
+
+func indent(s string) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	for i, l := range lines {
+		lines[i] = "    " + l
+	}
+	return strings.Join(lines, "\n") + "\n"
+}
+
+func newClient(t *testing.T) client.Client {
+	t.Helper()
+	c, err := client.New(cp.Config, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func createNamespace(t *testing.T, c client.Client, name string) {
+	t.Helper()
+	if err := c.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func createPod(t *testing.T, c client.Client, ns, name string, labels map[string]string) {
+	t.Helper()
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.example/app:1"}}},
+	}
+	if err := c.Create(context.Background(), pod); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func podLabel(t *testing.T, c client.Client, ns, name, key string) string {
+	t.Helper()
+	var pod corev1.Pod
+	if err := c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, &pod); err != nil {
+		return ""
+	}
+	return pod.Labels[key]
+}
+
+// events lists the events.k8s.io Events about the selectors ConfigMap of ns with reason.
+func events(t *testing.T, c client.Client, ns, reason string) []eventsv1.Event {
+	t.Helper()
+	var list eventsv1.EventList
+	if err := c.List(context.Background(), &list, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	var out []eventsv1.Event
+	for _, e := range list.Items {
+		if e.Reason == reason && e.Regarding.Kind == "ConfigMap" && e.Regarding.Name == "selectors" {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+func eventWith(t *testing.T, c client.Client, ns, reason, part string) bool {
+	for _, e := range events(t, c, ns, reason) {
+		if strings.Contains(e.Note, part) {
+			return true
+		}
+	}
+	return false
+}
+
+// gauge reads a metawatch gauge (summed over series whose labels include want).
+func gauge(t *testing.T, name string, want map[string]string) float64 {
+	t.Helper()
+	families, err := ctrlmetrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum float64
+	for _, f := range families {
+		if f.GetName() == name {
+			for _, m := range f.GetMetric() {
+				if hasLabels(m, want) {
+					sum += m.GetGauge().GetValue()
+				}
+			}
+		}
+	}
+	return sum
+}
+
+func hasLabels(m *dto.Metric, want map[string]string) bool {
+	n := 0
+	for _, l := range m.GetLabel() {
+		if v, ok := want[l.GetName()]; ok && v == l.GetValue() {
+			n++
+		}
+	}
+	return n == len(want)
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func freeAddress(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
