@@ -1,6 +1,7 @@
 package config
 
 import (
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -35,7 +36,10 @@ func Resolve(c *Config, mapper meta.RESTMapper) (watches []ResolvedWatch, warnin
 	seen := map[schema.GroupKind]string{}
 	for i, w := range c.Watches {
 		path := field.NewPath("watches").Index(i)
-		rw, werrs := resolveWatch(path, w, mapper)
+		rw, werrs, err := resolveWatch(path, w, mapper)
+		if err != nil {
+			return nil, warnings, err // not the configuration's fault, e.g. an unreachable API server
+		}
 		errs = append(errs, werrs...)
 		if len(werrs) > 0 {
 			continue
@@ -59,10 +63,15 @@ func Resolve(c *Config, mapper meta.RESTMapper) (watches []ResolvedWatch, warnin
 	return watches, warnings, errs.ToAggregate()
 }
 
-func resolveWatch(path *field.Path, w Watch, mapper meta.RESTMapper) (ResolvedWatch, field.ErrorList) {
+// resolveWatch returns the configuration's errors, or an error of discovery itself.
+func resolveWatch(path *field.Path, w Watch, mapper meta.RESTMapper) (ResolvedWatch, field.ErrorList, error) {
 	mapping, err := restMapping(w, mapper)
+	var discoveryErr *discoveryError
+	if errors.As(err, &discoveryErr) {
+		return ResolvedWatch{}, nil, discoveryErr.err
+	}
 	if err != nil {
-		return ResolvedWatch{}, field.ErrorList{field.Invalid(path.Child("kind"), w.Kind, err.Error())}
+		return ResolvedWatch{}, field.ErrorList{field.Invalid(path.Child("kind"), w.Kind, err.Error())}, nil
 	}
 	rw := ResolvedWatch{
 		Path:       path.String(),
@@ -74,12 +83,27 @@ func resolveWatch(path *field.Path, w Watch, mapper meta.RESTMapper) (ResolvedWa
 	}
 	if !rw.Namespaced && len(w.Namespaces) > 0 {
 		return rw, field.ErrorList{field.Invalid(path.Child("namespaces"), w.Namespaces,
-			fmt.Sprintf("%s is cluster-scoped; remove namespaces", w.Kind))}
+			fmt.Sprintf("%s is cluster-scoped; remove namespaces", w.Kind))}, nil
 	}
 	// Validate has already parsed both selectors; parse errors cannot happen here.
 	rw.Label, _ = labels.Parse(w.LabelSelector)
 	rw.Field, _ = fields.ParseSelector(w.FieldSelector)
-	return rw, nil
+	return rw, nil, nil
+}
+
+// discoveryError is a RESTMapper failure that says nothing about the kind:
+// the API server could not be asked.
+type discoveryError struct{ err error }
+
+func (e *discoveryError) Error() string { return e.err.Error() }
+
+// classify keeps "no such kind" an answer about the configuration, and makes
+// anything else a discoveryError.
+func classify(err error) error {
+	if err == nil || meta.IsNoMatchError(err) {
+		return err
+	}
+	return &discoveryError{err: err}
 }
 
 // restMapping finds the kind's resource. Without apiVersion, the kind must be
@@ -91,6 +115,9 @@ func restMapping(w Watch, mapper meta.RESTMapper) (*meta.RESTMapping, error) {
 			return nil, err
 		}
 		m, err := mapper.RESTMapping(gv.WithKind(w.Kind).GroupKind(), gv.Version)
+		if err := classify(err); err != nil && !meta.IsNoMatchError(err) {
+			return nil, err
+		}
 		if err != nil {
 			return nil, fmt.Errorf("the cluster does not serve %s %s (check `kubectl api-resources`): %w", w.APIVersion, w.Kind, err)
 		}
@@ -106,7 +133,11 @@ func mappingForBuiltIn(kind string, mapper meta.RESTMapper) (*meta.RESTMapping, 
 	}
 	var served []*meta.RESTMapping
 	for _, g := range groups {
-		if m, err := mapper.RESTMapping(schema.GroupKind{Group: g, Kind: kind}); err == nil {
+		m, err := mapper.RESTMapping(schema.GroupKind{Group: g, Kind: kind})
+		if err := classify(err); err != nil && !meta.IsNoMatchError(err) {
+			return nil, err
+		}
+		if err == nil {
 			if g == "" {
 				return m, nil // the core group wins, e.g. Event over events.k8s.io/Event
 			}

@@ -1,0 +1,182 @@
+package main_test
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// --wait-for-config: no ConfigMap yet is not an exit; metawatch waits, not
+// ready, and runs the configuration once one is applied.
+func TestWaitForConfig(t *testing.T) {
+	probe := freeAddress(t)
+	cmd, stderr := start(t, "--kubeconfig", cp.KubeconfigPath, "--config-map", "default/later", "--wait-for-config",
+		"--health-probe-bind-address", probe, "--metrics-bind-address", "0")
+	defer stopProcess(t, cmd, stderr)
+	waitBody(t, "http://"+probe+"/readyz/configuration", "waiting for a valid configuration in ConfigMap default/later", stderr)
+	c, err := client.New(cp.Config, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "later"}, Data: map[string]string{"config.yaml": "watches: [{kind: Namespace}]"}}
+	if err := c.Create(context.Background(), cm); err != nil {
+		t.Fatal(err)
+	}
+	waitHTTP200(t, "http://"+probe+"/readyz", stderr)
+}
+
+// An API server that cannot be reached at start: metawatch says so and
+// retries with backoff, then runs once it can reach it.
+func TestUnreachableAtStartIsRetried(t *testing.T) {
+	address := freeAddress(t) // nothing listens here yet
+	probe := freeAddress(t)
+	cmd, stderr := start(t, "--kubeconfig", kubeconfigVia(t, address), "--config-file", writeConfig(t, "watches: [{kind: Namespace}]\n"),
+		"--health-probe-bind-address", probe, "--metrics-bind-address", "0")
+	defer stopProcess(t, cmd, stderr)
+	waitFor(t, "metawatch to say the API server is unreachable", func() bool {
+		return strings.Contains(stderr.String(), "the API server is unreachable; retrying")
+	})
+	forward(t, address, apiServerAddress(t))
+	waitHTTP200(t, "http://"+probe+"/readyz", stderr)
+}
+
+// kubeconfigVia is the admin kubeconfig with the server at address (same certificates).
+func kubeconfigVia(t *testing.T, address string) string {
+	t.Helper()
+	cfg, err := clientcmd.LoadFromFile(cp.KubeconfigPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, cluster := range cfg.Clusters {
+		cluster.Server = "https://" + address
+	}
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func apiServerAddress(t *testing.T) string {
+	u, err := url.Parse(cp.Config.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u.Host
+}
+
+// forward listens on from and forwards every connection to to, until the test ends.
+func forward(t *testing.T, from, to string) {
+	t.Helper()
+	l, err := net.Listen("tcp", from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	go func() {
+		for {
+			in, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go pipe(in, to)
+		}
+	}()
+}
+
+func pipe(in net.Conn, to string) {
+	defer in.Close()
+	out, err := net.Dial("tcp", to)
+	if err != nil {
+		return
+	}
+	defer out.Close()
+	var wg sync.WaitGroup
+	wg.Go(func() { _, _ = io.Copy(out, in) })
+	_, _ = io.Copy(in, out)
+	wg.Wait()
+}
+
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+func start(t *testing.T, args ...string) (*exec.Cmd, *syncBuffer) {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	stderr := &syncBuffer{}
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return cmd, stderr
+}
+
+func stopProcess(t *testing.T, cmd *exec.Cmd, stderr *syncBuffer) {
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("metawatch exited with %v after SIGTERM:\n%s", err, stderr.String())
+		}
+	case <-time.After(60 * time.Second):
+		_ = cmd.Process.Kill()
+		t.Errorf("metawatch did not stop within 60s of SIGTERM")
+	}
+}
+
+func waitBody(t *testing.T, url, want string, log *syncBuffer) {
+	t.Helper()
+	waitFor(t, url+" to say "+want+"; metawatch said:\n"+log.String(), func() bool { return strings.Contains(body(url), want) })
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func body(url string) string {
+	resp, err := http.Get(url)
+	if err != nil {
+		return err.Error()
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return string(b)
+}
