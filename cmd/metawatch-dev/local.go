@@ -89,8 +89,8 @@ func demonstrateChange(ctx context.Context, k kubectl) {
 	}
 	kubeconfig, _ := filepath.Abs(filepath.Join("bin", "local", "kubeconfig"))
 	kubectl := controlplaneKubectl() + " --kubeconfig " + kubeconfig
-	say("try one yourself in another terminal:\n\n    %s -n demo label pod web-2 color=blue --overwrite\n    %s label namespace demo team=checkout --overwrite   # the rule copies it to the pods\n\nCtrl-C stops metawatch and the control plane.",
-		kubectl, kubectl)
+	say("try one yourself in another terminal:\n\n    %s -n demo label pod web-2 color=blue --overwrite\n    %s label namespace demo team=checkout --overwrite   # the rule copies it to the pods\n    %s -n %s edit configmap metawatch-selectors          # followed live; a bad edit is rejected\n\nCtrl-C stops metawatch and the control plane.",
+		kubectl, kubectl, kubectl, selectorsNamespace)
 }
 
 func controlplaneKubectl() string {

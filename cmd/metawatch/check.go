@@ -28,8 +28,9 @@ func runCheck(args []string) int {
 	fs := flag.NewFlagSet("check", flag.ExitOnError)
 	file := fs.String("f", "", "The configuration file: a config.yaml or a selectors ConfigMap manifest.")
 	kubeconfig := fs.String("kubeconfig", os.Getenv("KUBECONFIG"), "Also check against this cluster (kinds, selectors, RBAC).")
+	as := fs.String("as", "", "Check RBAC as this user, e.g. system:serviceaccount:metawatch-system:metawatch (impersonation).")
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: metawatch check -f FILE [--kubeconfig PATH]")
+		fmt.Fprintln(fs.Output(), "usage: metawatch check -f FILE [--kubeconfig PATH [--as USER]]")
 		fs.PrintDefaults()
 	}
 	_ = fs.Parse(args)
@@ -37,7 +38,7 @@ func runCheck(args []string) int {
 		fs.Usage()
 		return 2
 	}
-	if err := check(context.Background(), os.Stdout, *file, *kubeconfig); err != nil {
+	if err := check(context.Background(), os.Stdout, *file, *kubeconfig, *as); err != nil {
 		fmt.Fprintf(os.Stdout, "FAILED: %s\n", reload.Describe(err))
 		return 1
 	}
@@ -45,7 +46,7 @@ func runCheck(args []string) int {
 	return 0
 }
 
-func check(ctx context.Context, out io.Writer, file, kubeconfig string) error {
+func check(ctx context.Context, out io.Writer, file, kubeconfig, as string) error {
 	conf, err := config.ParseFile(file)
 	if err != nil {
 		return err
@@ -56,14 +57,15 @@ func check(ctx context.Context, out io.Writer, file, kubeconfig string) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
-	return checkCluster(ctx, out, conf, kubeconfig)
+	return checkCluster(ctx, out, conf, kubeconfig, as)
 }
 
-func checkCluster(ctx context.Context, out io.Writer, conf *config.Config, kubeconfig string) error {
+func checkCluster(ctx context.Context, out io.Writer, conf *config.Config, kubeconfig, as string) error {
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
 		return err
 	}
+	cfg.Impersonate.UserName = as
 	watches, warnings, err := engine.Resolve(cfg, conf)
 	for _, w := range warnings {
 		fmt.Fprintln(out, "warning:", w)
