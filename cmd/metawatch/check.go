@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/metawatch/metawatch/pkg/config"
@@ -65,7 +66,9 @@ func checkCluster(ctx context.Context, out io.Writer, conf *config.Config, kubec
 	if err != nil {
 		return err
 	}
-	cfg.Impersonate.UserName = as
+	if as != "" {
+		cfg.Impersonate = rest.ImpersonationConfig{UserName: as}
+	}
 	watches, warnings, err := engine.Resolve(cfg, conf)
 	for _, w := range warnings {
 		fmt.Fprintln(out, "warning:", w)

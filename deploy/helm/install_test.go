@@ -97,7 +97,7 @@ func forbiddenKind(t *testing.T) {
 		t.Fatal(err)
 	}
 	kubeconfig := impersonatingKubeconfig(t, releaseNS, "metawatch")
-	out, err := tryRun("", metawatch, "check", "-f", config, "--kubeconfig", kubeconfig)
+	out, err := tryRun("", metawatch, "check", "-f", config, "--kubeconfig", cp.KubeconfigPath, "--as", "system:serviceaccount:"+releaseNS+":metawatch")
 	if err == nil || !strings.Contains(out, "list secrets (watches[1])") || !regexp.MustCompile(`Secret\s+secrets\s+all\s+NO\s+NO`).MatchString(out) {
 		t.Errorf("metawatch check as the chart's ServiceAccount: exit %v, want 1 with a table denying list and watch on secrets:\n%s", err, out)
 	}
