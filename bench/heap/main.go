@@ -13,13 +13,15 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"github.com/go-logr/logr"
-	"github.com/metawatch/metawatch/pkg/controlplane"
 	"os"
 	"os/signal"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"strings"
 	"syscall"
+
+	"github.com/go-logr/logr"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/metawatch/metawatch/pkg/controlplane"
 )
 
 type options struct {

@@ -7,10 +7,11 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"github.com/metawatch/metawatch/pkg/controlplane"
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/metawatch/metawatch/pkg/controlplane"
 )
 
 type options struct {

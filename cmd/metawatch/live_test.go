@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/metawatch/metawatch/pkg/testkit"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
@@ -24,7 +26,7 @@ import (
 // --wait-for-config: no ConfigMap yet is not an exit; metawatch waits, not
 // ready, and runs the configuration once one is applied.
 func TestWaitForConfig(t *testing.T) {
-	probe := freeAddress(t)
+	probe := testkit.FreeAddress(t)
 	cmd, stderr := start(t, "--kubeconfig", cp.KubeconfigPath, "--config-map", "default/later", "--wait-for-config",
 		"--health-probe-bind-address", probe, "--metrics-bind-address", "0")
 	defer stopProcess(t, cmd, stderr)
@@ -43,12 +45,12 @@ func TestWaitForConfig(t *testing.T) {
 // An API server that cannot be reached at start: metawatch says so and
 // retries with backoff, then runs once it can reach it.
 func TestUnreachableAtStartIsRetried(t *testing.T) {
-	address := freeAddress(t) // nothing listens here yet
-	probe := freeAddress(t)
+	address := testkit.FreeAddress(t) // nothing listens here yet
+	probe := testkit.FreeAddress(t)
 	cmd, stderr := start(t, "--kubeconfig", kubeconfigVia(t, address), "--config-file", writeConfig(t, "watches: [{kind: Namespace}]\n"),
 		"--health-probe-bind-address", probe, "--metrics-bind-address", "0")
 	defer stopProcess(t, cmd, stderr)
-	waitFor(t, "metawatch to say the API server is unreachable", func() bool {
+	testkit.WaitFor(t, "metawatch to say the API server is unreachable", func() bool {
 		return strings.Contains(stderr.String(), "the API server is unreachable; retrying")
 	})
 	forward(t, address, apiServerAddress(t))
@@ -157,18 +159,7 @@ func stopProcess(t *testing.T, cmd *exec.Cmd, stderr *syncBuffer) {
 
 func waitBody(t *testing.T, url, want string, log *syncBuffer) {
 	t.Helper()
-	waitFor(t, url+" to say "+want+"; metawatch said:\n"+log.String(), func() bool { return strings.Contains(body(url), want) })
-}
-
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	testkit.WaitFor(t, url+" to say "+want+"; metawatch said:\n"+log.String(), func() bool { return strings.Contains(body(url), want) })
 }
 
 func body(url string) string {

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -14,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/metawatch/metawatch/pkg/testkit"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -77,7 +78,7 @@ func TestConfigMapWithoutTheDataKeyExitsNonZero(t *testing.T) {
 // A good configuration: /readyz turns ready once every kind has synced, and
 // SIGTERM shuts metawatch down cleanly with exit code 0.
 func TestReadyAfterSyncAndGracefulShutdown(t *testing.T) {
-	probe := freeAddress(t)
+	probe := testkit.FreeAddress(t)
 	cmd := exec.Command(bin, "--kubeconfig", cp.KubeconfigPath, "--config-file", writeConfig(t, "watches:\n- kind: Pod\n- kind: Namespace\n"),
 		"--health-probe-bind-address", probe, "--metrics-bind-address", "0")
 	var stderr bytes.Buffer
@@ -113,16 +114,6 @@ func writeConfig(t *testing.T, content string) string {
 		t.Fatal(err)
 	}
 	return path
-}
-
-func freeAddress(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
 }
 
 func waitHTTP200(t *testing.T, url string, log fmt.Stringer) {

@@ -3,7 +3,6 @@ package helm_test
 import (
 	"bytes"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -13,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/metawatch/metawatch/pkg/testkit"
 )
 
 const releaseNS = "metawatch-system"
@@ -54,7 +55,7 @@ func TestInstallRunUpgradeUninstall(t *testing.T) {
 func runAsChart(t *testing.T) {
 	kubectl(t, "", "create", "namespace", "chart-demo")
 	kubectl(t, "", "label", "namespace", "chart-demo", "team=storefront")
-	probe := freeAddress(t)
+	probe := testkit.FreeAddress(t)
 	cmd := exec.Command(metawatch, append(chartArgs(t), "--kubeconfig", impersonatingKubeconfig(t, releaseNS, "metawatch"),
 		"--health-probe-bind-address", probe, "--metrics-bind-address", "0")...)
 	var stderr bytes.Buffer
@@ -101,7 +102,7 @@ func forbiddenKind(t *testing.T) {
 	if err == nil || !strings.Contains(out, "list secrets (watches[1])") || !regexp.MustCompile(`Secret\s+secrets\s+all\s+NO\s+NO`).MatchString(out) {
 		t.Errorf("metawatch check as the chart's ServiceAccount: exit %v, want 1 with a table denying list and watch on secrets:\n%s", err, out)
 	}
-	probe := freeAddress(t)
+	probe := testkit.FreeAddress(t)
 	cmd := exec.Command(metawatch, "--kubeconfig", kubeconfig, "--config-file", config, "--health-probe-bind-address", probe, "--metrics-bind-address", "0")
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -147,16 +148,6 @@ func get200(url string) bool {
 	}
 	resp.Body.Close()
 	return resp.StatusCode == http.StatusOK
-}
-
-func freeAddress(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
 }
 
 // selectors.create makes an initial ConfigMap at install; after that it is the

@@ -9,16 +9,17 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/metawatch/metawatch/pkg/controller"
+	"github.com/metawatch/metawatch/pkg/testkit"
 )
 
 // copyFromNamespace: 500 pods in 5 namespaces get, keep and lose their
 // namespace's team label as it is set, changed and removed; once converged, a
 // restart (every object reconciled again) writes nothing.
 func TestCopyFromNamespaceConverges(t *testing.T) {
-	c := newClient(t)
+	c := testkit.Client(t, cp.Config)
 	namespaces := []string{"copy-0", "copy-1", "copy-2", "copy-3", "copy-4"}
 	for i, ns := range namespaces {
-		createNamespace(t, c, ns, map[string]string{"team": fmt.Sprintf("team-%d", i)})
+		testkit.Namespace(t, c, ns, map[string]string{"team": fmt.Sprintf("team-%d", i)})
 		createPods(t, c, ns, 100)
 	}
 	configYAML := fmt.Sprintf("watches:\n- kind: Pod\n  namespaces: [%s]\nrules:\n- name: copy-team\n  kinds: [Pod]\n  copyFromNamespace: {labels: [team]}\n",
@@ -53,7 +54,7 @@ func TestCopyFromNamespaceConverges(t *testing.T) {
 	// A restart reconciles every pod again: converged, that is zero writes.
 	before := reconcilesOf(t, "pod")
 	again := startInstance(t, configYAML, controller.Options{MaxConcurrentReconciles: 8})
-	waitFor(t, "the restarted instance to reconcile all 500 pods", func() bool { return reconcilesOf(t, "pod")-before >= 500 })
+	testkit.WaitFor(t, "the restarted instance to reconcile all 500 pods", func() bool { return reconcilesOf(t, "pod")-before >= 500 })
 	if n := again.writes.Load(); n != 0 {
 		t.Errorf("a converged restart made %d write requests, want 0", n)
 	}
@@ -64,5 +65,5 @@ func namespaceObject(name string) *corev1.Namespace {
 }
 
 func reconcilesOf(t *testing.T, controllerName string) float64 {
-	return counter(t, "controller_runtime_reconcile_total", map[string]string{"controller": controllerName})
+	return testkit.Metric(t, "controller_runtime_reconcile_total", map[string]string{"controller": controllerName})
 }

@@ -6,18 +6,13 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/metawatch/metawatch/pkg/testkit"
+
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
-
-func createNamespace(t *testing.T, c client.Client, name string, labels map[string]string) {
-	t.Helper()
-	if err := c.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}); err != nil {
-		t.Fatal(err)
-	}
-}
 
 // createPods creates n pods named pod-0.. in ns, 16 at a time.
 func createPods(t *testing.T, c client.Client, ns string, n int) {
@@ -48,7 +43,7 @@ func createPods(t *testing.T, c client.Client, ns string, n int) {
 // waitAllPods waits until every pod in namespaces satisfies ok(namespace, labels).
 func waitAllPods(t *testing.T, c client.Client, what string, namespaces []string, ok func(ns string, labels map[string]string) bool) {
 	t.Helper()
-	waitFor(t, what, func() bool {
+	testkit.WaitFor(t, what, func() bool {
 		for _, ns := range namespaces {
 			var pods corev1.PodList
 			if err := c.List(context.Background(), &pods, client.InNamespace(ns)); err != nil {
@@ -105,9 +100,4 @@ func eventsFor(t *testing.T, c client.Client, ns, pod, reason string) []eventsv1
 		}
 	}
 	return out
-}
-
-func metric(t *testing.T, name string, labels map[string]string) float64 {
-	t.Helper()
-	return counter(t, name, labels)
 }

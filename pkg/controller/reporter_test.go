@@ -4,46 +4,44 @@ import (
 	"context"
 	"fmt"
 	"testing"
-	"time"
 
-	dto "github.com/prometheus/client_model/go"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/metawatch/metawatch/pkg/config"
 	"github.com/metawatch/metawatch/pkg/controller"
 	"github.com/metawatch/metawatch/pkg/engine"
+	"github.com/metawatch/metawatch/pkg/testkit"
 )
 
 // Status churn is most of a big cluster's events; it must never reach the
 // queue, while each label or annotation change is reconciled exactly once.
 func TestOnlyLabelAndAnnotationChangesAreReconciled(t *testing.T) {
-	c := newClient(t)
+	c := testkit.Client(t, cp.Config)
 	ctx := context.Background()
 	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "churn"}}); err != nil {
 		t.Fatal(err)
 	}
-	p1, p2 := createPod(t, c, "churn", "p1"), createPod(t, c, "churn", "p2")
+	p1, p2 := testkit.Pod(t, c, "churn", "p1", map[string]string{"app": "web"}), testkit.Pod(t, c, "churn", "p2", map[string]string{"app": "web"})
 	initial := reconciles(t) // other tests' instances count under the same controller name
 	startReporters(t, "watches:\n- kind: Pod\n  namespaces: [churn]\n")
-	waitFor(t, "both pods' initial reconcile", func() bool { return reconciles(t) >= initial+2 })
+	testkit.WaitFor(t, "both pods' initial reconcile", func() bool { return reconciles(t) >= initial+2 })
 	base, filtered := reconciles(t), events(t, "filtered")
 
 	updateStatusTimes(t, c, p1, 10)
 	patchLabel(t, c, p1, "color", "blue")
-	waitFor(t, "the label change's reconcile", func() bool { return reconciles(t) >= base+1 })
+	testkit.WaitFor(t, "the label change's reconcile", func() bool { return reconciles(t) >= base+1 })
 	if got := events(t, "filtered") - filtered; got < 10 {
 		t.Errorf("%v status-only updates were filtered, want all 10", got)
 	}
 	patchAnnotation(t, c, p1, "example.com/note", "hello")
-	waitFor(t, "the annotation change's reconcile", func() bool { return reconciles(t) >= base+2 })
+	testkit.WaitFor(t, "the annotation change's reconcile", func() bool { return reconciles(t) >= base+2 })
 	updateStatusTimes(t, c, p1, 10)
 	// p2's change is a barrier: with one worker and a FIFO queue, once it is
 	// reconciled everything p1's events queued before it has been too.
 	patchLabel(t, c, p2, "color", "green")
-	waitFor(t, "the barrier's reconcile", func() bool { return reconciles(t) >= base+3 })
+	testkit.WaitFor(t, "the barrier's reconcile", func() bool { return reconciles(t) >= base+3 })
 	if got := reconciles(t) - base; got != 3 {
 		t.Errorf("%v reconciles for 3 label/annotation changes and 20 status updates, want exactly 3", got)
 	}
@@ -97,27 +95,6 @@ func resolveConfig(t *testing.T, conf *config.Config) []config.ResolvedWatch {
 	return watches
 }
 
-func newClient(t *testing.T) client.Client {
-	t.Helper()
-	c, err := client.New(cp.Config, client.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
-}
-
-func createPod(t *testing.T, c client.Client, ns, name string) *corev1.Pod {
-	t.Helper()
-	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{"app": "web"}},
-		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.example/app:1"}}},
-	}
-	if err := c.Create(context.Background(), pod); err != nil {
-		t.Fatal(err)
-	}
-	return pod
-}
-
 // updateStatusTimes changes p's status n times: resourceVersion bumps with the same metadata.
 func updateStatusTimes(t *testing.T, c client.Client, p *corev1.Pod, n int) {
 	t.Helper()
@@ -148,51 +125,9 @@ func patchMetadata(t *testing.T, c client.Client, p *corev1.Pod, patch string) {
 
 // reconciles is controller-runtime's reconcile count for the pod controller.
 func reconciles(t *testing.T) float64 {
-	return counter(t, "controller_runtime_reconcile_total", map[string]string{"controller": "pod"})
+	return testkit.Metric(t, "controller_runtime_reconcile_total", map[string]string{"controller": "pod"})
 }
 
 func events(t *testing.T, verdict string) float64 {
-	return counter(t, "metawatch_events_total", map[string]string{"kind": "Pod", "verdict": verdict})
-}
-
-// counter sums the samples of a counter (or gauge) whose labels include want.
-func counter(t *testing.T, name string, want map[string]string) float64 {
-	t.Helper()
-	families, err := ctrlmetrics.Registry.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var sum float64
-	for _, f := range families {
-		if f.GetName() != name {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			if hasLabels(m, want) {
-				sum += m.GetCounter().GetValue() + m.GetGauge().GetValue()
-			}
-		}
-	}
-	return sum
-}
-
-func hasLabels(m *dto.Metric, want map[string]string) bool {
-	found := 0
-	for _, l := range m.GetLabel() {
-		if v, ok := want[l.GetName()]; ok && v == l.GetValue() {
-			found++
-		}
-	}
-	return found == len(want)
-}
-
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	return testkit.Metric(t, "metawatch_events_total", map[string]string{"kind": "Pod", "verdict": verdict})
 }

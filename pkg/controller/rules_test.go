@@ -10,12 +10,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/metawatch/metawatch/pkg/controller"
+	"github.com/metawatch/metawatch/pkg/testkit"
 )
 
 // The classic "label the nodes that joined a certain way" controller: matching
 // Nodes are labelled, the others are left alone.
 func TestNodeRuleLabelsOnlyMatchingNodes(t *testing.T) {
-	c := newClient(t)
+	c := testkit.Client(t, cp.Config)
 	for name, capacity := range map[string]string{"node-spot": "spot", "node-on-demand": "on-demand"} {
 		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"node.kubernetes.io/capacity-type": capacity}}}
 		if err := c.Create(context.Background(), node); err != nil {
@@ -32,12 +33,12 @@ rules:
   match: {labelSelector: "node.kubernetes.io/capacity-type=spot"}
   setLabels: {example.com/spot: "true"}
 `, controller.Options{})
-	waitFor(t, "the spot node to be labelled", func() bool { return nodeLabels(t, "node-spot")["example.com/spot"] == "true" })
-	waitFor(t, "both nodes to be reconciled", func() bool { return reconcilesOf(t, "node") >= initial+2 })
+	testkit.WaitFor(t, "the spot node to be labelled", func() bool { return nodeLabels(t, "node-spot")["example.com/spot"] == "true" })
+	testkit.WaitFor(t, "both nodes to be reconciled", func() bool { return reconcilesOf(t, "node") >= initial+2 })
 	if _, has := nodeLabels(t, "node-on-demand")["example.com/spot"]; has {
 		t.Error("the on-demand node was labelled example.com/spot")
 	}
-	if n := metric(t, "metawatch_rule_writes_total", map[string]string{"rule": "spot-nodes", "result": "applied"}); n != 1 {
+	if n := testkit.Metric(t, "metawatch_rule_writes_total", map[string]string{"rule": "spot-nodes", "result": "applied"}); n != 1 {
 		t.Errorf("spot-nodes wrote %v times, want once", n)
 	}
 }
@@ -45,7 +46,7 @@ rules:
 func nodeLabels(t *testing.T, name string) map[string]string {
 	t.Helper()
 	var node corev1.Node
-	if err := newClient(t).Get(context.Background(), client.ObjectKey{Name: name}, &node); err != nil {
+	if err := testkit.Client(t, cp.Config).Get(context.Background(), client.ObjectKey{Name: name}, &node); err != nil {
 		t.Fatal(err)
 	}
 	return node.Labels
@@ -55,8 +56,8 @@ func nodeLabels(t *testing.T, name string) map[string]string {
 // (here by a restart with the new configuration) removes the labels it set,
 // and only those.
 func TestHandEditIsPutBackAndRemovedRulesCleanUp(t *testing.T) {
-	c := newClient(t)
-	createNamespace(t, c, "owned", nil)
+	c := testkit.Client(t, cp.Config)
+	testkit.Namespace(t, c, "owned", nil)
 	createPods(t, c, "owned", 3)
 	mergePatch(t, c, getPod(t, c, "owned", "pod-0"), "kubectl-label", `{"metadata":{"labels":{"by-hand":"yes"}}}`)
 	twoRules := `
@@ -72,7 +73,7 @@ rules:
 	waitAllPods(t, c, "both rules to apply", []string{"owned"}, both)
 
 	mergePatch(t, c, getPod(t, c, "owned", "pod-1"), "kubectl-label", `{"metadata":{"labels":{"tier":"bronze"}}}`)
-	waitFor(t, "the hand-edited tier to be put back", func() bool { return getPod(t, c, "owned", "pod-1").Labels["tier"] == "gold" })
+	testkit.WaitFor(t, "the hand-edited tier to be put back", func() bool { return getPod(t, c, "owned", "pod-1").Labels["tier"] == "gold" })
 	inst.stop()
 
 	startInstance(t, strings.Replace(twoRules, "- {name: owned-zone, kinds: [Pod], setLabels: {zone: west}, setAnnotations: {example.com/zone-owner: net}}\n", "", 1), controller.Options{})
@@ -97,23 +98,23 @@ rules:
 // A key another field manager owns with another value is not overwritten: one
 // Event, one count. With force: true, metawatch takes it.
 func TestConflictWithAnotherManager(t *testing.T) {
-	c := newClient(t)
-	createNamespace(t, c, "conflict", nil)
+	c := testkit.Client(t, cp.Config)
+	testkit.Namespace(t, c, "conflict", nil)
 	createPods(t, c, "conflict", 1)
 	applyAs(t, c, "conflict", "pod-0", "other-controller", `{"tier":"silver"}`)
 	rule := "watches:\n- kind: Pod\n  namespaces: [conflict]\nrules:\n- {name: conflict-tier, kinds: [Pod], setLabels: {tier: gold, zone: west}%s}\n"
 
 	inst := startInstance(t, strings.Replace(rule, "%s", "", 1), controller.Options{})
-	waitFor(t, "a LabelConflict Event", func() bool { return len(eventsFor(t, c, "conflict", "pod-0", controller.ReasonConflict)) > 0 })
-	waitFor(t, "the other key to be applied", func() bool { return getPod(t, c, "conflict", "pod-0").Labels["zone"] == "west" })
+	testkit.WaitFor(t, "a LabelConflict Event", func() bool { return len(eventsFor(t, c, "conflict", "pod-0", controller.ReasonConflict)) > 0 })
+	testkit.WaitFor(t, "the other key to be applied", func() bool { return getPod(t, c, "conflict", "pod-0").Labels["zone"] == "west" })
 	if tier := getPod(t, c, "conflict", "pod-0").Labels["tier"]; tier != "silver" {
 		t.Errorf("tier is %q, want the other manager's silver kept", tier)
 	}
-	if n := metric(t, "metawatch_rule_conflicts_total", map[string]string{"rule": "conflict-tier"}); n != 1 {
+	if n := testkit.Metric(t, "metawatch_rule_conflicts_total", map[string]string{"rule": "conflict-tier"}); n != 1 {
 		t.Errorf("%v conflicts counted, want 1", n)
 	}
 	for result, want := range map[string]float64{"conflict": 1, "applied": 1} { // tier yielded, zone applied
-		if n := metric(t, "metawatch_rule_writes_total", map[string]string{"rule": "conflict-tier", "result": result}); n != want {
+		if n := testkit.Metric(t, "metawatch_rule_writes_total", map[string]string{"rule": "conflict-tier", "result": result}); n != want {
 			t.Errorf("metawatch_rule_writes_total{result=%q} = %v, want %v", result, n, want)
 		}
 	}
@@ -124,13 +125,13 @@ func TestConflictWithAnotherManager(t *testing.T) {
 	inst.stop()
 
 	startInstance(t, strings.Replace(rule, "%s", ", force: true", 1), controller.Options{})
-	waitFor(t, "force to take the key", func() bool { return getPod(t, c, "conflict", "pod-0").Labels["tier"] == "gold" })
+	testkit.WaitFor(t, "force to take the key", func() bool { return getPod(t, c, "conflict", "pod-0").Labels["tier"] == "gold" })
 }
 
 // --dry-run computes everything and writes nothing; the log and the metric say what would change.
 func TestDryRunWritesNothing(t *testing.T) {
-	c := newClient(t)
-	createNamespace(t, c, "dry", nil)
+	c := testkit.Client(t, cp.Config)
+	testkit.Namespace(t, c, "dry", nil)
 	createPods(t, c, "dry", 4)
 	mergePatch(t, c, getPod(t, c, "dry", "pod-0"), "kubectl-label", `{"metadata":{"labels":{"legacy":"1"}}}`)
 	inst := startInstance(t, `
@@ -141,11 +142,11 @@ rules:
 - {name: dry-tier, kinds: [Pod], setLabels: {tier: gold}}
 - {name: dry-cleanup, kinds: [Pod], removeLabels: [legacy]}
 `, controller.Options{DryRun: true})
-	waitFor(t, "4 dry-run applies", func() bool {
-		return metric(t, "metawatch_rule_writes_total", map[string]string{"rule": "dry-tier", "result": "dry-run"}) >= 4
+	testkit.WaitFor(t, "4 dry-run applies", func() bool {
+		return testkit.Metric(t, "metawatch_rule_writes_total", map[string]string{"rule": "dry-tier", "result": "dry-run"}) >= 4
 	})
-	waitFor(t, "1 dry-run removal", func() bool {
-		return metric(t, "metawatch_rule_writes_total", map[string]string{"rule": "dry-cleanup", "result": "dry-run"}) >= 1
+	testkit.WaitFor(t, "1 dry-run removal", func() bool {
+		return testkit.Metric(t, "metawatch_rule_writes_total", map[string]string{"rule": "dry-cleanup", "result": "dry-run"}) >= 1
 	})
 	if n := inst.writes.Load(); n != 0 {
 		t.Errorf("--dry-run made %d write requests, want 0", n)
@@ -163,19 +164,19 @@ rules:
 
 // requireLabels: a gauge of the objects violating, and one Event per object when it starts.
 func TestRequireLabelsAudits(t *testing.T) {
-	c := newClient(t)
-	createNamespace(t, c, "audit", nil)
+	c := testkit.Client(t, cp.Config)
+	testkit.Namespace(t, c, "audit", nil)
 	createPods(t, c, "audit", 3)
 	mergePatch(t, c, getPod(t, c, "audit", "pod-0"), "kubectl-label", `{"metadata":{"labels":{"owner":"alice"}}}`)
 	inst := startInstance(t, "watches:\n- kind: Pod\n  namespaces: [audit]\nrules:\n- {name: audit-owner, kinds: [Pod], requireLabels: [owner]}\n", controller.Options{})
 	violations := func() float64 {
-		return metric(t, "metawatch_rule_violations", map[string]string{"rule": "audit-owner"})
+		return testkit.Metric(t, "metawatch_rule_violations", map[string]string{"rule": "audit-owner"})
 	}
-	waitFor(t, "2 violations", func() bool { return violations() == 2 })
+	testkit.WaitFor(t, "2 violations", func() bool { return violations() == 2 })
 	mergePatch(t, c, getPod(t, c, "audit", "pod-1"), "kubectl-label", `{"metadata":{"labels":{"owner":"bob","unrelated":"x"}}}`)
-	waitFor(t, "1 violation", func() bool { return violations() == 1 })
+	testkit.WaitFor(t, "1 violation", func() bool { return violations() == 1 })
 	mergePatch(t, c, getPod(t, c, "audit", "pod-2"), "kubectl-label", `{"metadata":{"labels":{"unrelated":"y"}}}`)
-	waitFor(t, "pod-2's change to be reconciled", func() bool {
+	testkit.WaitFor(t, "pod-2's change to be reconciled", func() bool {
 		return len(logs.matching(`"name":"pod-2"`, `"unrelated":"y"`)) > 0
 	})
 	for pod, want := range map[string]int{"pod-0": 0, "pod-1": 1, "pod-2": 1} {

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/metawatch/metawatch/pkg/engine"
+	"github.com/metawatch/metawatch/pkg/testkit"
 )
 
 const protobufWatchConfig = `
@@ -30,15 +31,15 @@ watches:
 // metadata-only protobuf and get protobuf back: checked on the wire, at the
 // transport, for requests of the initial sync and of live updates.
 func TestEveryListAndWatchIsMetadataProtobuf(t *testing.T) {
-	c := newClient(t)
-	createNamespace(t, c, "proto-a")
-	createPod(t, c, "proto-a", "web-1", map[string]string{"app": "web"})
+	c := testkit.Client(t, cp.Config)
+	testkit.Namespace(t, c, "proto-a", nil)
+	testkit.Pod(t, c, "proto-a", "web-1", map[string]string{"app": "web"})
 	watches := resolve(t, protobufWatchConfig)
 	var rec recorder
 	mgr := startEngine(t, rec.wrap(cp.Config), watches)
 
-	createPod(t, c, "proto-a", "web-2", map[string]string{"app": "web"})
-	eventually(t, "web-2 in the cache", func() bool {
+	testkit.Pod(t, c, "proto-a", "web-2", map[string]string{"app": "web"})
+	testkit.WaitFor(t, "web-2 in the cache", func() bool {
 		return mgr.GetCache().Get(context.Background(), client.ObjectKey{Namespace: "proto-a", Name: "web-2"}, podMetadata()) == nil
 	})
 
@@ -68,8 +69,8 @@ func TestEveryListAndWatchIsMetadataProtobuf(t *testing.T) {
 		if !bytes.Contains(r.Body, []byte("PartialObjectMetadata")) {
 			t.Errorf("%s %s?%s: the response body does not carry PartialObjectMetadata: %q", r.Method, r.Path, r.Query.Encode(), r.Body)
 		}
-		if bytes.Contains(r.Body, []byte(podImage)) {
-			t.Errorf("%s %s?%s: the response body carries a pod's spec (%s)", r.Method, r.Path, r.Query.Encode(), podImage)
+		if bytes.Contains(r.Body, []byte(testkit.PodImage)) {
+			t.Errorf("%s %s?%s: the response body carries a pod's spec (%s)", r.Method, r.Path, r.Query.Encode(), testkit.PodImage)
 		}
 	}
 	if !seen.Equal(watched) {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/metawatch/metawatch/pkg/engine"
 	"github.com/metawatch/metawatch/pkg/metrics"
+	"github.com/metawatch/metawatch/pkg/testkit"
 )
 
 const filterConfig = `
@@ -29,25 +30,25 @@ watches:
 // reach the cache: the cache holds exactly the API server's objects that match,
 // and every request the engine sent carried the selectors for the server to apply.
 func TestSelectorsFilterOnTheServer(t *testing.T) {
-	c := newClient(t)
+	c := testkit.Client(t, cp.Config)
 	for _, ns := range []string{"filter-a", "filter-b", "filter-c"} {
-		createNamespace(t, c, ns)
+		testkit.Namespace(t, c, ns, nil)
 	}
 	web := map[string]string{"app": "web"}
-	createPod(t, c, "filter-a", "web-1", web)                                         // cached
-	createPod(t, c, "filter-c", "web-2", web)                                         // cached
-	createPod(t, c, "filter-a", "db-1", map[string]string{"app": "db"})               // label selector
-	createPod(t, c, "filter-b", "web-3", web)                                         // namespaces
-	setPhase(t, c, createPod(t, c, "filter-a", "web-done", web), corev1.PodSucceeded) // field selector
+	testkit.Pod(t, c, "filter-a", "web-1", web)                                         // cached
+	testkit.Pod(t, c, "filter-c", "web-2", web)                                         // cached
+	testkit.Pod(t, c, "filter-a", "db-1", map[string]string{"app": "db"})               // label selector
+	testkit.Pod(t, c, "filter-b", "web-3", web)                                         // namespaces
+	setPhase(t, c, testkit.Pod(t, c, "filter-a", "web-done", web), corev1.PodSucceeded) // field selector
 
 	watches := resolve(t, filterConfig)
 	var rec recorder
 	mgr := startEngine(t, rec.wrap(cp.Config), watches)
-	createPod(t, c, "filter-b", "web-late", web) // outside, created after the sync
-	createPod(t, c, "filter-c", "web-late", web) // inside, created after the sync
+	testkit.Pod(t, c, "filter-b", "web-late", web) // outside, created after the sync
+	testkit.Pod(t, c, "filter-c", "web-late", web) // inside, created after the sync
 	want := sets.New("filter-a/web-1", "filter-c/web-2", "filter-c/web-late")
 
-	eventually(t, "the cache to hold exactly the matching pods", func() bool {
+	testkit.WaitFor(t, "the cache to hold exactly the matching pods", func() bool {
 		return cachedPods(t, mgr.GetCache()).Equal(want)
 	})
 	if got := testutil.ToFloat64(metrics.CachedObjects.WithLabelValues("Pod")); got != float64(want.Len()) {

@@ -3,6 +3,8 @@ package reload_test
 import (
 	"fmt"
 	"testing"
+
+	"github.com/metawatch/metawatch/pkg/testkit"
 )
 
 const goodConfig = `watches:
@@ -15,38 +17,38 @@ rules:
 // Bad edits applied live with kubectl are each rejected with the field path in
 // an InvalidConfig Event, and the running generation keeps handling changes.
 func TestBadEditsKeepTheLastGoodGeneration(t *testing.T) {
-	c := newClient(t)
-	createNamespace(t, c, "live")
+	c := testkit.Client(t, cp.Config)
+	testkit.Namespace(t, c, "live", nil)
 	kubectlApply(t, selectors("live", goodConfig))
 	inst := startInstance(t, cp.Config, "live/selectors")
-	createPod(t, c, "live", "p-start", nil)
-	waitFor(t, "the good configuration to label p-start", func() bool { return podLabel(t, c, "live", "p-start", "tier") == "gold" })
-	generation := gauge(t, "metawatch_config_generation", nil)
+	testkit.Pod(t, c, "live", "p-start", nil)
+	testkit.WaitFor(t, "the good configuration to label p-start", func() bool { return podLabel(t, c, "live", "p-start", "tier") == "gold" })
+	generation := testkit.Metric(t, "metawatch_config_generation", nil)
 
 	for i, edit := range badEdits() {
 		t.Run(edit.name, func(t *testing.T) {
 			kubectlApply(t, edit.manifest)
-			waitFor(t, "an InvalidConfig Event with "+edit.want, func() bool { return eventWith(t, c, "live", "InvalidConfig", edit.want) })
-			if got := gauge(t, "metawatch_config_last_reload_successful", nil); got != 0 {
+			testkit.WaitFor(t, "an InvalidConfig Event with "+edit.want, func() bool { return eventWith(t, c, "live", "InvalidConfig", edit.want) })
+			if got := testkit.Metric(t, "metawatch_config_last_reload_successful", nil); got != 0 {
 				t.Errorf("metawatch_config_last_reload_successful = %v after a bad edit, want 0", got)
 			}
 			pod := fmt.Sprintf("p-%d", i)
-			createPod(t, c, "live", pod, nil)
-			waitFor(t, "the running generation to label "+pod, func() bool { return podLabel(t, c, "live", pod, "tier") == "gold" })
+			testkit.Pod(t, c, "live", pod, nil)
+			testkit.WaitFor(t, "the running generation to label "+pod, func() bool { return podLabel(t, c, "live", pod, "tier") == "gold" })
 		})
 	}
-	if got := gauge(t, "metawatch_config_generation", nil); got != generation {
+	if got := testkit.Metric(t, "metawatch_config_generation", nil); got != generation {
 		t.Errorf("metawatch_config_generation went from %v to %v through bad edits only", generation, got)
 	}
 
 	kubectl(t, "delete", "configmap", "-n", "live", "selectors")
-	createPod(t, c, "live", "p-deleted", nil)
-	waitFor(t, "the running generation to label a pod after the ConfigMap was deleted", func() bool {
+	testkit.Pod(t, c, "live", "p-deleted", nil)
+	testkit.WaitFor(t, "the running generation to label a pod after the ConfigMap was deleted", func() bool {
 		return podLabel(t, c, "live", "p-deleted", "tier") == "gold"
 	})
 	kubectlApply(t, selectors("live", goodConfig+"- {name: live-zone, kinds: [Pod], setLabels: {zone: west}}\n"))
-	waitFor(t, "a valid edit to take effect", func() bool { return podLabel(t, c, "live", "p-deleted", "zone") == "west" })
-	if got := gauge(t, "metawatch_config_generation", nil); got != generation+1 {
+	testkit.WaitFor(t, "a valid edit to take effect", func() bool { return podLabel(t, c, "live", "p-deleted", "zone") == "west" })
+	if got := testkit.Metric(t, "metawatch_config_generation", nil); got != generation+1 {
 		t.Errorf("metawatch_config_generation = %v after one valid edit, want %v", got, generation+1)
 	}
 	if r := inst.readiness(); r != "ok" {

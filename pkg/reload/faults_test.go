@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/metawatch/metawatch/pkg/testkit"
+
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
@@ -13,23 +15,23 @@ import (
 // An identity that may not list Secrets: the Secrets watch is reported as
 // forbidden by name (log, Event, metric, /readyz), and the other kinds work.
 func TestForbiddenKindIsReportedAndTheOthersServed(t *testing.T) {
-	c := newClient(t)
-	createNamespace(t, c, "fb")
+	c := testkit.Client(t, cp.Config)
+	testkit.Namespace(t, c, "fb", nil)
 	grantRestricted(t)
 	kubectlApply(t, selectors("fb", "watches:\n- kind: Pod\n  namespaces: [fb]\n- kind: Secret\n  namespaces: [fb]\nrules:\n- {name: fb-tier, kinds: [Pod], setLabels: {tier: gold}}\n"))
 	restricted := rest.CopyConfig(cp.Config)
 	restricted.Impersonate = rest.ImpersonationConfig{UserName: "metawatch-restricted"}
 	inst := startInstance(t, restricted, "fb/selectors")
 
-	createPod(t, c, "fb", "p-0", nil)
-	waitFor(t, "the Pod rule to work", func() bool { return podLabel(t, c, "fb", "p-0", "tier") == "gold" })
+	testkit.Pod(t, c, "fb", "p-0", nil)
+	testkit.WaitFor(t, "the Pod rule to work", func() bool { return podLabel(t, c, "fb", "p-0", "tier") == "gold" })
 	want := "watches[1] (Secret): forbidden to list secrets in namespace fb: grant the identity list and watch on secrets"
-	waitFor(t, "/readyz/configuration to name the forbidden kind", func() bool { return strings.Contains(inst.readiness(), want) })
-	waitFor(t, "a WatchForbidden Event", func() bool { return eventWith(t, c, "fb", "WatchForbidden", want) })
-	if got := gauge(t, "metawatch_watch_ready", map[string]string{"kind": "Secret"}); got != 0 {
+	testkit.WaitFor(t, "/readyz/configuration to name the forbidden kind", func() bool { return strings.Contains(inst.readiness(), want) })
+	testkit.WaitFor(t, "a WatchForbidden Event", func() bool { return eventWith(t, c, "fb", "WatchForbidden", want) })
+	if got := testkit.Metric(t, "metawatch_watch_ready", map[string]string{"kind": "Secret"}); got != 0 {
 		t.Errorf("metawatch_watch_ready{kind=Secret} = %v, want 0", got)
 	}
-	if got := gauge(t, "metawatch_watch_ready", map[string]string{"kind": "Pod"}); got != 1 {
+	if got := testkit.Metric(t, "metawatch_watch_ready", map[string]string{"kind": "Pod"}); got != 1 {
 		t.Errorf("metawatch_watch_ready{kind=Pod} = %v, want 1", got)
 	}
 }
@@ -38,7 +40,7 @@ func TestForbiddenKindIsReportedAndTheOthersServed(t *testing.T) {
 // Pods and its ConfigMap, and nothing on Secrets.
 func grantRestricted(t *testing.T) {
 	t.Helper()
-	c := newClient(t)
+	c := testkit.Client(t, cp.Config)
 	role := &rbacv1.ClusterRole{
 		ObjectMeta: metav1.ObjectMeta{Name: "metawatch-restricted"},
 		Rules: []rbacv1.PolicyRule{
@@ -63,12 +65,12 @@ func grantRestricted(t *testing.T) {
 // kube-apiserver stopped and started again during a run: metawatch's watches
 // resume and a change made after the restart is acted on.
 func TestAPIServerRestart(t *testing.T) {
-	c := newClient(t)
-	createNamespace(t, c, "restart")
+	c := testkit.Client(t, cp.Config)
+	testkit.Namespace(t, c, "restart", nil)
 	kubectlApply(t, selectors("restart", "watches:\n- kind: Pod\n  namespaces: [restart]\nrules:\n- {name: restart-tier, kinds: [Pod], setLabels: {tier: gold}}\n"))
 	startInstance(t, cp.Config, "restart/selectors")
-	createPod(t, c, "restart", "before", nil)
-	waitFor(t, "the rule before the restart", func() bool { return podLabel(t, c, "restart", "before", "tier") == "gold" })
+	testkit.Pod(t, c, "restart", "before", nil)
+	testkit.WaitFor(t, "the rule before the restart", func() bool { return podLabel(t, c, "restart", "before", "tier") == "gold" })
 
 	if err := cp.StopAPIServer(); err != nil {
 		t.Fatal(err)
@@ -76,8 +78,8 @@ func TestAPIServerRestart(t *testing.T) {
 	if err := cp.StartAPIServer(); err != nil {
 		t.Fatal(err)
 	}
-	createPod(t, c, "restart", "after", nil)
-	waitFor(t, "the rule after the restart", func() bool { return podLabel(t, c, "restart", "after", "tier") == "gold" })
+	testkit.Pod(t, c, "restart", "after", nil)
+	testkit.WaitFor(t, "the rule after the restart", func() bool { return podLabel(t, c, "restart", "after", "tier") == "gold" })
 	kubectlApply(t, selectors("restart", "watches:\n- kind: Pod\n  namespaces: [restart]\nrules:\n- {name: restart-tier, kinds: [Pod], setLabels: {tier: gold}}\n- {name: restart-zone, kinds: [Pod], setLabels: {zone: west}}\n"))
-	waitFor(t, "a reload after the restart", func() bool { return podLabel(t, c, "restart", "before", "zone") == "west" })
+	testkit.WaitFor(t, "a reload after the restart", func() bool { return podLabel(t, c, "restart", "before", "zone") == "west" })
 }

@@ -4,25 +4,21 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os/exec"
 	"strings"
 	"testing"
-	"time"
 
-	dto "github.com/prometheus/client_model/go"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
-	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/metawatch/metawatch/pkg/controller"
 	"github.com/metawatch/metawatch/pkg/engine"
 	"github.com/metawatch/metawatch/pkg/reload"
+	"github.com/metawatch/metawatch/pkg/testkit"
 )
 
 // instance is metawatch wired as cmd/metawatch wires it, in-process, following a ConfigMap.
@@ -33,7 +29,7 @@ type instance struct {
 
 func startInstance(t *testing.T, cfg *rest.Config, configMap string) *instance {
 	t.Helper()
-	inst := &instance{probe: freeAddress(t)}
+	inst := &instance{probe: testkit.FreeAddress(t)}
 	mgr, err := engine.NewManager(cfg, nil, engine.Options{MetricsBindAddress: "0", HealthProbeBindAddress: inst.probe})
 	if err != nil {
 		t.Fatal(err)
@@ -107,33 +103,6 @@ func indent(s string) string {
 	return strings.Join(lines, "\n") + "\n"
 }
 
-func newClient(t *testing.T) client.Client {
-	t.Helper()
-	c, err := client.New(cp.Config, client.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
-}
-
-func createNamespace(t *testing.T, c client.Client, name string) {
-	t.Helper()
-	if err := c.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func createPod(t *testing.T, c client.Client, ns, name string, labels map[string]string) {
-	t.Helper()
-	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels},
-		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.example/app:1"}}},
-	}
-	if err := c.Create(context.Background(), pod); err != nil {
-		t.Fatal(err)
-	}
-}
-
 func podLabel(t *testing.T, c client.Client, ns, name, key string) string {
 	t.Helper()
 	var pod corev1.Pod
@@ -166,55 +135,4 @@ func eventWith(t *testing.T, c client.Client, ns, reason, part string) bool {
 		}
 	}
 	return false
-}
-
-// gauge reads a metawatch gauge (summed over series whose labels include want).
-func gauge(t *testing.T, name string, want map[string]string) float64 {
-	t.Helper()
-	families, err := ctrlmetrics.Registry.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var sum float64
-	for _, f := range families {
-		if f.GetName() == name {
-			for _, m := range f.GetMetric() {
-				if hasLabels(m, want) {
-					sum += m.GetGauge().GetValue()
-				}
-			}
-		}
-	}
-	return sum
-}
-
-func hasLabels(m *dto.Metric, want map[string]string) bool {
-	n := 0
-	for _, l := range m.GetLabel() {
-		if v, ok := want[l.GetName()]; ok && v == l.GetValue() {
-			n++
-		}
-	}
-	return n == len(want)
-}
-
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
-func freeAddress(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
 }

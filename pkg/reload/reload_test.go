@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/metawatch/metawatch/pkg/testkit"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -17,24 +19,24 @@ import (
 // A valid selector change: newly selected objects enter the cache and the
 // rules act on them; deselected ones leave the cache.
 func TestSelectorChangeMovesObjectsInAndOut(t *testing.T) {
-	c := newClient(t)
-	createNamespace(t, c, "sel")
+	c := testkit.Client(t, cp.Config)
+	testkit.Namespace(t, c, "sel", nil)
 	for i := range 3 {
-		createPod(t, c, "sel", fmt.Sprintf("a-%d", i), map[string]string{"app": "a"})
+		testkit.Pod(t, c, "sel", fmt.Sprintf("a-%d", i), map[string]string{"app": "a"})
 	}
 	for i := range 2 {
-		createPod(t, c, "sel", fmt.Sprintf("b-%d", i), map[string]string{"app": "b"})
+		testkit.Pod(t, c, "sel", fmt.Sprintf("b-%d", i), map[string]string{"app": "b"})
 	}
 	config := "watches:\n- kind: Pod\n  namespaces: [sel]\n  labelSelector: app=%s\nrules:\n- {name: sel-tier, kinds: [Pod], setLabels: {tier: gold}}\n"
 	kubectlApply(t, selectors("sel", fmt.Sprintf(config, "a")))
 	startInstance(t, cp.Config, "sel/selectors")
-	cached := func() float64 { return gauge(t, "metawatch_cached_objects", map[string]string{"kind": "Pod"}) }
-	waitFor(t, "the 3 app=a pods in the cache", func() bool { return cached() == 3 })
-	waitFor(t, "the app=a pods labelled", func() bool { return podLabel(t, c, "sel", "a-2", "tier") == "gold" })
+	cached := func() float64 { return testkit.Metric(t, "metawatch_cached_objects", map[string]string{"kind": "Pod"}) }
+	testkit.WaitFor(t, "the 3 app=a pods in the cache", func() bool { return cached() == 3 })
+	testkit.WaitFor(t, "the app=a pods labelled", func() bool { return podLabel(t, c, "sel", "a-2", "tier") == "gold" })
 
 	kubectlApply(t, selectors("sel", fmt.Sprintf(config, "b")))
-	waitFor(t, "the cache to hold the 2 app=b pods only", func() bool { return cached() == 2 })
-	waitFor(t, "the rule to follow to app=b", func() bool {
+	testkit.WaitFor(t, "the cache to hold the 2 app=b pods only", func() bool { return cached() == 2 })
+	testkit.WaitFor(t, "the rule to follow to app=b", func() bool {
 		return podLabel(t, c, "sel", "b-0", "tier") == "gold" && podLabel(t, c, "sel", "b-1", "tier") == "gold"
 	})
 }
@@ -43,22 +45,22 @@ func TestSelectorChangeMovesObjectsInAndOut(t *testing.T) {
 // settles, every pod is in the state the final rules want and keeps every
 // churned label: nothing is lost across the swap.
 func TestReloadUnderChurnLosesNothing(t *testing.T) {
-	c := newClient(t)
-	createNamespace(t, c, "churn")
+	c := testkit.Client(t, cp.Config)
+	testkit.Namespace(t, c, "churn", nil)
 	const pods = 20
 	for i := range pods {
-		createPod(t, c, "churn", fmt.Sprintf("p-%d", i), nil)
+		testkit.Pod(t, c, "churn", fmt.Sprintf("p-%d", i), nil)
 	}
 	config := "watches:\n- kind: Pod\n  namespaces: [churn]\nrules:\n- {name: churn-tier, kinds: [Pod], setLabels: {tier: gold}}\n"
 	kubectlApply(t, selectors("churn", config))
 	startInstance(t, cp.Config, "churn/selectors")
-	waitFor(t, "the first rule everywhere", func() bool { return podLabel(t, c, "churn", "p-0", "tier") == "gold" })
+	testkit.WaitFor(t, "the first rule everywhere", func() bool { return podLabel(t, c, "churn", "p-0", "tier") == "gold" })
 
-	last := churn(t, c, pods, 20*time.Second, 50, func() {
+	last, changes := churn(t, c, pods, 20*time.Second, 50, func() {
 		kubectlApply(t, selectors("churn", config+"- {name: churn-zone, kinds: [Pod], setLabels: {zone: west}}\n"))
 	})
 	lost := 0
-	waitFor(t, "every pod to converge", func() bool {
+	testkit.WaitFor(t, "every pod to converge", func() bool {
 		lost = 0
 		for i := range pods {
 			name := fmt.Sprintf("p-%d", i)
@@ -69,18 +71,19 @@ func TestReloadUnderChurnLosesNothing(t *testing.T) {
 		}
 		return lost == 0
 	})
-	t.Logf("%d pods converged after churn with a reload in the middle; 0 lost", pods)
+	t.Logf("%d pods converged after %d label changes in 20s with a reload in the middle; 0 lost", pods, changes)
 }
 
 // churn changes a random pod's color label and removes its tier label (a hand
 // edit the rules must undo) rate times a second for d; halfway it calls reload.
-// It returns the last color each pod was given.
-func churn(t *testing.T, c client.Client, pods int, d time.Duration, rate int, reload func()) map[string]string {
+// It returns the last color each pod was given, and how many changes it made.
+func churn(t *testing.T, c client.Client, pods int, d time.Duration, rate int, reload func()) (map[string]string, int) {
 	t.Helper()
 	last := map[string]string{}
 	var once sync.Once
 	start := time.Now()
-	for n := 0; time.Since(start) < d; n++ {
+	n := 0
+	for ; time.Since(start) < d; n++ {
 		name := fmt.Sprintf("p-%d", rand.IntN(pods))
 		color := fmt.Sprintf("c%d", n)
 		patch := fmt.Sprintf(`{"metadata":{"labels":{"color":%q,"tier":null}}}`, color)
@@ -94,5 +97,5 @@ func churn(t *testing.T, c client.Client, pods int, d time.Duration, rate int, r
 		}
 		time.Sleep(time.Second / time.Duration(rate))
 	}
-	return last
+	return last, n
 }
