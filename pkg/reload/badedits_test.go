@@ -32,9 +32,13 @@ func TestBadEditsKeepTheLastGoodGeneration(t *testing.T) {
 			if got := testkit.Metric(t, "metawatch_config_last_reload_successful", nil); got != 0 {
 				t.Errorf("metawatch_config_last_reload_successful = %v after a bad edit, want 0", got)
 			}
-			pod := fmt.Sprintf("p-%d", i)
-			testkit.Pod(t, c, "live", pod, nil)
-			testkit.WaitFor(t, "the running generation to label "+pod, func() bool { return podLabel(t, c, "live", pod, "tier") == "gold" })
+			// A label change made while the bad configuration sits in the ConfigMap:
+			// the running generation puts back the tier label removed by hand.
+			color := fmt.Sprintf("c%d", i)
+			mergePatchPod(t, c, "live", "p-start", fmt.Sprintf(`{"metadata":{"labels":{"tier":null,"color":%q}}}`, color))
+			testkit.WaitFor(t, "the running generation to handle the label change", func() bool {
+				return podLabel(t, c, "live", "p-start", "color") == color && podLabel(t, c, "live", "p-start", "tier") == "gold"
+			})
 		})
 	}
 	if got := testkit.Metric(t, "metawatch_config_generation", nil); got != generation {

@@ -11,6 +11,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
@@ -135,4 +137,13 @@ func eventWith(t *testing.T, c client.Client, ns, reason, part string) bool {
 		}
 	}
 	return false
+}
+
+// mergePatchPod patches a pod as kubectl label does.
+func mergePatchPod(t *testing.T, c client.Client, ns, name, patch string) {
+	t.Helper()
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+	if err := c.Patch(context.Background(), pod, client.RawPatch(types.MergePatchType, []byte(patch)), client.FieldOwner("kubectl-label")); err != nil {
+		t.Fatal(err)
+	}
 }
