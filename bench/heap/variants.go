@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -35,11 +36,18 @@ func variants() []variant {
 		{name: "metadata", object: engine.NewObject(podGVK), list: metadataList, options: func(ns string) cache.Options {
 			return cache.Options{DefaultNamespaces: map[string]cache.Config{ns: {}}}
 		}},
-		{name: "metawatch", object: engine.NewObject(podGVK), list: metadataList, options: func(ns string) cache.Options {
-			return engine.CacheOptions([]config.ResolvedWatch{{
-				GVK: podGVK, Namespaced: true, Namespaces: []string{ns}, Label: labels.Everything(), Field: fields.Everything(),
-			}})
-		}},
+		{name: "metawatch-all-annotations", object: engine.NewObject(podGVK), list: metadataList, options: metawatchOptions(nil)},
+		// As config.Resolve sets it up when no rule reads an annotation of the kind.
+		{name: "metawatch", object: engine.NewObject(podGVK), list: metadataList, options: metawatchOptions(sets.New[string]())},
+	}
+}
+
+func metawatchOptions(annotations sets.Set[string]) func(ns string) cache.Options {
+	return func(ns string) cache.Options {
+		return engine.CacheOptions([]config.ResolvedWatch{{
+			GVK: podGVK, Namespaced: true, Namespaces: []string{ns}, Label: labels.Everything(), Field: fields.Everything(),
+			Annotations: annotations,
+		}})
 	}
 }
 

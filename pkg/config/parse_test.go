@@ -61,6 +61,10 @@ func TestParseRejectsBadConfigsNamingTheField(t *testing.T) {
 			yaml: "watches:\n- kind: Deployment\n  apiVersion: apps/v1/extra\n",
 			want: []string{`watches[0].apiVersion: Invalid value: "apps/v1/extra"`},
 		},
+		"a bad keepAnnotations key": {
+			yaml: "watches:\n- kind: Pod\ncache: {keepAnnotations: ['*', 'bad key']}\n",
+			want: []string{`cache.keepAnnotations[0]: Invalid value: "bad key"`},
+		},
 		"every error at once": {
 			yaml: "watches:\n- kind: Pod\n  labelSelector: '!!'\n- kind: Node\n  fieldSelector: x\n",
 			want: []string{"watches[0].labelSelector", "watches[1].fieldSelector"},

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 )
@@ -27,6 +28,9 @@ type ResolvedWatch struct {
 	Field      fields.Selector
 	// BuiltIn kinds are served as protobuf; others (custom resources) only as JSON.
 	BuiltIn bool
+	// Annotations are the annotation keys the cache keeps: those the rules
+	// read for this kind, and cache.keepAnnotations. Nil keeps every annotation.
+	Annotations sets.Set[string]
 }
 
 // Resolve maps every watch to the resource the cluster serves, with mapper.
@@ -60,6 +64,9 @@ func Resolve(c *Config, mapper meta.RESTMapper) (watches []ResolvedWatch, warnin
 		return nil, warnings, errs.ToAggregate()
 	}
 	watches, errs = resolveRuleNeeds(c, watches)
+	for i := range watches {
+		watches[i].Annotations = annotationsRead(c, watches[i].GVK.Kind)
+	}
 	return watches, warnings, errs.ToAggregate()
 }
 

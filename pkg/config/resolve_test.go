@@ -2,6 +2,7 @@ package config_test
 
 import (
 	"context"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/metawatch/metawatch/pkg/config"
@@ -76,6 +78,42 @@ func TestResolveMapsKindsWithTheClusterRESTMapper(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// The cache keeps the annotations the rules read, and cache.keepAnnotations.
+func TestResolveComputesTheAnnotationsToKeep(t *testing.T) {
+	c, err := config.Parse([]byte(`
+watches:
+- kind: Pod
+- kind: Node
+cache: {keepAnnotations: [example.com/keep]}
+rules:
+- {name: a, kinds: [Pod], setAnnotations: {example.com/set: x}, requireAnnotations: [example.com/required]}
+- {name: b, kinds: [Pod], copyFromNamespace: {annotations: [example.com/from-ns]}}
+- {name: c, kinds: [Node], removeAnnotations: [example.com/old]}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	watches, _, err := config.Resolve(c, newMapper(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][]string{
+		"Pod":       {"example.com/keep", "example.com/required", "example.com/set"},
+		"Node":      {"example.com/keep", "example.com/old"},
+		"Namespace": {"example.com/from-ns", "example.com/keep"},
+	}
+	for _, w := range watches {
+		if got := sets.List(w.Annotations); !reflect.DeepEqual(got, want[w.GVK.Kind]) {
+			t.Errorf("%s keeps annotations %v, want %v", w.GVK.Kind, got, want[w.GVK.Kind])
+		}
+	}
+	all, _ := config.Parse([]byte("watches: [{kind: Pod}]\ncache: {keepAnnotations: ['*']}\n"))
+	watches, _, _ = config.Resolve(all, newMapper(t))
+	if watches[0].Annotations != nil {
+		t.Errorf(`keepAnnotations ["*"] keeps %v, want every annotation (nil)`, watches[0].Annotations)
 	}
 }
 

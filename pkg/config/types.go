@@ -9,6 +9,19 @@ type Config struct {
 	Watches []Watch `json:"watches"`
 	// Rules keep labels and annotations of watched objects; optional.
 	Rules []Rule `json:"rules,omitempty"`
+	// Cache tunes what the cache keeps of each object; optional.
+	Cache *Cache `json:"cache,omitempty"`
+}
+
+// AllAnnotations, as a keepAnnotations entry, keeps every annotation.
+const AllAnnotations = "*"
+
+// Cache tunes what the cache keeps of each object.
+type Cache struct {
+	// KeepAnnotations are annotation keys kept in the cache besides those the
+	// rules read (annotations are dropped otherwise: they are large, e.g.
+	// kubectl's last-applied-configuration). "*" keeps every annotation.
+	KeepAnnotations []string `json:"keepAnnotations,omitempty"`
 }
 
 // Watch selects which objects of one kind are cached. Every selector is

@@ -27,7 +27,21 @@ func Validate(c *Config) field.ErrorList {
 		}
 		seen[key] = i
 	}
+	errs = append(errs, validateCache(c.Cache)...)
 	return append(errs, validateRules(c)...)
+}
+
+func validateCache(c *Cache) field.ErrorList {
+	if c == nil {
+		return nil
+	}
+	var keys []string
+	for _, k := range c.KeepAnnotations {
+		if k != AllAnnotations {
+			keys = append(keys, k)
+		}
+	}
+	return validateKeys(field.NewPath("cache", "keepAnnotations"), keys)
 }
 
 func duplicateKind(path *field.Path, kind string, first int) *field.Error {

@@ -25,7 +25,8 @@ func TestOnlyLabelAndAnnotationChangesAreReconciled(t *testing.T) {
 	}
 	p1, p2 := testkit.Pod(t, c, "churn", "p1", map[string]string{"app": "web"}), testkit.Pod(t, c, "churn", "p2", map[string]string{"app": "web"})
 	initial := reconciles(t) // other tests' instances count under the same controller name
-	startReporters(t, "watches:\n- kind: Pod\n  namespaces: [churn]\n")
+	// The annotation a change is made to must be cached: annotations nothing reads are dropped.
+	startReporters(t, "watches:\n- kind: Pod\n  namespaces: [churn]\ncache: {keepAnnotations: [example.com/note]}\n")
 	testkit.WaitFor(t, "both pods' initial reconcile", func() bool { return reconciles(t) >= initial+2 })
 	base, filtered := reconciles(t), events(t, "filtered")
 
@@ -38,12 +39,13 @@ func TestOnlyLabelAndAnnotationChangesAreReconciled(t *testing.T) {
 	patchAnnotation(t, c, p1, "example.com/note", "hello")
 	testkit.WaitFor(t, "the annotation change's reconcile", func() bool { return reconciles(t) >= base+2 })
 	updateStatusTimes(t, c, p1, 10)
+	patchAnnotation(t, c, p1, "example.com/unread", "dropped") // not cached, so no event at all
 	// p2's change is a barrier: with one worker and a FIFO queue, once it is
 	// reconciled everything p1's events queued before it has been too.
 	patchLabel(t, c, p2, "color", "green")
 	testkit.WaitFor(t, "the barrier's reconcile", func() bool { return reconciles(t) >= base+3 })
 	if got := reconciles(t) - base; got != 3 {
-		t.Errorf("%v reconciles for 3 label/annotation changes and 20 status updates, want exactly 3", got)
+		t.Errorf("%v reconciles for 3 label/annotation changes, 20 status updates and 1 unread annotation change, want exactly 3", got)
 	}
 	assertLogged(t, `"name":"p1"`, `"msg":"metadata changed"`, `"labels":{"added":{"color":"blue"}}`)
 	assertLogged(t, `"name":"p1"`, `"msg":"metadata changed"`, `"annotations":{"added":["example.com/note"]}`)

@@ -73,7 +73,7 @@ func CacheOptions(watches []config.ResolvedWatch) cache.Options {
 }
 
 func byObjectFor(w config.ResolvedWatch) cache.ByObject {
-	entry := cache.ByObject{Label: w.Label, Field: w.Field}
+	entry := cache.ByObject{Label: w.Label, Field: w.Field, Transform: Transform(w.Annotations)}
 	if len(w.Namespaces) > 0 {
 		entry.Namespaces = make(map[string]cache.Config, len(w.Namespaces))
 		for _, ns := range w.Namespaces {

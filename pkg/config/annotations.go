@@ -1,0 +1,35 @@
+package config
+
+import (
+	"slices"
+
+	"k8s.io/apimachinery/pkg/util/sets"
+)
+
+// annotationsRead lists the annotation keys anything reads on objects of kind:
+// the rules that apply to it (set, remove, require), copy rules when kind is
+// Namespace (they read the Namespace's annotations), and cache.keepAnnotations.
+// It returns nil, meaning every annotation, when keepAnnotations has "*".
+func annotationsRead(c *Config, kind string) sets.Set[string] {
+	keep := sets.New[string]()
+	if c.Cache != nil {
+		if slices.Contains(c.Cache.KeepAnnotations, AllAnnotations) {
+			return nil
+		}
+		keep.Insert(c.Cache.KeepAnnotations...)
+	}
+	for _, r := range c.Rules {
+		if r.CopyFromNamespace != nil && kind == "Namespace" {
+			keep.Insert(r.CopyFromNamespace.Annotations...)
+		}
+		if !slices.Contains(r.Kinds, kind) {
+			continue
+		}
+		for k := range r.SetAnnotations {
+			keep.Insert(k)
+		}
+		keep.Insert(r.RemoveAnnotations...)
+		keep.Insert(r.RequireAnnotations...)
+	}
+	return keep
+}
