@@ -9,11 +9,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 )
 
 // Pod returns the i-th realistic pod of namespace ns: 2 containers with env,
-// probes, resources and volume mounts, 5 labels and 3 annotations.
+// probes, resources and volume mounts, 5 labels, 3 annotations, and an owner
+// reference to its ReplicaSet.
 func Pod(ns string, i int) *corev1.Pod {
 	app := fmt.Sprintf("app-%d", i%50)
 	return &corev1.Pod{
@@ -28,6 +31,10 @@ func Pod(ns string, i int) *corev1.Pod {
 				"prometheus.io/scrape": "true", "prometheus.io/port": "9090",
 				"kubectl.kubernetes.io/default-container": "app",
 			},
+			OwnerReferences: []metav1.OwnerReference{{
+				APIVersion: "apps/v1", Kind: "ReplicaSet", Name: fmt.Sprintf("%s-%x", app, 0x5d4c3b2a+i%50),
+				UID: types.UID(fmt.Sprintf("6f1c2d3e-0000-4000-8000-%012d", i%50)), Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true),
+			}},
 		},
 		Spec: corev1.PodSpec{
 			Containers: []corev1.Container{container("app", app, 8080), container("sidecar", "envoy", 15001)},
