@@ -26,10 +26,11 @@ test: controlplane vet
 	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
 	$(MAKE) fuzz
 
-## fuzz: fuzz the config parser and the rules core, FUZZTIME each (FUZZTIME=10m make fuzz for a long run).
+## fuzz: fuzz the config parser, the rules core and the managedFields stripper, FUZZTIME each (FUZZTIME=10m make fuzz for a long run).
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime $(FUZZTIME) ./pkg/config
 	$(GO) test -run '^$$' -fuzz FuzzEvaluate -fuzztime $(FUZZTIME) ./pkg/rules
+	$(GO) test -run '^$$' -fuzz FuzzStripManagedFields -fuzztime $(FUZZTIME) ./pkg/engine
 
 vet:
 	$(GO) vet ./...

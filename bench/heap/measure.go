@@ -16,6 +16,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/metawatch/metawatch/pkg/engine"
 )
 
 // result is one variant's figures for the pods it cached.
@@ -48,6 +50,9 @@ func measureAndPrint(ctx context.Context, o options) error {
 func measure(ctx context.Context, cfg *rest.Config, v variant, ns string) (result, error) {
 	var received atomic.Int64
 	cfg = countBytes(cfg, &received)
+	if v.strip {
+		cfg = engine.StripManagedFields(cfg) // inside the byte counter: bytes received are the wire's
+	}
 	cfg.QPS, cfg.Burst = -1, 0
 	c, err := cache.New(cfg, v.options(ns))
 	if err != nil {

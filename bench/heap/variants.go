@@ -23,6 +23,8 @@ type variant struct {
 	options func(ns string) cache.Options
 	object  client.Object
 	list    func() client.ObjectList
+	// strip, as the engine's Manager does, removes other managers' managedFields before decoding.
+	strip bool
 }
 
 func variants() []variant {
@@ -36,9 +38,10 @@ func variants() []variant {
 		{name: "metadata", object: engine.NewObject(podGVK), list: metadataList, options: func(ns string) cache.Options {
 			return cache.Options{DefaultNamespaces: map[string]cache.Config{ns: {}}}
 		}},
-		{name: "metawatch-all-annotations", object: engine.NewObject(podGVK), list: metadataList, options: metawatchOptions(nil)},
+		{name: "metawatch-transforms-only", object: engine.NewObject(podGVK), list: metadataList, options: metawatchOptions(sets.New[string]())},
+		{name: "metawatch-all-annotations", object: engine.NewObject(podGVK), list: metadataList, options: metawatchOptions(nil), strip: true},
 		// As config.Resolve sets it up when no rule reads an annotation of the kind.
-		{name: "metawatch", object: engine.NewObject(podGVK), list: metadataList, options: metawatchOptions(sets.New[string]())},
+		{name: "metawatch", object: engine.NewObject(podGVK), list: metadataList, options: metawatchOptions(sets.New[string]()), strip: true},
 	}
 }
 

@@ -31,7 +31,9 @@ const DefaultLeaderElectionID = "metawatch-leader"
 
 // NewManager builds a Manager whose cache watches exactly the given kinds, as metadata.
 func NewManager(cfg *rest.Config, watches []config.ResolvedWatch, opts Options) (manager.Manager, error) {
-	mgr, err := manager.New(cfg, manager.Options{
+	// Lease renewal keeps cfg as given; everything else gets metadata without
+	// other managers' managedFields, stripped before decoding.
+	mgr, err := manager.New(StripManagedFields(cfg), manager.Options{
 		Cache:                         CacheOptions(watches),
 		Client:                        client.Options{Cache: &client.CacheOptions{Unstructured: false}},
 		Metrics:                       metricsserver.Options{BindAddress: opts.MetricsBindAddress},

@@ -1,0 +1,195 @@
+package engine
+
+import (
+	"bytes"
+	"encoding/binary"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"reflect"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
+)
+
+var metaGV = schema.GroupVersion{Group: "meta.k8s.io", Version: "v1"}
+
+func protobufCodec(t testing.TB) *protobuf.Serializer {
+	t.Helper()
+	scheme := runtime.NewScheme()
+	metav1.AddToGroupVersion(scheme, metaGV)
+	if err := metav1.AddMetaToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	return protobuf.NewSerializer(scheme, scheme)
+}
+
+func podMetadata(name string) *metav1.PartialObjectMetadata {
+	entry := func(manager string, op metav1.ManagedFieldsOperationType) metav1.ManagedFieldsEntry {
+		return metav1.ManagedFieldsEntry{Manager: manager, Operation: op, APIVersion: "v1", FieldsType: "FieldsV1",
+			FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:metadata":{"f:labels":{"f:app":{}}},"f:spec":{"f:containers":{}}}`)}}
+	}
+	obj := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{
+		Name: name, Namespace: "shop", UID: "u-" + "1", ResourceVersion: "42", Labels: map[string]string{"app": "web"},
+		Annotations:   map[string]string{"note": "x"},
+		ManagedFields: []metav1.ManagedFieldsEntry{entry("kubectl", metav1.ManagedFieldsOperationUpdate), entry(FieldManager, metav1.ManagedFieldsOperationApply), entry("kubelet", metav1.ManagedFieldsOperationUpdate)},
+	}}
+	obj.SetGroupVersionKind(metaGV.WithKind("PartialObjectMetadata"))
+	return obj
+}
+
+func encode(t testing.TB, obj runtime.Object) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := protobufCodec(t).Encode(obj, &buf); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+func TestStripManagedFieldsKeepsOnlyOurs(t *testing.T) {
+	want := podMetadata("web-1")
+	want.ManagedFields = want.ManagedFields[1:2]
+
+	t.Run("an object", func(t *testing.T) {
+		b := encode(t, podMetadata("web-1"))
+		n, ok := stripManagedFields(b, envelopeOf(objectShape), []byte(FieldManager))
+		if !ok || n >= len(b) {
+			t.Fatalf("strip: ok=%v, %d -> %d bytes", ok, len(b), n)
+		}
+		got := &metav1.PartialObjectMetadata{}
+		if _, _, err := protobufCodec(t).Decode(b[:n], nil, got); err != nil {
+			t.Fatal(err)
+		}
+		assertSameMeta(t, got, want)
+	})
+	t.Run("a list", func(t *testing.T) {
+		list := &metav1.PartialObjectMetadataList{Items: []metav1.PartialObjectMetadata{*podMetadata("web-1"), *podMetadata("web-1")}}
+		list.SetGroupVersionKind(metaGV.WithKind("PartialObjectMetadataList"))
+		b := encode(t, list)
+		n, ok := stripManagedFields(b, envelopeOf(listShape), []byte(FieldManager))
+		got := &metav1.PartialObjectMetadataList{}
+		if _, _, err := protobufCodec(t).Decode(b[:n], nil, got); !ok || err != nil || len(got.Items) != 2 {
+			t.Fatalf("strip ok=%v, decode %v, %d items", ok, err, len(got.Items))
+		}
+		for i := range got.Items {
+			assertSameMeta(t, &got.Items[i], want)
+		}
+	})
+	t.Run("a watch event", func(t *testing.T) {
+		event := &metav1.WatchEvent{Type: "ADDED", Object: runtime.RawExtension{Raw: encode(t, podMetadata("web-1"))}}
+		event.Object.Raw = encode(t, podMetadata("web-1"))
+		b := encodeWatchEvent(t, event)
+		n, ok := stripManagedFields(b, envelopeOf(eventShape), []byte(FieldManager))
+		got := &metav1.WatchEvent{}
+		if _, _, err := protobufCodec(t).Decode(b[:n], nil, got); !ok || err != nil {
+			t.Fatalf("strip ok=%v, decode %v", ok, err)
+		}
+		obj := &metav1.PartialObjectMetadata{}
+		if _, _, err := protobufCodec(t).Decode(got.Object.Raw, nil, obj); err != nil {
+			t.Fatal(err)
+		}
+		assertSameMeta(t, obj, want)
+	})
+}
+
+func encodeWatchEvent(t testing.TB, e *metav1.WatchEvent) []byte {
+	t.Helper()
+	e.GetObjectKind().SetGroupVersionKind(metaGV.WithKind("WatchEvent"))
+	return encode(t, e)
+}
+
+func assertSameMeta(t *testing.T, got, want *metav1.PartialObjectMetadata) {
+	t.Helper()
+	if !reflect.DeepEqual(got.ObjectMeta, want.ObjectMeta) {
+		t.Errorf("after stripping:\n got %+v\nwant %+v", got.ObjectMeta, want.ObjectMeta)
+	}
+}
+
+// Whatever bytes arrive, stripping never panics, never grows them, and says
+// when it did not understand them.
+func FuzzStripManagedFields(f *testing.F) {
+	f.Add(encode(f, podMetadata("web-1")))
+	f.Add([]byte("k8s\x00garbage"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		in := append([]byte(nil), b...)
+		n, ok := stripManagedFields(in, envelopeOf(objectShape), []byte(FieldManager))
+		if ok && (n < 0 || n > len(b)) {
+			t.Fatalf("stripped %d bytes into %d", len(b), n)
+		}
+	})
+}
+
+// The transport strips a protobuf watch stream frame by frame, for metadata
+// requests only, and passes everything else through untouched.
+func TestStripTransport(t *testing.T) {
+	event := func() []byte {
+		e := &metav1.WatchEvent{Type: "ADDED", Object: runtime.RawExtension{Raw: encode(t, podMetadata("web-1"))}}
+		frame := encodeWatchEvent(t, e)
+		return append(binary.BigEndian.AppendUint32(nil, uint32(len(frame))), frame...)
+	}
+	stream := append(event(), event()...)
+	cases := map[string]struct {
+		accept    string
+		wantStrip bool
+	}{
+		"a metadata watch":    {accept: metadataProtobuf + ";g=meta.k8s.io;v=v1,application/json", wantStrip: true},
+		"a typed watch":       {accept: "application/vnd.kubernetes.protobuf,application/json", wantStrip: false},
+		"a json metadata one": {accept: "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1", wantStrip: false},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			rt := stripTransport{next: roundTripFunc(func(*http.Request) (*http.Response, error) {
+				return &http.Response{StatusCode: http.StatusOK, Header: http.Header{"Content-Type": {"application/vnd.kubernetes.protobuf;stream=watch"}},
+					Body: io.NopCloser(bytes.NewReader(stream))}, nil
+			})}
+			req := httptest.NewRequest(http.MethodGet, "https://api/api/v1/pods?watch=true", nil)
+			req.Header.Set("Accept", tc.accept)
+			resp, err := rt.RoundTrip(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, err := io.ReadAll(resp.Body)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if stripped := len(body) < len(stream); stripped != tc.wantStrip {
+				t.Fatalf("stripped = %v (%d -> %d bytes), want %v", stripped, len(stream), len(body), tc.wantStrip)
+			}
+			if tc.wantStrip {
+				assertFramesDecode(t, body, 2)
+			}
+		})
+	}
+}
+
+func assertFramesDecode(t *testing.T, body []byte, want int) {
+	t.Helper()
+	frames := 0
+	for len(body) > 0 {
+		size := int(binary.BigEndian.Uint32(body))
+		e := &metav1.WatchEvent{}
+		if _, _, err := protobufCodec(t).Decode(body[4:4+size], nil, e); err != nil {
+			t.Fatal(err)
+		}
+		obj := &metav1.PartialObjectMetadata{}
+		if _, _, err := protobufCodec(t).Decode(e.Object.Raw, nil, obj); err != nil {
+			t.Fatal(err)
+		}
+		if len(obj.ManagedFields) != 1 || obj.ManagedFields[0].Manager != FieldManager {
+			t.Errorf("managedFields after the transport: %v", obj.ManagedFields)
+		}
+		body = body[4+size:]
+		frames++
+	}
+	if frames != want {
+		t.Errorf("%d frames, want %d", frames, want)
+	}
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
