@@ -83,9 +83,9 @@ func TestStripManagedFieldsKeepsOnlyOurs(t *testing.T) {
 		event := &metav1.WatchEvent{Type: "ADDED", Object: runtime.RawExtension{Raw: encode(t, podMetadata("web-1"))}}
 		event.Object.Raw = encode(t, podMetadata("web-1"))
 		b := encodeWatchEvent(t, event)
-		n, ok := stripManagedFields(b, envelopeOf(eventShape), []byte(FieldManager))
+		n, ok := stripManagedFields(b, eventShape, []byte(FieldManager))
 		got := &metav1.WatchEvent{}
-		if _, _, err := protobufCodec(t).Decode(b[:n], nil, got); !ok || err != nil {
+		if err := got.Unmarshal(b[:n]); !ok || err != nil {
 			t.Fatalf("strip ok=%v, decode %v", ok, err)
 		}
 		obj := &metav1.PartialObjectMetadata{}
@@ -96,10 +96,15 @@ func TestStripManagedFieldsKeepsOnlyOurs(t *testing.T) {
 	})
 }
 
+// encodeWatchEvent encodes a watch stream frame's content: a bare WatchEvent,
+// as the API server's protobuf stream serializer writes it.
 func encodeWatchEvent(t testing.TB, e *metav1.WatchEvent) []byte {
 	t.Helper()
-	e.GetObjectKind().SetGroupVersionKind(metaGV.WithKind("WatchEvent"))
-	return encode(t, e)
+	b, err := e.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
 
 func assertSameMeta(t *testing.T, got, want *metav1.PartialObjectMetadata) {
@@ -172,7 +177,7 @@ func assertFramesDecode(t *testing.T, body []byte, want int) {
 	for len(body) > 0 {
 		size := int(binary.BigEndian.Uint32(body))
 		e := &metav1.WatchEvent{}
-		if _, _, err := protobufCodec(t).Decode(body[4:4+size], nil, e); err != nil {
+		if err := e.Unmarshal(body[4 : 4+size]); err != nil {
 			t.Fatal(err)
 		}
 		obj := &metav1.PartialObjectMetadata{}

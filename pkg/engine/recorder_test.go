@@ -28,7 +28,7 @@ type recorder struct {
 
 func (r *recorder) wrap(cfg *rest.Config) *rest.Config {
 	cfg = rest.CopyConfig(cfg)
-	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
 		return roundTripFunc(func(req *http.Request) (*http.Response, error) {
 			resp, err := rt.RoundTrip(req)
 			rec := &request{Method: req.Method, Path: req.URL.Path, Query: req.URL.Query(), Accept: req.Header.Get("Accept")}
@@ -41,7 +41,7 @@ func (r *recorder) wrap(cfg *rest.Config) *rest.Config {
 			r.mu.Unlock()
 			return resp, err
 		})
-	}
+	})
 	return cfg
 }
 

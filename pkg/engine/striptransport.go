@@ -61,7 +61,8 @@ func stripWhole(resp *http.Response, list bool) (*http.Response, error) {
 }
 
 // frameStripper rewrites a protobuf watch stream frame by frame: each frame is
-// a 4-byte big-endian length and an envelope of a WatchEvent. The frame buffer
+// a 4-byte big-endian length and a bare WatchEvent (no envelope) whose object
+// is an envelope of a PartialObjectMetadata. The frame buffer
 // is reused, so stripping allocates nothing per event.
 type frameStripper struct {
 	body    io.ReadCloser
@@ -102,7 +103,7 @@ func (f *frameStripper) next() error {
 	if _, err := io.ReadFull(f.body, frame); err != nil {
 		return fmt.Errorf("watch stream cut inside a frame: %w", err)
 	}
-	if n, ok := stripManagedFields(frame, envelopeOf(eventShape), []byte(FieldManager)); ok {
+	if n, ok := stripManagedFields(frame, eventShape, []byte(FieldManager)); ok {
 		size = n
 	}
 	binary.BigEndian.PutUint32(f.buf[:4], uint32(size))
