@@ -12,7 +12,10 @@
 // ReaderFailOnMissingInformer is on: a typed Get or List of a watched kind
 // would otherwise silently start a second, full informer
 // (controller-runtime#1660) and cost the memory metawatch exists to save.
-// managedFields are dropped before objects enter the cache, but for
-// metawatch's own entry: they are most of the bytes of metadata, and only
-// metawatch's entry (which keys its rules own) is ever read.
+// managedFields are most of the bytes of metadata and only metawatch's own
+// entry (which keys its rules own) is ever read, so the Manager's transport
+// removes the others from protobuf responses before client-go decodes them
+// (StripManagedFields), and the cache transform (Transform) drops them from
+// anything that still has them, drops annotations nothing reads, and interns
+// repeated strings.
 package engine
