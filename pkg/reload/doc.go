@@ -1,7 +1,16 @@
-// Package reload is where metawatch gets its configuration from: a file
-// (--config-file) or the kubectl-managed selectors ConfigMap (--config-map).
+// Package reload is where metawatch's configuration comes from and how it
+// changes while running.
 //
-// The ConfigMap is read with a direct, uncached client: a cached typed read
-// would start a full ConfigMap informer, cluster-wide, next to the metadata one
-// users may have configured (controller-runtime#1660).
+// The configuration is a file (--config-file, read at start-up) or the
+// kubectl-managed selectors ConfigMap (--config-map), which is followed live:
+// a single-object list/watch by name (so RBAC can grant it with resourceNames),
+// the one typed object in the process, a few KB whatever the cluster's size.
+//
+// Each valid version runs as a generation: its own metadata cache, informers
+// and controllers. Changing selectors needs new informers, and controllers
+// bound to removed informers must be rebuilt (controller-runtime#2983), so
+// whole generations are swapped: build the new one, start it, wait for its
+// sync, stop the old one, then let the new one write. A bad version is
+// rejected with an InvalidConfig Event on the ConfigMap and the running
+// generation is kept; a deleted ConfigMap keeps it too.
 package reload
