@@ -31,6 +31,7 @@ type options struct {
 	variants    string
 	kubeconfig  string
 	variant     string // set in the child process that measures one variant
+	json        bool
 }
 
 func main() {
@@ -40,6 +41,7 @@ func main() {
 	flag.IntVar(&o.concurrency, "concurrency", 32, "Concurrent requests while seeding.")
 	flag.StringVar(&o.variants, "variants", strings.Join(variantNames(), ","), "Variants to measure, each in its own process.")
 	flag.StringVar(&o.variant, "measure", "", "Internal: measure this one variant and print its result as JSON.")
+	flag.BoolVar(&o.json, "json", false, "Print the results as JSON instead of a Markdown table.")
 	flag.Parse()
 	ctrl.SetLogger(logr.Discard()) // the figures are the output; controller logs would drown them
 	o.kubeconfig = controlplane.ExternalKubeconfig()

@@ -39,6 +39,9 @@ func run(ctx context.Context, o options) error {
 		}
 		results = append(results, r)
 	}
+	if o.json {
+		return json.NewEncoder(os.Stdout).Encode(results)
+	}
 	printTable(o, results)
 	return nil
 }
