@@ -78,11 +78,19 @@ func (inst *instance) readiness() string {
 // kubectlApply applies a manifest as a user would.
 func kubectlApply(t *testing.T, manifest string) {
 	t.Helper()
+	if err := applyManifest(manifest); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// applyManifest is kubectlApply for a goroutine other than the test's.
+func applyManifest(manifest string) error {
 	cmd := exec.Command(cp.Binaries.Kubectl, "--kubeconfig", cp.KubeconfigPath, "apply", "-f", "-")
 	cmd.Stdin = strings.NewReader(manifest)
 	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("kubectl apply: %v\n%s\n%s", err, out, manifest)
+		return fmt.Errorf("kubectl apply: %w\n%s\n%s", err, out, manifest)
 	}
+	return nil
 }
 
 func kubectl(t *testing.T, args ...string) {

@@ -56,9 +56,13 @@ func TestReloadUnderChurnLosesNothing(t *testing.T) {
 	startInstance(t, cp.Config, "churn/selectors")
 	testkit.WaitFor(t, "the first rule everywhere", func() bool { return podLabel(t, c, "churn", "p-0", "tier") == "gold" })
 
+	reloaded := make(chan error, 1)
 	last, changes := churn(t, c, pods, 20*time.Second, 50, func() {
-		kubectlApply(t, selectors("churn", config+"- {name: churn-zone, kinds: [Pod], setLabels: {zone: west}}\n"))
+		reloaded <- applyManifest(selectors("churn", config+"- {name: churn-zone, kinds: [Pod], setLabels: {zone: west}}\n"))
 	})
+	if err := <-reloaded; err != nil {
+		t.Fatal(err)
+	}
 	lost := 0
 	testkit.WaitFor(t, "every pod to converge", func() bool {
 		lost = 0
@@ -71,7 +75,7 @@ func TestReloadUnderChurnLosesNothing(t *testing.T) {
 		}
 		return lost == 0
 	})
-	t.Logf("%d pods converged after %d label changes in 20s with a reload in the middle; 0 lost", pods, changes)
+	t.Logf("%d pods converged after %d label changes in 20s (%.0f/s) with a reload in the middle; 0 lost", pods, changes, float64(changes)/20)
 }
 
 // churn changes a random pod's color label and removes its tier label (a hand
@@ -81,9 +85,12 @@ func churn(t *testing.T, c client.Client, pods int, d time.Duration, rate int, r
 	t.Helper()
 	last := map[string]string{}
 	var once sync.Once
+	tick := time.NewTicker(time.Second / time.Duration(rate))
+	defer tick.Stop()
 	start := time.Now()
 	n := 0
 	for ; time.Since(start) < d; n++ {
+		<-tick.C
 		name := fmt.Sprintf("p-%d", rand.IntN(pods))
 		color := fmt.Sprintf("c%d", n)
 		patch := fmt.Sprintf(`{"metadata":{"labels":{"color":%q,"tier":null}}}`, color)
@@ -93,9 +100,8 @@ func churn(t *testing.T, c client.Client, pods int, d time.Duration, rate int, r
 		}
 		last[name] = color
 		if time.Since(start) > d/2 {
-			once.Do(reload)
+			once.Do(func() { go reload() }) // the churn goes on while the generations swap
 		}
-		time.Sleep(time.Second / time.Duration(rate))
 	}
 	return last, n
 }
