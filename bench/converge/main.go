@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/metawatch/metawatch/bench/target"
+
 	"github.com/go-logr/logr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -29,7 +31,7 @@ import (
 
 type options struct {
 	pods, concurrency int
-	namespace         string
+	namespace, kind   string
 }
 
 func main() {
@@ -37,6 +39,7 @@ func main() {
 	flag.IntVar(&o.pods, "pods", 10000, "Pods in the namespace whose label changes.")
 	flag.IntVar(&o.concurrency, "concurrency", 16, "metawatch's --max-concurrent-reconciles, and the bare client's workers.")
 	flag.StringVar(&o.namespace, "namespace", "bench-converge", "Namespace to create (must not exist).")
+	flag.StringVar(&o.kind, "kind", "", "Run against kind cluster NAME (created from "+target.KindConfig+" if missing).")
 	flag.Parse()
 	if os.Getenv("CONVERGE_DEBUG") != "" {
 		ctrl.SetLogger(zap.New(zap.UseDevMode(true)))
@@ -53,7 +56,7 @@ func main() {
 }
 
 func run(ctx context.Context, o options) error {
-	cfg, stop, err := target(ctx)
+	cfg, stop, err := openTarget(ctx, o.kind)
 	if err != nil {
 		return err
 	}
@@ -78,17 +81,18 @@ func run(ctx context.Context, o options) error {
 	return nil
 }
 
-// target is $KUBECONFIG (or --kubeconfig) or a local control plane.
-func target(ctx context.Context) (*rest.Config, func(), error) {
-	if path := controlplane.ExternalKubeconfig(); path != "" {
-		cfg, err := clientcmd.BuildConfigFromFlags("", path)
-		return cfg, func() {}, err
-	}
-	cp, err := controlplane.Start(ctx, controlplane.Options{})
+// openTarget is the benchmark's cluster (see bench/target) as a client config.
+func openTarget(ctx context.Context, kind string) (*rest.Config, func(), error) {
+	cluster, err := target.Open(ctx, kind)
 	if err != nil {
 		return nil, nil, err
 	}
-	return cp.Config, func() { _ = cp.Stop() }, nil
+	cfg, err := clientcmd.BuildConfigFromFlags("", cluster.Kubeconfig)
+	if err != nil {
+		cluster.Stop()
+		return nil, nil, err
+	}
+	return cfg, cluster.Stop, nil
 }
 
 func seedNamespace(ctx context.Context, c client.Client, o options) error {

@@ -34,6 +34,8 @@ func TestHeapBenchSmoke(t *testing.T) {
 		Objects                                      int
 		RetainedHeapBytesPerPod, ReceivedBytesPerPod float64
 		AllocatedBytesPerPodDuringSync, SyncSeconds  float64
+		PeakRSSBytes                                 int64
+		CPUSeconds                                   float64
 	}
 	if err := json.Unmarshal(out, &results); err != nil {
 		t.Fatalf("results: %v\n%s", err, out)
@@ -42,7 +44,8 @@ func TestHeapBenchSmoke(t *testing.T) {
 		t.Fatalf("%d results, want one per variant (6): %s", len(results), out)
 	}
 	for _, r := range results {
-		if r.Objects != pods || r.ReceivedBytesPerPod <= 0 || r.AllocatedBytesPerPodDuringSync <= 0 || r.SyncSeconds <= 0 {
+		if r.Objects != pods || r.ReceivedBytesPerPod <= 0 || r.AllocatedBytesPerPodDuringSync <= 0 || r.SyncSeconds <= 0 ||
+			r.PeakRSSBytes <= 0 || r.CPUSeconds <= 0 {
 			t.Errorf("%s: incomplete or inconsistent result %+v (want %d objects and positive figures)", r.Variant, r, pods)
 		}
 	}

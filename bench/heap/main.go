@@ -4,6 +4,7 @@
 //
 //	go run ./bench/heap                      # local control plane, 20k pods
 //	go run ./bench/heap --kubeconfig ~/.kube/config --pods 50000
+//	go run ./bench/heap --kind metawatch-bench --pods 100000
 //
 // The full harness (scenarios, variants, plots) is bench/'s job; this is the
 // foundation's memory figure, kept small on purpose.
@@ -17,6 +18,8 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+
+	"github.com/metawatch/metawatch/bench/target"
 
 	"github.com/go-logr/logr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -32,6 +35,7 @@ type options struct {
 	kubeconfig  string
 	variant     string // set in the child process that measures one variant
 	json        bool
+	kind        string
 }
 
 func main() {
@@ -41,6 +45,7 @@ func main() {
 	flag.IntVar(&o.concurrency, "concurrency", 32, "Concurrent requests while seeding.")
 	flag.StringVar(&o.variants, "variants", strings.Join(variantNames(), ","), "Variants to measure, each in its own process.")
 	flag.StringVar(&o.variant, "measure", "", "Internal: measure this one variant and print its result as JSON.")
+	flag.StringVar(&o.kind, "kind", "", "Run against kind cluster NAME (created from "+target.KindConfig+" if missing).")
 	flag.BoolVar(&o.json, "json", false, "Print the results as JSON instead of a Markdown table.")
 	flag.Parse()
 	ctrl.SetLogger(logr.Discard()) // the figures are the output; controller logs would drown them

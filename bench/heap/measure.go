@@ -8,7 +8,10 @@ import (
 	"net/http"
 	"os"
 	"runtime"
+	"strconv"
+	"strings"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -28,6 +31,8 @@ type result struct {
 	AllocatedPerPod float64 `json:"allocatedBytesPerPodDuringSync"`
 	ReceivedPerPod  float64 `json:"receivedBytesPerPod"`
 	SyncSeconds     float64 `json:"syncSeconds"`
+	PeakRSSBytes    int64   `json:"peakRSSBytes"`
+	CPUSeconds      float64 `json:"cpuSeconds"`
 }
 
 // measureAndPrint runs in a fresh process: nothing else is on its heap.
@@ -83,7 +88,32 @@ func measure(ctx context.Context, cfg *rest.Config, v variant, ns string) (resul
 		RetainedPerPod:  float64(int64(after.HeapAlloc)-int64(before.HeapAlloc)) / float64(n),
 		AllocatedPerPod: float64(after.TotalAlloc-before.TotalAlloc) / float64(n),
 		ReceivedPerPod:  float64(received.Load()) / float64(n),
+		PeakRSSBytes:    peakRSS(), CPUSeconds: cpuSeconds(),
 	}, nil
+}
+
+// peakRSS is the process's high-water resident set (VmHWM), 0 where /proc is not.
+func peakRSS() int64 {
+	data, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
+}
+
+// cpuSeconds is the process's user and system CPU time so far.
+func cpuSeconds() float64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
 }
 
 func heapAfterGC() runtime.MemStats {

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/metawatch/metawatch/bench/target"
+
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -20,14 +22,12 @@ import (
 
 // run seeds the pods, measures every variant in its own process and prints a table.
 func run(ctx context.Context, o options) error {
-	if o.kubeconfig == "" {
-		cp, err := controlplane.Start(ctx, controlplane.Options{})
-		if err != nil {
-			return err
-		}
-		defer cp.Stop()
-		o.kubeconfig = cp.KubeconfigPath
+	cluster, err := target.Open(ctx, o.kind)
+	if err != nil {
+		return err
 	}
+	defer cluster.Stop()
+	o.kubeconfig = cluster.Kubeconfig
 	if err := seedPods(ctx, o); err != nil {
 		return err
 	}
@@ -86,10 +86,10 @@ func measureInChild(ctx context.Context, o options, name string) (result, error)
 func printTable(o options, results []result) {
 	fmt.Printf("\n%d realistic pods, %s, %s, kube-apiserver %s; ratios against %s, same run\n\n",
 		o.pods, runtime.Version(), runtime.GOARCH, controlplane.KubernetesVersion, results[0].Variant)
-	fmt.Printf("| variant | objects | retained heap / pod | allocated during sync / pod | received / pod | sync s | %s retained / this |\n", results[0].Variant)
-	fmt.Println("|---|---|---|---|---|---|---|")
+	fmt.Printf("| variant | objects | retained heap / pod | allocated during sync / pod | received / pod | sync s | peak RSS | CPU s | %s retained / this |\n", results[0].Variant)
+	fmt.Println("|---|---|---|---|---|---|---|---|---|")
 	for _, r := range results {
-		fmt.Printf("| %s | %d | %.0f B | %.0f B | %.0f B | %.1f | %.1fx |\n", r.Variant, r.Objects, r.RetainedPerPod,
-			r.AllocatedPerPod, r.ReceivedPerPod, r.SyncSeconds, results[0].RetainedPerPod/r.RetainedPerPod)
+		fmt.Printf("| %s | %d | %.0f B | %.0f B | %.0f B | %.1f | %d MiB | %.1f | %.1fx |\n", r.Variant, r.Objects, r.RetainedPerPod,
+			r.AllocatedPerPod, r.ReceivedPerPod, r.SyncSeconds, r.PeakRSSBytes>>20, r.CPUSeconds, results[0].RetainedPerPod/r.RetainedPerPod)
 	}
 }

@@ -37,8 +37,10 @@ func Pod(ns string, i int) *corev1.Pod {
 			}},
 		},
 		Spec: corev1.PodSpec{
-			Containers: []corev1.Container{container("app", app, 8080), container("sidecar", "envoy", 15001)},
-			Volumes:    []corev1.Volume{{Name: "config", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: app + "-config"}}}}},
+			// No node matches: on a real cluster (kind) bench pods stay Pending and cost the kubelet nothing.
+			NodeSelector: map[string]string{"metawatch.dev/bench-node": "none"},
+			Containers:   []corev1.Container{container("app", app, 8080), container("sidecar", "envoy", 15001)},
+			Volumes:      []corev1.Volume{{Name: "config", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: app + "-config"}}}}},
 		},
 	}
 }

@@ -1,0 +1,104 @@
+// Package target is the cluster a benchmark runs against: a kind cluster
+// (--kind NAME), any cluster (--kubeconfig or $KUBECONFIG), or, with neither,
+// the local control plane.
+package target
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+
+	"github.com/metawatch/metawatch/pkg/controlplane"
+)
+
+// KindConfig is the committed kind cluster configuration, relative to the repository root.
+const KindConfig = "bench/kind-config.yaml"
+
+// Cluster is a benchmark target: a kubeconfig and what stops it (the local control plane).
+type Cluster struct {
+	Kubeconfig string
+	Stop       func()
+}
+
+// Open returns the target: kind cluster kindName if set, else the external
+// kubeconfig if any, else a local control plane it starts.
+func Open(ctx context.Context, kindName string) (*Cluster, error) {
+	switch {
+	case kindName != "":
+		return openKind(ctx, kindName)
+	case controlplane.ExternalKubeconfig() != "":
+		return &Cluster{Kubeconfig: controlplane.ExternalKubeconfig(), Stop: func() {}}, nil
+	}
+	cp, err := controlplane.Start(ctx, controlplane.Options{})
+	if err != nil {
+		return nil, err
+	}
+	return &Cluster{Kubeconfig: cp.KubeconfigPath, Stop: func() { _ = cp.Stop() }}, nil
+}
+
+// openKind creates kind cluster name from KindConfig, or reuses it, and writes its kubeconfig.
+func openKind(ctx context.Context, name string) (*Cluster, error) {
+	if err := kindAvailable(ctx); err != nil {
+		return nil, err
+	}
+	existing, err := output(ctx, "kind", "get", "clusters")
+	if err != nil {
+		return nil, err
+	}
+	if !containsLine(existing, name) {
+		fmt.Fprintf(os.Stderr, "target: creating kind cluster %s from %s\n", name, KindConfig)
+		if _, err := output(ctx, "kind", "create", "cluster", "--name", name, "--config", KindConfig, "--wait", "5m"); err != nil {
+			return nil, err
+		}
+	}
+	kubeconfig, err := output(ctx, "kind", "get", "kubeconfig", "--name", name)
+	if err != nil {
+		return nil, err
+	}
+	path := filepath.Join(os.TempDir(), "metawatch-bench-kind-"+name+".kubeconfig")
+	if err := os.WriteFile(path, []byte(kubeconfig), 0o600); err != nil {
+		return nil, err
+	}
+	return &Cluster{Kubeconfig: path, Stop: func() {}}, nil
+}
+
+// kindAvailable fails at once, saying what is missing, unless the kind CLI
+// and a running container engine are there.
+func kindAvailable(ctx context.Context) error {
+	if _, err := exec.LookPath("kind"); err != nil {
+		return fmt.Errorf("--kind needs the kind CLI on PATH (https://kind.sigs.k8s.io) and a running container engine; " +
+			"without them use --kubeconfig PATH, or neither flag for the local control plane")
+	}
+	for _, engine := range []string{"docker", "podman"} {
+		if _, err := exec.LookPath(engine); err == nil {
+			if _, err := output(ctx, engine, "info"); err == nil {
+				return nil
+			}
+		}
+	}
+	return fmt.Errorf("--kind needs a running container engine (docker or podman: `docker info` must work); " +
+		"without one use --kubeconfig PATH, or neither flag for the local control plane")
+}
+
+func output(ctx context.Context, name string, args ...string) (string, error) {
+	var stdout, stderr bytes.Buffer
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("%s %s: %w: %s", name, strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
+	}
+	return stdout.String(), nil
+}
+
+func containsLine(s, line string) bool {
+	for _, l := range strings.Split(s, "\n") {
+		if strings.TrimSpace(l) == line {
+			return true
+		}
+	}
+	return false
+}
