@@ -40,8 +40,9 @@ func main() {
 	flag.IntVar(&o.concurrency, "concurrency", 16, "metawatch's --max-concurrent-reconciles, and the bare client's workers.")
 	flag.StringVar(&o.namespace, "namespace", "bench-converge", "Namespace to create (must not exist).")
 	flag.StringVar(&o.kind, "kind", "", "Run against kind cluster NAME (created from "+target.KindConfig+" if missing).")
+	verbose := flag.Bool("verbose", false, "Show metawatch's log (development mode) instead of only the figures.")
 	flag.Parse()
-	if os.Getenv("CONVERGE_DEBUG") != "" {
+	if *verbose {
 		ctrl.SetLogger(zap.New(zap.UseDevMode(true)))
 	} else {
 		ctrl.SetLogger(logr.Discard()) // the figures are the output; controller logs would drown them
