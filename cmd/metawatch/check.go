@@ -97,7 +97,7 @@ func checkCluster(ctx context.Context, out io.Writer, conf *config.Config, kubec
 func writtenKinds(conf *config.Config) map[string]bool {
 	kinds := map[string]bool{}
 	for _, r := range conf.Rules {
-		if len(r.SetLabels)+len(r.SetAnnotations)+len(r.RemoveLabels)+len(r.RemoveAnnotations) > 0 || r.CopyFromNamespace != nil {
+		if r.Writes() {
 			for _, k := range r.Kinds {
 				kinds[k] = true
 			}

@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"sync"
 
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -36,11 +37,13 @@ func main() {
 // reloader, which runs the configuration as generations → start. It returns
 // when ctx ends (SIGTERM) or on error.
 func run(ctx context.Context, opts options) error {
-	conf, err := loadInitial(ctx, opts)
+	// One client config for the whole process (--kubeconfig is read once).
+	getConfig := sync.OnceValues(func() (*rest.Config, error) { return restConfig(opts) })
+	conf, err := loadInitial(ctx, opts, getConfig)
 	if err != nil {
 		return err
 	}
-	cfg, err := restConfig(opts)
+	cfg, err := getConfig()
 	if err != nil {
 		return err
 	}
@@ -65,15 +68,19 @@ func run(ctx context.Context, opts options) error {
 // loadInitial reads, validates and resolves the configuration, retrying while
 // the API server is unreachable. An invalid configuration is an error, unless
 // --wait-for-config: then metawatch starts without one and follows the ConfigMap.
-func loadInitial(ctx context.Context, opts options) (*config.Config, error) {
+func loadInitial(ctx context.Context, opts options, getConfig func() (*rest.Config, error)) (*config.Config, error) {
 	var conf *config.Config
 	err := reload.RetryUnreachable(ctx, setupLog, "loading the configuration", func() error {
-		c, err := reload.Load(ctx, func() (*rest.Config, error) { return restConfig(opts) }, opts.source)
+		c, err := reload.Load(ctx, getConfig, opts.source)
 		if err != nil {
 			return err
 		}
 		conf = c
-		return checkAgainstCluster(ctx, opts, c)
+		cfg, err := getConfig()
+		if err != nil {
+			return err
+		}
+		return reload.CheckAgainstCluster(ctx, cfg, c)
 	})
 	switch {
 	case err == nil:
@@ -83,22 +90,6 @@ func loadInitial(ctx context.Context, opts options) (*config.Config, error) {
 		return nil, nil
 	}
 	return nil, fmt.Errorf("invalid configuration: %w", err)
-}
-
-// checkAgainstCluster resolves the kinds and lists one object of each watch:
-// a selector the server rejects fails now; a forbidden kind is reported later,
-// by the running generation, and does not stop the others.
-func checkAgainstCluster(ctx context.Context, opts options, c *config.Config) error {
-	cfg, err := restConfig(opts)
-	if err != nil {
-		return err
-	}
-	watches, _, err := engine.Resolve(cfg, c)
-	if err != nil {
-		return err
-	}
-	_, _, err = engine.Check(ctx, cfg, watches)
-	return err
 }
 
 // restConfig is the client config from --kubeconfig, $KUBECONFIG or the Pod's service account.

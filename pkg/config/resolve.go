@@ -104,11 +104,11 @@ type discoveryError struct{ err error }
 
 func (e *discoveryError) Error() string { return e.err.Error() }
 
-// classify keeps "no such kind" an answer about the configuration, and makes
-// anything else a discoveryError.
-func classify(err error) error {
+// discoveryFailure is err as a discoveryError when it is not "no such kind"
+// (an answer about the configuration), and nil otherwise.
+func discoveryFailure(err error) error {
 	if err == nil || meta.IsNoMatchError(err) {
-		return err
+		return nil
 	}
 	return &discoveryError{err: err}
 }
@@ -122,8 +122,8 @@ func restMapping(w Watch, mapper meta.RESTMapper) (*meta.RESTMapping, error) {
 			return nil, err
 		}
 		m, err := mapper.RESTMapping(gv.WithKind(w.Kind).GroupKind(), gv.Version)
-		if err := classify(err); err != nil && !meta.IsNoMatchError(err) {
-			return nil, err
+		if failure := discoveryFailure(err); failure != nil {
+			return nil, failure
 		}
 		if err != nil {
 			return nil, fmt.Errorf("the cluster does not serve %s %s (check `kubectl api-resources`): %w", w.APIVersion, w.Kind, err)
@@ -141,8 +141,8 @@ func mappingForBuiltIn(kind string, mapper meta.RESTMapper) (*meta.RESTMapping, 
 	var served []*meta.RESTMapping
 	for _, g := range groups {
 		m, err := mapper.RESTMapping(schema.GroupKind{Group: g, Kind: kind})
-		if err := classify(err); err != nil && !meta.IsNoMatchError(err) {
-			return nil, err
+		if failure := discoveryFailure(err); failure != nil {
+			return nil, failure
 		}
 		if err == nil {
 			if g == "" {

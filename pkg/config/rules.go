@@ -74,8 +74,13 @@ func validateRuleKinds(p *field.Path, kinds []string, watched map[string]int) fi
 }
 
 func hasAction(r Rule) bool {
-	return len(r.SetLabels)+len(r.SetAnnotations)+len(r.RemoveLabels)+len(r.RemoveAnnotations)+
-		len(r.RequireLabels)+len(r.RequireAnnotations) > 0 || r.CopyFromNamespace != nil
+	return r.Writes() || len(r.RequireLabels)+len(r.RequireAnnotations) > 0
+}
+
+// Writes reports whether the rule writes labels or annotations (set, remove or
+// copy), as opposed to only auditing them: its kinds need the patch verb.
+func (r Rule) Writes() bool {
+	return len(r.SetLabels)+len(r.SetAnnotations)+len(r.RemoveLabels)+len(r.RemoveAnnotations) > 0 || r.CopyFromNamespace != nil
 }
 
 // validateRuleKeys checks keys and values with the API server's own rules.

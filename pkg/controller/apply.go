@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/metawatch/metawatch/pkg/engine"
@@ -60,7 +61,7 @@ func (r *RuleReconciler) apply(ctx context.Context, obj *metav1.PartialObjectMet
 type change struct {
 	setLabels, setAnnotations         map[string]string
 	releaseLabels, releaseAnnotations []string
-	rules                             map[string]bool
+	rules                             sets.Set[string]
 }
 
 func (c change) empty() bool {
@@ -70,18 +71,18 @@ func (c change) empty() bool {
 // changeOf compares the object with what the rules own.
 func changeOf(obj *metav1.PartialObjectMetadata, res rules.Result) change {
 	mine := ownedKeys(obj)
-	c := change{rules: map[string]bool{}}
+	c := change{rules: sets.New[string]()}
 	c.setLabels, c.releaseLabels = diffOwned(c.rules, obj.Labels, res.Labels, mine.labels.UnsortedList())
 	c.setAnnotations, c.releaseAnnotations = diffOwned(c.rules, obj.Annotations, res.Annotations, mine.annotations.UnsortedList())
 	return c
 }
 
-func diffOwned(involved map[string]bool, current map[string]string, desired map[string]rules.Owned, mine []string) (set map[string]string, release []string) {
+func diffOwned(involved sets.Set[string], current map[string]string, desired map[string]rules.Owned, mine []string) (set map[string]string, release []string) {
 	set = map[string]string{}
 	for k, o := range desired {
 		if v, ok := current[k]; !ok || v != o.Value {
 			set[k] = o.Value
-			involved[o.Rule] = true
+			involved.Insert(o.Rule)
 		}
 	}
 	for _, k := range mine {
@@ -169,7 +170,7 @@ func values(owned map[string]rules.Owned) map[string]string {
 	return out
 }
 
-func (r *RuleReconciler) count(involved map[string]bool, result string) {
+func (r *RuleReconciler) count(involved sets.Set[string], result string) {
 	for rule := range involved {
 		metrics.RuleWrites.WithLabelValues(rule, kindLabel(r.GVK), result).Inc()
 	}
@@ -177,14 +178,5 @@ func (r *RuleReconciler) count(involved map[string]bool, result string) {
 
 func (c change) logValues() []any {
 	return []any{"setLabels", c.setLabels, "setAnnotations", sortedKeys(c.setAnnotations),
-		"releasedLabels", c.releaseLabels, "releasedAnnotations", c.releaseAnnotations, "rules", sortedSet(c.rules)}
-}
-
-func sortedSet(m map[string]bool) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
+		"releasedLabels", c.releaseLabels, "releasedAnnotations", c.releaseAnnotations, "rules", sets.List(c.rules)}
 }

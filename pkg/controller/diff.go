@@ -1,6 +1,10 @@
 package controller
 
-import "sort"
+import (
+	"maps"
+	"slices"
+	"sort"
+)
 
 // MapDiff is what changed between two label or annotation maps.
 type MapDiff struct {
@@ -57,13 +61,5 @@ func (d MapDiff) Keys() KeyDiff {
 }
 
 func sortedKeys(m map[string]string) []string {
-	if len(m) == 0 {
-		return nil
-	}
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
+	return slices.Sorted(maps.Keys(m)) // nil when m is empty
 }

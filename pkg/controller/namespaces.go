@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"slices"
 
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/labels"
@@ -40,23 +41,16 @@ func namespaceFanout(reader client.Reader, gvk schema.GroupVersionKind, rs []rul
 // namespaceMetadataChanged passes only updates that change a Namespace's labels
 // or annotations: a new namespace has no objects yet, a deleted one takes them along.
 func namespaceMetadataChanged() predicate.Predicate {
-	changed := predicate.Or(predicate.LabelChangedPredicate{}, predicate.AnnotationChangedPredicate{})
 	return predicate.Funcs{
 		CreateFunc:  func(event.CreateEvent) bool { return false },
 		DeleteFunc:  func(event.DeleteEvent) bool { return false },
-		UpdateFunc:  changed.Update,
+		UpdateFunc:  labelsOrAnnotationsChanged.Update,
 		GenericFunc: func(event.GenericEvent) bool { return false },
 	}
 }
 
 func copyRules(rs []rules.Rule) []rules.Rule {
-	var out []rules.Rule
-	for _, r := range rs {
-		if rules.Copies([]rules.Rule{r}) {
-			out = append(out, r)
-		}
-	}
-	return out
+	return slices.DeleteFunc(slices.Clone(rs), func(r rules.Rule) bool { return !r.CopiesFromNamespace() })
 }
 
 func anyMatches(rs []rules.Rule, objLabels map[string]string) bool {

@@ -11,7 +11,6 @@ import (
 // annotations; resourceVersion-only updates (status churn) and generic events
 // are dropped. Every verdict is counted in metawatch_events_total{kind}.
 func MetadataChanged(kind string) predicate.Predicate {
-	changed := predicate.Or(predicate.LabelChangedPredicate{}, predicate.AnnotationChangedPredicate{})
 	passed := metrics.Events.WithLabelValues(kind, metrics.VerdictPassed)
 	filtered := metrics.Events.WithLabelValues(kind, metrics.VerdictFiltered)
 	count := func(pass bool) bool {
@@ -25,7 +24,10 @@ func MetadataChanged(kind string) predicate.Predicate {
 	return predicate.Funcs{
 		CreateFunc:  func(event.CreateEvent) bool { return count(true) },
 		DeleteFunc:  func(event.DeleteEvent) bool { return count(true) },
-		UpdateFunc:  func(e event.UpdateEvent) bool { return count(changed.Update(e)) },
+		UpdateFunc:  func(e event.UpdateEvent) bool { return count(labelsOrAnnotationsChanged.Update(e)) },
 		GenericFunc: func(event.GenericEvent) bool { return count(false) },
 	}
 }
+
+// labelsOrAnnotationsChanged passes updates whose labels or annotations differ.
+var labelsOrAnnotationsChanged = predicate.Or(predicate.LabelChangedPredicate{}, predicate.AnnotationChangedPredicate{})

@@ -8,6 +8,7 @@ import (
 	"github.com/go-logr/logr"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/metawatch/metawatch/pkg/engine"
@@ -20,8 +21,9 @@ import (
 // the object changed since, the patch fails (409), and the retry decides
 // again on the newer object.
 func (r *RuleReconciler) remove(ctx context.Context, obj *metav1.PartialObjectMetadata, res rules.Result) error {
-	labels, involved := present(obj.Labels, res.RemoveLabels, nil)
-	annotations, involved := present(obj.Annotations, res.RemoveAnnotations, involved)
+	involved := sets.New[string]()
+	labels := present(obj.Labels, res.RemoveLabels, involved)
+	annotations := present(obj.Annotations, res.RemoveAnnotations, involved)
 	if len(labels)+len(annotations) == 0 {
 		return nil
 	}
@@ -54,19 +56,16 @@ func (r *RuleReconciler) remove(ctx context.Context, obj *metav1.PartialObjectMe
 }
 
 // present returns the keys of toRemove the object has, and adds their rules to involved.
-func present(current map[string]string, toRemove map[string]string, involved map[string]bool) ([]string, map[string]bool) {
-	if involved == nil {
-		involved = map[string]bool{}
-	}
+func present(current map[string]string, toRemove map[string]string, involved sets.Set[string]) []string {
 	var keys []string
 	for k, rule := range toRemove {
 		if _, ok := current[k]; ok {
 			keys = append(keys, k)
-			involved[rule] = true
+			involved.Insert(rule)
 		}
 	}
 	sort.Strings(keys)
-	return keys, involved
+	return keys
 }
 
 // nulls is a merge patch that deletes keys (null deletes in JSON merge patch).

@@ -99,19 +99,17 @@ var errGateClosed = errors.New("generation stopped before it was allowed to writ
 // chain runs reconcilers in order and stops at the first error.
 type chain []reconcile.Reconciler
 
+// No step asks for a timed requeue: they are level-triggered and retried on
+// error, so only the error is passed on.
 func (c chain) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-	var result reconcile.Result
 	for _, r := range c {
-		res, err := r.Reconcile(ctx, req)
+		_, err := r.Reconcile(ctx, req)
 		if errors.Is(err, errGateClosed) {
 			return reconcile.Result{}, nil
 		}
 		if err != nil {
-			return res, err
-		}
-		if res.RequeueAfter > 0 && (result.RequeueAfter == 0 || res.RequeueAfter < result.RequeueAfter) {
-			result.RequeueAfter = res.RequeueAfter
+			return reconcile.Result{}, err
 		}
 	}
-	return result, nil
+	return reconcile.Result{}, nil
 }

@@ -70,7 +70,7 @@ func CacheOptions(watches []config.ResolvedWatch) cache.Options {
 	return cache.Options{
 		ByObject:                    byObject,
 		ReaderFailOnMissingInformer: true,
-		DefaultTransform:            TransformKeepOwnManagedFields(),
+		DefaultTransform:            Transform(nil), // every watch sets its own; this covers any other informer
 	}
 }
 

@@ -13,28 +13,19 @@ import (
 	"github.com/metawatch/metawatch/pkg/config"
 )
 
-// Preflight lists one object of every watch, with the watch's own selectors,
-// before any informer starts. An informer would retry a rejected selector or a
-// forbidden list forever and the cache would never sync; Preflight instead
-// names the watch, the field and the fix.
-func Preflight(ctx context.Context, cfg *rest.Config, watches []config.ResolvedWatch) error {
-	_, forbidden, err := Check(ctx, cfg, watches)
-	errs := []error{err}
-	for _, f := range forbidden {
-		errs = append(errs, f.Err)
-	}
-	return errors.Join(errs...)
-}
-
 // Forbidden is a watch the identity may not list: served without it, reported by name.
 type Forbidden struct {
 	Watch config.ResolvedWatch
 	Err   error // names the watch, the kind and the missing permission
 }
 
-// Check is Preflight that tells forbidden watches apart: a running metawatch
-// serves the other kinds and reports these, while any other error (a selector
-// the server rejects, an unreachable server) fails the whole configuration.
+// Check lists one object of every watch, with the watch's own selectors,
+// before any informer starts. An informer would retry a rejected selector or a
+// forbidden list forever and the cache would never sync; Check instead names
+// the watch, the field and the fix. It tells forbidden watches apart: a
+// running metawatch serves the other kinds and reports these, while any other
+// error (a selector the server rejects, an unreachable server) fails the whole
+// configuration.
 func Check(ctx context.Context, cfg *rest.Config, watches []config.ResolvedWatch) (allowed []config.ResolvedWatch, forbidden []Forbidden, err error) {
 	client, err := metadata.NewForConfig(cfg)
 	if err != nil {

@@ -12,17 +12,10 @@ import (
 // FieldManager is the server-side apply field manager metawatch writes as.
 const FieldManager = "metawatch"
 
-// TransformKeepOwnManagedFields drops every managedFields entry but metawatch's
-// own, before an object enters the cache. managedFields are most of the bytes
-// of metadata; metawatch's entry is small (the keys its rules own) and it is
-// how a reconcile knows which keys metawatch set and must remove when a rule
-// stops wanting them, without asking the API server.
-func TransformKeepOwnManagedFields() toolscache.TransformFunc {
-	return Transform(nil)
-}
-
 // Transform is what the cache keeps of an object of a watch: managedFields
-// only metawatch's own, annotations only those in keep (nil keeps all: the
+// only metawatch's own (most of the bytes of metadata; metawatch's entry is
+// small and is how a reconcile knows which keys its rules own and must remove
+// when a rule stops wanting them, without asking the API server), annotations only those in keep (nil keeps all: the
 // annotations nothing reads can be large, e.g. kubectl's
 // last-applied-configuration), and repeated strings (namespace, label keys
 // and values, annotation keys, owner kinds) interned, so 100k pods share one

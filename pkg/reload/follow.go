@@ -2,7 +2,6 @@ package reload
 
 import (
 	"context"
-	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -82,18 +81,6 @@ func (r *Reloader) sync(ctx context.Context, store toolscache.Store, key string)
 	for _, f := range g.forbidden {
 		r.Recorder.Eventf(cm, nil, corev1.EventTypeWarning, ReasonForbidden, "Reload", "%s", truncate(f.Err.Error(), 1000))
 	}
-}
-
-func parseConfigMap(cm *corev1.ConfigMap) (*config.Config, error) {
-	data, err := config.ConfigMapData(cm)
-	if err != nil {
-		return nil, err
-	}
-	conf, err := config.Parse(data)
-	if err != nil {
-		return nil, fmt.Errorf("data.%s: %w", config.DataKey, err)
-	}
-	return conf, nil
 }
 
 func (r *Reloader) configMapGone() {

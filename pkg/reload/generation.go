@@ -2,11 +2,15 @@ package reload
 
 import (
 	"context"
+	"slices"
+
 	"errors"
 	"fmt"
 	"net/http"
 	"strings"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
 
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -53,6 +57,16 @@ func resolve(ctx context.Context, cfg *rest.Config, conf *config.Config) (resolv
 	return resolved{conf: conf, watches: allowed, forbidden: forbidden}, warnings, err
 }
 
+// CheckAgainstCluster is the check a configuration passes before it runs, for
+// start-up: a selector the server rejects or an unknown kind fails; a
+// forbidden kind does not (the running generation reports it and serves the
+// others). The Reloader checks again when it starts the configuration: a
+// standby replica may lead hours later, when RBAC may have changed.
+func CheckAgainstCluster(ctx context.Context, cfg *rest.Config, conf *config.Config) error {
+	_, _, err := resolve(ctx, cfg, conf)
+	return err
+}
+
 func newGeneration(ctx context.Context, cfg *rest.Config, number int64, r resolved, opts controller.Options) (*generation, error) {
 	g := &generation{number: number, watches: r.watches, forbidden: r.forbidden, gate: make(chan struct{}), done: make(chan error, 1)}
 	g.hash, g.hashValue = config.Hash(r.conf)
@@ -77,18 +91,12 @@ func newGeneration(ctx context.Context, cfg *rest.Config, number int64, r resolv
 
 // withoutUnservedCopies drops copyFromNamespace rules when Namespaces may not be listed.
 func withoutUnservedCopies(byKind map[string][]rules.Rule, forbidden []engine.Forbidden) map[string][]rules.Rule {
-	for _, f := range forbidden {
-		if f.Watch.GVK.Kind != "Namespace" || f.Watch.GVK.Group != "" {
-			continue
-		}
+	namespacesForbidden := slices.ContainsFunc(forbidden, func(f engine.Forbidden) bool {
+		return f.Watch.GVK == corev1.SchemeGroupVersion.WithKind("Namespace")
+	})
+	if namespacesForbidden {
 		for kind, rs := range byKind {
-			var kept []rules.Rule
-			for _, r := range rs {
-				if !rules.Copies([]rules.Rule{r}) {
-					kept = append(kept, r)
-				}
-			}
-			byKind[kind] = kept
+			byKind[kind] = slices.DeleteFunc(rs, rules.Rule.CopiesFromNamespace)
 		}
 	}
 	return byKind

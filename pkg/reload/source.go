@@ -70,13 +70,18 @@ func loadConfigMap(ctx context.Context, cfg *rest.Config, s Source) (*config.Con
 	if err := c.Get(ctx, key, &cm); err != nil {
 		return nil, fmt.Errorf("reading ConfigMap %s: %w", key, err)
 	}
-	data, err := config.ConfigMapData(&cm)
+	return parseConfigMap(&cm)
+}
+
+// parseConfigMap parses the configuration a selectors ConfigMap holds.
+func parseConfigMap(cm *corev1.ConfigMap) (*config.Config, error) {
+	data, err := config.ConfigMapData(cm)
 	if err != nil {
 		return nil, err
 	}
 	conf, err := config.Parse(data)
 	if err != nil {
-		return nil, fmt.Errorf("ConfigMap %s, data.%s: %w", key, config.DataKey, err)
+		return nil, fmt.Errorf("ConfigMap %s/%s, data.%s: %w", cm.Namespace, cm.Name, config.DataKey, err)
 	}
 	return conf, nil
 }

@@ -2,6 +2,7 @@ package rules
 
 import (
 	"fmt"
+	"slices"
 
 	"k8s.io/apimachinery/pkg/labels"
 
@@ -46,10 +47,10 @@ func compileRule(cr config.Rule) (Rule, error) {
 
 // Copies reports whether any rule copies from the namespace.
 func Copies(rules []Rule) bool {
-	for _, r := range rules {
-		if len(r.CopyLabels)+len(r.CopyAnnotations) > 0 {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(rules, Rule.CopiesFromNamespace)
+}
+
+// CopiesFromNamespace reports whether r reads its namespace.
+func (r Rule) CopiesFromNamespace() bool {
+	return len(r.CopyLabels)+len(r.CopyAnnotations) > 0
 }
