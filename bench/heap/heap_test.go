@@ -4,8 +4,9 @@ import (
 	"encoding/json"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"testing"
+
+	"github.com/metawatch/metawatch/pkg/testkit"
 
 	"github.com/metawatch/metawatch/pkg/controlplane"
 )
@@ -18,10 +19,11 @@ func TestMain(m *testing.M) { os.Exit(controlplane.RunTests(m, &cp)) }
 // result, caches every seeded pod, and the numbers are self-consistent. No
 // timing or size is asserted: that is what the benchmark itself reports.
 func TestHeapBenchSmoke(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "heap")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("building bench/heap: %v\n%s", err, out)
+	bin, remove, err := testkit.Build(".", "heap")
+	if err != nil {
+		t.Fatal(err)
 	}
+	defer remove()
 	const pods = 40
 	cmd := exec.Command(bin, "--kubeconfig", cp.KubeconfigPath, "--pods", "40", "--namespace", "heap-smoke", "--json")
 	cmd.Stderr = os.Stderr

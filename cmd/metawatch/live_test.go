@@ -5,7 +5,6 @@ import (
 	"context"
 	"io"
 	"net"
-	"net/http"
 	"net/url"
 	"os/exec"
 	"path/filepath"
@@ -159,15 +158,8 @@ func stopProcess(t *testing.T, cmd *exec.Cmd, stderr *syncBuffer) {
 
 func waitBody(t *testing.T, url, want string, log *syncBuffer) {
 	t.Helper()
-	testkit.WaitFor(t, url+" to say "+want+"; metawatch said:\n"+log.String(), func() bool { return strings.Contains(body(url), want) })
-}
-
-func body(url string) string {
-	resp, err := http.Get(url)
-	if err != nil {
-		return err.Error()
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return string(b)
+	testkit.WaitFor(t, url+" to say "+want+"; metawatch said:\n"+log.String(), func() bool {
+		_, body := testkit.HTTPGet(url)
+		return strings.Contains(body, want)
+	})
 }

@@ -3,11 +3,10 @@ package main_test
 import (
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"testing"
 
 	"github.com/metawatch/metawatch/pkg/controlplane"
+	"github.com/metawatch/metawatch/pkg/testkit"
 )
 
 var (
@@ -16,17 +15,13 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "metawatch-bin-")
+	path, remove, err := testkit.Build(".", "metawatch")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	bin = filepath.Join(dir, "metawatch")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "building metawatch: %v\n%s", err, out)
-		os.Exit(1)
-	}
+	bin = path
 	code := controlplane.RunTests(m, &cp)
-	os.RemoveAll(dir)
+	remove()
 	os.Exit(code)
 }

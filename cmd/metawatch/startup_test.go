@@ -119,14 +119,10 @@ func writeConfig(t *testing.T, content string) string {
 func waitHTTP200(t *testing.T, url string, log fmt.Stringer) {
 	t.Helper()
 	deadline := time.Now().Add(time.Minute)
-	for time.Now().Before(deadline) {
-		if resp, err := http.Get(url); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return
-			}
+	for code, _ := testkit.HTTPGet(url); code != http.StatusOK; code, _ = testkit.HTTPGet(url) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s never answered 200; metawatch said:\n%s", url, log)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	t.Fatalf("%s never answered 200; metawatch said:\n%s", url, log)
 }

@@ -2,7 +2,6 @@ package helm_test
 
 import (
 	"bytes"
-	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -64,7 +63,10 @@ func runAsChart(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer stop(t, cmd, &stderr)
-	waitFor(t, "/readyz as the chart's ServiceAccount:\n"+stderr.String(), time.Minute, func() bool { return get200("http://" + probe + "/readyz") })
+	waitFor(t, "/readyz as the chart's ServiceAccount:\n"+stderr.String(), time.Minute, func() bool {
+		code, _ := testkit.HTTPGet("http://" + probe + "/readyz")
+		return code == http.StatusOK
+	})
 	kubectl(t, demoPod, "apply", "-n", "chart-demo", "-f", "-")
 	waitFor(t, "the copy rule to label the demo pod, as the chart's ServiceAccount", time.Minute, func() bool {
 		return kubectl(t, "", "get", "pod", "-n", "chart-demo", "web", "-o", "jsonpath={.metadata.labels.team}") == "storefront"
@@ -112,19 +114,9 @@ func forbiddenKind(t *testing.T) {
 	defer stop(t, cmd, &stderr)
 	var body string
 	waitFor(t, "/readyz to name the forbidden kind", time.Minute, func() bool {
-		body = getBody("http://" + probe + "/readyz/configuration") // the aggregate /readyz withholds reasons
+		_, body = testkit.HTTPGet("http://" + probe + "/readyz/configuration") // the aggregate /readyz withholds reasons
 		return strings.Contains(body, "watches[1] (Secret): forbidden to list secrets cluster-wide")
 	})
-}
-
-func getBody(url string) string {
-	resp, err := http.Get(url)
-	if err != nil {
-		return ""
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return string(b)
 }
 
 const demoPod = `
@@ -139,15 +131,6 @@ func stop(t *testing.T, cmd *exec.Cmd, stderr *bytes.Buffer) {
 	if err := cmd.Wait(); err != nil {
 		t.Errorf("metawatch exited with %v after SIGTERM:\n%s", err, stderr.String())
 	}
-}
-
-func get200(url string) bool {
-	resp, err := http.Get(url)
-	if err != nil {
-		return false
-	}
-	resp.Body.Close()
-	return resp.StatusCode == http.StatusOK
 }
 
 // selectors.create makes an initial ConfigMap at install; after that it is the

@@ -7,9 +7,9 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"testing"
+
+	"github.com/metawatch/metawatch/pkg/testkit"
 
 	"github.com/metawatch/metawatch/pkg/controlplane"
 )
@@ -23,26 +23,21 @@ var (
 const chart = "metawatch"
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "metawatch-helm-test-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := setupAndRun(m, dir)
-	os.RemoveAll(dir)
-	os.Exit(code)
+	os.Exit(setupAndRun(m))
 }
 
-func setupAndRun(m *testing.M, dir string) int {
+func setupAndRun(m *testing.M) int {
 	var err error
 	if helmBin, err = controlplane.EnsureHelm(context.Background(), os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	metawatch = filepath.Join(dir, "metawatch")
-	if out, err := exec.Command("go", "build", "-o", metawatch, "../../cmd/metawatch").CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "building metawatch: %v\n%s", err, out)
+	path, remove, err := testkit.Build("../../cmd/metawatch", "metawatch")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
+	defer remove()
+	metawatch = path
 	return controlplane.RunTests(m, &cp)
 }

@@ -33,12 +33,12 @@ func TestCopyFromNamespaceConverges(t *testing.T) {
 	waitAllPods(t, c, "every pod to get its namespace's team", namespaces, teamIs(""))
 
 	for i, ns := range namespaces {
-		mergePatch(t, c, namespaceObject(ns), "kubectl-label", fmt.Sprintf(`{"metadata":{"labels":{"team":"team-%d-v2"}}}`, i))
+		testkit.MergePatch(t, c, namespaceObject(ns), "kubectl-label", fmt.Sprintf(`{"metadata":{"labels":{"team":"team-%d-v2"}}}`, i))
 	}
 	waitAllPods(t, c, "every pod to follow its namespace's new team", namespaces, teamIs("-v2"))
 
 	for _, ns := range namespaces {
-		mergePatch(t, c, namespaceObject(ns), "kubectl-label", `{"metadata":{"labels":{"team":null}}}`)
+		testkit.MergePatch(t, c, namespaceObject(ns), "kubectl-label", `{"metadata":{"labels":{"team":null}}}`)
 	}
 	waitAllPods(t, c, "the team label to leave every pod", namespaces, func(_ string, l map[string]string) bool {
 		_, has := l["team"]
@@ -46,7 +46,7 @@ func TestCopyFromNamespaceConverges(t *testing.T) {
 	})
 
 	for i, ns := range namespaces {
-		mergePatch(t, c, namespaceObject(ns), "kubectl-label", fmt.Sprintf(`{"metadata":{"labels":{"team":"team-%d"}}}`, i))
+		testkit.MergePatch(t, c, namespaceObject(ns), "kubectl-label", fmt.Sprintf(`{"metadata":{"labels":{"team":"team-%d"}}}`, i))
 	}
 	waitAllPods(t, c, "every pod to get the team back", namespaces, teamIs(""))
 	inst.stop()

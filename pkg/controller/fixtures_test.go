@@ -9,7 +9,6 @@ import (
 	"github.com/metawatch/metawatch/pkg/testkit"
 
 	corev1 "k8s.io/api/core/v1"
-	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -68,14 +67,6 @@ func getPod(t *testing.T, c client.Client, ns, name string) *corev1.Pod {
 	return &pod
 }
 
-// mergePatch patches obj as field manager "manager", the way kubectl label does.
-func mergePatch(t *testing.T, c client.Client, obj client.Object, manager, patch string) {
-	t.Helper()
-	if err := c.Patch(context.Background(), obj, client.RawPatch("application/merge-patch+json", []byte(patch)), client.FieldOwner(manager)); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // applyAs server-side applies a metadata-only manifest for a pod as field manager "manager".
 func applyAs(t *testing.T, c client.Client, ns, name, manager, labelsJSON string) {
 	t.Helper()
@@ -84,20 +75,4 @@ func applyAs(t *testing.T, c client.Client, ns, name, manager, labelsJSON string
 	if err := c.Patch(context.Background(), pod, client.RawPatch("application/apply-patch+yaml", []byte(manifest)), client.FieldOwner(manager)); err != nil {
 		t.Fatal(err)
 	}
-}
-
-// eventsFor lists the events.k8s.io Events about a pod with reason.
-func eventsFor(t *testing.T, c client.Client, ns, pod, reason string) []eventsv1.Event {
-	t.Helper()
-	var list eventsv1.EventList
-	if err := c.List(context.Background(), &list, client.InNamespace(ns)); err != nil {
-		t.Fatal(err)
-	}
-	var out []eventsv1.Event
-	for _, e := range list.Items {
-		if e.Reason == reason && e.Regarding.Name == pod {
-			out = append(out, e)
-		}
-	}
-	return out
 }

@@ -1,12 +1,12 @@
 package controller_test
 
 import (
-	"context"
 	"net/http"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
+
+	"github.com/metawatch/metawatch/pkg/testkit"
 
 	"k8s.io/client-go/rest"
 
@@ -29,7 +29,10 @@ func startInstance(t *testing.T, configYAML string, opts controller.Options) *in
 	if err != nil {
 		t.Fatal(err)
 	}
-	watches := resolveConfig(t, conf)
+	watches, _, err := engine.Resolve(cp.Config, conf)
+	if err != nil {
+		t.Fatal(err)
+	}
 	rulesByKind, err := rules.Compile(conf)
 	if err != nil {
 		t.Fatal(err)
@@ -42,19 +45,7 @@ func startInstance(t *testing.T, configYAML string, opts controller.Options) *in
 	if err := controller.Setup(mgr, watches, rulesByKind, opts); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	var once sync.Once
-	inst.stop = func() {
-		once.Do(func() {
-			cancel()
-			if err := <-done; err != nil {
-				t.Errorf("manager: %v", err)
-			}
-		})
-	}
-	t.Cleanup(inst.stop)
+	inst.stop = testkit.Start(t, mgr)
 	return inst
 }
 

@@ -9,9 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/metawatch/metawatch/pkg/config"
 	"github.com/metawatch/metawatch/pkg/controller"
-	"github.com/metawatch/metawatch/pkg/engine"
 	"github.com/metawatch/metawatch/pkg/testkit"
 )
 
@@ -26,7 +24,7 @@ func TestOnlyLabelAndAnnotationChangesAreReconciled(t *testing.T) {
 	p1, p2 := testkit.Pod(t, c, "churn", "p1", map[string]string{"app": "web"}), testkit.Pod(t, c, "churn", "p2", map[string]string{"app": "web"})
 	initial := reconciles(t) // other tests' instances count under the same controller name
 	// The annotation a change is made to must be cached: annotations nothing reads are dropped.
-	startReporters(t, "watches:\n- kind: Pod\n  namespaces: [churn]\ncache: {keepAnnotations: [example.com/note]}\n")
+	startInstance(t, "watches:\n- kind: Pod\n  namespaces: [churn]\ncache: {keepAnnotations: [example.com/note]}\n", controller.Options{MaxConcurrentReconciles: 1})
 	testkit.WaitFor(t, "both pods' initial reconcile", func() bool { return reconciles(t) >= initial+2 })
 	base, filtered := reconciles(t), events(t, "filtered")
 
@@ -58,45 +56,6 @@ func assertLogged(t *testing.T, parts ...string) {
 	}
 }
 
-func startReporters(t *testing.T, configYAML string) {
-	t.Helper()
-	watches := resolve(t, configYAML)
-	mgr, err := engine.NewManager(cp.Config, watches, engine.Options{MetricsBindAddress: "0", HealthProbeBindAddress: "0"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := controller.Setup(mgr, watches, nil, controller.Options{MaxConcurrentReconciles: 1}); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("manager: %v", err)
-		}
-	})
-}
-
-func resolve(t *testing.T, configYAML string) []config.ResolvedWatch {
-	t.Helper()
-	conf, err := config.Parse([]byte(configYAML))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resolveConfig(t, conf)
-}
-
-func resolveConfig(t *testing.T, conf *config.Config) []config.ResolvedWatch {
-	t.Helper()
-	watches, _, err := engine.Resolve(cp.Config, conf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return watches
-}
-
 // updateStatusTimes changes p's status n times: resourceVersion bumps with the same metadata.
 func updateStatusTimes(t *testing.T, c client.Client, p *corev1.Pod, n int) {
 	t.Helper()
@@ -110,19 +69,12 @@ func updateStatusTimes(t *testing.T, c client.Client, p *corev1.Pod, n int) {
 
 func patchLabel(t *testing.T, c client.Client, p *corev1.Pod, key, value string) {
 	t.Helper()
-	patchMetadata(t, c, p, fmt.Sprintf(`{"metadata":{"labels":{%q:%q}}}`, key, value))
+	testkit.MergePatch(t, c, p, "kubectl-label", fmt.Sprintf(`{"metadata":{"labels":{%q:%q}}}`, key, value))
 }
 
 func patchAnnotation(t *testing.T, c client.Client, p *corev1.Pod, key, value string) {
 	t.Helper()
-	patchMetadata(t, c, p, fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, key, value))
-}
-
-func patchMetadata(t *testing.T, c client.Client, p *corev1.Pod, patch string) {
-	t.Helper()
-	if err := c.Patch(context.Background(), p, client.RawPatch("application/merge-patch+json", []byte(patch))); err != nil {
-		t.Fatal(err)
-	}
+	testkit.MergePatch(t, c, p, "kubectl-label", fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, key, value))
 }
 
 // reconciles is controller-runtime's reconcile count for the pod controller.

@@ -59,7 +59,7 @@ func TestHandEditIsPutBackAndRemovedRulesCleanUp(t *testing.T) {
 	c := testkit.Client(t, cp.Config)
 	testkit.Namespace(t, c, "owned", nil)
 	createPods(t, c, "owned", 3)
-	mergePatch(t, c, getPod(t, c, "owned", "pod-0"), "kubectl-label", `{"metadata":{"labels":{"by-hand":"yes"}}}`)
+	testkit.MergePatch(t, c, getPod(t, c, "owned", "pod-0"), "kubectl-label", `{"metadata":{"labels":{"by-hand":"yes"}}}`)
 	twoRules := `
 watches:
 - kind: Pod
@@ -72,7 +72,7 @@ rules:
 	both := func(_ string, l map[string]string) bool { return l["tier"] == "gold" && l["zone"] == "west" }
 	waitAllPods(t, c, "both rules to apply", []string{"owned"}, both)
 
-	mergePatch(t, c, getPod(t, c, "owned", "pod-1"), "kubectl-label", `{"metadata":{"labels":{"tier":"bronze"}}}`)
+	testkit.MergePatch(t, c, getPod(t, c, "owned", "pod-1"), "kubectl-label", `{"metadata":{"labels":{"tier":"bronze"}}}`)
 	testkit.WaitFor(t, "the hand-edited tier to be put back", func() bool { return getPod(t, c, "owned", "pod-1").Labels["tier"] == "gold" })
 	inst.stop()
 
@@ -105,7 +105,9 @@ func TestConflictWithAnotherManager(t *testing.T) {
 	rule := "watches:\n- kind: Pod\n  namespaces: [conflict]\nrules:\n- {name: conflict-tier, kinds: [Pod], setLabels: {tier: gold, zone: west}%s}\n"
 
 	inst := startInstance(t, strings.Replace(rule, "%s", "", 1), controller.Options{})
-	testkit.WaitFor(t, "a LabelConflict Event", func() bool { return len(eventsFor(t, c, "conflict", "pod-0", controller.ReasonConflict)) > 0 })
+	testkit.WaitFor(t, "a LabelConflict Event", func() bool {
+		return len(testkit.Events(t, c, "conflict", "Pod", "pod-0", controller.ReasonConflict)) > 0
+	})
 	testkit.WaitFor(t, "the other key to be applied", func() bool { return getPod(t, c, "conflict", "pod-0").Labels["zone"] == "west" })
 	if tier := getPod(t, c, "conflict", "pod-0").Labels["tier"]; tier != "silver" {
 		t.Errorf("tier is %q, want the other manager's silver kept", tier)
@@ -118,7 +120,7 @@ func TestConflictWithAnotherManager(t *testing.T) {
 			t.Errorf("metawatch_rule_writes_total{result=%q} = %v, want %v", result, n, want)
 		}
 	}
-	events := eventsFor(t, c, "conflict", "pod-0", controller.ReasonConflict)
+	events := testkit.Events(t, c, "conflict", "Pod", "pod-0", controller.ReasonConflict)
 	if len(events) != 1 || events[0].Series != nil || !strings.Contains(events[0].Note, `tier="gold"`) {
 		t.Errorf("want exactly one LabelConflict Event naming tier=gold, got %+v", events)
 	}
@@ -133,7 +135,7 @@ func TestDryRunWritesNothing(t *testing.T) {
 	c := testkit.Client(t, cp.Config)
 	testkit.Namespace(t, c, "dry", nil)
 	createPods(t, c, "dry", 4)
-	mergePatch(t, c, getPod(t, c, "dry", "pod-0"), "kubectl-label", `{"metadata":{"labels":{"legacy":"1"}}}`)
+	testkit.MergePatch(t, c, getPod(t, c, "dry", "pod-0"), "kubectl-label", `{"metadata":{"labels":{"legacy":"1"}}}`)
 	inst := startInstance(t, `
 watches:
 - kind: Pod
@@ -167,20 +169,20 @@ func TestRequireLabelsAudits(t *testing.T) {
 	c := testkit.Client(t, cp.Config)
 	testkit.Namespace(t, c, "audit", nil)
 	createPods(t, c, "audit", 3)
-	mergePatch(t, c, getPod(t, c, "audit", "pod-0"), "kubectl-label", `{"metadata":{"labels":{"owner":"alice"}}}`)
+	testkit.MergePatch(t, c, getPod(t, c, "audit", "pod-0"), "kubectl-label", `{"metadata":{"labels":{"owner":"alice"}}}`)
 	inst := startInstance(t, "watches:\n- kind: Pod\n  namespaces: [audit]\nrules:\n- {name: audit-owner, kinds: [Pod], requireLabels: [owner]}\n", controller.Options{})
 	violations := func() float64 {
 		return testkit.Metric(t, "metawatch_rule_violations", map[string]string{"rule": "audit-owner"})
 	}
 	testkit.WaitFor(t, "2 violations", func() bool { return violations() == 2 })
-	mergePatch(t, c, getPod(t, c, "audit", "pod-1"), "kubectl-label", `{"metadata":{"labels":{"owner":"bob","unrelated":"x"}}}`)
+	testkit.MergePatch(t, c, getPod(t, c, "audit", "pod-1"), "kubectl-label", `{"metadata":{"labels":{"owner":"bob","unrelated":"x"}}}`)
 	testkit.WaitFor(t, "1 violation", func() bool { return violations() == 1 })
-	mergePatch(t, c, getPod(t, c, "audit", "pod-2"), "kubectl-label", `{"metadata":{"labels":{"unrelated":"y"}}}`)
+	testkit.MergePatch(t, c, getPod(t, c, "audit", "pod-2"), "kubectl-label", `{"metadata":{"labels":{"unrelated":"y"}}}`)
 	testkit.WaitFor(t, "pod-2's change to be reconciled", func() bool {
 		return len(logs.matching(`"name":"pod-2"`, `"unrelated":"y"`)) > 0
 	})
 	for pod, want := range map[string]int{"pod-0": 0, "pod-1": 1, "pod-2": 1} {
-		if got := len(eventsFor(t, c, "audit", pod, controller.ReasonMissingRequired)); got != want {
+		if got := len(testkit.Events(t, c, "audit", "Pod", pod, controller.ReasonMissingRequired)); got != want {
 			t.Errorf("%s has %d %s Events, want %d", pod, got, controller.ReasonMissingRequired, want)
 		}
 	}

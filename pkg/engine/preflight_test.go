@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/metawatch/metawatch/pkg/testkit"
+
 	"k8s.io/client-go/rest"
 
 	"github.com/metawatch/metawatch/pkg/engine"
@@ -36,7 +38,7 @@ func TestCheckNamesTheWatchAndTheFix(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			watches := resolve(t, tc.config)
+			watches := testkit.Resolve(t, cp.Config, tc.config)
 			allowed, forbidden, err := engine.Check(context.Background(), tc.cfg, watches)
 			assertContains(t, "error", err, tc.wantErr)
 			var forbiddenErr error

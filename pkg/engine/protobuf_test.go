@@ -37,7 +37,7 @@ func TestEveryListAndWatchIsMetadataProtobuf(t *testing.T) {
 	c := testkit.Client(t, cp.Config)
 	testkit.Namespace(t, c, "proto-a", nil)
 	testkit.Pod(t, c, "proto-a", "web-1", map[string]string{"app": "web"})
-	watches := resolve(t, protobufWatchConfig)
+	watches := testkit.Resolve(t, cp.Config, protobufWatchConfig)
 	var rec recorder
 	mgr := startEngine(t, rec.wrap(cp.Config), watches)
 

@@ -41,7 +41,7 @@ func TestSelectorsFilterOnTheServer(t *testing.T) {
 	testkit.Pod(t, c, "filter-b", "web-3", web)                                         // namespaces
 	setPhase(t, c, testkit.Pod(t, c, "filter-a", "web-done", web), corev1.PodSucceeded) // field selector
 
-	watches := resolve(t, filterConfig)
+	watches := testkit.Resolve(t, cp.Config, filterConfig)
 	var rec recorder
 	mgr := startEngine(t, rec.wrap(cp.Config), watches)
 	testkit.Pod(t, c, "filter-b", "web-late", web) // outside, created after the sync

@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/metawatch/metawatch/pkg/testkit"
 )
 
@@ -35,7 +38,7 @@ func TestBadEditsKeepTheLastGoodGeneration(t *testing.T) {
 			// A label change made while the bad configuration sits in the ConfigMap:
 			// the running generation puts back the tier label removed by hand.
 			color := fmt.Sprintf("c%d", i)
-			mergePatchPod(t, c, "live", "p-start", fmt.Sprintf(`{"metadata":{"labels":{"tier":null,"color":%q}}}`, color))
+			testkit.MergePatch(t, c, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "live", Name: "p-start"}}, "kubectl-label", fmt.Sprintf(`{"metadata":{"labels":{"tier":null,"color":%q}}}`, color))
 			testkit.WaitFor(t, "the running generation to handle the label change", func() bool {
 				return podLabel(t, c, "live", "p-start", "color") == color && podLabel(t, c, "live", "p-start", "tier") == "gold"
 			})

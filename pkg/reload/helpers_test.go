@@ -3,16 +3,11 @@ package reload_test
 import (
 	"context"
 	"fmt"
-	"io"
-	"net/http"
 	"os/exec"
 	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
-	eventsv1 "k8s.io/api/events/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
@@ -47,32 +42,14 @@ func startInstance(t *testing.T, cfg *rest.Config, configMap string) *instance {
 		t.Fatal(err)
 	}
 	_ = mgr.AddHealthzCheck("ping", healthz.Ping)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	stopped := false
-	inst.stop = func() {
-		if !stopped {
-			stopped = true
-			cancel()
-			if err := <-done; err != nil {
-				t.Errorf("manager: %v", err)
-			}
-		}
-	}
-	t.Cleanup(inst.stop)
+	inst.stop = testkit.Start(t, mgr)
 	return inst
 }
 
 // readiness is /readyz/configuration's answer: "ok" or why not.
 func (inst *instance) readiness() string {
-	resp, err := http.Get("http://" + inst.probe + "/readyz/configuration")
-	if err != nil {
-		return err.Error()
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	return string(body)
+	_, body := testkit.HTTPGet("http://" + inst.probe + "/readyz/configuration")
+	return body
 }
 
 // kubectlApply applies a manifest as a user would.
@@ -122,36 +99,12 @@ func podLabel(t *testing.T, c client.Client, ns, name, key string) string {
 	return pod.Labels[key]
 }
 
-// events lists the events.k8s.io Events about the selectors ConfigMap of ns with reason.
-func events(t *testing.T, c client.Client, ns, reason string) []eventsv1.Event {
-	t.Helper()
-	var list eventsv1.EventList
-	if err := c.List(context.Background(), &list, client.InNamespace(ns)); err != nil {
-		t.Fatal(err)
-	}
-	var out []eventsv1.Event
-	for _, e := range list.Items {
-		if e.Reason == reason && e.Regarding.Kind == "ConfigMap" && e.Regarding.Name == "selectors" {
-			out = append(out, e)
-		}
-	}
-	return out
-}
-
+// eventWith reports whether an Event about the selectors ConfigMap of ns with reason has part in its note.
 func eventWith(t *testing.T, c client.Client, ns, reason, part string) bool {
-	for _, e := range events(t, c, ns, reason) {
+	for _, e := range testkit.Events(t, c, ns, "ConfigMap", "selectors", reason) {
 		if strings.Contains(e.Note, part) {
 			return true
 		}
 	}
 	return false
-}
-
-// mergePatchPod patches a pod as kubectl label does.
-func mergePatchPod(t *testing.T, c client.Client, ns, name, patch string) {
-	t.Helper()
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
-	if err := c.Patch(context.Background(), pod, client.RawPatch(types.MergePatchType, []byte(patch)), client.FieldOwner("kubectl-label")); err != nil {
-		t.Fatal(err)
-	}
 }

@@ -1,7 +1,6 @@
 package reload_test
 
 import (
-	"context"
 	"fmt"
 	"math/rand/v2"
 	"sync"
@@ -12,7 +11,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -95,9 +93,7 @@ func churn(t *testing.T, c client.Client, pods int, d time.Duration, rate int, r
 		color := fmt.Sprintf("c%d", n)
 		patch := fmt.Sprintf(`{"metadata":{"labels":{"color":%q,"tier":null}}}`, color)
 		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "churn", Name: name}}
-		if err := c.Patch(context.Background(), pod, client.RawPatch(types.MergePatchType, []byte(patch)), client.FieldOwner("kubectl-label")); err != nil {
-			t.Fatal(err)
-		}
+		testkit.MergePatch(t, c, pod, "kubectl-label", patch)
 		last[name] = color
 		if time.Since(start) > d/2 {
 			once.Do(func() { go reload() }) // the churn goes on while the generations swap

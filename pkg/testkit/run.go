@@ -1,0 +1,87 @@
+package testkit
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"sync"
+	"testing"
+
+	eventsv1 "k8s.io/api/events/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/metawatch/metawatch/pkg/config"
+	"github.com/metawatch/metawatch/pkg/engine"
+)
+
+// Start runs r (a Manager) until the test ends or stop is called, and fails
+// the test if it ends with an error. stop waits for r to return; calling it
+// again does nothing.
+func Start(t testing.TB, r interface{ Start(context.Context) error }) (stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- r.Start(ctx) }()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("%T: %v", r, err)
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return stop
+}
+
+// Resolve parses configYAML and resolves it against the cluster cfg points at.
+func Resolve(t testing.TB, cfg *rest.Config, configYAML string) []config.ResolvedWatch {
+	t.Helper()
+	conf, err := config.Parse([]byte(configYAML))
+	if err != nil {
+		t.Fatalf("parsing config: %v", err)
+	}
+	watches, _, err := engine.Resolve(cfg, conf)
+	if err != nil {
+		t.Fatalf("resolving config: %v", err)
+	}
+	return watches
+}
+
+// Events lists the events.k8s.io Events in ns about the object kind/name with reason.
+func Events(t testing.TB, c client.Client, ns, kind, name, reason string) []eventsv1.Event {
+	t.Helper()
+	var list eventsv1.EventList
+	if err := c.List(context.Background(), &list, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	var out []eventsv1.Event
+	for _, e := range list.Items {
+		if e.Reason == reason && e.Regarding.Kind == kind && e.Regarding.Name == name {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// MergePatch patches obj with a JSON merge patch as field manager manager, the way kubectl label does.
+func MergePatch(t testing.TB, c client.Client, obj client.Object, manager, patch string) {
+	t.Helper()
+	if err := c.Patch(context.Background(), obj, client.RawPatch(types.MergePatchType, []byte(patch)), client.FieldOwner(manager)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// HTTPGet returns the status code and body of a GET of url, or 0 and the error's text.
+func HTTPGet(url string) (int, string) {
+	resp, err := http.Get(url)
+	if err != nil {
+		return 0, err.Error()
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body)
+}
