@@ -4,47 +4,36 @@ import (
 	"context"
 
 	"github.com/go-logr/logr"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
-
-	"github.com/metawatch/metawatch/pkg/engine"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 )
 
-// Reporter is the first reconciler: it logs, for each object of one kind, the
-// labels (with values) and annotation keys that were added, changed or removed. Objects that
-// appear or go away are logged at debug level (-zap-log-level=debug), since the
-// initial list alone reports every cached object.
+// Reporter is the first step of every kind's controller: it logs, for each
+// object, the labels (with values) and annotation keys that were added,
+// changed or removed. Objects that appear or go away are logged at debug level
+// (-zap-log-level=debug), since the initial list alone reports every cached object.
 type Reporter struct {
-	Reader  client.Reader
-	GVK     schema.GroupVersionKind
 	pending *pendingChanges
 }
 
-// NewReporter returns a Reporter for kind gvk that reads from reader (the cache).
-func NewReporter(reader client.Reader, gvk schema.GroupVersionKind) *Reporter {
-	return &Reporter{Reader: reader, GVK: gvk, pending: newPendingChanges()}
+// NewReporter returns a Reporter.
+func NewReporter() *Reporter {
+	return &Reporter{pending: newPendingChanges()}
 }
 
-// Reconcile reports what changed on req's object since it was last reported.
-func (r *Reporter) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+// reconcileObject reports what changed on obj (nil: gone) since it was last reported.
+func (r *Reporter) reconcileObject(ctx context.Context, key types.NamespacedName, obj *metav1.PartialObjectMetadata) error {
 	log := logr.FromContextOrDiscard(ctx)
-	before, changed := r.pending.take(req.NamespacedName)
-	obj := engine.NewObject(r.GVK)
-	err := r.Reader.Get(ctx, req.NamespacedName, obj)
+	before, changed := r.pending.take(key)
 	switch {
-	case apierrors.IsNotFound(err):
+	case obj == nil:
 		log.V(1).Info("object gone")
-		return reconcile.Result{}, nil
-	case err != nil:
-		return reconcile.Result{}, err
 	case !changed:
 		log.V(1).Info("object observed", "labels", obj.GetLabels())
-		return reconcile.Result{}, nil
+	default:
+		r.report(log, before, snapshot{labels: obj.GetLabels(), annotations: obj.GetAnnotations()})
 	}
-	r.report(log, before, snapshot{labels: obj.GetLabels(), annotations: obj.GetAnnotations()})
-	return reconcile.Result{}, nil
+	return nil
 }
 
 func (r *Reporter) report(log logr.Logger, before, after snapshot) {

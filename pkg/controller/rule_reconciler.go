@@ -9,14 +9,13 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/metawatch/metawatch/pkg/engine"
 	"github.com/metawatch/metawatch/pkg/rules"
 )
 
 // RuleReconciler keeps the labels and annotations of one kind's objects the
-// way its rules want: it reads the object (and its namespace) from the cache,
+// way its rules want: given the object read from the cache (and its namespace, read here),
 // asks the pure rules core what it should look like, and writes only what
 // differs. Set and copy actions are server-side applied by field manager
 // "metawatch"; remove actions are merge patches with a resourceVersion
@@ -42,30 +41,26 @@ func NewRuleReconciler(reader client.Reader, writer client.Writer, recorder even
 	}
 }
 
-// Reconcile brings one object to the state its rules want.
-func (r *RuleReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-	obj := engine.NewObject(r.GVK)
-	if err := r.Reader.Get(ctx, req.NamespacedName, obj); err != nil {
-		if apierrors.IsNotFound(err) {
-			r.audit.forget(req.NamespacedName)
-			r.reclaims.clear(req.NamespacedName)
-			r.yielded.forget(req.NamespacedName)
-			return reconcile.Result{}, nil
-		}
-		return reconcile.Result{}, err
+// reconcileObject brings obj to the state its rules want; nil means it is
+// gone, and what is remembered of it is dropped.
+func (r *RuleReconciler) reconcileObject(ctx context.Context, key types.NamespacedName, obj *metav1.PartialObjectMetadata) error {
+	if obj == nil {
+		r.audit.forget(key)
+		r.reclaims.clear(key)
+		r.yielded.forget(key)
+		return nil
 	}
-	obj.SetGroupVersionKind(r.GVK) // Events need the kind of what they regard
 	ns, err := r.namespaceOf(ctx, obj)
 	if err != nil {
-		return reconcile.Result{}, err
+		return err
 	}
 	result := rules.Evaluate(r.Rules, rules.Metadata{Labels: obj.Labels, Annotations: obj.Annotations}, ns)
-	r.audit.observe(req.NamespacedName, obj, result.Violations)
+	r.audit.observe(key, obj, result.Violations)
 	// Remove first: its precondition is the cached resourceVersion, which an apply would change.
 	if err := r.remove(ctx, obj, result); err != nil {
-		return reconcile.Result{}, err
+		return err
 	}
-	return reconcile.Result{}, r.apply(ctx, obj, result)
+	return r.apply(ctx, obj, result)
 }
 
 // namespaceOf returns the object's namespace metadata from the cache, when a rule copies from it.

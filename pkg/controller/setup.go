@@ -2,10 +2,13 @@ package controller
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
@@ -46,15 +49,15 @@ func Setup(mgr manager.Manager, watches []config.ResolvedWatch, rulesByKind map[
 }
 
 func setupKind(mgr manager.Manager, w config.ResolvedWatch, rs []rules.Rule, opts Options) error {
-	reporter := NewReporter(mgr.GetCache(), w.GVK)
+	reporter := NewReporter()
 	var ruler *RuleReconciler
-	steps := chain{gate(opts.Gate), reporter}
+	kr := &kindReconciler{reader: mgr.GetCache(), gvk: w.GVK, gate: opts.Gate, steps: []step{reporter}}
 	if len(rs) > 0 {
 		ruler = NewRuleReconciler(mgr.GetCache(), mgr.GetClient(), mgr.GetEventRecorder(EventSource), w.GVK, rs, opts.DryRun)
-		steps = append(steps, ruler)
+		kr.steps = append(kr.steps, ruler)
 	}
 	c, err := controller.New(ControllerName(w), mgr, controller.Options{
-		Reconciler: steps, MaxConcurrentReconciles: opts.MaxConcurrentReconciles,
+		Reconciler: kr, MaxConcurrentReconciles: opts.MaxConcurrentReconciles,
 		// One process runs one controller per kind at a time, but a new generation
 		// of controllers (a restart in tests, a reload later) reuses the names.
 		SkipNameValidation: ptr.To(true),
@@ -77,37 +80,44 @@ func ControllerName(w config.ResolvedWatch) string {
 	return strings.ToLower(w.GVK.GroupKind().String())
 }
 
-// gate is a reconcile step that waits until open is closed; a generation being
-// shut down before it opened reconciles nothing.
-type gate <-chan struct{}
-
-func (g gate) Reconcile(ctx context.Context, _ reconcile.Request) (reconcile.Result, error) {
-	if g == nil {
-		return reconcile.Result{}, nil
-	}
-	select {
-	case <-g:
-		return reconcile.Result{}, nil
-	case <-ctx.Done():
-		return reconcile.Result{}, errGateClosed
-	}
+// step is one thing a kind's controller does with an object.
+type step interface {
+	// reconcileObject acts on obj, read once from the cache for every step; nil means gone.
+	reconcileObject(ctx context.Context, key types.NamespacedName, obj *metav1.PartialObjectMetadata) error
 }
 
-// errGateClosed stops the chain of a generation that never opened.
-var errGateClosed = errors.New("generation stopped before it was allowed to write")
+// kindReconciler reads each object once (a cache read is a deep copy) and
+// hands it to every step in order, stopping at the first error. With a gate,
+// it waits until the gate is closed: a new generation's controllers fill their
+// queues from its synced cache, but act only once the previous generation has
+// stopped; a generation stopped before its gate opened acts on nothing. No step
+// asks for a timed requeue: they are level-triggered and retried on error.
+type kindReconciler struct {
+	reader client.Reader
+	gvk    schema.GroupVersionKind
+	gate   <-chan struct{}
+	steps  []step
+}
 
-// chain runs reconcilers in order and stops at the first error.
-type chain []reconcile.Reconciler
-
-// No step asks for a timed requeue: they are level-triggered and retried on
-// error, so only the error is passed on.
-func (c chain) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-	for _, r := range c {
-		_, err := r.Reconcile(ctx, req)
-		if errors.Is(err, errGateClosed) {
+func (k *kindReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	if k.gate != nil {
+		select {
+		case <-k.gate:
+		case <-ctx.Done():
 			return reconcile.Result{}, nil
 		}
-		if err != nil {
+	}
+	obj := engine.NewObject(k.gvk)
+	switch err := k.reader.Get(ctx, req.NamespacedName, obj); {
+	case apierrors.IsNotFound(err):
+		obj = nil
+	case err != nil:
+		return reconcile.Result{}, err
+	default:
+		obj.SetGroupVersionKind(k.gvk) // Events need the kind of what they regard
+	}
+	for _, s := range k.steps {
+		if err := s.reconcileObject(ctx, req.NamespacedName, obj); err != nil {
 			return reconcile.Result{}, err
 		}
 	}
