@@ -12,12 +12,18 @@ import (
 
 type queue = workqueue.TypedRateLimitingInterface[reconcile.Request]
 
-// enqueueWithSnapshot enqueues the object of every event. On updates it
+// enqueueWithSnapshot enqueues the object of every event but creates of
+// objects that need nothing (see RuleReconciler.settled; without rules, a new
+// object needs nothing: the Reporter reports changes). On updates it
 // remembers the labels and annotations the object had before, for the
 // Reporter's diff, and tells ruler (if any) which keys metawatch lost.
 func enqueueWithSnapshot(pending *pendingChanges, ruler *RuleReconciler) handler.EventHandler {
 	return handler.Funcs{
-		CreateFunc: func(_ context.Context, e event.CreateEvent, q queue) { q.Add(requestFor(e.Object)) },
+		CreateFunc: func(ctx context.Context, e event.CreateEvent, q queue) {
+			if ruler != nil && !ruler.settled(ctx, e.Object) {
+				q.Add(requestFor(e.Object))
+			}
+		},
 		DeleteFunc: func(_ context.Context, e event.DeleteEvent, q queue) { q.Add(requestFor(e.Object)) },
 		UpdateFunc: func(_ context.Context, e event.UpdateEvent, q queue) {
 			req := requestFor(e.ObjectNew)

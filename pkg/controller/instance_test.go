@@ -1,6 +1,8 @@
 package controller_test
 
 import (
+	"context"
+	"fmt"
 	"net/http"
 	"strings"
 	"sync/atomic"
@@ -8,7 +10,9 @@ import (
 
 	"github.com/metawatch/metawatch/pkg/testkit"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/metawatch/metawatch/pkg/config"
 	"github.com/metawatch/metawatch/pkg/controller"
@@ -20,6 +24,7 @@ import (
 type instance struct {
 	writes atomic.Int64 // PATCH, PUT, POST and DELETE requests, Events excepted
 	stop   func()
+	cache  client.Reader
 }
 
 // startInstance runs metawatch with configYAML until the test ends or stop is called.
@@ -45,8 +50,26 @@ func startInstance(t *testing.T, configYAML string, opts controller.Options) *in
 	if err := controller.Setup(mgr, watches, rulesByKind, opts); err != nil {
 		t.Fatal(err)
 	}
-	inst.stop = testkit.Start(t, mgr)
+	inst.stop, inst.cache = testkit.Start(t, mgr), mgr.GetCache()
 	return inst
+}
+
+// waitCached waits until the instance's cache holds n pods in namespaces (its
+// initial list is done; creates that need no work are not reconciled, so
+// reconciles cannot tell).
+func waitCached(t *testing.T, inst *instance, namespaces []string, n int) {
+	t.Helper()
+	testkit.WaitFor(t, fmt.Sprintf("the cache to hold %d pods", n), func() bool {
+		total := 0
+		for _, ns := range namespaces {
+			list := engine.NewList(corev1.SchemeGroupVersion.WithKind("Pod"))
+			if err := inst.cache.List(context.Background(), list, client.InNamespace(ns)); err != nil {
+				return false
+			}
+			total += len(list.Items)
+		}
+		return total == n
+	})
 }
 
 // countWrites counts every write request the instance makes, but Events.

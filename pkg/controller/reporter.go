@@ -10,8 +10,10 @@ import (
 
 // Reporter is the first step of every kind's controller: it logs, for each
 // object, the labels (with values) and annotation keys that were added,
-// changed or removed. Objects that appear or go away are logged at debug level
-// (-zap-log-level=debug), since the initial list alone reports every cached object.
+// changed or removed. Objects that go away, and new ones a rule acts on, are
+// logged at debug level (-zap-log-level=debug), since the initial list alone
+// would report every cached object; new objects no rule acts on are not
+// reconciled at all (see RuleReconciler.settled).
 type Reporter struct {
 	pending *pendingChanges
 }

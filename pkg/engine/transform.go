@@ -12,39 +12,107 @@ import (
 // FieldManager is the server-side apply field manager metawatch writes as.
 const FieldManager = "metawatch"
 
-// Transform is what the cache keeps of an object of a watch: managedFields
-// only metawatch's own (most of the bytes of metadata; metawatch's entry is
-// small and is how a reconcile knows which keys its rules own and must remove
-// when a rule stops wanting them, without asking the API server), annotations only those in keep (nil keeps all: the
-// annotations nothing reads can be large, e.g. kubectl's
-// last-applied-configuration), and repeated strings (namespace, label keys
-// and values, annotation keys, owner kinds) interned, so 100k pods share one
-// copy of "app.kubernetes.io/name" instead of holding 100k.
+// Shrink is what a cache transform removes from, and shares between, the
+// objects it keeps. metawatch uses every step (Transform); each is a field so
+// the bench harness can show what each one saves (bench/results).
+type Shrink struct {
+	// ManagedFields keeps only metawatch's own entry: the other managers'
+	// entries are most of the bytes of metadata, and metawatch's own is how a
+	// reconcile knows which keys its rules own and must remove when a rule
+	// stops wanting them, without asking the API server.
+	ManagedFields bool
+	// Annotations keeps only the annotations in Keep: the ones nothing reads can
+	// be large, e.g. kubectl's last-applied-configuration.
+	Annotations bool
+	Keep        sets.Set[string]
+	// Intern makes repeated strings (namespace, label keys and values,
+	// annotation keys) one copy each: 100k pods share one
+	// "app.kubernetes.io/name" instead of holding 100k.
+	Intern bool
+	// ShareLabels makes objects with equal labels (the pods of one ReplicaSet,
+	// Job or DaemonSet) share one map, and objects metawatch manages alike share
+	// one managedFields entry, see table.
+	ShareLabels bool
+	// UnreadFields drops what no rule or write reads: ownerReferences,
+	// finalizers and generateName. Rules read labels and annotations only;
+	// writes need name, namespace and resourceVersion, and Events the UID.
+	UnreadFields bool
+}
+
+// Transform is what the cache keeps of an object of a watch: every Shrink
+// step, with the annotations in keep (nil keeps all).
 func Transform(keep sets.Set[string]) toolscache.TransformFunc {
+	return Shrink{ManagedFields: true, Annotations: keep != nil, Keep: keep, Intern: true, ShareLabels: true, UnreadFields: true}.Transform()
+}
+
+// Transform is s as a cache transform. Objects it returns may share label
+// maps: like everything in an informer's store they must not be modified in
+// place (controller-runtime's cache reads return deep copies).
+func (s Shrink) Transform() toolscache.TransformFunc {
 	return func(in any) (any, error) {
 		obj, err := meta.Accessor(in)
 		if err != nil {
 			return in, nil //nolint:nilerr // tombstones and the like pass through unchanged
 		}
-		if fields := obj.GetManagedFields(); len(fields) > 0 {
-			obj.SetManagedFields(own(fields))
-		}
-		obj.SetNamespace(intern(obj.GetNamespace()))
-		obj.SetLabels(internMap(obj.GetLabels(), nil, true))
-		obj.SetAnnotations(internMap(obj.GetAnnotations(), keep, false))
-		internOwners(obj)
+		s.apply(obj)
 		return in, nil
 	}
 }
 
-// own returns the entries of FieldManager's applies, or nil.
-func own(fields []metav1.ManagedFieldsEntry) []metav1.ManagedFieldsEntry {
+func (s Shrink) apply(obj metav1.Object) {
+	if fields := obj.GetManagedFields(); s.ManagedFields && len(fields) > 0 {
+		obj.SetManagedFields(s.own(fields))
+	}
+	if s.Annotations {
+		obj.SetAnnotations(filter(obj.GetAnnotations(), s.Keep))
+	}
+	if s.UnreadFields {
+		obj.SetOwnerReferences(nil)
+		obj.SetFinalizers(nil)
+		obj.SetGenerateName("")
+	}
+	if s.Intern {
+		obj.SetNamespace(intern(obj.GetNamespace()))
+		obj.SetAnnotations(internMap(obj.GetAnnotations(), false))
+		internOwners(obj)
+	}
+	s.shrinkLabels(obj)
+}
+
+func (s Shrink) shrinkLabels(obj metav1.Object) {
+	switch {
+	case s.ShareLabels:
+		obj.SetLabels(shareLabels(obj.GetLabels(), s.Intern))
+	case s.Intern:
+		obj.SetLabels(internMap(obj.GetLabels(), true))
+	}
+}
+
+// own returns the entry of FieldManager's applies, or nil; shared between
+// objects with the same one when s shares (ShareLabels).
+func (s Shrink) own(fields []metav1.ManagedFieldsEntry) []metav1.ManagedFieldsEntry {
 	for _, f := range fields {
 		if f.Manager == FieldManager && f.Operation == metav1.ManagedFieldsOperationApply && f.Subresource == "" {
+			if s.ShareLabels {
+				return shareOwn(f)
+			}
 			return []metav1.ManagedFieldsEntry{f}
 		}
 	}
 	return nil
+}
+
+// filter returns m without the keys keep lacks, nil if none is left.
+func filter(m map[string]string, keep sets.Set[string]) map[string]string {
+	for k := range m {
+		if !keep.Has(k) {
+			delete(m, k)
+		}
+	}
+	if len(m) == 0 {
+		return nil
+	}
+	return m
 }
 
 func intern(s string) string {
@@ -55,24 +123,17 @@ func intern(s string) string {
 }
 
 // internMap returns m with interned keys (and values, if internValues: label
-// values repeat, annotation values are rarely shared and can be large), without
-// the keys keep lacks (nil keeps all).
-func internMap(m map[string]string, keep sets.Set[string], internValues bool) map[string]string {
+// values repeat, annotation values are rarely shared and can be large).
+func internMap(m map[string]string, internValues bool) map[string]string {
 	if len(m) == 0 {
 		return nil
 	}
 	out := make(map[string]string, len(m))
 	for k, v := range m {
-		if keep != nil && !keep.Has(k) {
-			continue
-		}
 		if internValues {
 			v = intern(v)
 		}
 		out[intern(k)] = v
-	}
-	if len(out) == 0 {
-		return nil
 	}
 	return out
 }

@@ -2,7 +2,9 @@ package engine
 
 import (
 	"reflect"
+	"strconv"
 	"testing"
+	"time"
 	"unsafe"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -28,6 +30,7 @@ func TestTransform(t *testing.T) {
 				Annotations:     map[string]string{"example.com/owner": "alice", "kubectl.kubernetes.io/last-applied-configuration": "{...}"},
 				ManagedFields:   []metav1.ManagedFieldsEntry{{Manager: "kubectl", Operation: metav1.ManagedFieldsOperationUpdate}, own, {Manager: "kubelet"}},
 				OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "web-1"}},
+				Finalizers:      []string{"example.com/cleanup"}, GenerateName: "web-", UID: "0c2b", ResourceVersion: "42",
 			}}
 			if _, err := Transform(tc.keep)(obj); err != nil {
 				t.Fatal(err)
@@ -38,8 +41,11 @@ func TestTransform(t *testing.T) {
 			if len(obj.ManagedFields) != 1 || obj.ManagedFields[0].Manager != FieldManager {
 				t.Errorf("managedFields %v, want only metawatch's", obj.ManagedFields)
 			}
-			if obj.Labels["app"] != "web" || obj.Namespace != "shop" || obj.OwnerReferences[0].Kind != "ReplicaSet" {
+			if obj.Labels["app"] != "web" || obj.Namespace != "shop" || obj.Name != "p" || obj.UID != "0c2b" || obj.ResourceVersion != "42" {
 				t.Errorf("the transform changed what it keeps: %+v", obj.ObjectMeta)
+			}
+			if obj.OwnerReferences != nil || obj.Finalizers != nil || obj.GenerateName != "" {
+				t.Errorf("fields nothing reads are still cached: %+v", obj.ObjectMeta)
 			}
 		})
 	}
@@ -66,5 +72,72 @@ func TestTransformInterns(t *testing.T) {
 				t.Error("label keys are not shared")
 			}
 		}
+	}
+}
+
+// Objects with equal labels share one map; others keep their own.
+func TestTransformSharesLabelSets(t *testing.T) {
+	objects := []*metav1.PartialObjectMetadata{
+		{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "web", "pod-template-hash": "5d4c"}}},
+		{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"pod-template-hash": "5d4c", "app": "web"}}},
+		{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "web", "pod-template-hash": "7f00"}}},
+		// The separator keeps {"a": "b\x00c"}-like ambiguities apart: keys and values are concatenated with 0 bytes.
+		{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "webpod-template-hash"}}},
+	}
+	for _, obj := range objects {
+		if _, err := Transform(nil)(obj); err != nil {
+			t.Fatal(err)
+		}
+	}
+	same := func(a, b map[string]string) bool {
+		return reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer()
+	}
+	if !same(objects[0].Labels, objects[1].Labels) {
+		t.Error("equal label sets are not shared")
+	}
+	if same(objects[0].Labels, objects[2].Labels) || same(objects[0].Labels, objects[3].Labels) {
+		t.Error("different label sets share a map")
+	}
+	if !reflect.DeepEqual(objects[2].Labels, map[string]string{"app": "web", "pod-template-hash": "7f00"}) {
+		t.Errorf("labels changed: %v", objects[2].Labels)
+	}
+}
+
+// The table of shared sets starts over when full, so unique labels cannot grow it without bound.
+func TestSharedTablesAreBounded(t *testing.T) {
+	l := newTable[int]()
+	for i := range maxShared + 10 {
+		l.share([]byte(strconv.Itoa(i)), func() int { return i })
+	}
+	if len(l.values) > maxShared {
+		t.Errorf("%d shared values, want at most %d", len(l.values), maxShared)
+	}
+}
+
+// Objects metawatch manages alike share one managedFields entry, without its time.
+func TestTransformSharesOwnEntry(t *testing.T) {
+	entry := func(raw string, at time.Time) []metav1.ManagedFieldsEntry {
+		return []metav1.ManagedFieldsEntry{{Manager: FieldManager, Operation: metav1.ManagedFieldsOperationApply, APIVersion: "v1",
+			FieldsType: "FieldsV1", Time: &metav1.Time{Time: at}, FieldsV1: &metav1.FieldsV1{Raw: []byte(raw)}}}
+	}
+	team, zone := `{"f:metadata":{"f:labels":{"f:team":{}}}}`, `{"f:metadata":{"f:labels":{"f:zone":{}}}}`
+	objects := []*metav1.PartialObjectMetadata{
+		{ObjectMeta: metav1.ObjectMeta{ManagedFields: entry(team, time.Unix(1, 0))}},
+		{ObjectMeta: metav1.ObjectMeta{ManagedFields: entry(team, time.Unix(2, 0))}},
+		{ObjectMeta: metav1.ObjectMeta{ManagedFields: entry(zone, time.Unix(1, 0))}},
+	}
+	for _, obj := range objects {
+		if _, err := Transform(nil)(obj); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if &objects[0].ManagedFields[0] != &objects[1].ManagedFields[0] {
+		t.Error("equal entries are not shared")
+	}
+	if &objects[0].ManagedFields[0] == &objects[2].ManagedFields[0] || string(objects[2].ManagedFields[0].FieldsV1.Raw) != zone {
+		t.Errorf("different entries share one: %s", objects[2].ManagedFields[0].FieldsV1.Raw)
+	}
+	if objects[0].ManagedFields[0].Time != nil {
+		t.Error("the entry's time is kept")
 	}
 }

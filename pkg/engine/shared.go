@@ -1,0 +1,96 @@
+package engine
+
+import (
+	"slices"
+	"sync"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// maxShared bounds each table of shared values: when one is full it starts
+// over, so a cluster whose every object is unique costs at most this many
+// entries, and values already shared stay shared.
+const maxShared = 1 << 15
+
+// table hands out one value per distinct key. In a real cluster most pods
+// have the labels of their siblings (the pod template's plus the same
+// pod-template-hash or controller-revision-hash), so 100k pods carry a few
+// thousand distinct label sets; a 5-label map costs ~300 B, more than the rest
+// of a cached pod's metadata. Likewise every object metawatch manages the same
+// way carries the same managedFields entry (~270 B decoded).
+//
+// Sharing is safe because nothing modifies an object in an informer's store in
+// place: updates replace the object, and controller-runtime's cache reads
+// return deep copies.
+type table[V any] struct {
+	mu     sync.Mutex
+	values map[string]V
+}
+
+func newTable[V any]() *table[V] { return &table[V]{values: map[string]V{}} }
+
+// share returns the value an earlier call stored for key, or stores and returns make().
+func (t *table[V]) share(key []byte, make func() V) V {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if v, ok := t.values[string(key)]; ok {
+		return v
+	}
+	if len(t.values) >= maxShared {
+		clear(t.values)
+	}
+	v := make()
+	t.values[string(key)] = v
+	return v
+}
+
+var (
+	sharedLabels = newTable[map[string]string]()
+	sharedOwn    = newTable[[]metav1.ManagedFieldsEntry]()
+)
+
+// shareLabels returns the map equal to m that an earlier call returned, or
+// m's copy (with interned strings if intern) that later calls will return.
+func shareLabels(m map[string]string, intern bool) map[string]string {
+	if len(m) == 0 {
+		return nil
+	}
+	return sharedLabels.share(encodeMap(m), func() map[string]string {
+		if intern {
+			return internMap(m, true)
+		}
+		return m
+	})
+}
+
+// shareOwn returns one shared copy of metawatch's entry per distinct set of
+// fields, without its time (nothing reads when metawatch last applied).
+func shareOwn(entry metav1.ManagedFieldsEntry) []metav1.ManagedFieldsEntry {
+	if entry.FieldsV1 == nil {
+		return []metav1.ManagedFieldsEntry{entry}
+	}
+	key := append([]byte(entry.APIVersion+"\x00"+entry.FieldsType+"\x00"), entry.FieldsV1.Raw...)
+	return sharedOwn.share(key, func() []metav1.ManagedFieldsEntry {
+		entry.Time = nil
+		entry.Manager, entry.APIVersion, entry.FieldsType = intern(entry.Manager), intern(entry.APIVersion), intern(entry.FieldsType)
+		entry.Operation = metav1.ManagedFieldsOperationType(intern(string(entry.Operation)))
+		return []metav1.ManagedFieldsEntry{entry}
+	})
+}
+
+// encodeMap is m's sorted keys and values, each followed by a 0 byte (which
+// label keys and values cannot contain).
+func encodeMap(m map[string]string) []byte {
+	keys := make([]string, 0, len(m))
+	size := 0
+	for k, v := range m {
+		keys = append(keys, k)
+		size += len(k) + len(v) + 2
+	}
+	slices.Sort(keys)
+	key := make([]byte, 0, size)
+	for _, k := range keys {
+		key = append(append(append(append(key, k...), 0), m[k]...), 0)
+	}
+	return key
+}
