@@ -1,6 +1,8 @@
 // Package seed creates realistic objects for the bench harness: pods shaped
 // like production ones, whose managedFields come from two managers (a creator
-// and a status writer playing the kubelet), as on a real cluster.
+// and a status writer playing the kubelet), as on a real cluster, and around
+// them the Namespaces, Deployments, Services and kubectl-applied ConfigMaps
+// (with kubectl.kubernetes.io/last-applied-configuration) of their apps.
 package seed
 
 import (
@@ -14,26 +16,38 @@ import (
 	"k8s.io/utils/ptr"
 )
 
+// Selector selects every object the harness creates (it labels them all).
+const Selector = BenchLabel + "=true"
+
+// BenchLabel marks the objects the harness creates.
+const BenchLabel = "metawatch.dev/bench"
+
+// AppsPerNamespace is the number of apps (Deployment, Service, ConfigMap) in each namespace.
+const AppsPerNamespace = 50
+
 // Pod returns the i-th realistic pod of namespace ns: 2 containers with env,
-// probes, resources and volume mounts, 5 labels, 3 annotations, and an owner
-// reference to its ReplicaSet.
+// probes, resources and volume mounts, 7 labels, 4 annotations, and an owner
+// reference to its ReplicaSet. Pods of one app have the same labels, as the
+// pods of one ReplicaSet do.
 func Pod(ns string, i int) *corev1.Pod {
-	app := fmt.Sprintf("app-%d", i%50)
+	app := appName(i)
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
-			Namespace: ns,
-			Name:      fmt.Sprintf("%s-%08d", app, i),
+			Namespace:    ns,
+			Name:         fmt.Sprintf("%s-%08d", app, i),
+			GenerateName: app + "-" + templateHash(i) + "-",
 			Labels: map[string]string{
 				"app.kubernetes.io/name": app, "app.kubernetes.io/part-of": "shop", "app.kubernetes.io/version": "1.4.2",
-				"pod-template-hash": fmt.Sprintf("%x", 0x5d4c3b2a+i%50), "team": fmt.Sprintf("team-%d", i%7),
+				"pod-template-hash": templateHash(i), "team": fmt.Sprintf("team-%d", i%AppsPerNamespace%7),
+				"environment": "production", BenchLabel: "true",
 			},
 			Annotations: map[string]string{
 				"prometheus.io/scrape": "true", "prometheus.io/port": "9090",
-				"kubectl.kubernetes.io/default-container": "app",
+				"kubectl.kubernetes.io/default-container": "app", "checksum/config": fmt.Sprintf("%064x", i%AppsPerNamespace),
 			},
 			OwnerReferences: []metav1.OwnerReference{{
-				APIVersion: "apps/v1", Kind: "ReplicaSet", Name: fmt.Sprintf("%s-%x", app, 0x5d4c3b2a+i%50),
-				UID: types.UID(fmt.Sprintf("6f1c2d3e-0000-4000-8000-%012d", i%50)), Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true),
+				APIVersion: "apps/v1", Kind: "ReplicaSet", Name: app + "-" + templateHash(i),
+				UID: types.UID(fmt.Sprintf("6f1c2d3e-0000-4000-8000-%012d", i%AppsPerNamespace)), Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true),
 			}},
 		},
 		Spec: corev1.PodSpec{
@@ -44,6 +58,9 @@ func Pod(ns string, i int) *corev1.Pod {
 		},
 	}
 }
+
+func appName(i int) string      { return fmt.Sprintf("app-%d", i%AppsPerNamespace) }
+func templateHash(i int) string { return fmt.Sprintf("%x", 0x5d4c3b2a+i%AppsPerNamespace) }
 
 func container(name, image string, port int32) corev1.Container {
 	probe := &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/healthz", Port: intstr.FromInt32(port)}}, PeriodSeconds: 10}

@@ -21,22 +21,87 @@ func Namespace(ctx context.Context, c client.Client, name string, labels map[str
 	return nil
 }
 
-// Pods creates n realistic pods in namespace ns with the given concurrency,
-// each then given a running status by a second field manager ("kubelet"), and
-// prints progress to log every 5 seconds.
-func Pods(ctx context.Context, c client.Client, ns string, n, concurrency int, log io.Writer) error {
-	var done atomic.Int64
-	stop := progress(log, &done, n)
-	defer stop()
-	return ForEach(ctx, n, concurrency, func(i int) error {
-		defer done.Add(1)
-		pod := Pod(ns, i)
-		if err := c.Create(ctx, pod, client.FieldOwner("bench-seed")); err != nil {
-			return fmt.Errorf("creating pod %s: %w", pod.Name, err)
+// Population is the harness's objects: pods spread over namespaces of
+// PerNamespace pods each, every namespace with its apps' workloads.
+type Population struct {
+	Client       client.Client
+	PerNamespace int
+	Concurrency  int
+	Log          io.Writer
+}
+
+// NamespaceName is the name of the k-th namespace of the population.
+func NamespaceName(k int) string { return fmt.Sprintf("metawatch-bench-%03d", k) }
+
+// Grow creates pods from..to-1 and, for each namespace they are the first
+// pods of, the namespace and its workloads.
+func (p Population) Grow(ctx context.Context, from, to int) error {
+	for k := (from + p.PerNamespace - 1) / p.PerNamespace; k*p.PerNamespace < to; k++ {
+		if err := p.namespace(ctx, k); err != nil {
+			return err
 		}
-		pod.Status = RunningStatus(pod)
-		return c.Status().Update(ctx, pod, client.FieldOwner("kubelet"))
+	}
+	var done atomic.Int64
+	stop := progress(p.Log, &done, to-from)
+	defer stop()
+	return ForEach(ctx, to-from, p.Concurrency, func(i int) error {
+		defer done.Add(1)
+		i += from
+		return createPod(ctx, p.Client, Pod(NamespaceName(i/p.PerNamespace), i%p.PerNamespace))
 	})
+}
+
+func (p Population) namespace(ctx context.Context, k int) error {
+	ns := NamespaceName(k)
+	if err := Namespace(ctx, p.Client, ns, map[string]string{BenchLabel: "true"}); err != nil {
+		return err
+	}
+	return ForEach(ctx, AppsPerNamespace, p.Concurrency, func(i int) error {
+		for _, obj := range Workloads(ns, i) {
+			if err := p.Client.Create(ctx, obj, client.FieldOwner("kubectl-client-side-apply")); err != nil {
+				return fmt.Errorf("creating %T %s/%s: %w", obj, ns, obj.GetName(), err)
+			}
+		}
+		return nil
+	})
+}
+
+// createPod creates pod as its creator would, then gives it a running status
+// as a second field manager ("kubelet").
+func createPod(ctx context.Context, c client.Client, pod *corev1.Pod) error {
+	if err := c.Create(ctx, pod, client.FieldOwner("kube-controller-manager")); err != nil {
+		return fmt.Errorf("creating pod %s/%s: %w", pod.Namespace, pod.Name, err)
+	}
+	pod.Status = RunningStatus(pod)
+	return c.Status().Update(ctx, pod, client.FieldOwner("kubelet"))
+}
+
+// Leftover fails when namespaces of an earlier run are still there: the
+// harness counts objects and would count theirs.
+func Leftover(ctx context.Context, c client.Client) error {
+	var list corev1.NamespaceList
+	if err := c.List(ctx, &list, client.MatchingLabels{BenchLabel: "true"}); err != nil {
+		return err
+	}
+	if len(list.Items) > 0 {
+		return fmt.Errorf("%d namespaces of an earlier bench run are still there (%s, ...): "+
+			"delete them with `kubectl delete namespace -l %s` and run again", len(list.Items), list.Items[0].Name, Selector)
+	}
+	return nil
+}
+
+// Delete deletes the population's namespaces; their objects go with them.
+func Delete(ctx context.Context, c client.Client) error {
+	var list corev1.NamespaceList
+	if err := c.List(ctx, &list, client.MatchingLabels{BenchLabel: "true"}); err != nil {
+		return err
+	}
+	for i := range list.Items {
+		if err := c.Delete(ctx, &list.Items[i]); client.IgnoreNotFound(err) != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // ForEach runs f(0..n-1) on concurrency workers and returns the first error.

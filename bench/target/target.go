@@ -22,6 +22,10 @@ const KindConfig = "bench/kind-config.yaml"
 type Cluster struct {
 	Kubeconfig string
 	Stop       func()
+	// Local is true for the local control plane: its state goes with it.
+	Local bool
+	// Description says what the cluster is, for the report.
+	Description string
 }
 
 // Open returns the target: kind cluster kindName if set, else the external
@@ -31,13 +35,14 @@ func Open(ctx context.Context, kindName string) (*Cluster, error) {
 	case kindName != "":
 		return openKind(ctx, kindName)
 	case controlplane.ExternalKubeconfig() != "":
-		return &Cluster{Kubeconfig: controlplane.ExternalKubeconfig(), Stop: func() {}}, nil
+		return &Cluster{Kubeconfig: controlplane.ExternalKubeconfig(), Stop: func() {}, Description: "the cluster of --kubeconfig"}, nil
 	}
 	cp, err := controlplane.Start(ctx, controlplane.Options{})
 	if err != nil {
 		return nil, err
 	}
-	return &Cluster{Kubeconfig: cp.KubeconfigPath, Stop: func() { _ = cp.Stop() }}, nil
+	return &Cluster{Kubeconfig: cp.KubeconfigPath, Stop: func() { _ = cp.Stop() }, Local: true,
+		Description: "the local control plane (kube-apiserver and etcd on this machine, no nodes)"}, nil
 }
 
 // openKind creates kind cluster name from KindConfig, or reuses it, and writes its kubeconfig.
@@ -63,7 +68,7 @@ func openKind(ctx context.Context, name string) (*Cluster, error) {
 	if err := os.WriteFile(path, []byte(kubeconfig), 0o600); err != nil {
 		return nil, err
 	}
-	return &Cluster{Kubeconfig: path, Stop: func() {}}, nil
+	return &Cluster{Kubeconfig: path, Stop: func() {}, Description: "kind cluster " + name + " from " + KindConfig}, nil
 }
 
 // kindAvailable fails at once, saying what is missing, unless the kind CLI

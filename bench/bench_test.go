@@ -1,0 +1,112 @@
+package main_test
+
+import (
+	"encoding/json"
+	"image/png"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/metawatch/metawatch/bench/report"
+	"github.com/metawatch/metawatch/bench/variant"
+	"github.com/metawatch/metawatch/pkg/controlplane"
+	"github.com/metawatch/metawatch/pkg/testkit"
+)
+
+var cp *controlplane.ControlPlane
+
+func TestMain(m *testing.M) { os.Exit(controlplane.RunTests(m, &cp)) }
+
+// A tiny run of the whole harness, every variant and scenario, so it keeps
+// working: results are produced, complete and consistent. No timing or size
+// is asserted: that is what the harness itself reports.
+func TestHarnessSmoke(t *testing.T) {
+	bin, remove, err := testkit.Build(".", "bench")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer remove()
+	out := t.TempDir()
+	cmd := exec.Command(bin, "--kubeconfig", cp.KubeconfigPath, "--sizes", "30,50", "--pods-per-namespace", "20",
+		"--churn-duration", "2s", "--churn-status-rate", "10", "--churn-label-rate", "4", "--out", out)
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("bench: %v", err)
+	}
+	run := readRun(t, filepath.Join(out, "results.json"))
+	all := variant.All()
+	if len(run.Results) != 2*len(all) {
+		t.Fatalf("%d results, want one per variant (%d) and size (2)", len(run.Results), len(all))
+	}
+	for _, r := range run.Results {
+		t.Run(r.Variant+"/"+string(rune('0'+r.N/10)), func(t *testing.T) { checkResult(t, r) })
+	}
+	if len(run.Bare) != 2 || run.Bare[0].Pods != 20 {
+		t.Errorf("bare client reference %+v, want one per size, on the first namespace's 20 pods", run.Bare)
+	}
+	checkReport(t, out, all)
+}
+
+func readRun(t *testing.T, path string) report.Run {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var run report.Run
+	if err := json.Unmarshal(data, &run); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return run
+}
+
+func checkResult(t *testing.T, r report.Result) {
+	if r.Objects != r.N || r.Sync.ReceivedBytesPerObject <= 0 || r.Sync.AllocatedBytesPerObject <= 0 || r.Sync.Seconds <= 0 ||
+		r.PeakRSSBytes <= 0 || r.CPUSeconds <= 0 || r.Sync.Events < int64(r.N) {
+		t.Errorf("incomplete or inconsistent sync: %+v (want all %d pods cached, each an event, and positive figures)", r.Sync, r.N)
+	}
+	if r.Variant != "typed" {
+		for key := range r.Sync.ReceivedBytesPerObjectByKey {
+			if strings.Contains(key, " pods ") && strings.Contains(key, "json") {
+				t.Errorf("a metadata variant received JSON for pods: %q", key)
+			}
+		}
+	}
+	if r.CacheOnly {
+		return
+	}
+	if c := r.Converge; c == nil || c.Pods != 20 || c.Activity.Writes < 20 {
+		t.Errorf("converge %+v, want the first namespace's 20 pods relabelled, each a write", c)
+	}
+	c := r.Churn
+	if c == nil || c.LabelChanges == 0 || c.Missed != 0 || len(c.LatenciesMillis) != c.LabelChanges || c.Activity.Writes < int64(c.LabelChanges) {
+		t.Fatalf("churn %+v, want every label change put back by a write, each with a latency", c)
+	}
+	if c.Activity.Events < int64(c.StatusUpdates+c.LabelChanges) || c.Activity.Reconciles == 0 {
+		t.Errorf("churn activity %+v for %d status updates and %d label changes", c.Activity, c.StatusUpdates, c.LabelChanges)
+	}
+}
+
+func checkReport(t *testing.T, dir string, all []variant.Variant) {
+	page, err := os.ReadFile(filepath.Join(dir, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range all {
+		if !strings.Contains(string(page), "| "+v.Name+" |") {
+			t.Errorf("README.md has no row for %s", v.Name)
+		}
+	}
+	for _, name := range []string{"memory.png", "latency.png"} {
+		f, err := os.Open(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		img, err := png.Decode(f)
+		f.Close()
+		if err != nil || img.Bounds().Dx() < 100 {
+			t.Errorf("%s is not a plot: %v", name, err)
+		}
+	}
+}

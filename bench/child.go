@@ -1,0 +1,242 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"runtime/pprof"
+	"time"
+
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/metawatch/metawatch/bench/probe"
+	"github.com/metawatch/metawatch/bench/seed"
+	"github.com/metawatch/metawatch/bench/variant"
+	"github.com/metawatch/metawatch/pkg/controlplane"
+)
+
+// The child protocol: the child prints one JSON synced line once its caches
+// are synced and its initial reconciles done, then one JSON snapshot line
+// per line it reads on stdin, and exits at end of input.
+
+// synced is the child's first line.
+type synced struct {
+	Objects                     int
+	SyncSeconds, SyncCPUSeconds float64
+	RetainedBytes               int64
+	AllocatedBytes              uint64
+	ReceivedBytes               map[string]int64
+	Events, Reconciles          int64
+}
+
+// snapshot is what the child counted so far.
+type snapshot struct {
+	Events, Reconciles int64
+	Requests, Bytes    map[string]int64
+	CPUSeconds         float64
+	PeakRSSBytes       int64
+}
+
+// settleTimeout bounds the wait for a controller's initial reconciles.
+const settleTimeout = 10 * time.Minute
+
+func runChild(ctx context.Context, o options) error {
+	if o.heapProfiles != "" {
+		runtime.MemProfileRate = 1 // every allocation: a profile of what each pod costs, not a sample
+	}
+	v, err := variant.Named(o.child)
+	if err != nil {
+		return err
+	}
+	cfg, err := childConfig()
+	if err != nil {
+		return err
+	}
+	wire, counters := probe.NewWire(), &variant.Counters{}
+	spec := variant.Spec{Selector: seed.Selector, Label: costCenter, Concurrency: o.concurrency}
+	running, err := v.Start(ctx, wire.Wrap(cfg), spec, counters)
+	if err != nil {
+		return fmt.Errorf("starting %s: %w", v.Name, err)
+	}
+	s, err := measureSync(ctx, v, running, counters, wire)
+	if err != nil {
+		return err
+	}
+	if err := writeHeapProfile(o, v); err != nil {
+		return err
+	}
+	if err := json.NewEncoder(os.Stdout).Encode(s); err != nil {
+		return err
+	}
+	return serveSnapshots(os.Stdin, counters, wire)
+}
+
+func childConfig() (*rest.Config, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", controlplane.ExternalKubeconfig())
+	if err != nil {
+		return nil, err
+	}
+	cfg.QPS, cfg.Burst = -1, 0 // every variant unthrottled: the API server is what they are measured against
+	return cfg, nil
+}
+
+// measureSync starts the variant and measures it until its caches are synced
+// (time, allocations) and its initial reconciles are done (retained heap).
+func measureSync(ctx context.Context, v variant.Variant, running *variant.Running, counters *variant.Counters, wire *probe.Wire) (synced, error) {
+	before, cpu := probe.HeapAfterGC(), probe.CPUSeconds()
+	start := time.Now()
+	running.Run()
+	if err := running.WaitSynced(ctx); err != nil {
+		return synced{}, err
+	}
+	s := synced{SyncSeconds: time.Since(start).Seconds(), SyncCPUSeconds: probe.CPUSeconds() - cpu, AllocatedBytes: totalAlloc() - before.TotalAlloc}
+	n, err := running.CachedPods(ctx)
+	if err != nil {
+		return synced{}, err
+	}
+	if !v.CacheOnly {
+		settle(ctx, counters, n)
+	}
+	after := probe.HeapAfterGC()
+	s.Objects, s.RetainedBytes = n, int64(after.HeapAlloc)-int64(before.HeapAlloc)
+	s.ReceivedBytes, s.Events, s.Reconciles = wire.Bytes(), counters.Events.Load(), counters.Reconciles()
+	return s, nil
+}
+
+// settle waits until the variant has been handed every cached pod (events)
+// and then made no reconcile for two seconds: the initial reconciles are done
+// and its queue is empty when the heap is measured. Not every variant
+// reconciles every pod: metawatch queues only pods that need work.
+func settle(ctx context.Context, counters *variant.Counters, pods int) {
+	deadline := time.Now().Add(settleTimeout)
+	last, quietSince := int64(-1), time.Now()
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		n := counters.Reconciles()
+		if n != last {
+			last, quietSince = n, time.Now()
+		} else if counters.Events.Load() >= int64(pods) && time.Since(quietSince) > 2*time.Second {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func serveSnapshots(in io.Reader, counters *variant.Counters, wire *probe.Wire) error {
+	lines := bufio.NewScanner(in)
+	for lines.Scan() {
+		s := snapshot{Events: counters.Events.Load(), Reconciles: counters.Reconciles(), Requests: wire.Requests(), Bytes: wire.Bytes(),
+			CPUSeconds: probe.CPUSeconds(), PeakRSSBytes: probe.PeakRSS()}
+		if err := json.NewEncoder(os.Stdout).Encode(s); err != nil {
+			return err
+		}
+	}
+	return lines.Err()
+}
+
+// child is the harness's handle on a variant's process.
+type child struct {
+	cmd *exec.Cmd
+	in  io.WriteCloser
+	out *json.Decoder
+}
+
+func startChild(ctx context.Context, o options, kubeconfig, name string, n int) (*child, synced, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return nil, synced{}, err
+	}
+	cmd := exec.CommandContext(ctx, self, "--child", name, "--kubeconfig", kubeconfig, "--concurrency", fmt.Sprint(o.concurrency),
+		"--heap-profiles", o.heapProfiles, "--sizes", fmt.Sprint(n))
+	cmd.Stderr = os.Stderr
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, synced{}, err
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, synced{}, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, synced{}, err
+	}
+	c := &child{cmd: cmd, in: in, out: json.NewDecoder(out)}
+	var s synced
+	if err := c.out.Decode(&s); err != nil {
+		return nil, synced{}, c.failed("sync", err)
+	}
+	return c, s, nil
+}
+
+// snapshot asks the child for its counters.
+func (c *child) snapshot() (snapshot, error) {
+	var s snapshot
+	if _, err := io.WriteString(c.in, "\n"); err != nil {
+		return s, c.failed("snapshot", err)
+	}
+	if err := c.out.Decode(&s); err != nil {
+		return s, c.failed("snapshot", err)
+	}
+	return s, nil
+}
+
+// quietSnapshot is a snapshot taken once the child has seen no new event for
+// a second (or after 30 s): the events the harness caused have reached it,
+// whose watch may lag behind the harness's own.
+func (c *child) quietSnapshot() (snapshot, error) {
+	s, err := c.snapshot()
+	for deadline := time.Now().Add(30 * time.Second); err == nil && time.Now().Before(deadline); {
+		time.Sleep(time.Second)
+		var next snapshot
+		if next, err = c.snapshot(); err == nil && next.Events == s.Events && next.Reconciles == s.Reconciles {
+			return next, nil
+		}
+		s = next
+	}
+	return s, err
+}
+
+// stop takes a last snapshot and ends the child.
+func (c *child) stop() (snapshot, error) {
+	s, err := c.snapshot()
+	_ = c.in.Close()
+	if waitErr := c.cmd.Wait(); err == nil && waitErr != nil {
+		err = fmt.Errorf("variant process: %w", waitErr)
+	}
+	return s, err
+}
+
+func (c *child) failed(during string, err error) error {
+	_ = c.in.Close()
+	_ = c.cmd.Process.Kill()
+	_ = c.cmd.Wait()
+	return fmt.Errorf("variant process during %s: %w (its stderr is above)", during, err)
+}
+
+func totalAlloc() uint64 {
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.TotalAlloc
+}
+
+// writeHeapProfile writes the heap profile after the sync when --heap-profiles is set.
+func writeHeapProfile(o options, v variant.Variant) error {
+	if o.heapProfiles == "" {
+		return nil
+	}
+	if err := os.MkdirAll(o.heapProfiles, 0o755); err != nil {
+		return err
+	}
+	f, err := os.Create(filepath.Join(o.heapProfiles, fmt.Sprintf("%s-%d.pprof", v.Name, o.sizes[0])))
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return pprof.WriteHeapProfile(f)
+}

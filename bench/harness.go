@@ -1,0 +1,172 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"time"
+
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/metawatch/metawatch/bench/report"
+	"github.com/metawatch/metawatch/bench/scenario"
+	"github.com/metawatch/metawatch/bench/seed"
+	"github.com/metawatch/metawatch/bench/target"
+	"github.com/metawatch/metawatch/bench/variant"
+)
+
+// costCenter is the label the rule copies from the namespace to its pods.
+const costCenter = "cost-center"
+
+// harness is the parent process: it owns the cluster, the population and the report.
+type harness struct {
+	o          options
+	kubeconfig string
+	local      bool // the local control plane: thrown away at the end, nothing to delete
+	cfg        *rest.Config
+	client     client.Client
+	population seed.Population
+	size       int                // pods seeded so far
+	observer   *scenario.Observer // the first namespace's pods, once seeded
+	variants   []variant.Variant
+	run        report.Run
+}
+
+// run is the whole benchmark: open the target, then for each size grow the
+// population, take the bare-client reference and measure every variant, and
+// write the report.
+func run(ctx context.Context, o options) error {
+	h, stop, err := openHarness(ctx, o)
+	if err != nil {
+		return err
+	}
+	defer stop()
+	for _, n := range o.sizes {
+		if err := h.measureSize(ctx, n); err != nil {
+			return fmt.Errorf("%d pods: %w", n, err)
+		}
+	}
+	if err := report.Write(o.out, h.run); err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "bench: report in %s (README.md, results.json, memory.png, latency.png)\n", o.out)
+	return nil
+}
+
+func openHarness(ctx context.Context, o options) (*harness, func(), error) {
+	variants, err := variantsOf(o.variants)
+	if err != nil {
+		return nil, nil, err
+	}
+	cluster, err := target.Open(ctx, o.kind)
+	if err != nil {
+		return nil, nil, err
+	}
+	h, err := newHarness(ctx, o, cluster, variants)
+	if err != nil {
+		cluster.Stop()
+		return nil, nil, err
+	}
+	return h, func() { h.cleanUp(); cluster.Stop() }, nil
+}
+
+func newHarness(ctx context.Context, o options, cluster *target.Cluster, variants []variant.Variant) (*harness, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", cluster.Kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	cfg.QPS, cfg.Burst = -1, 0
+	c, err := client.New(cfg, client.Options{})
+	if err != nil {
+		return nil, err
+	}
+	if err := seed.Leftover(ctx, c); err != nil {
+		return nil, err
+	}
+	h := &harness{o: o, kubeconfig: cluster.Kubeconfig, local: cluster.Local, cfg: cfg, client: c, variants: variants,
+		population: seed.Population{Client: c, PerNamespace: o.perNamespace, Concurrency: o.seedConcurrency, Log: os.Stderr}}
+	h.run = report.Run{Machine: describeMachine(cfg, cluster), Options: reportOptions(o), Baseline: variants[0].Name}
+	return h, nil
+}
+
+func variantsOf(names []string) ([]variant.Variant, error) {
+	var vs []variant.Variant
+	for _, name := range names {
+		v, err := variant.Named(name)
+		if err != nil {
+			return nil, fmt.Errorf("--variants: %w", err)
+		}
+		vs = append(vs, v)
+	}
+	return vs, nil
+}
+
+// cleanUp deletes the population, unless --keep.
+func (h *harness) cleanUp() {
+	if h.o.keep || h.local {
+		return
+	}
+	if err := seed.Delete(context.Background(), h.client); err != nil {
+		fmt.Fprintf(os.Stderr, "bench: deleting the bench namespaces: %v (delete them with `kubectl delete namespace -l %s`)\n", err, seed.Selector)
+	}
+}
+
+// measureSize grows the population to n pods and measures every variant on it.
+func (h *harness) measureSize(ctx context.Context, n int) error {
+	if err := h.grow(ctx, n); err != nil {
+		return err
+	}
+	if h.o.has("converge") || h.o.has("churn") {
+		if err := h.bare(ctx, n); err != nil {
+			return err
+		}
+	}
+	for _, v := range h.variants {
+		fmt.Fprintf(os.Stderr, "bench: %d pods: %s\n", n, v.Name)
+		r, err := h.measureVariant(ctx, v, n)
+		if err != nil {
+			return fmt.Errorf("variant %s: %w", v.Name, err)
+		}
+		h.run.Results = append(h.run.Results, r)
+	}
+	return nil
+}
+
+func (h *harness) grow(ctx context.Context, n int) error {
+	from := h.size
+	if n > from {
+		start := time.Now()
+		fmt.Fprintf(os.Stderr, "bench: creating pods %d..%d (and their namespaces, Deployments, Services, ConfigMaps)\n", from, n-1)
+		if err := h.population.Grow(ctx, from, n); err != nil {
+			return err
+		}
+		fmt.Fprintf(os.Stderr, "bench: seeded in %s\n", time.Since(start).Round(time.Second))
+	}
+	h.size = max(n, from)
+	if h.observer != nil {
+		return nil
+	}
+	var err error
+	h.observer, err = scenario.Observe(ctx, h.cfg, seed.NamespaceName(0), seed.Selector, costCenter)
+	return err
+}
+
+// bare takes the bare-client reference for convergence, which also leaves
+// every pod of the first namespace converged as metawatch's field manager: each
+// variant starts from the same state.
+func (h *harness) bare(ctx context.Context, n int) error {
+	took, err := scenario.Bare(ctx, h.client, h.observer, seed.NamespaceName(0), fmt.Sprintf("bare-%d", n), h.o.concurrency)
+	if err != nil {
+		return fmt.Errorf("bare client: %w", err)
+	}
+	h.run.Bare = append(h.run.Bare, report.Bare{N: n, Pods: len(h.observer.Pods()), Seconds: took.Seconds()})
+	return nil
+}
+
+func reportOptions(o options) report.Options {
+	return report.Options{Sizes: slices.Clone(o.sizes), PerNamespace: o.perNamespace, Concurrency: o.concurrency, Scenarios: o.scenarios,
+		ChurnStatusPerSec: o.statusRate, ChurnLabelsPerSec: o.labelRate, ChurnSeconds: o.churnDuration.Seconds()}
+}

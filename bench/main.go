@@ -1,0 +1,104 @@
+// Command bench is metawatch's benchmark harness: it seeds a cluster with
+// realistic objects, runs each variant (metawatch and what teams run instead,
+// see bench/variant) in its own process against it, drives the scenarios
+// (bench/scenario) and writes a report (bench/report). See bench/README.md.
+//
+//	make bench                                        # local control plane, 10k/50k/100k pods
+//	make bench ARGS="--sizes 2000 --scenarios sync"   # a quick look
+//	make bench ARGS="--kind metawatch-bench"          # a kind cluster from bench/kind-config.yaml
+//	make bench ARGS="--kubeconfig ~/.kube/config"     # any cluster you may create namespaces in
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/go-logr/logr"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/metawatch/metawatch/bench/target"
+	"github.com/metawatch/metawatch/bench/variant"
+)
+
+// options are the harness's flags.
+type options struct {
+	sizes                     []int
+	scenarios, variants       []string
+	perNamespace, concurrency int
+	seedConcurrency           int
+	statusRate, labelRate     float64
+	churnDuration             time.Duration
+	kind, out, heapProfiles   string
+	keep                      bool
+	child                     string // set in a variant's own process
+}
+
+func main() {
+	o := parseFlags()
+	ctrl.SetLogger(logr.Discard()) // the figures are the output; controller logs would drown them
+	// On Ctrl-C or SIGTERM the run stops, and the local control plane with it.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	var err error
+	if o.child != "" {
+		err = runChild(ctx, o)
+	} else {
+		err = run(ctx, o)
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "bench: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+func parseFlags() options {
+	var o options
+	sizes := flag.String("sizes", "10000,50000,100000", "Pods in the cluster, one run of every variant per size (the population grows between sizes).")
+	scenarios := flag.String("scenarios", "sync,converge,churn", "Scenarios: sync (always: every variant starts with it), converge, churn.")
+	variants := flag.String("variants", strings.Join(variant.Names(variant.All()), ","), "Variants to run, each in its own process; the first is the baseline of the ratios.")
+	flag.IntVar(&o.perNamespace, "pods-per-namespace", 10000, "Pods per namespace; converge and churn use the first namespace's.")
+	flag.IntVar(&o.concurrency, "concurrency", 16, "Concurrent reconciles of every variant, and workers of the bare client.")
+	flag.IntVar(&o.seedConcurrency, "seed-concurrency", 32, "Concurrent requests while seeding.")
+	flag.Float64Var(&o.statusRate, "churn-status-rate", 100, "Status-only pod updates per second during churn.")
+	flag.Float64Var(&o.labelRate, "churn-label-rate", 10, "Label changes per second (the rule's label removed from a pod) during churn.")
+	flag.DurationVar(&o.churnDuration, "churn-duration", 30*time.Second, "How long churn runs per variant.")
+	flag.StringVar(&o.kind, "kind", "", "Run against kind cluster NAME (created from "+target.KindConfig+" if missing).")
+	flag.StringVar(&o.out, "out", "bench/out", "Directory for results.json, README.md and the plots.")
+	flag.StringVar(&o.heapProfiles, "heap-profiles", "", "Write each variant's heap profile after its initial sync to DIR/VARIANT-N.pprof (go tool pprof).")
+	flag.BoolVar(&o.keep, "keep", false, "Keep the seeded namespaces at the end (on a kind cluster or kubeconfig; the local control plane is thrown away).")
+	flag.StringVar(&o.child, "child", "", "Internal: run this variant in this process and report to the harness on stdout.")
+	flag.Parse()
+	o.sizes, o.scenarios, o.variants = mustInts(*sizes), split(*scenarios), split(*variants)
+	return o
+}
+
+func split(s string) []string { return strings.Split(strings.ReplaceAll(s, " ", ""), ",") }
+
+func mustInts(s string) []int {
+	var out []int
+	for _, f := range split(s) {
+		n, err := strconv.Atoi(f)
+		if err != nil || n <= 0 {
+			fmt.Fprintf(os.Stderr, "bench: --sizes: %q is not a positive number of pods\n", f)
+			os.Exit(2)
+		}
+		out = append(out, n)
+	}
+	return out
+}
+
+func (o options) has(scenario string) bool {
+	for _, s := range o.scenarios {
+		if s == scenario {
+			return true
+		}
+	}
+	return false
+}

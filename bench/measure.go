@@ -1,0 +1,109 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/metawatch/metawatch/bench/report"
+	"github.com/metawatch/metawatch/bench/scenario"
+	"github.com/metawatch/metawatch/bench/seed"
+	"github.com/metawatch/metawatch/bench/variant"
+)
+
+// measureVariant runs v in its own process on n pods: sync, then (unless it
+// only caches) converge and churn on the first namespace, as selected.
+func (h *harness) measureVariant(ctx context.Context, v variant.Variant, n int) (report.Result, error) {
+	c, s, err := startChild(ctx, h.o, h.kubeconfig, v.Name, n)
+	if err != nil {
+		return report.Result{}, err
+	}
+	r := report.Result{Variant: v.Name, Description: v.Description, CacheOnly: v.CacheOnly, N: n, Objects: s.Objects, Sync: syncFigures(s)}
+	if s.Objects != n {
+		_, _ = c.stop()
+		return r, fmt.Errorf("cached %d pods, the cluster has %d", s.Objects, n)
+	}
+	if !v.CacheOnly {
+		if err := h.scenarios(ctx, c, v, &r); err != nil {
+			_, _ = c.stop()
+			return r, err
+		}
+	}
+	final, err := c.stop()
+	r.PeakRSSBytes, r.CPUSeconds = final.PeakRSSBytes, final.CPUSeconds
+	return r, err
+}
+
+func (h *harness) scenarios(ctx context.Context, c *child, v variant.Variant, r *report.Result) error {
+	ns := seed.NamespaceName(0)
+	if h.o.has("converge") {
+		before, err := c.snapshot()
+		if err != nil {
+			return err
+		}
+		took, err := scenario.Converge(ctx, h.client, h.observer, ns, fmt.Sprintf("%s-%d", v.Name, r.N))
+		if err != nil {
+			return fmt.Errorf("converge: %w", err)
+		}
+		after, err := c.quietSnapshot()
+		r.Converge = &report.Converge{Pods: len(h.observer.Pods()), Seconds: took.Seconds(), Activity: activity(before, after)}
+		if err != nil {
+			return err
+		}
+	}
+	if h.o.has("churn") {
+		return h.churn(ctx, c, r)
+	}
+	return nil
+}
+
+func (h *harness) churn(ctx context.Context, c *child, r *report.Result) error {
+	before, err := c.snapshot()
+	if err != nil {
+		return err
+	}
+	opts := scenario.ChurnOptions{StatusPerSecond: h.o.statusRate, LabelsPerSecond: h.o.labelRate, Duration: h.o.churnDuration}
+	res, err := scenario.Churn(ctx, h.client, h.observer, seed.NamespaceName(0), opts)
+	if err != nil {
+		return fmt.Errorf("churn: %w", err)
+	}
+	after, err := c.quietSnapshot()
+	if err != nil {
+		return err
+	}
+	r.Churn = &report.Churn{Seconds: opts.Duration.Seconds(), StatusUpdates: res.StatusUpdates, LabelChanges: res.LabelChanges,
+		Activity: activity(before, after), Missed: res.Missed}
+	for _, l := range res.Latencies {
+		r.Churn.LatenciesMillis = append(r.Churn.LatenciesMillis, float64(l.Microseconds())/1000)
+	}
+	return nil
+}
+
+func syncFigures(s synced) report.Sync {
+	per := func(v float64) float64 { return v / float64(max(s.Objects, 1)) }
+	out := report.Sync{Seconds: s.SyncSeconds, CPUSeconds: s.SyncCPUSeconds, Events: s.Events, Reconciles: s.Reconciles,
+		RetainedBytesPerObject: per(float64(s.RetainedBytes)), AllocatedBytesPerObject: per(float64(s.AllocatedBytes)),
+		ReceivedBytesPerObjectByKey: map[string]float64{}}
+	for key, b := range s.ReceivedBytes {
+		out.ReceivedBytesPerObject += per(float64(b))
+		out.ReceivedBytesPerObjectByKey[key] = per(float64(b))
+	}
+	return out
+}
+
+// activity is what the child did between two snapshots.
+func activity(before, after snapshot) report.Activity {
+	a := report.Activity{Events: after.Events - before.Events, Reconciles: after.Reconciles - before.Reconciles,
+		CPUSeconds: after.CPUSeconds - before.CPUSeconds, Received: map[string]int64{}}
+	for key, n := range after.Requests {
+		if strings.HasPrefix(key, "PATCH pods ") {
+			a.Writes += n - before.Requests[key]
+		}
+	}
+	for key, n := range after.Bytes {
+		if d := n - before.Bytes[key]; d > 0 {
+			a.Received[key] = d
+		}
+	}
+	return a
+}

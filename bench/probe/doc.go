@@ -1,0 +1,7 @@
+// Package probe measures a bench variant from inside its own process: bytes
+// received per request kind and content type (at the transport, so they are
+// the wire's), heap after GC, peak RSS and CPU seconds.
+//
+// Each variant runs in a fresh process so that nothing else is on its heap;
+// the harness reads these figures from the child (see bench/child.go).
+package probe

@@ -1,0 +1,117 @@
+package report
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Markdown renders run as a page: the machine, then one table per question.
+func Markdown(run Run) string {
+	var b strings.Builder
+	header(&b, run)
+	syncTable(&b, run, false)
+	syncTable(&b, run, true)
+	receivedTable(&b, run)
+	churnTable(&b, run)
+	convergeTable(&b, run)
+	b.WriteString("\n![retained heap per cached pod against pods in the cluster](memory.png)\n\n![label change to write latency](latency.png)\n")
+	return b.String()
+}
+
+func header(b *strings.Builder, run Run) {
+	m, o := run.Machine, run.Options
+	fmt.Fprintf(b, "# metawatch bench results\n\n")
+	fmt.Fprintf(b, "Measured %s on %s/%s, %d CPUs (%s), %.0f GiB memory, %s, kube-apiserver %s on %s.\n",
+		m.Date, m.OS, m.Arch, m.CPUs, m.CPU, float64(m.MemoryBytes)/(1<<30), m.GoVersion, m.KubernetesVersion, m.Target)
+	fmt.Fprintf(b, "Sizes %v pods (%d per namespace), scenarios %s, concurrency %d; churn %.0f status updates/s and %.0f label changes/s for %.0f s. ",
+		o.Sizes, o.PerNamespace, strings.Join(o.Scenarios, ","), o.Concurrency, o.ChurnStatusPerSec, o.ChurnLabelsPerSec, o.ChurnSeconds)
+	fmt.Fprintf(b, "Every variant ran in its own process against the same API server in the same run; ratios are against `%s`, measured in the same run. "+
+		"Variants and scenarios are described in [bench/README.md](../README.md).\n\n", run.Baseline)
+}
+
+func syncTable(b *strings.Builder, run Run, cacheOnly bool) {
+	if cacheOnly {
+		b.WriteString("\n## What each memory step saves (cache only, steps added one at a time to stock metadata-only)\n\n")
+	} else {
+		b.WriteString("\n## Memory, bytes and time of the initial sync\n\n")
+	}
+	b.WriteString("| pods | variant | cached | retained heap / pod | " + run.Baseline + " / this | allocated in sync / pod | received / pod | sync s | sync CPU s | peak RSS | CPU s |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|\n")
+	for _, r := range run.Results {
+		if r.CacheOnly != cacheOnly && !(cacheOnly && r.Variant == "metadata") {
+			continue
+		}
+		base := run.find(run.Baseline, r.N)
+		fmt.Fprintf(b, "| %d | %s | %d | %.0f B | %s | %.0f B | %.0f B | %.2f | %.2f | %d MiB | %.1f |\n", r.N, r.Variant, r.Objects,
+			r.Sync.RetainedBytesPerObject, ratio(base, r), r.Sync.AllocatedBytesPerObject, r.Sync.ReceivedBytesPerObject,
+			r.Sync.Seconds, r.Sync.CPUSeconds, r.PeakRSSBytes>>20, r.CPUSeconds)
+	}
+}
+
+func ratio(base *Result, r Result) string {
+	if base == nil || r.Sync.RetainedBytesPerObject <= 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.1fx", base.Sync.RetainedBytesPerObject/r.Sync.RetainedBytesPerObject)
+}
+
+func (run Run) find(variant string, n int) *Result {
+	for i := range run.Results {
+		if run.Results[i].Variant == variant && run.Results[i].N == n {
+			return &run.Results[i]
+		}
+	}
+	return nil
+}
+
+func receivedTable(b *strings.Builder, run Run) {
+	n := slices.Max(run.Options.Sizes)
+	fmt.Fprintf(b, "\n## Bytes received per cached pod in the initial sync, by request and content type (%d pods)\n\n", n)
+	b.WriteString("| variant | request and content type | bytes / pod |\n|---|---|---|\n")
+	for _, r := range run.Results {
+		if r.N != n {
+			continue
+		}
+		for _, key := range slices.Sorted(mapKeys(r.Sync.ReceivedBytesPerObjectByKey)) {
+			fmt.Fprintf(b, "| %s | `%s` | %.1f |\n", r.Variant, key, r.Sync.ReceivedBytesPerObjectByKey[key])
+		}
+	}
+}
+
+func churnTable(b *strings.Builder, run Run) {
+	b.WriteString("\n## Churn: status-only updates and label changes the rule must undo\n\n")
+	b.WriteString("| pods | variant | status updates | label changes | events | reconciles | reconciles / event | writes | latency p50 | latency p99 | missed | CPU s |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	for _, r := range run.Results {
+		if c := r.Churn; c != nil {
+			a := c.Activity
+			fmt.Fprintf(b, "| %d | %s | %d | %d | %d | %d | %.2f | %d | %.0f ms | %.0f ms | %d | %.1f |\n", r.N, r.Variant, c.StatusUpdates, c.LabelChanges,
+				a.Events, a.Reconciles, a.ReconcilesPerEvent(), a.Writes, c.Percentile(50), c.Percentile(99), c.Missed, a.CPUSeconds)
+		}
+	}
+}
+
+func convergeTable(b *strings.Builder, run Run) {
+	b.WriteString("\n## Converge: one namespace label change until every pod of it carries the new value\n\n")
+	b.WriteString("| pods | variant | pods relabelled | seconds | pods / s | throughput / bare client's | reconciles / event | CPU s |\n|---|---|---|---|---|---|---|---|\n")
+	for _, bare := range run.Bare {
+		fmt.Fprintf(b, "| %d | bare client (same applies, no cache) | %d | %.2f | %.0f | 1.00 | - | - |\n", bare.N, bare.Pods, bare.Seconds, float64(bare.Pods)/bare.Seconds)
+		for _, r := range run.Results {
+			if c := r.Converge; c != nil && r.N == bare.N {
+				fmt.Fprintf(b, "| %d | %s | %d | %.2f | %.0f | %.2f | %.2f | %.1f |\n", r.N, r.Variant, c.Pods, c.Seconds, float64(c.Pods)/c.Seconds,
+					bare.Seconds/c.Seconds, c.Activity.ReconcilesPerEvent(), c.Activity.CPUSeconds)
+			}
+		}
+	}
+}
+
+func mapKeys[V any](m map[string]V) func(func(string) bool) {
+	return func(yield func(string) bool) {
+		for k := range m {
+			if !yield(k) {
+				return
+			}
+		}
+	}
+}

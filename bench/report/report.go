@@ -1,0 +1,136 @@
+package report
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+)
+
+// Run is one harness run: where it ran, how, and every result.
+type Run struct {
+	Machine  Machine  `json:"machine"`
+	Options  Options  `json:"options"`
+	Bare     []Bare   `json:"bareClientConverge,omitempty"`
+	Results  []Result `json:"results"`
+	Baseline string   `json:"baseline"` // the variant ratios are against
+}
+
+// Machine describes where the run was made.
+type Machine struct {
+	Date, OS, Arch, CPU, GoVersion, KubernetesVersion, Target string
+	CPUs                                                      int
+	MemoryBytes                                               int64
+}
+
+// Options are the run's settings.
+type Options struct {
+	Sizes             []int    `json:"sizes"`
+	PerNamespace      int      `json:"podsPerNamespace"`
+	Concurrency       int      `json:"concurrency"`
+	Scenarios         []string `json:"scenarios"`
+	ChurnStatusPerSec float64  `json:"churnStatusUpdatesPerSecond"`
+	ChurnLabelsPerSec float64  `json:"churnLabelChangesPerSecond"`
+	ChurnSeconds      float64  `json:"churnSeconds"`
+}
+
+// Bare is the reference for convergence: the same applies made by a bare
+// client with the same concurrency, no cache, no controller.
+type Bare struct {
+	N       int     `json:"n"`
+	Pods    int     `json:"pods"`
+	Seconds float64 `json:"seconds"`
+}
+
+// Result is one variant's figures at one cluster size N (pods in the cluster).
+type Result struct {
+	Variant     string    `json:"variant"`
+	Description string    `json:"description"`
+	CacheOnly   bool      `json:"cacheOnly,omitempty"`
+	N           int       `json:"n"`
+	Objects     int       `json:"cachedPods"`
+	Sync        Sync      `json:"sync"`
+	Converge    *Converge `json:"converge,omitempty"`
+	Churn       *Churn    `json:"churn,omitempty"`
+	// PeakRSSBytes and CPUSeconds are the whole process's, at its end.
+	PeakRSSBytes int64   `json:"peakRSSBytes"`
+	CPUSeconds   float64 `json:"cpuSeconds"`
+}
+
+// Sync is the initial list and watch: from start to synced caches.
+type Sync struct {
+	Seconds                 float64 `json:"seconds"`
+	CPUSeconds              float64 `json:"cpuSeconds"`
+	RetainedBytesPerObject  float64 `json:"retainedHeapBytesPerPod"`
+	AllocatedBytesPerObject float64 `json:"allocatedBytesPerPod"`
+	ReceivedBytesPerObject  float64 `json:"receivedBytesPerPod"`
+	// ReceivedBytesPerObjectByKey splits ReceivedBytesPerObject by "VERB
+	// resource media-type" (bench/probe.Key).
+	ReceivedBytesPerObjectByKey map[string]float64 `json:"receivedBytesPerPodByKey"`
+	Events                      int64              `json:"events"`
+	Reconciles                  int64              `json:"reconciles"`
+}
+
+// Activity is what a variant did during a scenario.
+type Activity struct {
+	Events     int64            `json:"events"`
+	Reconciles int64            `json:"reconciles"`
+	Writes     int64            `json:"writes"`
+	CPUSeconds float64          `json:"cpuSeconds"`
+	Received   map[string]int64 `json:"receivedBytesByKey"`
+}
+
+// ReconcilesPerEvent is reconciles over events, 0 without events.
+func (a Activity) ReconcilesPerEvent() float64 {
+	if a.Events == 0 {
+		return 0
+	}
+	return float64(a.Reconciles) / float64(a.Events)
+}
+
+// Converge is one namespace label change until every pod of it carries the new value.
+type Converge struct {
+	Pods     int      `json:"pods"`
+	Seconds  float64  `json:"seconds"`
+	Activity Activity `json:"activity"`
+}
+
+// Churn is status-only updates and label changes at fixed rates.
+type Churn struct {
+	Seconds       float64  `json:"seconds"`
+	StatusUpdates int      `json:"statusUpdates"`
+	LabelChanges  int      `json:"labelChanges"`
+	Activity      Activity `json:"activity"`
+	// LatenciesMillis are, per label change, the time from sending it to seeing the rule's write.
+	LatenciesMillis []float64 `json:"latenciesMillis"`
+	// Missed label changes saw no write within the wait after the churn.
+	Missed int `json:"missed"`
+}
+
+// Percentile is the p-th percentile (0..100) of the latencies, in milliseconds.
+func (c Churn) Percentile(p float64) float64 {
+	if len(c.LatenciesMillis) == 0 {
+		return 0
+	}
+	sorted := slices.Sorted(slices.Values(c.LatenciesMillis))
+	i := int(p / 100 * float64(len(sorted)-1))
+	return sorted[i]
+}
+
+// Write writes run.json, README.md and the plots into dir.
+func Write(dir string, run Run) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	data, err := json.MarshalIndent(run, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "results.json"), append(data, '\n'), 0o644); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "README.md"), []byte(Markdown(run)), 0o644); err != nil {
+		return err
+	}
+	return Plots(dir, run)
+}

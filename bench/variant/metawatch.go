@@ -1,0 +1,136 @@
+package variant
+
+import (
+	"context"
+	"fmt"
+
+	dto "github.com/prometheus/client_model/go"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/metawatch/metawatch/pkg/config"
+	"github.com/metawatch/metawatch/pkg/controller"
+	"github.com/metawatch/metawatch/pkg/engine"
+	"github.com/metawatch/metawatch/pkg/rules"
+)
+
+const fieldManager = engine.FieldManager
+
+func metawatch() Variant {
+	return Variant{Name: "metawatch", Description: "metawatch: its engine and controllers, configured by the ConfigMap below",
+		Start: startMetawatch}
+}
+
+// Config is the configuration the metawatch variant runs: the rule as a
+// copyFromNamespace rule, on the same pods as the others (and every
+// namespace, which copyFromNamespace needs: a handful more than the others cache).
+func Config(spec Spec) string {
+	return fmt.Sprintf(`watches:
+- kind: Pod
+  labelSelector: %[1]s
+rules:
+- name: cost-center-from-namespace
+  kinds: [Pod]
+  copyFromNamespace: {labels: [%[2]s]}
+`, spec.Selector, spec.Label)
+}
+
+func startMetawatch(ctx context.Context, cfg *rest.Config, spec Spec, counters *Counters) (*Running, error) {
+	conf, err := config.Parse([]byte(Config(spec)))
+	if err != nil {
+		return nil, err
+	}
+	watches, _, err := engine.Resolve(cfg, conf)
+	if err != nil {
+		return nil, err
+	}
+	rulesByKind, err := rules.Compile(conf)
+	if err != nil {
+		return nil, err
+	}
+	mgr, err := engine.NewManager(cfg, watches, engine.Options{MetricsBindAddress: "0", HealthProbeBindAddress: "0"})
+	if err != nil {
+		return nil, err
+	}
+	if err := controller.Setup(mgr, watches, rulesByKind, controller.Options{MaxConcurrentReconciles: spec.Concurrency}); err != nil {
+		return nil, err
+	}
+	counters.readReconciles = reconcileTotal
+	return startManager(ctx, mgr, counters, func() client.ObjectList { return engine.NewList(podGVK) },
+		engine.NewObject(podGVK), engine.NewObject(namespaceGVK))
+}
+
+// reconcileTotal is controller_runtime_reconcile_total summed over metawatch's controllers.
+func reconcileTotal() int64 {
+	families, err := crmetrics.Registry.Gather()
+	if err != nil {
+		return 0
+	}
+	var total float64
+	for _, f := range families {
+		if f.GetName() == "controller_runtime_reconcile_total" {
+			total += sum(f.GetMetric())
+		}
+	}
+	return int64(total)
+}
+
+func sum(ms []*dto.Metric) float64 {
+	var total float64
+	for _, m := range ms {
+		total += m.GetCounter().GetValue()
+	}
+	return total
+}
+
+// shrinkSteps are stock metadata-only caches with engine.Shrink's steps added
+// one at a time, ending at what metawatch's cache keeps.
+func shrinkSteps() []Variant {
+	var steps []Variant
+	var shrink engine.Shrink
+	strip := false
+	add := func(name, description string, step func()) {
+		step()
+		s, st := shrink, strip
+		steps = append(steps, Variant{Name: name, Description: description, CacheOnly: true,
+			Start: func(ctx context.Context, cfg *rest.Config, spec Spec, counters *Counters) (*Running, error) {
+				return startShrunkCache(ctx, cfg, spec, counters, s, st)
+			}})
+	}
+	add("step1-managedfields", "cache only: metadata, other managers' managedFields dropped by a transform", func() { shrink.ManagedFields = true })
+	add("step2-strip-before-decode", "cache only: + managedFields stripped from the protobuf before decoding", func() { strip = true })
+	add("step3-annotations", "cache only: + annotations no rule reads dropped", func() { shrink.Annotations = true })
+	add("step4-intern", "cache only: + repeated strings interned", func() { shrink.Intern = true })
+	add("step5-share-labels", "cache only: + equal label sets share one map", func() { shrink.ShareLabels = true })
+	add("step6-unread-fields", "cache only: + ownerReferences, finalizers, generateName dropped (= metawatch's cache)", func() { shrink.UnreadFields = true })
+	return steps
+}
+
+func startShrunkCache(ctx context.Context, cfg *rest.Config, spec Spec, counters *Counters, shrink engine.Shrink, strip bool) (*Running, error) {
+	if strip {
+		cfg = engine.StripManagedFields(cfg)
+	}
+	selector, err := labels.Parse(spec.Selector)
+	if err != nil {
+		return nil, err
+	}
+	c, err := cache.New(cfg, cache.Options{DefaultLabelSelector: selector, DefaultTransform: shrink.Transform()})
+	if err != nil {
+		return nil, err
+	}
+	informer, err := c.GetInformer(ctx, engine.NewObject(podGVK), cache.BlockUntilSynced(false))
+	if err != nil {
+		return nil, err
+	}
+	if _, err := informer.AddEventHandler(countEvents(counters)); err != nil {
+		return nil, err
+	}
+	return &Running{
+		Run:        func() { go func() { _ = c.Start(ctx) }() },
+		WaitSynced: func(ctx context.Context) error { return waitSynced(ctx, c) },
+		CachedPods: func(ctx context.Context) (int, error) { return countCached(ctx, c, engine.NewList(podGVK)) },
+	}, nil
+}

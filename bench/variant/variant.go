@@ -1,0 +1,103 @@
+package variant
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/rest"
+)
+
+// Spec is what every variant is given.
+type Spec struct {
+	// Selector is the label selector of the pods and namespaces every variant caches.
+	Selector string
+	// Label is the label the rule copies from a namespace to its pods.
+	Label string
+	// Concurrency is the number of reconciles a variant runs at once.
+	Concurrency int
+}
+
+// Counters are what every variant counts the same way: watch events
+// delivered to its informers (adds, updates, deletes of pods and namespaces)
+// and reconciles run.
+type Counters struct {
+	Events     atomic.Int64
+	reconciles atomic.Int64
+	// readReconciles, when set, reads reconciles from elsewhere (metawatch's
+	// controller-runtime metrics) instead of the counter.
+	readReconciles func() int64
+}
+
+// Reconciles is the number of reconciles run so far.
+func (c *Counters) Reconciles() int64 {
+	if c.readReconciles != nil {
+		return c.readReconciles()
+	}
+	return c.reconciles.Load()
+}
+
+// Running is a started variant.
+type Running struct {
+	// Run starts the variant's informers and controllers (set up, not yet
+	// started, by Start: the harness measures the heap in between).
+	Run func()
+	// WaitSynced blocks until the variant's caches are synced.
+	WaitSynced func(context.Context) error
+	// CachedPods is the number of pods in the variant's cache.
+	CachedPods func(context.Context) (int, error)
+}
+
+// Variant is one way to run the rule (or, CacheOnly, to cache the pods).
+type Variant struct {
+	Name, Description string
+	// CacheOnly variants run no controller: they show one memory step.
+	CacheOnly bool
+	// Start starts the variant on cfg until ctx ends.
+	Start func(ctx context.Context, cfg *rest.Config, spec Spec, counters *Counters) (*Running, error)
+}
+
+var (
+	podGVK       = corev1.SchemeGroupVersion.WithKind("Pod")
+	namespaceGVK = corev1.SchemeGroupVersion.WithKind("Namespace")
+	podsGVR      = schema.GroupVersionResource{Version: "v1", Resource: "pods"}
+	namespaceGVR = schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
+)
+
+// All is every variant: the controllers first, typed (the baseline) at the head.
+func All() []Variant {
+	return append([]Variant{typed(), metadataOnly(), metadataInformer(), metawatch()}, shrinkSteps()...)
+}
+
+// Names returns the names of vs.
+func Names(vs []Variant) []string {
+	names := make([]string, len(vs))
+	for i, v := range vs {
+		names[i] = v.Name
+	}
+	return names
+}
+
+// Named returns the variant called name.
+func Named(name string) (Variant, error) {
+	for _, v := range All() {
+		if v.Name == name {
+			return v, nil
+		}
+	}
+	return Variant{}, fmt.Errorf("unknown variant %q (have %v)", name, Names(All()))
+}
+
+// applyBody is the rule's write: the label, and nothing else, as a server-side apply.
+func applyBody(spec Spec, namespace, name, value string) []byte {
+	return fmt.Appendf(nil, `{"apiVersion":"v1","kind":"Pod","metadata":{"name":%q,"namespace":%q,"labels":{%q:%q}}}`,
+		name, namespace, spec.Label, value)
+}
+
+// needsWrite is the rule: the pod's label must equal its namespace's, when the namespace has one.
+func needsWrite(spec Spec, podLabels, namespaceLabels map[string]string) (value string, write bool) {
+	value, ok := namespaceLabels[spec.Label]
+	return value, ok && podLabels[spec.Label] != value
+}
