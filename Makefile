@@ -6,7 +6,7 @@ FUZZTIME  ?= 10s
 VERSION   ?= $(shell sed -n 's/^appVersion: *"*\([^"]*\)"*/\1/p' deploy/helm/metawatch/Chart.yaml)
 IMAGE     ?= ghcr.io/metawatch/metawatch:$(VERSION)
 
-.PHONY: all build run test controlplane fuzz vet clean image
+.PHONY: all build run test controlplane fuzz vet clean image bench
 
 all: build
 
@@ -34,6 +34,10 @@ fuzz:
 
 vet:
 	$(GO) vet ./...
+
+## bench: the benchmark harness (bench/README.md); ARGS="--sizes 10000 --kind NAME ..." to choose. Report in bench/out.
+bench: controlplane
+	$(GO) run ./bench $(ARGS)
 
 ## image: a static binary packed into an OCI image tarball (bin/metawatch-image.tar), no container engine needed.
 image:
