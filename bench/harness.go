@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"slices"
@@ -169,4 +170,17 @@ func (h *harness) bare(ctx context.Context, n int) error {
 func reportOptions(o options) report.Options {
 	return report.Options{Sizes: slices.Clone(o.sizes), PerNamespace: o.perNamespace, Concurrency: o.concurrency, Scenarios: o.scenarios,
 		ChurnStatusPerSec: o.statusRate, ChurnLabelsPerSec: o.labelRate, ChurnSeconds: o.churnDuration.Seconds()}
+}
+
+// render writes the report of an earlier run's results.json into out.
+func render(resultsJSON, out string) error {
+	data, err := os.ReadFile(resultsJSON)
+	if err != nil {
+		return err
+	}
+	var r report.Run
+	if err := json.Unmarshal(data, &r); err != nil {
+		return fmt.Errorf("%s: %w", resultsJSON, err)
+	}
+	return report.Write(out, r)
 }

@@ -38,6 +38,7 @@ type options struct {
 	kind, out, heapProfiles   string
 	keep                      bool
 	child                     string // set in a variant's own process
+	render                    string // re-render the report of this results.json
 }
 
 func main() {
@@ -47,9 +48,12 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	var err error
-	if o.child != "" {
+	switch {
+	case o.child != "":
 		err = runChild(ctx, o)
-	} else {
+	case o.render != "":
+		err = render(o.render, o.out)
+	default:
 		err = run(ctx, o)
 	}
 	if err != nil {
@@ -73,6 +77,7 @@ func parseFlags() options {
 	flag.StringVar(&o.out, "out", "bench/out", "Directory for results.json, README.md and the plots.")
 	flag.StringVar(&o.heapProfiles, "heap-profiles", "", "Write each variant's heap profile after its initial sync to DIR/VARIANT-N.pprof (go tool pprof).")
 	flag.BoolVar(&o.keep, "keep", false, "Keep the seeded namespaces at the end (on a kind cluster or kubeconfig; the local control plane is thrown away).")
+	flag.StringVar(&o.render, "render", "", "Only write the report (README.md, plots) of results.json FILE into --out, e.g. after changing the report's code.")
 	flag.StringVar(&o.child, "child", "", "Internal: run this variant in this process and report to the harness on stdout.")
 	flag.Parse()
 	o.sizes, o.scenarios, o.variants = mustInts(*sizes), split(*scenarios), split(*variants)

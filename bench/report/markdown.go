@@ -10,6 +10,7 @@ import (
 func Markdown(run Run) string {
 	var b strings.Builder
 	header(&b, run)
+	summaryTable(&b, run)
 	syncTable(&b, run, false)
 	syncTable(&b, run, true)
 	receivedTable(&b, run)
@@ -28,6 +29,24 @@ func header(b *strings.Builder, run Run) {
 		o.Sizes, o.PerNamespace, strings.Join(o.Scenarios, ","), o.Concurrency, o.ChurnStatusPerSec, o.ChurnLabelsPerSec, o.ChurnSeconds)
 	fmt.Fprintf(b, "Every variant ran in its own process against the same API server in the same run; ratios are against `%s`, measured in the same run. "+
 		"Variants and scenarios are described in [bench/README.md](../README.md).\n\n", run.Baseline)
+}
+
+// summaryTable is every controller variant against the baseline at the largest size.
+func summaryTable(b *strings.Builder, run Run) {
+	n := slices.Max(run.Options.Sizes)
+	base := run.find(run.Baseline, n)
+	if base == nil {
+		return
+	}
+	fmt.Fprintf(b, "\n## Against %s at %d pods (how many times less; > 1 is better)\n\n", run.Baseline, n)
+	b.WriteString("| variant | retained heap | allocated in sync | received | peak RSS | CPU seconds (whole run) |\n|---|---|---|---|---|---|\n")
+	for _, r := range run.Results {
+		if r.N == n && !r.CacheOnly {
+			fmt.Fprintf(b, "| %s | %.1fx | %.1fx | %.1fx | %.1fx | %.1fx |\n", r.Variant,
+				base.Sync.RetainedBytesPerObject/r.Sync.RetainedBytesPerObject, base.Sync.AllocatedBytesPerObject/r.Sync.AllocatedBytesPerObject,
+				base.Sync.ReceivedBytesPerObject/r.Sync.ReceivedBytesPerObject, float64(base.PeakRSSBytes)/float64(r.PeakRSSBytes), base.CPUSeconds/r.CPUSeconds)
+		}
+	}
 }
 
 func syncTable(b *strings.Builder, run Run, cacheOnly bool) {
