@@ -47,7 +47,7 @@ func Churn(ctx context.Context, c client.Client, o *Observer, namespace string, 
 	inflight := make(chan struct{}, 64)
 	wg.Go(func() {
 		every(ctx, opts.StatusPerSecond, func(i int) {
-			send(ctx, inflight, &wg, &status, func() error { return statusUpdate(ctx, c, namespace, pods[i%len(pods)], i) })
+			send(ctx, inflight, &wg, &status, func() error { return statusUpdate(ctx, c, namespace, pods[i%len(pods)]) })
 		})
 	})
 	wg.Go(func() {
@@ -97,8 +97,10 @@ func send(ctx context.Context, inflight chan struct{}, wg *sync.WaitGroup, sent 
 	})
 }
 
-func statusUpdate(ctx context.Context, c client.Client, namespace, name string, i int) error {
-	patch := fmt.Appendf(nil, `{"status":{"conditions":[{"type":"Ready","status":"True","message":"probe %d"}]}}`, i)
+// statusUpdate changes a condition's message to one never sent before (a
+// repeated one would be a no-op: no write, no event).
+func statusUpdate(ctx context.Context, c client.Client, namespace, name string) error {
+	patch := fmt.Appendf(nil, `{"status":{"conditions":[{"type":"Ready","status":"True","message":"probe %d"}]}}`, time.Now().UnixNano())
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}
 	return c.Status().Patch(ctx, pod, client.RawPatch(types.StrategicMergePatchType, patch), client.FieldOwner("kubelet"))
 }
