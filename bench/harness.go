@@ -49,9 +49,10 @@ func run(ctx context.Context, o options) error {
 		if err := h.measureSize(ctx, n); err != nil {
 			return fmt.Errorf("%d pods: %w", n, err)
 		}
-	}
-	if err := report.Write(o.out, h.run); err != nil {
-		return err
+		// After each size, so a long run that fails later keeps what it measured.
+		if err := report.Write(o.out, h.run); err != nil {
+			return err
+		}
 	}
 	fmt.Fprintf(os.Stderr, "bench: report in %s (README.md, results.json, memory.png, latency.png)\n", o.out)
 	return nil

@@ -33,7 +33,7 @@ func header(b *strings.Builder, run Run) {
 
 // summaryTable is every controller variant against the baseline at the largest size.
 func summaryTable(b *strings.Builder, run Run) {
-	n := slices.Max(run.Options.Sizes)
+	n := run.largest()
 	base := run.find(run.Baseline, n)
 	if base == nil {
 		return
@@ -85,7 +85,7 @@ func (run Run) find(variant string, n int) *Result {
 }
 
 func receivedTable(b *strings.Builder, run Run) {
-	n := slices.Max(run.Options.Sizes)
+	n := run.largest()
 	fmt.Fprintf(b, "\n## Bytes received per cached pod in the initial sync, by request and content type (%d pods)\n\n", n)
 	b.WriteString("| variant | request and content type | bytes / pod |\n|---|---|---|\n")
 	for _, r := range run.Results {

@@ -47,7 +47,7 @@ func memoryPlot(run Run) *plot.Plot {
 // latencyPlot is the cumulative distribution of latencies per variant.
 func latencyPlot(run Run) *plot.Plot {
 	p := plot.New()
-	n := slices.Max(run.Options.Sizes)
+	n := run.largest()
 	p.Title.Text = fmt.Sprintf("Label change to the rule's write, %d pods, during churn", n)
 	p.X.Label.Text = "latency (ms)"
 	p.Y.Label.Text = "fraction of label changes"

@@ -117,6 +117,15 @@ func (c Churn) Percentile(p float64) float64 {
 	return sorted[i]
 }
 
+// largest is the largest size with results (a run that stopped early has fewer than it set out to).
+func (run Run) largest() int {
+	n := 0
+	for _, r := range run.Results {
+		n = max(n, r.N)
+	}
+	return n
+}
+
 // Write writes run.json, README.md and the plots into dir.
 func Write(dir string, run Run) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {

@@ -13,8 +13,9 @@ import (
 )
 
 // Workloads returns the objects of app i of namespace ns around its pods: a
-// Deployment (0 replicas: on a real cluster it starts nothing), a Service and a
-// ConfigMap applied with kubectl (so it carries last-applied-configuration).
+// Deployment (0 replicas: on a real cluster it starts nothing), a headless
+// Service (no cluster IP: 100k pods' apps would exhaust a small service range)
+// and a ConfigMap applied with kubectl (so it carries last-applied-configuration).
 func Workloads(ns string, i int) []client.Object {
 	app := appName(i)
 	labels := map[string]string{"app.kubernetes.io/name": app, "app.kubernetes.io/part-of": "shop", BenchLabel: "true"}
@@ -25,7 +26,7 @@ func Workloads(ns string, i int) []client.Object {
 			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: pod.Labels, Annotations: pod.Annotations}, Spec: pod.Spec},
 		}},
 		&corev1.Service{ObjectMeta: meta(ns, app, labels), Spec: corev1.ServiceSpec{
-			Selector: map[string]string{"app.kubernetes.io/name": app},
+			ClusterIP: corev1.ClusterIPNone, Selector: map[string]string{"app.kubernetes.io/name": app},
 			Ports:    []corev1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromString("http")}},
 		}},
 		kubectlApplied(&corev1.ConfigMap{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"}, ObjectMeta: meta(ns, app+"-config", labels),
