@@ -27,7 +27,7 @@ func Workloads(ns string, i int) []client.Object {
 		}},
 		&corev1.Service{ObjectMeta: meta(ns, app, labels), Spec: corev1.ServiceSpec{
 			ClusterIP: corev1.ClusterIPNone, Selector: map[string]string{"app.kubernetes.io/name": app},
-			Ports:    []corev1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromString("http")}},
+			Ports: []corev1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromString("http")}},
 		}},
 		kubectlApplied(&corev1.ConfigMap{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"}, ObjectMeta: meta(ns, app+"-config", labels),
 			Data: map[string]string{"app.yaml": fmt.Sprintf("listen: :8080\nlogLevel: info\nupstream: http://%s-backend\ncacheSize: 512Mi\n", app)}}),
