@@ -29,8 +29,8 @@ type table[V any] struct {
 
 func newTable[V any]() *table[V] { return &table[V]{values: map[string]V{}} }
 
-// share returns the value an earlier call stored for key, or stores and returns make().
-func (t *table[V]) share(key []byte, make func() V) V {
+// share returns the value an earlier call stored for key, or stores and returns newValue().
+func (t *table[V]) share(key []byte, newValue func() V) V {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if v, ok := t.values[string(key)]; ok {
@@ -39,7 +39,7 @@ func (t *table[V]) share(key []byte, make func() V) V {
 	if len(t.values) >= maxShared {
 		clear(t.values)
 	}
-	v := make()
+	v := newValue()
 	t.values[string(key)] = v
 	return v
 }
