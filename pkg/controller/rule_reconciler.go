@@ -63,13 +63,15 @@ func (r *RuleReconciler) reconcileObject(ctx context.Context, key types.Namespac
 	return r.apply(ctx, obj, result)
 }
 
-// namespaceOf returns the object's namespace metadata from the cache, when a rule copies from it.
+// namespaceOf returns the object's namespace metadata from the cache, when a
+// rule copies from it: read without a copy (the rules only read it), so that
+// event handlers can call it too (RuleReconciler.settled).
 func (r *RuleReconciler) namespaceOf(ctx context.Context, obj *metav1.PartialObjectMetadata) (*rules.Metadata, error) {
 	if obj.Namespace == "" || !rules.Copies(r.Rules) {
 		return nil, nil
 	}
 	ns := engine.NewObject(namespaceGVK)
-	if err := r.Reader.Get(ctx, types.NamespacedName{Name: obj.Namespace}, ns); err != nil {
+	if err := r.Reader.Get(ctx, types.NamespacedName{Name: obj.Namespace}, ns, client.UnsafeDisableDeepCopy); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil, nil // being deleted; its objects go with it
 		}

@@ -4,11 +4,9 @@ import (
 	"context"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/metawatch/metawatch/pkg/engine"
 	"github.com/metawatch/metawatch/pkg/rules"
 )
 
@@ -20,31 +18,19 @@ import (
 // maps do not shrink): ~180 B per object in controller-runtime's queue and its
 // metrics, a third of what the cache itself costs per pod.
 //
-// It reads the namespace from the cache without a copy and evaluates the
-// rules as the reconcile would; anything it cannot tell says "not settled".
+// It evaluates the rules as the reconcile would; anything it cannot tell
+// (the namespace cannot be read) says "not settled".
 func (r *RuleReconciler) settled(ctx context.Context, o client.Object) bool {
 	obj, ok := o.(*metav1.PartialObjectMetadata)
 	if !ok {
 		return false
 	}
-	ns, ok := r.cachedNamespace(ctx, obj)
-	if !ok {
+	ns, err := r.namespaceOf(ctx, obj)
+	if err != nil {
 		return false
 	}
 	result := rules.Evaluate(r.Rules, rules.Metadata{Labels: obj.Labels, Annotations: obj.Annotations}, ns)
 	return len(result.Violations) == 0 &&
 		len(present(obj.Labels, result.RemoveLabels, sets.New[string]()))+len(present(obj.Annotations, result.RemoveAnnotations, sets.New[string]())) == 0 &&
 		changeOf(obj, result).empty()
-}
-
-// cachedNamespace is namespaceOf for an event handler: read-only and without a copy.
-func (r *RuleReconciler) cachedNamespace(ctx context.Context, obj *metav1.PartialObjectMetadata) (*rules.Metadata, bool) {
-	if obj.Namespace == "" || !rules.Copies(r.Rules) {
-		return nil, true
-	}
-	ns := engine.NewObject(namespaceGVK)
-	if err := r.Reader.Get(ctx, types.NamespacedName{Name: obj.Namespace}, ns, client.UnsafeDisableDeepCopy); err != nil {
-		return nil, false
-	}
-	return &rules.Metadata{Labels: ns.Labels, Annotations: ns.Annotations}, true
 }
