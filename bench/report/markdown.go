@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 )
@@ -92,7 +93,7 @@ func receivedTable(b *strings.Builder, run Run) {
 		if r.N != n {
 			continue
 		}
-		for _, key := range slices.Sorted(mapKeys(r.Sync.ReceivedBytesPerObjectByKey)) {
+		for _, key := range slices.Sorted(maps.Keys(r.Sync.ReceivedBytesPerObjectByKey)) {
 			fmt.Fprintf(b, "| %s | `%s` | %.1f |\n", r.Variant, key, r.Sync.ReceivedBytesPerObjectByKey[key])
 		}
 	}
@@ -120,16 +121,6 @@ func convergeTable(b *strings.Builder, run Run) {
 			if c := r.Converge; c != nil && r.N == bare.N {
 				fmt.Fprintf(b, "| %d | %s | %d | %.2f | %.0f | %.2f | %.2f | %.1f |\n", r.N, r.Variant, c.Pods, c.Seconds, float64(c.Pods)/c.Seconds,
 					bare.Seconds/c.Seconds, c.Activity.ReconcilesPerEvent(), c.Activity.CPUSeconds)
-			}
-		}
-	}
-}
-
-func mapKeys[V any](m map[string]V) func(func(string) bool) {
-	return func(yield func(string) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
 			}
 		}
 	}

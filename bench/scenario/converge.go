@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/metawatch/metawatch/bench/seed"
+	"github.com/metawatch/metawatch/bench/variant"
 	"github.com/metawatch/metawatch/pkg/engine"
 )
 
@@ -42,7 +43,7 @@ func Bare(ctx context.Context, c client.Client, o *Observer, namespace, value st
 	}
 	pods := o.Pods()
 	err := seed.ForEach(ctx, len(pods), concurrency, func(i int) error {
-		body := fmt.Appendf(nil, `{"apiVersion":"v1","kind":"Pod","metadata":{"name":%q,"namespace":%q,"labels":{%q:%q}}}`, pods[i], namespace, o.label, value)
+		body := variant.ApplyBody(o.label, namespace, pods[i], value)
 		target := engine.NewObject(corev1.SchemeGroupVersion.WithKind("Pod"))
 		target.Namespace, target.Name = namespace, pods[i]
 		return c.Patch(ctx, target, client.RawPatch(types.ApplyPatchType, body), client.FieldOwner(engine.FieldManager))

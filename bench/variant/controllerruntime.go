@@ -118,7 +118,7 @@ func (r *crReconciler) Reconcile(ctx context.Context, req reconcile.Request) (re
 	if !write {
 		return reconcile.Result{}, nil
 	}
-	patch := client.RawPatch(types.ApplyPatchType, applyBody(r.spec, pod.GetNamespace(), pod.GetName(), value))
+	patch := client.RawPatch(types.ApplyPatchType, ApplyBody(r.spec.Label, pod.GetNamespace(), pod.GetName(), value))
 	return reconcile.Result{}, r.client.Patch(ctx, pod, patch, client.FieldOwner(engine.FieldManager))
 }
 

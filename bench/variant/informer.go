@@ -139,7 +139,7 @@ func (c *informerController) reconcile(ctx context.Context, key types.Namespaced
 		return nil
 	}
 	_, err = c.client.Resource(podsGVR).Namespace(key.Namespace).Patch(ctx, key.Name, types.ApplyPatchType,
-		applyBody(c.spec, key.Namespace, key.Name, value), metav1.PatchOptions{FieldManager: fieldManager})
+		ApplyBody(c.spec.Label, key.Namespace, key.Name, value), metav1.PatchOptions{FieldManager: fieldManager})
 	return err
 }
 

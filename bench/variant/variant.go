@@ -90,10 +90,11 @@ func Named(name string) (Variant, error) {
 	return Variant{}, fmt.Errorf("unknown variant %q (have %v)", name, Names(All()))
 }
 
-// applyBody is the rule's write: the label, and nothing else, as a server-side apply.
-func applyBody(spec Spec, namespace, name, value string) []byte {
+// ApplyBody is the rule's write: the label, and nothing else, as a server-side
+// apply to a pod. The harness's bare-client reference makes the same one.
+func ApplyBody(label, namespace, name, value string) []byte {
 	return fmt.Appendf(nil, `{"apiVersion":"v1","kind":"Pod","metadata":{"name":%q,"namespace":%q,"labels":{%q:%q}}}`,
-		name, namespace, spec.Label, value)
+		name, namespace, label, value)
 }
 
 // needsWrite is the rule: the pod's label must equal its namespace's, when the namespace has one.
