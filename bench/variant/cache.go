@@ -11,6 +11,26 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
+// startCounted counts the events of c's informers of objs and returns the
+// variant, started by start (the manager's or the cache's) when it is Run.
+func startCounted(ctx context.Context, c cache.Cache, start func(context.Context) error, counters *Counters,
+	podList func() client.ObjectList, objs ...client.Object) (*Running, error) {
+	for _, obj := range objs {
+		informer, err := c.GetInformer(ctx, obj, cache.BlockUntilSynced(false))
+		if err != nil {
+			return nil, err
+		}
+		if _, err := informer.AddEventHandler(countEvents(counters)); err != nil {
+			return nil, err
+		}
+	}
+	return &Running{
+		Run:        func() { go func() { _ = start(ctx) }() },
+		WaitSynced: func(ctx context.Context) error { return waitSynced(ctx, c) },
+		CachedPods: func(ctx context.Context) (int, error) { return countCached(ctx, c, podList()) },
+	}, nil
+}
+
 func waitSynced(ctx context.Context, c cache.Cache) error {
 	if !c.WaitForCacheSync(ctx) {
 		return fmt.Errorf("cache did not sync: %w", context.Cause(ctx))

@@ -65,7 +65,7 @@ func startControllerRuntime(objs objects) func(context.Context, *rest.Config, Sp
 		if err != nil {
 			return nil, err
 		}
-		return startManager(ctx, mgr, counters, objs.podList, objs.pod(), objs.namespace())
+		return startCounted(ctx, mgr.GetCache(), mgr.Start, counters, objs.podList, objs.pod(), objs.namespace())
 	}
 }
 
@@ -78,24 +78,6 @@ func newManager(cfg *rest.Config, spec Spec) (manager.Manager, error) {
 		Cache:   cache.Options{DefaultLabelSelector: selector},
 		Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
 	})
-}
-
-// startManager counts the events of the informers of objs and starts mgr.
-func startManager(ctx context.Context, mgr manager.Manager, counters *Counters, podList func() client.ObjectList, objs ...client.Object) (*Running, error) {
-	for _, obj := range objs {
-		informer, err := mgr.GetCache().GetInformer(ctx, obj, cache.BlockUntilSynced(false))
-		if err != nil {
-			return nil, err
-		}
-		if _, err := informer.AddEventHandler(countEvents(counters)); err != nil {
-			return nil, err
-		}
-	}
-	return &Running{
-		Run:        func() { go func() { _ = mgr.Start(ctx) }() },
-		WaitSynced: func(ctx context.Context) error { return waitSynced(ctx, mgr.GetCache()) },
-		CachedPods: func(ctx context.Context) (int, error) { return countCached(ctx, mgr.GetCache(), podList()) },
-	}, nil
 }
 
 type crReconciler struct {

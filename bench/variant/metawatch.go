@@ -59,8 +59,7 @@ func startMetawatch(ctx context.Context, cfg *rest.Config, spec Spec, counters *
 		return nil, err
 	}
 	counters.readReconciles = reconcileTotal
-	return startManager(ctx, mgr, counters, func() client.ObjectList { return engine.NewList(podGVK) },
-		engine.NewObject(podGVK), engine.NewObject(namespaceGVK))
+	return startCounted(ctx, mgr.GetCache(), mgr.Start, counters, metadataPodList, engine.NewObject(podGVK), engine.NewObject(namespaceGVK))
 }
 
 // reconcileTotal is controller_runtime_reconcile_total summed over metawatch's controllers.
@@ -121,16 +120,7 @@ func startShrunkCache(ctx context.Context, cfg *rest.Config, spec Spec, counters
 	if err != nil {
 		return nil, err
 	}
-	informer, err := c.GetInformer(ctx, engine.NewObject(podGVK), cache.BlockUntilSynced(false))
-	if err != nil {
-		return nil, err
-	}
-	if _, err := informer.AddEventHandler(countEvents(counters)); err != nil {
-		return nil, err
-	}
-	return &Running{
-		Run:        func() { go func() { _ = c.Start(ctx) }() },
-		WaitSynced: func(ctx context.Context) error { return waitSynced(ctx, c) },
-		CachedPods: func(ctx context.Context) (int, error) { return countCached(ctx, c, engine.NewList(podGVK)) },
-	}, nil
+	return startCounted(ctx, c, c.Start, counters, metadataPodList, engine.NewObject(podGVK))
 }
+
+func metadataPodList() client.ObjectList { return engine.NewList(podGVK) }
