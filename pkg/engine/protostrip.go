@@ -49,22 +49,41 @@ func envelopeOf(inner *shape) *shape {
 // always sends them, they are most of the bytes of metadata, and decoding
 // them is most of the allocation and CPU of an event; a transform runs too
 // late to save that. It returns the new length; ok is false when b is not what
-// s describes, and then b must be used unchanged.
+// s describes, and then b is unchanged, byte for byte: the whole message is
+// walked once without writing before it is rewritten, because an in-place
+// rewrite cannot be undone once a later part turns out to be malformed.
 func stripManagedFields(b []byte, s *shape, keepManager []byte) (n int, ok bool) {
+	if _, ok := rewrite(b, s, keepManager, false); !ok {
+		return 0, false
+	}
+	return rewrite(b, s, keepManager, true)
+}
+
+// rewrite is one pass over the message in b: with write it compacts b in
+// place; without, it only checks that b is what s describes (and computes the
+// length a write would leave).
+func rewrite(b []byte, s *shape, keepManager []byte, write bool) (int, bool) {
 	if s.envelope {
 		if !bytes.HasPrefix(b, protobufMagic) {
 			return 0, false
 		}
-		n, ok := compact(b[len(protobufMagic):], s, keepManager)
+		n, ok := compact(b[len(protobufMagic):], s, keepManager, write)
 		return len(protobufMagic) + n, ok
 	}
-	return compact(b, s, keepManager)
+	return compact(b, s, keepManager, write)
 }
 
-// compact rewrites the message in b in place, moving every kept field left:
-// writes never overtake reads, because fields only shrink or go.
-func compact(b []byte, s *shape, keepManager []byte) (int, bool) {
+// compact moves every kept field of the message in b left (only if write):
+// writes never overtake reads, because fields only shrink or go, so the
+// writing pass reads exactly the bytes the checking pass read.
+func compact(b []byte, s *shape, keepManager []byte, write bool) (int, bool) {
 	w := 0
+	keep := func(from, to int) {
+		if write {
+			copy(b[w:], b[from:to])
+		}
+		w += to - from
+	}
 	for r := 0; r < len(b); {
 		num, typ, n := protowire.ConsumeTag(b[r:])
 		if n < 0 {
@@ -76,7 +95,7 @@ func compact(b []byte, s *shape, keepManager []byte) (int, bool) {
 		}
 		end := r + n + m
 		if typ != protowire.BytesType {
-			w += copy(b[w:], b[r:end])
+			keep(r, end)
 			r = end
 			continue
 		}
@@ -86,15 +105,18 @@ func compact(b []byte, s *shape, keepManager []byte) (int, bool) {
 		case s.managedFields && num == objectManagedFields && !ownEntry(value, keepManager):
 		case inner != nil:
 			valueStart := r + n + lenSize
-			newLen, ok := stripManagedFields(b[valueStart:end], inner, keepManager)
+			newLen, ok := rewrite(b[valueStart:end], inner, keepManager, write)
 			if !ok {
 				return 0, false
 			}
-			w += copy(b[w:], b[r:r+n])
-			w += len(protowire.AppendVarint(b[w:w], uint64(newLen)))
-			w += copy(b[w:], b[valueStart:valueStart+newLen])
+			keep(r, r+n)
+			if write {
+				protowire.AppendVarint(b[w:w], uint64(newLen))
+			}
+			w += protowire.SizeVarint(uint64(newLen))
+			keep(valueStart, valueStart+newLen)
 		default:
-			w += copy(b[w:], b[r:end])
+			keep(r, end)
 		}
 		r = end
 	}

@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"testing"
 
+	"google.golang.org/protobuf/encoding/protowire"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -198,3 +199,83 @@ func assertFramesDecode(t *testing.T, body []byte, want int) {
 type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
+
+// Input the stripper cannot parse passes through unchanged, even when the
+// part it cannot parse comes after a part it already rewrote (in place): here
+// a list whose first item is fine and whose second item's metadata is not.
+func TestStripLeavesInputItRejectsByteIdentical(t *testing.T) {
+	good := encode(t, podMetadata("web-1"))[len(protobufMagic):] // a runtime.Unknown
+	var goodItem []byte
+	for rest := good; len(rest) > 0; {
+		num, typ, n := protowire.ConsumeTag(rest)
+		m := protowire.ConsumeFieldValue(num, typ, rest[n:])
+		if num == unknownRaw {
+			goodItem, _ = protowire.ConsumeBytes(rest[n : n+m])
+		}
+		rest = rest[n+m:]
+	}
+	badItem := protowire.AppendBytes(protowire.AppendTag(nil, objectMeta, protowire.BytesType), []byte{0x00}) // field number 0
+	list := protowire.AppendBytes(protowire.AppendTag(nil, listItems, protowire.BytesType), goodItem)
+	list = protowire.AppendBytes(protowire.AppendTag(list, listItems, protowire.BytesType), badItem)
+	unknown := protowire.AppendBytes(protowire.AppendTag(nil, unknownRaw, protowire.BytesType), list)
+	in := append(append([]byte(nil), protobufMagic...), unknown...)
+
+	b := append([]byte(nil), in...)
+	if _, ok := stripManagedFields(b, envelopeOf(listShape), []byte(FieldManager)); ok {
+		t.Fatal("the stripper accepted a list whose second item is malformed")
+	}
+	if !bytes.Equal(b, in) {
+		t.Errorf("the stripper rejected the input but changed it: %d bytes differ", differing(b, in))
+	}
+}
+
+func differing(a, b []byte) int {
+	n := 0
+	for i := range min(len(a), len(b)) {
+		if a[i] != b[i] {
+			n++
+		}
+	}
+	return n + max(len(a), len(b)) - min(len(a), len(b))
+}
+
+// client-go tells a dropped connection (resume the watch from its last
+// resourceVersion) from a watch error (list everything again) by comparing
+// the stream's error with io.EOF and io.ErrUnexpectedEOF using ==. The frame
+// stripper must hand those errors on as they are, wherever the cut falls.
+func TestFrameStripperReturnsConnectionErrorsUnwrapped(t *testing.T) {
+	e := &metav1.WatchEvent{Type: "ADDED", Object: runtime.RawExtension{Raw: encode(t, podMetadata("web-1"))}}
+	payload := encodeWatchEvent(t, e)
+	frame := append(binary.BigEndian.AppendUint32(nil, uint32(len(payload))), payload...)
+	cases := map[string]struct {
+		body []byte
+		err  error
+		want error
+	}{
+		"the stream ends between frames":        {body: frame, err: io.EOF, want: io.EOF},
+		"the connection is cut inside a header": {body: append(frame, frame[:2]...), err: io.ErrUnexpectedEOF, want: io.ErrUnexpectedEOF},
+		"the connection is cut inside a frame":  {body: append(frame, frame[:10]...), err: io.ErrUnexpectedEOF, want: io.ErrUnexpectedEOF},
+		"the stream ends inside a frame":        {body: append(frame, frame[:10]...), err: io.EOF, want: io.ErrUnexpectedEOF},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			f := &frameStripper{body: io.NopCloser(io.MultiReader(bytes.NewReader(tc.body), errReader{tc.err}))}
+			_, err := io.ReadAll(readerOnly{f})
+			if err == nil && tc.want == io.EOF {
+				return // ReadAll turns io.EOF into nil
+			}
+			if err != tc.want {
+				t.Errorf("Read returned %#v, want exactly %v", err, tc.want)
+			}
+		})
+	}
+}
+
+type errReader struct{ err error }
+
+func (e errReader) Read([]byte) (int, error) { return 0, e.err }
+
+// readerOnly hides everything but Read, so io.ReadAll sees the raw errors.
+type readerOnly struct{ r io.Reader }
+
+func (r readerOnly) Read(p []byte) (int, error) { return r.r.Read(p) }

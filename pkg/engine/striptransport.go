@@ -3,7 +3,6 @@ package engine
 import (
 	"bytes"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -84,13 +83,15 @@ func (f *frameStripper) Read(p []byte) (int, error) {
 	return n, nil
 }
 
+// next reads and strips one frame. A read error is returned exactly as the
+// connection gave it: client-go compares the stream's error with io.EOF and
+// io.ErrUnexpectedEOF using ==, and takes anything else for a watch error,
+// which makes the reflector list the whole kind again instead of resuming the
+// watch from its last resourceVersion.
 func (f *frameStripper) next() error {
 	var header [4]byte
 	if _, err := io.ReadFull(f.body, header[:]); err != nil {
-		if errors.Is(err, io.ErrUnexpectedEOF) {
-			return fmt.Errorf("watch stream cut inside a frame header: %w", err)
-		}
-		return err
+		return err // io.EOF between frames, io.ErrUnexpectedEOF inside a header
 	}
 	size := int(binary.BigEndian.Uint32(header[:]))
 	if size > maxFrame {
@@ -101,7 +102,10 @@ func (f *frameStripper) next() error {
 	}
 	frame := f.buf[4 : 4+size]
 	if _, err := io.ReadFull(f.body, frame); err != nil {
-		return fmt.Errorf("watch stream cut inside a frame: %w", err)
+		if err == io.EOF {
+			err = io.ErrUnexpectedEOF // the header promised a frame
+		}
+		return err
 	}
 	if n, ok := stripManagedFields(frame, eventShape, []byte(FieldManager)); ok {
 		size = n
