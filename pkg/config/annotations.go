@@ -7,7 +7,7 @@ import (
 )
 
 // annotationsRead lists the annotation keys anything reads on objects of kind:
-// the rules that apply to it (set, remove, require), copy rules when kind is
+// the rules that apply to it (set, remove, require, copy), copy rules when kind is
 // Namespace (they read the Namespace's annotations), and cache.keepAnnotations.
 // It returns nil, meaning every annotation, when keepAnnotations has "*".
 func annotationsRead(c *Config, kind string) sets.Set[string] {
@@ -27,6 +27,11 @@ func annotationsRead(c *Config, kind string) sets.Set[string] {
 		}
 		for k := range r.SetAnnotations {
 			keep.Insert(k)
+		}
+		if r.CopyFromNamespace != nil {
+			// Copied onto objects of kind: without them in the cache, every
+			// object would look unsettled and hand edits would go unseen.
+			keep.Insert(r.CopyFromNamespace.Annotations...)
 		}
 		keep.Insert(r.RemoveAnnotations...)
 		keep.Insert(r.RequireAnnotations...)

@@ -101,7 +101,7 @@ rules:
 		t.Fatal(err)
 	}
 	want := map[string][]string{
-		"Pod":       {"example.com/keep", "example.com/required", "example.com/set"},
+		"Pod":       {"example.com/from-ns", "example.com/keep", "example.com/required", "example.com/set"}, // from-ns: copied onto Pods
 		"Node":      {"example.com/keep", "example.com/old"},
 		"Namespace": {"example.com/from-ns", "example.com/keep"},
 	}

@@ -18,8 +18,13 @@ import (
 	"github.com/metawatch/metawatch/pkg/rules"
 )
 
-// ReasonConflict is the Event reason when another field manager owns a key a rule wants.
-const ReasonConflict = "LabelConflict"
+// Event reasons of writes.
+const (
+	// ReasonConflict: another field manager owns a key a rule wants.
+	ReasonConflict = "LabelConflict"
+	// ReasonOwnershipFight: another manager keeps taking a key metawatch takes back; metawatch stops.
+	ReasonOwnershipFight = "OwnershipFight"
+)
 
 var namespaceGVK = corev1.SchemeGroupVersion.WithKind("Namespace")
 
@@ -45,6 +50,10 @@ func (r *RuleReconciler) apply(ctx context.Context, obj *metav1.PartialObjectMet
 		var kept rules.Result
 		kept, err = r.resolveConflicts(ctx, obj, res, conflicts)
 		changed = changeOf(obj, kept) // yielded keys were not written
+	}
+	if replacedOrGone(err) {
+		log.V(1).Info("not applied: the object is gone or was replaced; the watch will tell", "uid", obj.UID)
+		return nil
 	}
 	if err != nil {
 		r.count(changed.rules, metrics.ResultError)
@@ -107,19 +116,30 @@ func (r *RuleReconciler) resolveConflicts(ctx context.Context, obj *metav1.Parti
 }
 
 // yield removes from desired the conflicting keys metawatch may not take, and
-// reports whether any conflicting key remains (to be taken with force).
+// reports whether any conflicting key remains (to be taken with force). A key
+// is taken when its rule has force, or when another manager took it from
+// metawatch (a hand edit, reclaimed), unless it keeps being taken (a fight):
+// then metawatch stops, says so, and leaves the key to the other manager.
 func (r *RuleReconciler) yield(obj *metav1.PartialObjectMetadata, what string, desired map[string]rules.Owned, conflicts []string, reclaimed func(string) bool) (map[string]rules.Owned, bool) {
 	out := maps.Clone(desired)
 	force := false
+	key := types.NamespacedName{Namespace: obj.Namespace, Name: obj.Name}
 	for _, k := range conflicts {
 		o, ok := desired[k]
 		switch {
 		case !ok:
+		case (o.Force || reclaimed(k)) && r.takeovers.fighting(key, what, k):
+			delete(out, k)
+			r.yielded.add(key, what, k, currentValue(obj, what, k))
+			metrics.OwnershipFights.WithLabelValues(o.Rule, kindLabel(r.GVK)).Inc()
+			r.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, ReasonOwnershipFight, "Apply",
+				"rule %s wants %s %s=%q, but another field manager took it more than %d times in %s (now %q); metawatch stops taking it back until that value changes or metawatch restarts: make the two controllers agree",
+				o.Rule, what, k, o.Value, maxTakeovers, takeoverWindow, currentValue(obj, what, k))
 		case o.Force || reclaimed(k):
 			force = true
 		default:
 			delete(out, k)
-			r.yielded.add(types.NamespacedName{Namespace: obj.Namespace, Name: obj.Name}, what, k, currentValue(obj, what, k))
+			r.yielded.add(key, what, k, currentValue(obj, what, k))
 			metrics.RuleConflicts.WithLabelValues(o.Rule, kindLabel(r.GVK)).Inc()
 			metrics.RuleWrites.WithLabelValues(o.Rule, kindLabel(r.GVK), metrics.ResultConflict).Inc()
 			r.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, ReasonConflict, "Apply",
@@ -139,7 +159,9 @@ func currentValue(obj *metav1.PartialObjectMetadata, what, key string) string {
 
 // applyManifest server-side applies a metadata-only manifest: exactly the keys metawatch owns.
 func (r *RuleReconciler) applyManifest(ctx context.Context, obj *metav1.PartialObjectMetadata, labels, annotations map[string]rules.Owned, force bool) error {
-	metadata := map[string]any{"name": obj.Name}
+	// The UID makes the apply fail, instead of landing on another object, when
+	// the cached object is gone or its name now belongs to a new object.
+	metadata := map[string]any{"name": obj.Name, "uid": obj.UID}
 	if obj.Namespace != "" {
 		metadata["namespace"] = obj.Namespace
 	}

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/metawatch/metawatch/pkg/engine"
 	"github.com/metawatch/metawatch/pkg/testkit"
 
 	corev1 "k8s.io/api/core/v1"
@@ -75,4 +76,9 @@ func applyAs(t *testing.T, c client.Client, ns, name, manager, labelsJSON string
 	if err := c.Patch(context.Background(), pod, client.RawPatch("application/apply-patch+yaml", []byte(manifest)), client.FieldOwner(manager)); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// podMetadata is an empty metadata-only Pod, to read from metawatch's cache.
+func podMetadata() *metav1.PartialObjectMetadata {
+	return engine.NewObject(corev1.SchemeGroupVersion.WithKind("Pod"))
 }

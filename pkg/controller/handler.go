@@ -16,7 +16,7 @@ type queue = workqueue.TypedRateLimitingInterface[reconcile.Request]
 // objects that need nothing (see RuleReconciler.settled; without rules, a new
 // object needs nothing: the Reporter reports changes). On updates it
 // remembers the labels and annotations the object had before, for the
-// Reporter's diff, and tells ruler (if any) which keys metawatch lost.
+// Reporter's diff, and tells ruler (if any) which keys another manager took.
 func enqueueWithSnapshot(pending *pendingChanges, ruler *RuleReconciler) handler.EventHandler {
 	return handler.Funcs{
 		CreateFunc: func(ctx context.Context, e event.CreateEvent, q queue) {
@@ -29,7 +29,7 @@ func enqueueWithSnapshot(pending *pendingChanges, ruler *RuleReconciler) handler
 			req := requestFor(e.ObjectNew)
 			pending.remember(req.NamespacedName, snapshot{labels: e.ObjectOld.GetLabels(), annotations: e.ObjectOld.GetAnnotations()})
 			if ruler != nil {
-				ruler.noteLostOwnership(e.ObjectOld, e.ObjectNew)
+				ruler.noteTakenKeys(e.ObjectOld, e.ObjectNew)
 			}
 			q.Add(req)
 		},

@@ -23,12 +23,20 @@ import (
 // instance is an in-process metawatch on the test control plane.
 type instance struct {
 	writes atomic.Int64 // PATCH, PUT, POST and DELETE requests, Events excepted
+	// podEventsBefore is metawatch_events_total{kind=Pod,verdict=passed} before it started.
+	podEventsBefore float64
 	stop   func()
 	cache  client.Reader
 }
 
 // startInstance runs metawatch with configYAML until the test ends or stop is called.
 func startInstance(t *testing.T, configYAML string, opts controller.Options) *instance {
+	t.Helper()
+	return startInstanceVia(t, configYAML, opts, nil)
+}
+
+// startInstanceVia is startInstance with wrap (if not nil) around its client config.
+func startInstanceVia(t *testing.T, configYAML string, opts controller.Options, wrap func(*rest.Config) *rest.Config) *instance {
 	t.Helper()
 	conf, err := config.Parse([]byte(configYAML))
 	if err != nil {
@@ -42,8 +50,12 @@ func startInstance(t *testing.T, configYAML string, opts controller.Options) *in
 	if err != nil {
 		t.Fatal(err)
 	}
-	inst := &instance{}
-	mgr, err := engine.NewManager(inst.countWrites(cp.Config), watches, engine.Options{MetricsBindAddress: "0", HealthProbeBindAddress: "0"})
+	inst := &instance{podEventsBefore: podEventsPassed(t)}
+	cfg := inst.countWrites(cp.Config)
+	if wrap != nil {
+		cfg = wrap(cfg)
+	}
+	mgr, err := engine.NewManager(cfg, watches, engine.Options{MetricsBindAddress: "0", HealthProbeBindAddress: "0"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,9 +66,9 @@ func startInstance(t *testing.T, configYAML string, opts controller.Options) *in
 	return inst
 }
 
-// waitCached waits until the instance's cache holds n pods in namespaces (its
-// initial list is done; creates that need no work are not reconciled, so
-// reconciles cannot tell).
+// waitCached waits until the instance's cache holds n pods in namespaces and
+// its controller has received their creates (its initial list is done;
+// creates that need no work are not reconciled, so reconciles cannot tell).
 func waitCached(t *testing.T, inst *instance, namespaces []string, n int) {
 	t.Helper()
 	testkit.WaitFor(t, fmt.Sprintf("the cache to hold %d pods", n), func() bool {
@@ -68,8 +80,12 @@ func waitCached(t *testing.T, inst *instance, namespaces []string, n int) {
 			}
 			total += len(list.Items)
 		}
-		return total == n
+		return total == n && podEventsPassed(t)-inst.podEventsBefore >= float64(n)
 	})
+}
+
+func podEventsPassed(t *testing.T) float64 {
+	return testkit.Metric(t, "metawatch_events_total", map[string]string{"kind": "Pod", "verdict": "passed"})
 }
 
 // countWrites counts every write request the instance makes, but Events.

@@ -17,32 +17,40 @@ import (
 	"github.com/metawatch/metawatch/pkg/rules"
 )
 
-// namespaceFanout maps a Namespace whose labels or annotations changed to the
-// objects of kind gvk in it that a copy rule applies to, found through the
-// cache's namespace index (no request to the API server, no deep copies).
-func namespaceFanout(reader client.Reader, gvk schema.GroupVersionKind, rs []rules.Rule) handler.EventHandler {
+// namespaceFanout enqueues, when a Namespace's labels or annotations change,
+// the objects of kind gvk in it that a copy rule applies to, found through the
+// cache's namespace index (no request to the API server, no deep copies); and
+// when a Namespace reaches the cache, the objects that waited for it.
+func namespaceFanout(reader client.Reader, gvk schema.GroupVersionKind, rs []rules.Rule, waiting *namespaceWaiters) handler.EventHandler {
 	copiers := copyRules(rs)
-	return handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, ns client.Object) []reconcile.Request {
-		list := engine.NewList(gvk)
-		if err := reader.List(ctx, list, client.InNamespace(ns.GetName()), client.UnsafeDisableDeepCopy); err != nil {
-			logr.FromContextOrDiscard(ctx).Error(err, "listing objects to re-evaluate after a namespace change", "namespace", ns.GetName())
-			return nil
-		}
-		var reqs []reconcile.Request
-		for i := range list.Items {
-			if anyMatches(copiers, list.Items[i].Labels) {
-				reqs = append(reqs, requestFor(&list.Items[i]))
+	return handler.Funcs{
+		CreateFunc: func(_ context.Context, e event.CreateEvent, q queue) {
+			for _, key := range waiting.take(e.Object.GetName()) {
+				q.Add(reconcile.Request{NamespacedName: key})
 			}
-		}
-		return reqs
-	})
+		},
+		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q queue) {
+			ns := e.ObjectNew.GetName()
+			list := engine.NewList(gvk)
+			if err := reader.List(ctx, list, client.InNamespace(ns), client.UnsafeDisableDeepCopy); err != nil {
+				logr.FromContextOrDiscard(ctx).Error(err, "listing objects to re-evaluate after a namespace change", "namespace", ns)
+				return
+			}
+			for i := range list.Items {
+				if anyMatches(copiers, list.Items[i].Labels) {
+					q.Add(requestFor(&list.Items[i]))
+				}
+			}
+		},
+	}
 }
 
-// namespaceMetadataChanged passes only updates that change a Namespace's labels
-// or annotations: a new namespace has no objects yet, a deleted one takes them along.
+// namespaceMetadataChanged passes creates (objects may wait for them) and
+// updates that change a Namespace's labels or annotations; a deleted
+// Namespace takes its objects along.
 func namespaceMetadataChanged() predicate.Predicate {
 	return predicate.Funcs{
-		CreateFunc:  func(event.CreateEvent) bool { return false },
+		CreateFunc:  func(event.CreateEvent) bool { return true },
 		DeleteFunc:  func(event.DeleteEvent) bool { return false },
 		UpdateFunc:  labelsOrAnnotationsChanged.Update,
 		GenericFunc: func(event.GenericEvent) bool { return false },

@@ -47,9 +47,28 @@ func addFieldKeys(dst sets.Set[string], fields map[string]json.RawMessage) {
 	}
 }
 
-// lost returns the keys o owns and now does not: another manager's Update took them.
-func (o owned) lost(now owned) owned {
-	return owned{labels: o.labels.Difference(now.labels), annotations: o.annotations.Difference(now.annotations)}
+// takenBy returns the keys metawatch owned on before that another manager took
+// on after: metawatch no longer owns them, and their value changed. Losing
+// ownership alone proves nothing: metawatch's own applies release keys (a
+// Namespace lost the key, a rule stopped wanting it), and a manager that
+// writes the same value takes nothing a rule wants.
+func takenBy(before, after metav1.Object) owned {
+	was, is := ownedKeys(before), ownedKeys(after)
+	return owned{
+		labels:      changedValues(was.labels.Difference(is.labels), before.GetLabels(), after.GetLabels()),
+		annotations: changedValues(was.annotations.Difference(is.annotations), before.GetAnnotations(), after.GetAnnotations()),
+	}
+}
+
+// changedValues returns the keys of lost that after still has, with another value than before.
+func changedValues(lost sets.Set[string], before, after map[string]string) sets.Set[string] {
+	out := sets.New[string]()
+	for k := range lost {
+		if v, ok := after[k]; ok && v != before[k] {
+			out.Insert(k)
+		}
+	}
+	return out
 }
 
 func (o owned) empty() bool { return o.labels.Len()+o.annotations.Len() == 0 }
@@ -73,4 +92,28 @@ func conflictingKeys(err error) (keys owned, ok bool) {
 		}
 	}
 	return keys, !keys.empty()
+}
+
+// replacedOrGone reports whether a write failed because the object the cache
+// holds no longer exists under that UID: deleted (404, or 409 "uid mismatch"
+// from an apply), or its name taken by a new object (422 on metadata.uid).
+// Such a write is dropped, not retried: the watch brings the deletion or the
+// new object, and that is reconciled on its own.
+func replacedOrGone(err error) bool {
+	var status apierrors.APIStatus
+	switch {
+	case err == nil || !errors.As(err, &status):
+		return false
+	case apierrors.IsNotFound(err):
+		return true
+	case apierrors.IsConflict(err):
+		return strings.Contains(status.Status().Message, "uid mismatch")
+	case apierrors.IsInvalid(err) && status.Status().Details != nil:
+		for _, c := range status.Status().Details.Causes {
+			if c.Field == "metadata.uid" {
+				return true
+			}
+		}
+	}
+	return false
 }

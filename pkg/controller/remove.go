@@ -33,7 +33,7 @@ func (r *RuleReconciler) remove(ctx context.Context, obj *metav1.PartialObjectMe
 		log.Info("dry run: would remove", "labels", labels, "annotations", annotations)
 		return nil
 	}
-	metadata := map[string]any{"resourceVersion": obj.ResourceVersion}
+	metadata := map[string]any{"resourceVersion": obj.ResourceVersion, "uid": obj.UID}
 	if len(labels) > 0 {
 		metadata["labels"] = nulls(labels)
 	}
@@ -46,7 +46,12 @@ func (r *RuleReconciler) remove(ctx context.Context, obj *metav1.PartialObjectMe
 	}
 	target := engine.NewObject(r.GVK)
 	target.Namespace, target.Name = obj.Namespace, obj.Name
-	if err := r.Writer.Patch(ctx, target, client.RawPatch(types.MergePatchType, patch), client.FieldOwner(engine.FieldManager)); err != nil {
+	err = r.Writer.Patch(ctx, target, client.RawPatch(types.MergePatchType, patch), client.FieldOwner(engine.FieldManager))
+	if replacedOrGone(err) {
+		log.V(1).Info("not removed: the object is gone or was replaced; the watch will tell", "uid", obj.UID)
+		return nil
+	}
+	if err != nil {
 		r.count(involved, metrics.ResultError)
 		return err
 	}

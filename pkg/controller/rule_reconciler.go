@@ -3,6 +3,8 @@ package controller
 import (
 	"context"
 
+	"github.com/go-logr/logr"
+
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -28,16 +30,18 @@ type RuleReconciler struct {
 	Rules    []rules.Rule
 	DryRun   bool
 
-	audit    *audit
-	reclaims *reclaims
-	yielded  *yielded
+	audit     *audit
+	reclaims  *reclaims
+	yielded   *yielded
+	waiting   *namespaceWaiters
+	takeovers *takeovers
 }
 
 // NewRuleReconciler returns a RuleReconciler for kind gvk.
 func NewRuleReconciler(reader client.Reader, writer client.Writer, recorder events.EventRecorder, gvk schema.GroupVersionKind, rs []rules.Rule, dryRun bool) *RuleReconciler {
 	return &RuleReconciler{
 		Reader: reader, Writer: writer, Recorder: recorder, GVK: gvk, Rules: rs, DryRun: dryRun,
-		audit: newAudit(kindLabel(gvk), recorder), reclaims: newReclaims(), yielded: newYielded(),
+		audit: newAudit(kindLabel(gvk), recorder), reclaims: newReclaims(), yielded: newYielded(), waiting: newNamespaceWaiters(), takeovers: newTakeovers(),
 	}
 }
 
@@ -48,11 +52,26 @@ func (r *RuleReconciler) reconcileObject(ctx context.Context, key types.Namespac
 		r.audit.forget(key)
 		r.reclaims.clear(key)
 		r.yielded.forget(key)
+		r.waiting.forget(key)
+		r.takeovers.forget(key)
 		return nil
 	}
-	ns, err := r.namespaceOf(ctx, obj)
+	ns, cached, err := r.namespaceOf(ctx, obj)
 	if err != nil {
 		return err
+	}
+	if !cached {
+		waits := r.waiting.waitUnlessCached(key, func() bool {
+			ns, cached, err = r.namespaceOf(ctx, obj)
+			return cached || err != nil
+		})
+		if err != nil {
+			return err
+		}
+		if waits {
+			logr.FromContextOrDiscard(ctx).V(1).Info("waiting for the object's Namespace to reach the cache")
+			return nil
+		}
 	}
 	result := rules.Evaluate(r.Rules, rules.Metadata{Labels: obj.Labels, Annotations: obj.Annotations}, ns)
 	r.audit.observe(key, obj, result.Violations)
@@ -64,28 +83,39 @@ func (r *RuleReconciler) reconcileObject(ctx context.Context, key types.Namespac
 }
 
 // namespaceOf returns the object's namespace metadata from the cache, when a
-// rule copies from it: read without a copy (the rules only read it), so that
-// event handlers can call it too (RuleReconciler.settled).
-func (r *RuleReconciler) namespaceOf(ctx context.Context, obj *metav1.PartialObjectMetadata) (*rules.Metadata, error) {
+// rule copies from it (nil otherwise, and for cluster-scoped objects): read
+// without a copy (the rules only read it), so that event handlers can call it
+// too (RuleReconciler.settled). cached is false when a rule needs the
+// Namespace and the cache does not hold it (yet): see namespaceWaiters.
+func (r *RuleReconciler) namespaceOf(ctx context.Context, obj *metav1.PartialObjectMetadata) (ns *rules.Metadata, cached bool, err error) {
 	if obj.Namespace == "" || !rules.Copies(r.Rules) {
-		return nil, nil
+		return nil, true, nil
 	}
-	ns := engine.NewObject(namespaceGVK)
-	if err := r.Reader.Get(ctx, types.NamespacedName{Name: obj.Namespace}, ns, client.UnsafeDisableDeepCopy); err != nil {
+	nsObj := engine.NewObject(namespaceGVK)
+	if err := r.Reader.Get(ctx, types.NamespacedName{Name: obj.Namespace}, nsObj, client.UnsafeDisableDeepCopy); err != nil {
 		if apierrors.IsNotFound(err) {
-			return nil, nil // being deleted; its objects go with it
+			return nil, false, nil
 		}
-		return nil, err
+		return nil, false, err
 	}
-	return &rules.Metadata{Labels: ns.Labels, Annotations: ns.Annotations}, nil
+	return &rules.Metadata{Labels: nsObj.Labels, Annotations: nsObj.Annotations}, true, nil
 }
 
-// noteLostOwnership is called on every update event: keys metawatch owned
-// before and not after were taken by another manager's Update (a hand edit).
-func (r *RuleReconciler) noteLostOwnership(oldObj, newObj metav1.Object) {
-	lost := ownedKeys(oldObj).lost(ownedKeys(newObj))
-	if !lost.empty() {
-		r.reclaims.add(types.NamespacedName{Namespace: newObj.GetNamespace(), Name: newObj.GetName()}, lost)
+// noteTakenKeys is called on every update event: keys another manager took
+// from metawatch (a hand edit: kubectl label --overwrite, kubectl edit; or
+// another controller) are put back, unless that keeps happening (takeovers).
+func (r *RuleReconciler) noteTakenKeys(oldObj, newObj metav1.Object) {
+	taken := takenBy(oldObj, newObj)
+	if taken.empty() {
+		return
+	}
+	key := types.NamespacedName{Namespace: newObj.GetNamespace(), Name: newObj.GetName()}
+	r.reclaims.add(key, taken)
+	for k := range taken.labels {
+		r.takeovers.add(key, "label", k)
+	}
+	for k := range taken.annotations {
+		r.takeovers.add(key, "annotation", k)
 	}
 }
 

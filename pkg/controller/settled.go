@@ -19,14 +19,14 @@ import (
 // metrics, a third of what the cache itself costs per pod.
 //
 // It evaluates the rules as the reconcile would; anything it cannot tell
-// (the namespace cannot be read) says "not settled".
+// (the namespace cannot be read, or is not cached yet) says "not settled".
 func (r *RuleReconciler) settled(ctx context.Context, o client.Object) bool {
 	obj, ok := o.(*metav1.PartialObjectMetadata)
 	if !ok {
 		return false
 	}
-	ns, err := r.namespaceOf(ctx, obj)
-	if err != nil {
+	ns, cached, err := r.namespaceOf(ctx, obj)
+	if err != nil || !cached {
 		return false
 	}
 	result := rules.Evaluate(r.Rules, rules.Metadata{Labels: obj.Labels, Annotations: obj.Annotations}, ns)

@@ -52,6 +52,13 @@ var (
 		Help: "Keys a rule did not write because another field manager owns them with another value.",
 	}, []string{"rule", "kind"})
 
+	// OwnershipFights counts keys metawatch stopped taking back because another
+	// manager kept taking them (two controllers forcing one key).
+	OwnershipFights = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "metawatch_ownership_fights_total",
+		Help: "Keys metawatch stopped taking back because another field manager kept taking them from it.",
+	}, []string{"rule", "kind"})
+
 	// RuleViolations is the number of objects that currently miss what a rule requires.
 	RuleViolations = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "metawatch_rule_violations",
@@ -83,6 +90,6 @@ var (
 )
 
 func init() {
-	ctrlmetrics.Registry.MustRegister(Events, CachedObjects, RuleWrites, RuleConflicts, RuleViolations,
+	ctrlmetrics.Registry.MustRegister(Events, CachedObjects, RuleWrites, RuleConflicts, OwnershipFights, RuleViolations,
 		ConfigGeneration, ConfigLastReloadSuccessful, ConfigHash, WatchReady)
 }

@@ -1,0 +1,101 @@
+package controller_test
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/metawatch/metawatch/pkg/controller"
+	"github.com/metawatch/metawatch/pkg/testkit"
+)
+
+// An annotation copied from the Namespace is kept in the pods' cache: a
+// converged restart writes nothing, and a hand edit of the copied annotation
+// is seen and put back.
+func TestCopiedAnnotationIsCachedSoARestartWritesNothing(t *testing.T) {
+	c := testkit.Client(t, cp.Config)
+	if err := c.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
+		Name: "copy-ann", Annotations: map[string]string{"example.com/owner": "alice"}}}); err != nil {
+		t.Fatal(err)
+	}
+	createPods(t, c, "copy-ann", 20)
+	configYAML := "watches:\n- kind: Pod\n  namespaces: [copy-ann]\nrules:\n- name: copy-owner\n  kinds: [Pod]\n  copyFromNamespace: {annotations: [example.com/owner]}\n"
+	ownerIs := func(want string) func() bool {
+		return func() bool {
+			var pods corev1.PodList
+			if err := c.List(context.Background(), &pods, client.InNamespace("copy-ann")); err != nil {
+				t.Fatal(err)
+			}
+			for _, p := range pods.Items {
+				if p.Annotations["example.com/owner"] != want {
+					return false
+				}
+			}
+			return len(pods.Items) == 20
+		}
+	}
+	inst := startInstance(t, configYAML, controller.Options{})
+	testkit.WaitFor(t, "every pod to get the namespace's owner annotation", ownerIs("alice"))
+	inst.stop()
+
+	again := startInstance(t, configYAML, controller.Options{})
+	waitCached(t, again, []string{"copy-ann"}, 20)
+	testkit.MergePatch(t, c, getPod(t, c, "copy-ann", "pod-3"), "kubectl-annotate", `{"metadata":{"annotations":{"example.com/owner":"mallory"}}}`)
+	testkit.WaitFor(t, "the hand-edited annotation to be put back", ownerIs("alice"))
+	// Putting a hand edit back is two requests: an apply that meets the hand
+	// edit's ownership (409), then the forced one. The restart itself: none.
+	if n := again.writes.Load(); n != 2 {
+		t.Errorf("a converged restart and one hand edit of a copied annotation made %d write requests, want 2 (the put-back)", n)
+	}
+}
+
+// A Namespace and its pods applied in one `kubectl apply` converge, and so do
+// pods that reach the cache while their Namespace has not (its watch lags,
+// as during a relist): such a pod waits for its Namespace instead of being
+// judged to need nothing.
+func TestPodsCreatedBeforeTheirNamespaceIsCachedConverge(t *testing.T) {
+	configYAML := func(ns string) string {
+		return fmt.Sprintf("watches:\n- kind: Pod\n  namespaces: [%s]\nrules:\n- name: copy-team-%s\n  kinds: [Pod]\n  copyFromNamespace: {labels: [team]}\n", ns, ns)
+	}
+	c := testkit.Client(t, cp.Config)
+	t.Run("in one kubectl apply", func(t *testing.T) {
+		startInstance(t, configYAML("one-apply"), controller.Options{})
+		kubectlApply(t, namespaceWithPods("one-apply", 50))
+		waitAllPods(t, c, "all 50 pods to get the team label", []string{"one-apply"}, func(_ string, l map[string]string) bool { return l["team"] == "blue" })
+	})
+	t.Run("while the Namespace watch lags", func(t *testing.T) {
+		gate := &testkit.StreamGate{Resource: "namespaces"}
+		inst := startInstanceVia(t, configYAML("lagging"), controller.Options{}, gate.Wrap)
+		waitCached(t, inst, []string{"lagging"}, 0)
+		gate.Pause()
+		kubectlApply(t, namespaceWithPods("lagging", 50))
+		waitCached(t, inst, []string{"lagging"}, 50)
+		gate.Resume()
+		waitAllPods(t, c, "all 50 pods to get the team label", []string{"lagging"}, func(_ string, l map[string]string) bool { return l["team"] == "blue" })
+	})
+}
+
+// namespaceWithPods is one manifest: Namespace ns (team=blue) and n pods in it.
+func namespaceWithPods(ns string, n int) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "apiVersion: v1\nkind: Namespace\nmetadata: {name: %s, labels: {team: blue}}\n", ns)
+	for i := range n {
+		fmt.Fprintf(&b, "---\napiVersion: v1\nkind: Pod\nmetadata: {name: pod-%d, namespace: %s, labels: {app: web}}\nspec: {containers: [{name: app, image: %s}]}\n", i, ns, testkit.PodImage)
+	}
+	return b.String()
+}
+
+func kubectlApply(t *testing.T, manifest string) {
+	t.Helper()
+	cmd := exec.Command(cp.Binaries.Kubectl, "--kubeconfig", cp.KubeconfigPath, "apply", "-f", "-")
+	cmd.Stdin = strings.NewReader(manifest)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("kubectl apply: %v\n%s", err, out)
+	}
+}

@@ -1,0 +1,82 @@
+package testkit
+
+import (
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+
+	"k8s.io/client-go/rest"
+)
+
+// StreamGate holds back the watch streams of one resource while paused, the
+// way a slow or lagging watch does: a client whose cache it makes stale keeps
+// acting on what it last saw. Data read from the connection during a pause is
+// delivered when the gate resumes, in order.
+type StreamGate struct {
+	// Resource is the last path segment of the watched collection, e.g. "namespaces".
+	Resource string
+
+	mu   sync.Mutex
+	open chan struct{} // nil while not paused
+}
+
+// Wrap returns cfg with the gate on its watch streams of Resource.
+func (g *StreamGate) Wrap(cfg *rest.Config) *rest.Config {
+	cfg = rest.CopyConfig(cfg)
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripFunc(func(req *http.Request) (*http.Response, error) {
+			resp, err := rt.RoundTrip(req)
+			if err == nil && strings.HasSuffix(req.URL.Path, "/"+g.Resource) && req.URL.Query().Get("watch") == "true" {
+				resp.Body = &gatedBody{ReadCloser: resp.Body, gate: g}
+			}
+			return resp, err
+		})
+	})
+	return cfg
+}
+
+// Pause holds back every watch event of Resource from now on.
+func (g *StreamGate) Pause() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.open == nil {
+		g.open = make(chan struct{})
+	}
+}
+
+// Resume delivers what was held back, and everything after it.
+func (g *StreamGate) Resume() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.open != nil {
+		close(g.open)
+		g.open = nil
+	}
+}
+
+func (g *StreamGate) wait() {
+	g.mu.Lock()
+	open := g.open
+	g.mu.Unlock()
+	if open != nil {
+		<-open
+	}
+}
+
+type gatedBody struct {
+	io.ReadCloser
+	gate *StreamGate
+}
+
+// Read waits after reading, so that a read already waiting on the connection
+// when the gate paused does not slip its data through.
+func (b *gatedBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	b.gate.wait()
+	return n, err
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
