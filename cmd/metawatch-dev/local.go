@@ -39,7 +39,7 @@ func runLocal(ctx context.Context, o options) error {
 	}
 	go demonstrateChange(ctx, kubectl)
 	args := append([]string{"--kubeconfig", kubeconfig, "--config-map", selectorsNamespace + "/metawatch-selectors",
-		"--health-probe-bind-address", probeAddress, "--metrics-bind-address", "127.0.0.1:18080", "--zap-encoder", "console"}, o.extraArgs...)
+		"--health-probe-bind-address", probeAddress, "--metrics-bind-address", "127.0.0.1:18080", "--metrics-secure=false", "--zap-encoder", "console"}, o.extraArgs...)
 	return runWatcher(ctx, o.metawatchBin, args)
 }
 

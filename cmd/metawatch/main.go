@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"sync"
+	"time"
 
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -47,22 +48,63 @@ func run(ctx context.Context, opts options) error {
 	if err != nil {
 		return err
 	}
-	mgr, err := engine.NewManager(cfg, nil, opts.engine)
+	budget := shutdownBudget(opts.engine.GracefulShutdownTimeout)
+	engineOpts := opts.engine
+	engineOpts.GracefulShutdownTimeout = budget.manager
+	if engineOpts.LeaderElection {
+		if engineOpts.LeaseLock, err = engine.NewLeaseLock(cfg, engineOpts); err != nil {
+			return err
+		}
+	}
+	mgr, err := engine.NewManager(cfg, nil, engineOpts)
 	if err != nil {
 		return err
 	}
 	reloader := &reload.Reloader{
-		Config: cfg, Source: opts.source, Controller: opts.controller, Initial: conf,
+		Config: cfg, Source: opts.source, Controller: opts.controller, Initial: conf, ShutdownTimeout: budget.generation,
 		Recorder: mgr.GetEventRecorder(controller.EventSource), Log: ctrl.Log.WithName("reload"),
 	}
-	if err := mgr.Add(reloader); err != nil {
+	if err := reloader.AddTo(mgr); err != nil {
 		return err
 	}
 	if err := addHealthChecks(mgr, reloader); err != nil {
 		return err
 	}
 	setupLog.Info("starting", "source", opts.source.String(), "dryRun", opts.controller.DryRun)
-	return mgr.Start(ctx)
+	if err := mgr.Start(ctx); err != nil {
+		return err
+	}
+	return releaseLease(engineOpts, reloader, budget.release)
+}
+
+// budgets split --graceful-shutdown-timeout: the generation's writes and
+// caches stop first, then the manager, then the Lease is released; the whole
+// fits in the flag.
+type budgets struct{ generation, manager, release time.Duration }
+
+func shutdownBudget(total time.Duration) budgets {
+	release := min(2*time.Second, total/5)
+	manager := total - release
+	return budgets{generation: manager * 9 / 10, manager: manager, release: release}
+}
+
+// releaseLease gives the Lease up at once if every write stopped, so that a
+// standby takes over without waiting for it to expire; otherwise it is left
+// to expire, and no standby writes while a write of this replica may land.
+func releaseLease(opts engine.Options, reloader *reload.Reloader, timeout time.Duration) error {
+	if opts.LeaseLock == nil {
+		return nil
+	}
+	if !reloader.WritesStopped() {
+		setupLog.Info("warning: writes were still in flight at the end of --graceful-shutdown-timeout; the Lease is left to expire")
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	if err := engine.ReleaseLease(ctx, opts.LeaseLock); err != nil {
+		setupLog.Error(err, "releasing the Lease; a standby takes over when it expires")
+	}
+	return nil
 }
 
 // loadInitial reads, validates and resolves the configuration, retrying while

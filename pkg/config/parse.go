@@ -18,14 +18,14 @@ var ErrEmpty = errors.New("configuration is empty: it needs at least one entry u
 // errors) and validates it. The error lists every problem found, each with its field path.
 func Parse(data []byte) (*Config, error) {
 	if len(bytes.TrimSpace(data)) == 0 {
-		return nil, ErrEmpty
+		return nil, Invalid(ErrEmpty)
 	}
 	c, err := decodeStrict(data)
 	if err != nil {
-		return nil, err
+		return nil, Invalid(err)
 	}
 	if err := Validate(c).ToAggregate(); err != nil {
-		return nil, err
+		return nil, Invalid(err)
 	}
 	return c, nil
 }

@@ -61,13 +61,13 @@ func Resolve(c *Config, mapper meta.RESTMapper) (watches []ResolvedWatch, warnin
 		watches = append(watches, rw)
 	}
 	if len(errs) > 0 {
-		return nil, warnings, errs.ToAggregate()
+		return nil, warnings, Invalid(errs.ToAggregate())
 	}
 	watches, errs = resolveRuleNeeds(c, watches)
 	for i := range watches {
 		watches[i].Annotations = annotationsRead(c, watches[i].GVK.Kind)
 	}
-	return watches, warnings, errs.ToAggregate()
+	return watches, warnings, Invalid(errs.ToAggregate())
 }
 
 // resolveWatch returns the configuration's errors, or an error of discovery itself.

@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"errors"
 	"context"
 	"encoding/json"
 	"maps"
@@ -51,8 +52,8 @@ func (r *RuleReconciler) apply(ctx context.Context, obj *metav1.PartialObjectMet
 		kept, err = r.resolveConflicts(ctx, obj, res, conflicts)
 		changed = changeOf(obj, kept) // yielded keys were not written
 	}
-	if replacedOrGone(err) {
-		log.V(1).Info("not applied: the object is gone or was replaced; the watch will tell", "uid", obj.UID)
+	if replacedOrGone(err) || errors.Is(err, errFenced) {
+		log.V(1).Info("not applied: the object is gone or was replaced (the watch will tell), or this generation is stopping", "uid", obj.UID)
 		return nil
 	}
 	if err != nil {

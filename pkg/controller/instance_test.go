@@ -25,8 +25,8 @@ type instance struct {
 	writes atomic.Int64 // PATCH, PUT, POST and DELETE requests, Events excepted
 	// podEventsBefore is metawatch_events_total{kind=Pod,verdict=passed} before it started.
 	podEventsBefore float64
-	stop   func()
-	cache  client.Reader
+	stop            func()
+	cache           client.Reader
 }
 
 // startInstance runs metawatch with configYAML until the test ends or stop is called.

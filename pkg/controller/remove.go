@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"errors"
 	"context"
 	"encoding/json"
 	"sort"
@@ -47,8 +48,8 @@ func (r *RuleReconciler) remove(ctx context.Context, obj *metav1.PartialObjectMe
 	target := engine.NewObject(r.GVK)
 	target.Namespace, target.Name = obj.Namespace, obj.Name
 	err = r.Writer.Patch(ctx, target, client.RawPatch(types.MergePatchType, patch), client.FieldOwner(engine.FieldManager))
-	if replacedOrGone(err) {
-		log.V(1).Info("not removed: the object is gone or was replaced; the watch will tell", "uid", obj.UID)
+	if replacedOrGone(err) || errors.Is(err, errFenced) {
+		log.V(1).Info("not removed: the object is gone or was replaced (the watch will tell), or this generation is stopping", "uid", obj.UID)
 		return nil
 	}
 	if err != nil {

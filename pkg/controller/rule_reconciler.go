@@ -30,18 +30,19 @@ type RuleReconciler struct {
 	Rules    []rules.Rule
 	DryRun   bool
 
-	audit     *audit
-	reclaims  *reclaims
-	yielded   *yielded
-	waiting   *namespaceWaiters
-	takeovers *takeovers
+	audit        *audit
+	reclaims     *reclaims
+	yielded      *yielded
+	waiting      *namespaceWaiters
+	takeovers    *takeovers
+	writesFrozen func(schema.GroupKind) error // see Options.WritesFrozen
 }
 
 // NewRuleReconciler returns a RuleReconciler for kind gvk.
 func NewRuleReconciler(reader client.Reader, writer client.Writer, recorder events.EventRecorder, gvk schema.GroupVersionKind, rs []rules.Rule, dryRun bool) *RuleReconciler {
 	return &RuleReconciler{
 		Reader: reader, Writer: writer, Recorder: recorder, GVK: gvk, Rules: rs, DryRun: dryRun,
-		audit: newAudit(kindLabel(gvk), recorder), reclaims: newReclaims(), yielded: newYielded(), waiting: newNamespaceWaiters(), takeovers: newTakeovers(),
+		audit: NewAudits(true).forKind(kindLabel(gvk), recorder), reclaims: newReclaims(), yielded: newYielded(), waiting: newNamespaceWaiters(), takeovers: newTakeovers(),
 	}
 }
 
@@ -55,6 +56,12 @@ func (r *RuleReconciler) reconcileObject(ctx context.Context, key types.Namespac
 		r.waiting.forget(key)
 		r.takeovers.forget(key)
 		return nil
+	}
+	if r.writesFrozen != nil {
+		if err := r.writesFrozen(r.GVK.GroupKind()); err != nil {
+			logr.FromContextOrDiscard(ctx).V(1).Info("writes frozen: not reconciled", "reason", err.Error())
+			return nil // the generation that replaces this one evaluates every object
+		}
 	}
 	ns, cached, err := r.namespaceOf(ctx, obj)
 	if err != nil {

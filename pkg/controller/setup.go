@@ -30,6 +30,18 @@ type Options struct {
 	// generation's controllers fill their queues from its synced cache, but
 	// write only once the previous generation has stopped.
 	Gate <-chan struct{}
+	// WritesFrozen, when set, says why a kind's rules may not write now (its
+	// own list or watch, or that of the Namespaces it copies from, is
+	// forbidden: the cache no longer follows the cluster), or nil. A frozen
+	// kind's objects are neither written nor released.
+	WritesFrozen func(schema.GroupKind) error
+	// Fence, when set, is what every write of these controllers passes; see WriteFence.
+	Fence *WriteFence
+	// Audits are the generation's require-rule audits; nil: a live set of its own.
+	Audits *Audits
+	// NamespacesUnreadable: Namespaces may not be listed, so copy rules get no
+	// Namespace watch (their kinds are frozen, see WritesFrozen).
+	NamespacesUnreadable bool
 }
 
 // EventSource is the reportingController of metawatch's Events.
@@ -40,6 +52,9 @@ const EventSource = "metawatch"
 // after its kind (e.g. "pod", "deployment.apps"), the controller label of
 // controller-runtime's reconcile and workqueue metrics.
 func Setup(mgr manager.Manager, watches []config.ResolvedWatch, rulesByKind map[string][]rules.Rule, opts Options) error {
+	if opts.Audits == nil {
+		opts.Audits = NewAudits(true)
+	}
 	for _, w := range watches {
 		if err := setupKind(mgr, w, rulesByKind[w.GVK.Kind], opts); err != nil {
 			return fmt.Errorf("%s: setting up controller for %s: %w", w.Path, w.GVK.Kind, err)
@@ -53,7 +68,13 @@ func setupKind(mgr manager.Manager, w config.ResolvedWatch, rs []rules.Rule, opt
 	var ruler *RuleReconciler
 	kr := &kindReconciler{reader: mgr.GetCache(), gvk: w.GVK, gate: opts.Gate, steps: []step{reporter}}
 	if len(rs) > 0 {
-		ruler = NewRuleReconciler(mgr.GetCache(), mgr.GetClient(), mgr.GetEventRecorder(EventSource), w.GVK, rs, opts.DryRun)
+		var writer client.Writer = mgr.GetClient()
+		if opts.Fence != nil {
+			writer = fencedWriter{Writer: writer, fence: opts.Fence}
+		}
+		ruler = NewRuleReconciler(mgr.GetCache(), writer, mgr.GetEventRecorder(EventSource), w.GVK, rs, opts.DryRun)
+		ruler.writesFrozen = opts.WritesFrozen
+		ruler.audit = opts.Audits.forKind(kindLabel(w.GVK), mgr.GetEventRecorder(EventSource))
 		kr.steps = append(kr.steps, ruler)
 	}
 	c, err := controller.New(ControllerName(w), mgr, controller.Options{
@@ -69,7 +90,7 @@ func setupKind(mgr manager.Manager, w config.ResolvedWatch, rs []rules.Rule, opt
 	if err := c.Watch(source.Kind[client.Object](mgr.GetCache(), engine.NewObject(w.GVK), enqueueWithSnapshot(reporter.pending, ruler), MetadataChanged(kind))); err != nil {
 		return err
 	}
-	if ruler == nil || !rules.Copies(rs) {
+	if ruler == nil || !rules.Copies(rs) || opts.NamespacesUnreadable {
 		return nil
 	}
 	return c.Watch(source.Kind[client.Object](mgr.GetCache(), engine.NewObject(namespaceGVK), namespaceFanout(mgr.GetCache(), w.GVK, rs, ruler.waiting), namespaceMetadataChanged()))

@@ -6,9 +6,11 @@ import (
 	"time"
 
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/metawatch/metawatch/pkg/config"
@@ -16,14 +18,27 @@ import (
 
 // Options are the process-level settings of the Manager.
 type Options struct {
-	MetricsBindAddress      string
+	MetricsBindAddress string
+	// MetricsSecure serves metrics over HTTPS to callers the API server
+	// authenticates (TokenReview) and authorizes (SubjectAccessReview, get on
+	// the /metrics non-resource URL), as a kubebuilder scaffold does.
+	MetricsSecure           bool
 	HealthProbeBindAddress  string
 	LeaderElection          bool
 	LeaderElectionNamespace string
 	// LeaderElectionID names the Lease replicas compete for; defaults to DefaultLeaderElectionID.
 	LeaderElectionID string
+	// LeaseDuration, RenewDeadline and RetryPeriod are the Lease's timings;
+	// zero takes controller-runtime's (15s, 10s, 2s).
+	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
 	// GracefulShutdownTimeout bounds how long runnables get to stop.
 	GracefulShutdownTimeout time.Duration
+	// LeaseLock is the leader-election Lease (NewLeaseLock); the caller
+	// releases it (ReleaseLease) once writes have stopped. Nil with
+	// LeaderElection: controller-runtime's own Lease, released on cancel.
+	LeaseLock resourcelock.Interface
+	// AccessLoss, if not nil, learns of every kind whose list or watch becomes forbidden.
+	AccessLoss *AccessLoss
 }
 
 // DefaultLeaderElectionID is the default name of the leader-election Lease.
@@ -34,21 +49,44 @@ func NewManager(cfg *rest.Config, watches []config.ResolvedWatch, opts Options) 
 	// Lease renewal keeps cfg as given; everything else gets metadata without
 	// other managers' managedFields, stripped before decoding.
 	mgr, err := manager.New(StripManagedFields(cfg), manager.Options{
-		Cache:                         CacheOptions(watches),
-		Client:                        client.Options{Cache: &client.CacheOptions{Unstructured: false}},
-		Metrics:                       metricsserver.Options{BindAddress: opts.MetricsBindAddress},
-		HealthProbeBindAddress:        opts.HealthProbeBindAddress,
-		LeaderElection:                opts.LeaderElection,
-		LeaderElectionID:              cmp.Or(opts.LeaderElectionID, DefaultLeaderElectionID),
-		LeaderElectionNamespace:       opts.LeaderElectionNamespace,
-		LeaderElectionConfig:          leaderElectionConfig(cfg),
-		LeaderElectionReleaseOnCancel: true,
-		GracefulShutdownTimeout:       &opts.GracefulShutdownTimeout,
+		Cache:                               CacheOptions(watches, opts.AccessLoss),
+		Client:                              client.Options{Cache: &client.CacheOptions{Unstructured: false}},
+		Metrics:                             metricsOptions(opts),
+		HealthProbeBindAddress:              opts.HealthProbeBindAddress,
+		LeaderElection:                      opts.LeaderElection,
+		LeaderElectionID:                    cmp.Or(opts.LeaderElectionID, DefaultLeaderElectionID),
+		LeaderElectionNamespace:             opts.LeaderElectionNamespace,
+		LeaderElectionConfig:                leaderElectionConfig(cfg),
+		LeaderElectionReleaseOnCancel:       opts.LeaseLock == nil,
+		LeaderElectionResourceLockInterface: opts.LeaseLock,
+		LeaseDuration:                       nonZero(opts.LeaseDuration),
+		RenewDeadline:                       nonZero(opts.RenewDeadline),
+		RetryPeriod:                         nonZero(opts.RetryPeriod),
+		GracefulShutdownTimeout:             &opts.GracefulShutdownTimeout,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("creating manager: %w", err)
 	}
 	return mgr, nil
+}
+
+// metricsOptions is the metrics endpoint: plain HTTP, or HTTPS with
+// controller-runtime's authentication and authorization filter.
+func metricsOptions(opts Options) metricsserver.Options {
+	m := metricsserver.Options{BindAddress: opts.MetricsBindAddress}
+	if opts.MetricsSecure {
+		m.SecureServing = true
+		m.FilterProvider = filters.WithAuthenticationAndAuthorization
+	}
+	return m
+}
+
+// nonZero is d, or nil (the default) for zero.
+func nonZero(d time.Duration) *time.Duration {
+	if d == 0 {
+		return nil
+	}
+	return &d
 }
 
 // leaderElectionConfig gives Lease renewal its own client rate limiter, so a
@@ -61,17 +99,22 @@ func leaderElectionConfig(cfg *rest.Config) *rest.Config {
 }
 
 // CacheOptions is one ByObject entry per watch, keyed by a metadata-only object
-// of the watch's kind, with its server-side selectors and namespaces.
-func CacheOptions(watches []config.ResolvedWatch) cache.Options {
+// of the watch's kind, with its server-side selectors and namespaces; loss (if
+// not nil) learns of lists and watches the API server forbids.
+func CacheOptions(watches []config.ResolvedWatch, loss *AccessLoss) cache.Options {
 	byObject := make(map[client.Object]cache.ByObject, len(watches))
 	for _, w := range watches {
 		byObject[NewObject(w.GVK)] = byObjectFor(w)
 	}
-	return cache.Options{
+	opts := cache.Options{
 		ByObject:                    byObject,
 		ReaderFailOnMissingInformer: true,
 		DefaultTransform:            Transform(nil), // every watch sets its own; this covers any other informer
 	}
+	if loss != nil {
+		opts.NewInformer = loss.newInformer
+	}
+	return opts
 }
 
 func byObjectFor(w config.ResolvedWatch) cache.ByObject {

@@ -75,9 +75,11 @@ func explainListError(w config.ResolvedWatch, ns string, err error) error {
 		return fmt.Errorf("%s (%s): forbidden to list %s %s: grant the identity list and watch on %s: %w",
 			w.Path, w.GVK.Kind, w.Resource.GroupResource(), where, w.Resource.GroupResource(), err)
 	case apierrors.IsBadRequest(err) && !w.Field.Empty():
-		return fmt.Errorf("%s.fieldSelector %q: the API server rejects it for %s (each kind supports only some fields, "+
-			"e.g. metadata.name, metadata.namespace): %w", w.Path, w.Field.String(), w.GVK.Kind, err)
-	default:
+		return config.Invalid(fmt.Errorf("%s.fieldSelector %q: the API server rejects it for %s (each kind supports only some fields, "+
+			"e.g. metadata.name, metadata.namespace): %w", w.Path, w.Field.String(), w.GVK.Kind, err))
+	case apierrors.IsBadRequest(err) || apierrors.IsInvalid(err):
+		return config.Invalid(fmt.Errorf("%s (%s): the API server rejects this watch: %w", w.Path, w.GVK.Kind, err))
+	default: // transient: unreachable, overloaded, a server error
 		return fmt.Errorf("%s (%s): listing %s %s: %w", w.Path, w.GVK.Kind, w.Resource.GroupResource(), where, err)
 	}
 }

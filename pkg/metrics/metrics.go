@@ -82,6 +82,18 @@ var (
 		Name: "metawatch_config_hash",
 		Help: "Hash of the running configuration (first 48 bits of the SHA-256 of config.yaml).",
 	})
+	// ConfigReloadRetries counts attempts to start a valid configuration that
+	// failed for a reason that is not the configuration's (retried with backoff).
+	ConfigReloadRetries = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "metawatch_config_reload_retries_total",
+		Help: "Attempts to start a valid configuration that failed for a transient reason (API server unreachable, sync timeout) and are retried.",
+	})
+	// WritesFrozen is 1 for each watched kind whose rules may not write now,
+	// because its own list or watch, or that of the Namespaces it copies from, is forbidden.
+	WritesFrozen = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "metawatch_writes_frozen",
+		Help: "1 if the kind's rules write nothing (and release nothing) because its list or watch, or the Namespaces' it copies from, is forbidden.",
+	}, []string{"kind"})
 	// WatchReady is 1 for each watched kind whose informer has synced, 0 for one that is not (yet), e.g. forbidden.
 	WatchReady = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "metawatch_watch_ready",
@@ -91,5 +103,5 @@ var (
 
 func init() {
 	ctrlmetrics.Registry.MustRegister(Events, CachedObjects, RuleWrites, RuleConflicts, OwnershipFights, RuleViolations,
-		ConfigGeneration, ConfigLastReloadSuccessful, ConfigHash, WatchReady)
+		ConfigGeneration, ConfigLastReloadSuccessful, ConfigHash, ConfigReloadRetries, WritesFrozen, WatchReady)
 }

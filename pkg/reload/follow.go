@@ -2,93 +2,113 @@ package reload
 
 import (
 	"context"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 
 	"github.com/metawatch/metawatch/pkg/config"
-	"github.com/metawatch/metawatch/pkg/metrics"
 )
 
-// follow watches the one selectors ConfigMap (a list/watch with a
-// metadata.name field selector, so RBAC can grant it by name) and applies each
-// change; changes that arrive during a reload collapse into the latest.
-func (r *Reloader) follow(ctx context.Context) error {
-	key, _ := r.Source.configMapKey() // checked by Validate
-	clientset, err := kubernetes.NewForConfig(r.Config)
+// version is one state of the selectors ConfigMap: gone (cm nil), invalid
+// (err), or a valid configuration (conf, hash).
+type version struct {
+	cm   *corev1.ConfigMap
+	conf *config.Config
+	hash string
+	err  error
+}
+
+// follower watches the one selectors ConfigMap (a list/watch with a
+// metadata.name field selector, so RBAC can grant it by name) on every
+// replica from process start, leader or not. A standby that wins the Lease
+// hours later thus acts on the ConfigMap as it is then, and, should that be
+// invalid, on the newest valid version it saw: never on the version it read
+// at its own start-up, which would release every key rules added since.
+type follower struct {
+	config *rest.Config
+	key    types.NamespacedName
+
+	changed chan struct{} // one pending notification: changes collapse into the latest
+	synced  chan struct{} // closed once the informer has synced
+
+	mu        sync.Mutex
+	store     toolscache.Store
+	lastValid *version
+}
+
+func newFollower(cfg *rest.Config, key types.NamespacedName) *follower {
+	return &follower{config: cfg, key: key, changed: make(chan struct{}, 1), synced: make(chan struct{})}
+}
+
+// NeedLeaderElection: every replica follows, so that a new leader knows the newest version.
+func (f *follower) NeedLeaderElection() bool { return false }
+
+// Start runs the informer until ctx ends.
+func (f *follower) Start(ctx context.Context) error {
+	clientset, err := kubernetes.NewForConfig(f.config)
 	if err != nil {
 		return err
 	}
-	factory := informers.NewSharedInformerFactoryWithOptions(clientset, 0, informers.WithNamespace(key.Namespace),
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.FieldSelector = "metadata.name=" + key.Name }))
+	factory := informers.NewSharedInformerFactoryWithOptions(clientset, 0, informers.WithNamespace(f.key.Namespace),
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.FieldSelector = "metadata.name=" + f.key.Name }))
 	informer := factory.Core().V1().ConfigMaps().Informer()
-	changed := make(chan struct{}, 1)
-	notify := func(any) {
-		select {
-		case changed <- struct{}{}:
-		default:
-		}
-	}
 	if _, err := informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-		AddFunc: notify, UpdateFunc: func(_, o any) { notify(o) }, DeleteFunc: notify,
+		AddFunc: f.observe, UpdateFunc: func(_, o any) { f.observe(o) }, DeleteFunc: f.observe,
 	}); err != nil {
 		return err
 	}
+	f.mu.Lock()
+	f.store = informer.GetStore()
+	f.mu.Unlock()
 	factory.Start(ctx.Done())
 	defer factory.Shutdown()
 	if !toolscache.WaitForCacheSync(ctx.Done(), informer.HasSynced) {
-		return ctx.Err()
+		return nil // ctx ended
 	}
-	notify(nil) // the state at start, even if it is "no ConfigMap"
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-changed:
-			r.sync(ctx, informer.GetStore(), key.String())
-		}
+	f.observe(nil) // the state at start, even if it is "no ConfigMap"
+	close(f.synced)
+	<-ctx.Done()
+	return nil
+}
+
+// observe records the newest valid version and tells the Reloader.
+func (f *follower) observe(any) {
+	if v := f.current(); v.conf != nil {
+		f.mu.Lock()
+		f.lastValid = &v
+		f.mu.Unlock()
+	}
+	select {
+	case f.changed <- struct{}{}:
+	default:
 	}
 }
 
-// sync applies the ConfigMap as it is now.
-func (r *Reloader) sync(ctx context.Context, store toolscache.Store, key string) {
-	item, exists, err := store.GetByKey(key)
+// current parses the ConfigMap as it is now.
+func (f *follower) current() version {
+	f.mu.Lock()
+	store := f.store
+	f.mu.Unlock()
+	item, exists, err := store.GetByKey(f.key.String())
 	if err != nil || !exists {
-		r.configMapGone()
-		return
+		return version{}
 	}
-	cm := item.(*corev1.ConfigMap)
-	conf, err := parseConfigMap(cm)
-	if err != nil {
-		r.reject(cm, err)
-		return
+	v := version{cm: item.(*corev1.ConfigMap)}
+	if v.conf, v.err = parseConfigMap(v.cm); v.err == nil {
+		v.hash, _ = config.Hash(v.conf)
 	}
-	if g := r.running(); g != nil {
-		if hash, _ := config.Hash(conf); hash == g.hash {
-			metrics.ConfigLastReloadSuccessful.Set(1) // e.g. a bad edit reverted
-			return
-		}
-	}
-	if err := r.apply(ctx, conf); err != nil {
-		r.reject(cm, err)
-		return
-	}
-	g := r.running()
-	r.Recorder.Eventf(cm, nil, corev1.EventTypeNormal, ReasonReloaded, "Reload", "generation %d running (%d watches)", g.number, len(g.watches))
-	for _, f := range g.forbidden {
-		r.Recorder.Eventf(cm, nil, corev1.EventTypeWarning, ReasonForbidden, "Reload", "%s", truncate(f.Err.Error(), 1000))
-	}
+	return v
 }
 
-func (r *Reloader) configMapGone() {
-	metrics.ConfigLastReloadSuccessful.Set(0)
-	if g := r.running(); g != nil {
-		r.Log.Info("warning: the selectors ConfigMap is gone; generation keeps running with the last good configuration",
-			"configMap", r.Source.ConfigMap, "generation", g.number)
-		return
-	}
-	r.Log.Info("waiting for the selectors ConfigMap", "configMap", r.Source.ConfigMap)
+// newestValid is the newest valid version seen, or nil.
+func (f *follower) newestValid() *version {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.lastValid
 }

@@ -2,7 +2,6 @@ package reload
 
 import (
 	"context"
-	"slices"
 
 	"errors"
 	"fmt"
@@ -12,6 +11,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
@@ -31,12 +32,18 @@ type generation struct {
 	hash      string
 	hashValue float64
 	watches   []config.ResolvedWatch
-	forbidden []engine.Forbidden
+	forbidden []engine.Forbidden // at build time
+	lost      *engine.AccessLoss // since then
+	copiers   sets.Set[schema.GroupKind]
+	audits    *controller.Audits
+	fence     *controller.WriteFence
 	mgr       manager.Manager
 	counts    *engine.ObjectCounts
 	gate      chan struct{}
 	cancel    context.CancelFunc
 	done      chan error
+	// rebuild: a forbidden watch became allowed; run the same configuration anew.
+	rebuild bool
 }
 
 // resolved is a configuration checked against the cluster, ready to run.
@@ -67,10 +74,26 @@ func CheckAgainstCluster(ctx context.Context, cfg *rest.Config, conf *config.Con
 	return err
 }
 
-func newGeneration(ctx context.Context, cfg *rest.Config, number int64, r resolved, opts controller.Options) (*generation, error) {
-	g := &generation{number: number, watches: r.watches, forbidden: r.forbidden, gate: make(chan struct{}), done: make(chan error, 1)}
+// generationOptions are what a generation takes from the process.
+type generationOptions struct {
+	controller controller.Options
+	// shutdownTimeout bounds the generation's stop (--graceful-shutdown-timeout, less a margin).
+	shutdownTimeout time.Duration
+	// onLoss reports a kind whose list or watch became forbidden while running.
+	onLoss func(*generation, schema.GroupKind, error)
+}
+
+func newGeneration(ctx context.Context, cfg *rest.Config, number int64, r resolved, opts generationOptions) (*generation, error) {
+	g := &generation{number: number, watches: r.watches, forbidden: r.forbidden, gate: make(chan struct{}), done: make(chan error, 1),
+		audits: controller.NewAudits(false), fence: controller.NewWriteFence()}
 	g.hash, g.hashValue = config.Hash(r.conf)
-	mgr, err := engine.NewManager(cfg, r.watches, engine.Options{MetricsBindAddress: "0", HealthProbeBindAddress: "0", GracefulShutdownTimeout: 30 * time.Second})
+	g.lost = engine.NewAccessLoss(func(kind schema.GroupKind, err error) {
+		if opts.onLoss != nil {
+			opts.onLoss(g, kind, err)
+		}
+	})
+	mgr, err := engine.NewManager(cfg, r.watches, engine.Options{MetricsBindAddress: "0", HealthProbeBindAddress: "0",
+		GracefulShutdownTimeout: opts.shutdownTimeout, AccessLoss: g.lost})
 	if err != nil {
 		return nil, err
 	}
@@ -79,27 +102,80 @@ func newGeneration(ctx context.Context, cfg *rest.Config, number int64, r resolv
 	}
 	rulesByKind, err := rules.Compile(r.conf)
 	if err != nil {
-		return nil, err
+		return nil, config.Invalid(err)
 	}
-	opts.Gate = g.gate
-	if err := controller.Setup(mgr, r.watches, withoutUnservedCopies(rulesByKind, r.forbidden), opts); err != nil {
+	g.copiers = copyingKinds(r.watches, rulesByKind)
+	copts := opts.controller
+	copts.Gate, copts.Audits, copts.WritesFrozen, copts.Fence = g.gate, g.audits, g.writesFrozen, g.fence
+	copts.NamespacesUnreadable = g.forbiddenAtStart(namespaceKind) != nil
+	if err := controller.Setup(mgr, r.watches, rulesByKind, copts); err != nil {
 		return nil, err
 	}
 	g.mgr = mgr
 	return g, nil
 }
 
-// withoutUnservedCopies drops copyFromNamespace rules when Namespaces may not be listed.
-func withoutUnservedCopies(byKind map[string][]rules.Rule, forbidden []engine.Forbidden) map[string][]rules.Rule {
-	namespacesForbidden := slices.ContainsFunc(forbidden, func(f engine.Forbidden) bool {
-		return f.Watch.GVK == corev1.SchemeGroupVersion.WithKind("Namespace")
-	})
-	if namespacesForbidden {
-		for kind, rs := range byKind {
-			byKind[kind] = slices.DeleteFunc(rs, rules.Rule.CopiesFromNamespace)
+var namespaceKind = corev1.SchemeGroupVersion.WithKind("Namespace").GroupKind()
+
+func copyingKinds(watches []config.ResolvedWatch, byKind map[string][]rules.Rule) sets.Set[schema.GroupKind] {
+	out := sets.New[schema.GroupKind]()
+	for _, w := range watches {
+		if rules.Copies(byKind[w.GVK.Kind]) {
+			out.Insert(w.GVK.GroupKind())
 		}
 	}
-	return byKind
+	return out
+}
+
+// writesFrozen says why kind's rules may not write: its informer lost its
+// access, or it copies from Namespaces that may not be read (forbidden at
+// build time, or since). Writing then would act on a cache that no longer
+// follows the cluster, and releasing copied keys would strip them everywhere.
+func (g *generation) writesFrozen(kind schema.GroupKind) error {
+	if err := g.lost.Forbidden(kind); err != nil {
+		return fmt.Errorf("%s: writes frozen, its list or watch is now forbidden: %w", kind, err)
+	}
+	if !g.copiers.Has(kind) {
+		return nil
+	}
+	if err := g.forbiddenAtStart(namespaceKind); err != nil {
+		return fmt.Errorf("%s: writes frozen, its rules copy from Namespaces: %w", kind, err)
+	}
+	if err := g.lost.Forbidden(namespaceKind); err != nil {
+		return fmt.Errorf("%s: writes frozen, its rules copy from Namespaces, whose list or watch is now forbidden: %w", kind, err)
+	}
+	return nil
+}
+
+func (g *generation) forbiddenAtStart(kind schema.GroupKind) error {
+	for _, f := range g.forbidden {
+		if f.Watch.GVK.GroupKind() == kind {
+			return f.Err
+		}
+	}
+	return nil
+}
+
+// frozen lists why kinds are frozen, one line per kind.
+func (g *generation) frozen() []string {
+	var out []string
+	for _, w := range g.watches {
+		if err := g.writesFrozen(w.GVK.GroupKind()); err != nil {
+			out = append(out, err.Error())
+		}
+	}
+	return out
+}
+
+// publishFrozen sets metawatch_writes_frozen for every watched kind.
+func (g *generation) publishFrozen() {
+	for _, w := range g.watches {
+		frozen := 0.0
+		if g.writesFrozen(w.GVK.GroupKind()) != nil {
+			frozen = 1
+		}
+		metrics.WritesFrozen.WithLabelValues(w.GVK.GroupKind().String()).Set(frozen)
+	}
 }
 
 // start runs the generation's cache and (gated) controllers until stop.
@@ -129,9 +205,16 @@ func (g *generation) waitSynced(ctx context.Context, timeout time.Duration) erro
 // open lets the controllers write and makes this generation's state the metrics'.
 func (g *generation) open() {
 	g.counts.Publish()
+	g.audits.Publish()
+	metrics.WritesFrozen.Reset()
+	g.publishFrozen()
 	metrics.WatchReady.Reset()
 	for _, w := range g.watches {
-		metrics.WatchReady.WithLabelValues(w.GVK.GroupKind().String()).Set(1)
+		ready := 1.0
+		if g.lost.Forbidden(w.GVK.GroupKind()) != nil {
+			ready = 0
+		}
+		metrics.WatchReady.WithLabelValues(w.GVK.GroupKind().String()).Set(ready)
 	}
 	for _, f := range g.forbidden {
 		metrics.WatchReady.WithLabelValues(f.Watch.GVK.GroupKind().String()).Set(0)
@@ -141,15 +224,25 @@ func (g *generation) open() {
 	close(g.gate)
 }
 
-// stop stops the controllers, then the cache, and waits for both.
-func (g *generation) stop() error {
+// stop closes the write fence (no new write; those in flight finish), then
+// stops the controllers and the cache, all within timeout. It reports whether
+// every write finished: only then may another writer start.
+func (g *generation) stop(timeout time.Duration) (writesStopped bool, err error) {
 	g.counts.Retire()
+	g.audits.Retire()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	writesStopped = g.fence.Close(ctx)
 	g.cancel()
-	err := <-g.done
-	if errors.Is(err, context.Canceled) {
-		return nil
+	select {
+	case err = <-g.done:
+	case <-ctx.Done():
+		err = fmt.Errorf("generation %d did not stop within %s", g.number, timeout)
 	}
-	return err
+	if errors.Is(err, context.Canceled) {
+		err = nil
+	}
+	return writesStopped, err
 }
 
 // ready fails while an informer has not synced or a watch is forbidden, naming why.
@@ -158,6 +251,10 @@ func (g *generation) ready(req *http.Request) error {
 	for _, f := range g.forbidden {
 		problems = append(problems, f.Err.Error())
 	}
+	for _, kind := range g.lost.Kinds() {
+		problems = append(problems, g.lost.Forbidden(kind).Error())
+	}
+	problems = append(problems, g.frozen()...)
 	if err := engine.SyncedCheck(g.mgr.GetCache(), g.watches)(req); err != nil {
 		problems = append(problems, err.Error())
 	}

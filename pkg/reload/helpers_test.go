@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
@@ -35,7 +37,7 @@ func startInstance(t *testing.T, cfg *rest.Config, configMap string) *instance {
 		Config: cfg, Source: reload.Source{ConfigMap: configMap}, Controller: controller.Options{MaxConcurrentReconciles: 4},
 		Recorder: mgr.GetEventRecorder(controller.EventSource), Log: mgr.GetLogger().WithName("reload"),
 	}
-	if err := mgr.Add(reloader); err != nil {
+	if err := reloader.AddTo(mgr); err != nil {
 		t.Fatal(err)
 	}
 	if err := mgr.AddReadyzCheck("configuration", reloader.Ready); err != nil {
@@ -107,4 +109,28 @@ func eventWith(t *testing.T, c client.Client, ns, reason, part string) bool {
 		}
 	}
 	return false
+}
+
+func podLabels(t *testing.T, c client.Client, ns, name string) map[string]string {
+	t.Helper()
+	var pod corev1.Pod
+	if err := c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, &pod); err != nil {
+		t.Fatal(err)
+	}
+	return pod.Labels
+}
+
+func namespaceObject(name string) *corev1.Namespace {
+	return &corev1.Namespace{ObjectMeta: objectMeta(name)}
+}
+
+func objectMeta(name string) metav1.ObjectMeta { return metav1.ObjectMeta{Name: name} }
+
+func contains(s, part string) bool { return strings.Contains(s, part) }
+
+func seriesCount(s *eventsv1.EventSeries) int32 {
+	if s == nil {
+		return 0
+	}
+	return s.Count
 }

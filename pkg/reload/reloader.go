@@ -12,6 +12,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/events"
 
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
 	"github.com/metawatch/metawatch/pkg/config"
 	"github.com/metawatch/metawatch/pkg/controller"
 	"github.com/metawatch/metawatch/pkg/metrics"
@@ -22,57 +24,88 @@ const (
 	ReasonInvalidConfig = "InvalidConfig"
 	ReasonReloaded      = "ConfigReloaded"
 	ReasonForbidden     = "WatchForbidden"
+	// ReasonRetrying: a valid configuration could not start for a reason that
+	// is not its own (the API server unreachable, a sync too slow); retried.
+	ReasonRetrying = "ReloadRetrying"
 )
 
 // SyncTimeout bounds how long a new generation may take to sync before the
-// reload is given up and the running generation kept.
+// attempt is given up (and retried) and the running generation kept.
 var SyncTimeout = 10 * time.Minute
 
 // Reloader runs the configuration as generations and swaps them when the
 // selectors ConfigMap changes: parse and validate; if valid, build the new
 // generation, start it, wait for its sync, stop the old one, then let the new
 // one write. A bad edit, or a deleted ConfigMap, keeps the running generation,
-// with an Event, a log line and metrics that say so.
+// with an Event, a log line and metrics that say so; a failure that is not
+// the configuration's fault is retried with backoff.
 //
-// It is a leader-election Runnable: only the leader runs generations.
+// It is a leader-election Runnable: only the leader runs generations. Add it
+// with AddTo, which also adds the follower every replica runs.
 type Reloader struct {
 	Config     *rest.Config
 	Source     Source
 	Recorder   events.EventRecorder
 	Controller controller.Options
 	Log        logr.Logger
-	// Initial is the configuration validated at start-up; nil waits for one (--wait-for-config).
+	// Initial is the configuration of a --config-file, validated at start-up.
+	// A ConfigMap is read when this replica starts leading, not at start-up.
 	Initial *config.Config
+	// ShutdownTimeout bounds stopping a generation (on SIGTERM, or the old one
+	// in a swap): its writes in flight, then its controllers and cache. Zero: 30s.
+	ShutdownTimeout time.Duration
 
-	mu      sync.Mutex
-	started bool
-	current *generation
-	waiting string // why there is no generation yet
+	follower      *follower
+	lastTransient *corev1.ConfigMap // the ConfigMap whose valid version is being retried
+
+	mu            sync.Mutex
+	started       bool
+	current       *generation
+	waiting       string // why there is no generation yet
+	writesStopped bool   // at shutdown, every write of the last generation finished
+}
+
+// AddTo adds the Reloader to mgr and, for a ConfigMap source, the follower
+// that every replica runs from its start.
+func (r *Reloader) AddTo(mgr manager.Manager) error {
+	if r.Source.ConfigMap != "" {
+		key, err := r.Source.configMapKey()
+		if err != nil {
+			return err
+		}
+		r.follower = newFollower(r.Config, key)
+		if err := mgr.Add(r.follower); err != nil {
+			return err
+		}
+	}
+	return mgr.Add(r)
 }
 
 // NeedLeaderElection: generations write, so only the leader runs them.
 func (r *Reloader) NeedLeaderElection() bool { return true }
 
-// Start runs the initial configuration, then follows the ConfigMap until ctx ends.
+// Start runs the configuration until ctx ends: the file's, or the ConfigMap's
+// as it is now and as it changes.
 func (r *Reloader) Start(ctx context.Context) error {
-	r.mu.Lock()
-	r.started, r.waiting = true, "waiting for a valid configuration in "+r.Source.String()
-	r.mu.Unlock()
+	r.setWaiting("waiting for a valid configuration in " + r.Source.String())
 	defer r.stopCurrent()
-	if r.Initial != nil {
-		if err := r.apply(ctx, r.Initial); err != nil {
-			return fmt.Errorf("starting the configuration: %w", err)
+	if r.follower == nil {
+		if r.Initial != nil {
+			if err := r.apply(ctx, r.Initial, nil); err != nil {
+				return fmt.Errorf("starting the configuration: %w", err)
+			}
 		}
-	}
-	if r.Source.ConfigMap == "" {
 		<-ctx.Done()
 		return nil
 	}
-	return r.follow(ctx)
+	r.followConfigMap(ctx)
+	return nil
 }
 
-// apply resolves conf and swaps to a generation running it.
-func (r *Reloader) apply(ctx context.Context, conf *config.Config) error {
+// apply resolves conf and swaps to a generation running it. superseded, if
+// not nil, is asked before the new generation opens: a generation built from
+// a version older than the newest valid one is never opened.
+func (r *Reloader) apply(ctx context.Context, conf *config.Config, superseded func() bool) error {
 	res, warnings, err := resolve(ctx, r.Config, conf)
 	for _, w := range warnings {
 		r.Log.Info("warning: " + w)
@@ -80,28 +113,40 @@ func (r *Reloader) apply(ctx context.Context, conf *config.Config) error {
 	if err != nil {
 		return err
 	}
-	return r.swap(ctx, res)
+	return r.swap(ctx, res, superseded)
 }
 
-func (r *Reloader) swap(ctx context.Context, res resolved) error {
+func (r *Reloader) swap(ctx context.Context, res resolved, superseded func() bool) error {
 	old := r.running()
 	number := int64(1)
 	if old != nil {
 		number = old.number + 1
 	}
-	next, err := newGeneration(ctx, r.Config, number, res, r.Controller)
+	next, err := newGeneration(ctx, r.Config, number, res, generationOptions{controller: r.Controller, onLoss: r.reportLoss, shutdownTimeout: r.shutdownTimeout()})
 	if err != nil {
 		return err
 	}
 	next.start(ctx)
 	if err := next.waitSynced(ctx, SyncTimeout); err != nil {
-		_ = next.stop()
+		_, _ = next.stop(r.shutdownTimeout())
 		return err
 	}
+	if superseded != nil && superseded() {
+		_, _ = next.stop(r.shutdownTimeout())
+		return errSuperseded
+	}
 	if old != nil {
-		if err := old.stop(); err != nil {
+		stopped, err := old.stop(r.shutdownTimeout())
+		if err != nil {
 			r.Log.Error(err, "stopping the previous generation", "generation", old.number)
 		}
+		if !stopped { // two generations must never write at once
+			_, _ = next.stop(r.shutdownTimeout())
+			return fmt.Errorf("generation %d still had writes in flight after %s; not starting generation %d", old.number, r.shutdownTimeout(), next.number)
+		}
+	}
+	if old != nil {
+		next.audits.Inherit(old.audits) // violations old reported: no second Event
 	}
 	r.setCurrent(next)
 	next.open()
@@ -130,11 +175,36 @@ func (r *Reloader) setCurrent(g *generation) {
 }
 
 func (r *Reloader) stopCurrent() {
-	if g := r.running(); g != nil {
-		if err := g.stop(); err != nil {
+	g := r.running()
+	stopped := true
+	if g != nil {
+		var err error
+		if stopped, err = g.stop(r.shutdownTimeout()); err != nil {
 			r.Log.Error(err, "stopping generation", "generation", g.number)
 		}
+		if !stopped {
+			r.Log.Error(nil, "writes still in flight at the end of the shutdown budget", "generation", g.number, "budget", r.shutdownTimeout().String())
+		}
 	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.writesStopped = stopped
+}
+
+// WritesStopped reports, after Start returned, whether every write finished:
+// only then may the Lease be released (engine.ReleaseLease). Otherwise the
+// Lease must expire on its own before a standby writes.
+func (r *Reloader) WritesStopped() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.writesStopped || !r.started
+}
+
+func (r *Reloader) shutdownTimeout() time.Duration {
+	if r.ShutdownTimeout <= 0 {
+		return 30 * time.Second
+	}
+	return r.ShutdownTimeout
 }
 
 // Ready is the readiness check: a standby (not the leader) is ready; the
@@ -152,26 +222,9 @@ func (r *Reloader) Ready(req *http.Request) error {
 	return g.ready(req)
 }
 
-// reject reports a configuration that was not applied.
-func (r *Reloader) reject(cm *corev1.ConfigMap, err error) {
-	metrics.ConfigLastReloadSuccessful.Set(0)
-	keeping := "no configuration is running"
-	if g := r.running(); g != nil {
-		keeping = fmt.Sprintf("generation %d keeps running", g.number)
-	} else {
-		r.mu.Lock()
-		r.waiting = "the configuration in " + r.Source.String() + " is invalid: " + err.Error()
-		r.mu.Unlock()
-	}
-	r.Log.Error(err, "configuration rejected; "+keeping, "configMap", r.Source.ConfigMap)
-	if cm != nil {
-		r.Recorder.Eventf(cm, nil, corev1.EventTypeWarning, ReasonInvalidConfig, "Reload", "%s", truncate(keeping+": "+Describe(err), 1000))
-	}
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n-3] + "..."
+// setWaiting says why no generation runs (and that this replica leads).
+func (r *Reloader) setWaiting(why string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.started, r.waiting = true, why
 }

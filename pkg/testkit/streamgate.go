@@ -80,3 +80,53 @@ func (b *gatedBody) Read(p []byte) (int, error) {
 type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
+
+// Faults makes the API server look unavailable (503) to one client, for
+// requests whose path ends with Suffix, while on: a transient failure, as
+// from an overloaded or restarting API server behind a load balancer.
+type Faults struct {
+	Suffix string
+
+	mu  sync.Mutex
+	on  bool
+	hit int
+}
+
+// Wrap returns cfg with the faults on its requests.
+func (f *Faults) Wrap(cfg *rest.Config) *rest.Config {
+	cfg = rest.CopyConfig(cfg)
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripFunc(func(req *http.Request) (*http.Response, error) {
+			if f.fail(req) {
+				return &http.Response{StatusCode: http.StatusServiceUnavailable, Request: req, Header: http.Header{"Content-Type": {"text/plain"}},
+					Body: io.NopCloser(strings.NewReader("the API server is unavailable (injected by the test)"))}, nil
+			}
+			return rt.RoundTrip(req)
+		})
+	})
+	return cfg
+}
+
+func (f *Faults) fail(req *http.Request) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.on && strings.HasSuffix(req.URL.Path, f.Suffix) {
+		f.hit++
+		return true
+	}
+	return false
+}
+
+// Set turns the faults on or off.
+func (f *Faults) Set(on bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.on = on
+}
+
+// Hits is how many requests failed so far.
+func (f *Faults) Hits() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.hit
+}

@@ -1,0 +1,69 @@
+package engine
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"os"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/uuid"
+	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+)
+
+const inClusterNamespacePath = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+
+// NewLeaseLock is the leader-election Lease of opts, built by metawatch rather
+// than by controller-runtime so that metawatch releases it itself (see
+// ReleaseLease): only once the writes of the running generation have
+// stopped, never on a timer that may fire while a write is in flight.
+func NewLeaseLock(cfg *rest.Config, opts Options) (resourcelock.Interface, error) {
+	ns := opts.LeaderElectionNamespace
+	if ns == "" {
+		b, err := os.ReadFile(inClusterNamespacePath)
+		if err != nil {
+			return nil, fmt.Errorf("--leader-election-namespace is required out of a cluster (no %s): %w", inClusterNamespacePath, err)
+		}
+		ns = string(b)
+	}
+	host, err := os.Hostname()
+	if err != nil {
+		return nil, err
+	}
+	le := rest.AddUserAgent(leaderElectionConfig(cfg), "leader-election")
+	// A hung request must not outlast the renew deadline (controller-runtime's heuristic).
+	le.Timeout = max(cmp.Or(opts.RenewDeadline, 10*time.Second)/2, time.Second)
+	core, err := corev1client.NewForConfig(le)
+	if err != nil {
+		return nil, err
+	}
+	coordination, err := coordinationv1client.NewForConfig(le)
+	if err != nil {
+		return nil, err
+	}
+	id := cmp.Or(opts.LeaderElectionID, DefaultLeaderElectionID)
+	return resourcelock.New(resourcelock.LeasesResourceLock, ns, id, core, coordination,
+		resourcelock.ResourceLockConfig{Identity: host + "_" + string(uuid.NewUUID())})
+}
+
+// ReleaseLease gives up the Lease if this process holds it, as client-go's
+// leader elector does on a clean stop, so that a standby takes over at once
+// instead of after the lease duration. Call it only after the manager has
+// stopped (its elector no longer renews) and every write has stopped.
+func ReleaseLease(ctx context.Context, lock resourcelock.Interface) error {
+	record, _, err := lock.Get(ctx)
+	if err != nil {
+		return fmt.Errorf("reading the Lease: %w", err)
+	}
+	if record.HolderIdentity != lock.Identity() {
+		return nil
+	}
+	now := metav1.Now()
+	return lock.Update(ctx, resourcelock.LeaderElectionRecord{
+		LeaderTransitions: record.LeaderTransitions, LeaseDurationSeconds: 1, RenewTime: now, AcquireTime: now,
+	})
+}

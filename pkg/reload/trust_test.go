@@ -1,0 +1,191 @@
+package reload_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/metawatch/metawatch/pkg/testkit"
+)
+
+// metawatch_rule_violations is exact after any number of reloads (not N times
+// the violators after N generations), a removed rule's series goes, and each
+// violating object gets one MissingRequiredMetadata Event, not one per reload.
+func TestViolationsStayExactAcrossReloads(t *testing.T) {
+	c := testkit.Client(t, cp.Config)
+	testkit.Namespace(t, c, "audit", nil)
+	for i := range 3 {
+		testkit.Pod(t, c, "audit", fmt.Sprintf("p-%d", i), nil)
+	}
+	require := "watches:\n- kind: Pod\n  namespaces: [audit]\nrules:\n- {name: audit-owner, kinds: [Pod], requireLabels: [owner]}\n"
+	kubectlApply(t, selectors("audit", require))
+	startInstance(t, cp.Config, "audit/selectors")
+	violations := func() float64 {
+		return testkit.Metric(t, "metawatch_rule_violations", map[string]string{"rule": "audit-owner"})
+	}
+	testkit.WaitFor(t, "3 violations", func() bool { return violations() == 3 })
+
+	for i := range 2 {
+		generation := testkit.Metric(t, "metawatch_config_generation", nil)
+		kubectlApply(t, selectors("audit", require+fmt.Sprintf("- {name: audit-extra-%d, kinds: [Pod], setLabels: {extra: x%d}}\n", i, i)))
+		testkit.WaitFor(t, "the reload", func() bool { return testkit.Metric(t, "metawatch_config_generation", nil) > generation })
+		testkit.WaitFor(t, "the extra label", func() bool { return podLabel(t, c, "audit", "p-2", "extra") == fmt.Sprintf("x%d", i) })
+	}
+	if got := violations(); got != 3 {
+		t.Errorf("metawatch_rule_violations{rule=audit-owner} = %v after two reloads, want 3", got)
+	}
+	for i := range 3 {
+		if n := eventCount(t, c, "audit", "Pod", fmt.Sprintf("p-%d", i), "MissingRequiredMetadata"); n != 1 {
+			t.Errorf("p-%d got %d MissingRequiredMetadata Events over two reloads, want 1", i, n)
+		}
+	}
+	generation := testkit.Metric(t, "metawatch_config_generation", nil)
+	kubectlApply(t, selectors("audit", "watches:\n- kind: Pod\n  namespaces: [audit]\n"))
+	testkit.WaitFor(t, "the reload", func() bool { return testkit.Metric(t, "metawatch_config_generation", nil) > generation })
+	if got := violations(); got != 0 {
+		t.Errorf("metawatch_rule_violations{rule=audit-owner} = %v after the rule was removed, want no series", got)
+	}
+}
+
+// eventCount counts the Events about an object with reason, a series counting as its length.
+func eventCount(t *testing.T, c client.Client, ns, kind, name, reason string) int {
+	n := 0
+	for _, e := range testkit.Events(t, c, ns, kind, name, reason) {
+		n += max(1, int(seriesCount(e.Series)))
+	}
+	return n
+}
+
+// A reload that fails for a reason that is not the configuration's (the API
+// server unavailable while the new generation is checked) is not reported as
+// an invalid configuration: it is retried with backoff, under its own reason,
+// until the valid edit runs.
+func TestTransientReloadFailuresAreRetriedNotRejected(t *testing.T) {
+	c := testkit.Client(t, cp.Config)
+	testkit.Namespace(t, c, "transient", nil)
+	testkit.Pod(t, c, "transient", "p-0", nil)
+	config := "watches:\n- kind: Pod\n  namespaces: [transient]\nrules:\n- {name: transient-tier, kinds: [Pod], setLabels: {tier: gold}}\n"
+	kubectlApply(t, selectors("transient", config))
+	faults := &testkit.Faults{Suffix: "/namespaces/transient/pods"}
+	startInstance(t, faults.Wrap(cp.Config), "transient/selectors")
+	testkit.WaitFor(t, "the first rule", func() bool { return podLabel(t, c, "transient", "p-0", "tier") == "gold" })
+
+	faults.Set(true)
+	kubectlApply(t, selectors("transient", config+"- {name: transient-zone, kinds: [Pod], setLabels: {zone: west}}\n"))
+	testkit.WaitFor(t, "the reload to fail twice", func() bool { return faults.Hits() >= 2 })
+	faults.Set(false)
+	testkit.WaitFor(t, "the valid edit to run once the API server answers", func() bool { return podLabel(t, c, "transient", "p-0", "zone") == "west" })
+	if eventWith(t, c, "transient", "InvalidConfig", "") {
+		t.Error("a transient failure was reported as an InvalidConfig Event")
+	}
+	if !eventWith(t, c, "transient", "ReloadRetrying", "the server is currently unable to handle the request") {
+		t.Error("no ReloadRetrying Event naming the transient failure")
+	}
+	if n := testkit.Metric(t, "metawatch_config_reload_retries_total", nil); n < 1 {
+		t.Errorf("metawatch_config_reload_retries_total = %v, want at least 1", n)
+	}
+}
+
+// Losing the permission to list Namespaces freezes what metawatch owns on the
+// kinds that copy from them: a new generation built meanwhile (a reload)
+// releases nothing and writes nothing there, says so, and everything resumes
+// once the permission is back.
+func TestForbiddenNamespacesFreezeCopiedKeys(t *testing.T) {
+	c := testkit.Client(t, cp.Config)
+	testkit.Namespace(t, c, "frozen", map[string]string{"team": "a"})
+	for i := range 5 {
+		testkit.Pod(t, c, "frozen", fmt.Sprintf("p-%d", i), nil)
+	}
+	role := grantNamespaceCopier(t)
+	config := "watches:\n- kind: Pod\n  namespaces: [frozen]\nrules:\n- name: frozen-team\n  kinds: [Pod]\n  copyFromNamespace: {labels: [team]}\n  setLabels: {tier: gold}\n"
+	kubectlApply(t, selectors("frozen", config))
+	restricted := rest.CopyConfig(cp.Config)
+	restricted.Impersonate = rest.ImpersonationConfig{UserName: "metawatch-copier"}
+	inst := startInstance(t, restricted, "frozen/selectors")
+	allPods := func(want func(map[string]string) bool) func() bool {
+		return func() bool {
+			for i := range 5 {
+				if !want(podLabels(t, c, "frozen", fmt.Sprintf("p-%d", i))) {
+					return false
+				}
+			}
+			return true
+		}
+	}
+	testkit.WaitFor(t, "every pod to get team and tier", allPods(func(l map[string]string) bool { return l["team"] == "a" && l["tier"] == "gold" }))
+
+	setNamespaceAccess(t, role, false)
+	generation := testkit.Metric(t, "metawatch_config_generation", nil)
+	reconciles := testkit.Metric(t, "controller_runtime_reconcile_total", map[string]string{"controller": "pod"})
+	kubectlApply(t, selectors("frozen", config+"- {name: frozen-zone, kinds: [Pod], setLabels: {zone: west}}\n"))
+	testkit.WaitFor(t, "the reload", func() bool { return testkit.Metric(t, "metawatch_config_generation", nil) > generation })
+	testkit.WaitFor(t, "the new generation to reconcile every pod", func() bool {
+		return testkit.Metric(t, "controller_runtime_reconcile_total", map[string]string{"controller": "pod"}) >= reconciles+5
+	})
+	testkit.WaitFor(t, "/readyz/configuration to say Pod writes are frozen", func() bool {
+		return contains(inst.readiness(), "forbidden to list namespaces")
+	})
+	if got := testkit.Metric(t, "metawatch_writes_frozen", map[string]string{"kind": "Pod"}); got != 1 {
+		t.Errorf("metawatch_writes_frozen{kind=Pod} = %v while Namespaces are forbidden, want 1", got)
+	}
+	for i := range 5 {
+		l := podLabels(t, c, "frozen", fmt.Sprintf("p-%d", i))
+		if l["team"] != "a" || l["tier"] != "gold" {
+			t.Errorf("p-%d lost keys while Namespaces were forbidden: %v", i, l)
+		}
+	}
+
+	setNamespaceAccess(t, role, true)
+	testkit.MergePatch(t, c, namespaceObject("frozen"), "kubectl-label", `{"metadata":{"labels":{"team":"b"}}}`)
+	testkit.WaitFor(t, "every pod to follow the namespace once the permission is back", allPods(func(l map[string]string) bool {
+		return l["team"] == "b" && l["tier"] == "gold" && l["zone"] == "west"
+	}))
+}
+
+// grantNamespaceCopier gives user metawatch-copier what a copying metawatch
+// needs (pods, namespaces, its ConfigMap, Events) and returns the role.
+func grantNamespaceCopier(t *testing.T) *rbacv1.ClusterRole {
+	t.Helper()
+	role := &rbacv1.ClusterRole{ObjectMeta: objectMeta("metawatch-copier"), Rules: copierRules(true)}
+	binding := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: objectMeta("metawatch-copier"),
+		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: role.Name},
+		Subjects:   []rbacv1.Subject{{Kind: "User", Name: "metawatch-copier"}},
+	}
+	c := testkit.Client(t, cp.Config)
+	for _, obj := range []client.Object{role, binding} {
+		if err := c.Create(context.Background(), obj); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return role
+}
+
+func copierRules(namespaces bool) []rbacv1.PolicyRule {
+	rules := []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"list", "watch", "patch"}},
+		{APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: []string{"selectors"}, Verbs: []string{"get", "list", "watch"}},
+		{APIGroups: []string{"events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
+	}
+	if namespaces {
+		rules = append(rules, rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: []string{"list", "watch"}})
+	}
+	return rules
+}
+
+// setNamespaceAccess grants or revokes list and watch on Namespaces.
+func setNamespaceAccess(t *testing.T, role *rbacv1.ClusterRole, allowed bool) {
+	t.Helper()
+	c := testkit.Client(t, cp.Config)
+	if err := c.Get(context.Background(), client.ObjectKeyFromObject(role), role); err != nil {
+		t.Fatal(err)
+	}
+	role.Rules = copierRules(allowed)
+	if err := c.Update(context.Background(), role); err != nil {
+		t.Fatal(err)
+	}
+}
