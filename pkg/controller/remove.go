@@ -1,9 +1,9 @@
 package controller
 
 import (
-	"errors"
 	"context"
 	"encoding/json"
+	"errors"
 	"sort"
 
 	"github.com/go-logr/logr"
