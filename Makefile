@@ -21,16 +21,17 @@ run: build
 controlplane:
 	$(GO) run ./hack/controlplane
 
-## test: every test on the local control plane, plus short fuzz runs of the config parser and the rules core.
+## test: every test on the local control plane, with the race detector, plus short fuzz runs.
 test: controlplane vet
-	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
+	$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) ./...
 	$(MAKE) fuzz
 
-## fuzz: fuzz the config parser, the rules core and the managedFields stripper, FUZZTIME each (FUZZTIME=10m make fuzz for a long run).
+## fuzz: fuzz the config parser, the rules core, the managedFields stripper and its frame reader, FUZZTIME each (FUZZTIME=10m make fuzz for a long run).
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime $(FUZZTIME) ./pkg/config
 	$(GO) test -run '^$$' -fuzz FuzzEvaluate -fuzztime $(FUZZTIME) ./pkg/rules
 	$(GO) test -run '^$$' -fuzz FuzzStripManagedFields -fuzztime $(FUZZTIME) ./pkg/engine
+	$(GO) test -run '^$$' -fuzz FuzzFrameStripper -fuzztime $(FUZZTIME) ./pkg/engine
 
 vet:
 	$(GO) vet ./...

@@ -115,20 +115,6 @@ func assertSameMeta(t *testing.T, got, want *metav1.PartialObjectMetadata) {
 	}
 }
 
-// Whatever bytes arrive, stripping never panics, never grows them, and says
-// when it did not understand them.
-func FuzzStripManagedFields(f *testing.F) {
-	f.Add(encode(f, podMetadata("web-1")))
-	f.Add([]byte("k8s\x00garbage"))
-	f.Fuzz(func(t *testing.T, b []byte) {
-		in := append([]byte(nil), b...)
-		n, ok := stripManagedFields(in, envelopeOf(objectShape), []byte(FieldManager))
-		if ok && (n < 0 || n > len(b)) {
-			t.Fatalf("stripped %d bytes into %d", len(b), n)
-		}
-	})
-}
-
 // The transport strips a protobuf watch stream frame by frame, for metadata
 // requests only, and passes everything else through untouched.
 func TestStripTransport(t *testing.T) {
