@@ -2,17 +2,23 @@ package main
 
 import (
 	"flag"
+	"fmt"
+	"strings"
 	"time"
+
+	"k8s.io/apimachinery/pkg/api/validation"
 
 	"go.uber.org/zap/zapcore"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	"github.com/metawatch/metawatch/pkg/config"
 	"github.com/metawatch/metawatch/pkg/controller"
 	"github.com/metawatch/metawatch/pkg/engine"
 	"github.com/metawatch/metawatch/pkg/reload"
 )
 
 type options struct {
+	writeScope    config.WriteScope
 	waitForConfig bool
 	qps           float64
 	burst         int
@@ -20,6 +26,22 @@ type options struct {
 	engine        engine.Options
 	controller    controller.Options
 	zap           zap.Options
+}
+
+// namespaceList parses a flag's comma-separated namespace names into dst.
+func namespaceList(dst *[]string) func(string) error {
+	return func(v string) error {
+		for _, ns := range strings.Split(v, ",") {
+			if ns = strings.TrimSpace(ns); ns == "" {
+				continue
+			}
+			if msgs := validation.ValidateNamespaceName(ns, false); len(msgs) > 0 {
+				return fmt.Errorf("%q is not a namespace name: %s", ns, strings.Join(msgs, "; "))
+			}
+			*dst = append(*dst, ns)
+		}
+		return nil
+	}
 }
 
 // parseFlags parses args on flag.CommandLine, where controller-runtime has
@@ -42,6 +64,10 @@ func parseFlags(args []string) options {
 	fs.DurationVar(&o.engine.RenewDeadline, "leader-election-renew-deadline", 10*time.Second, "How long the leader keeps trying to renew the Lease before it gives up leading; less than the lease duration.")
 	fs.DurationVar(&o.engine.RetryPeriod, "leader-election-retry-period", 2*time.Second, "How often replicas try to acquire or renew the Lease.")
 	fs.DurationVar(&o.engine.GracefulShutdownTimeout, "graceful-shutdown-timeout", 30*time.Second, "How long controllers get to finish on SIGTERM.")
+	fs.Func("write-namespaces", "Comma-separated namespaces rules may write in (default: all); a configuration's writeScope can narrow this, never widen it.",
+		namespaceList(&o.writeScope.Namespaces))
+	fs.Func("exclude-write-namespaces", "Comma-separated namespaces rules never write in, e.g. kube-system.",
+		namespaceList(&o.writeScope.ExcludeNamespaces))
 	fs.IntVar(&o.controller.MaxConcurrentReconciles, "max-concurrent-reconciles", 4, "Reconciles run at once, per kind.")
 	fs.BoolVar(&o.controller.DryRun, "dry-run", false, "Compute every rule's writes, log and count them (result=\"dry-run\"), and write nothing.")
 	// Errors are explained in their message; stack traces are for panics (--zap-stacktrace-level overrides).

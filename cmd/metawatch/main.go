@@ -61,7 +61,7 @@ func run(ctx context.Context, opts options) error {
 		return err
 	}
 	reloader := &reload.Reloader{
-		Config: cfg, Source: opts.source, Controller: opts.controller, Initial: conf, ShutdownTimeout: budget.generation,
+		Config: cfg, Source: opts.source, Controller: opts.controller, Initial: conf, ShutdownTimeout: budget.generation, WriteScope: &opts.writeScope,
 		Recorder: mgr.GetEventRecorder(controller.EventSource), Log: ctrl.Log.WithName("reload"),
 	}
 	if err := reloader.AddTo(mgr); err != nil {
@@ -70,7 +70,8 @@ func run(ctx context.Context, opts options) error {
 	if err := addHealthChecks(mgr, reloader); err != nil {
 		return err
 	}
-	setupLog.Info("starting", "source", opts.source.String(), "dryRun", opts.controller.DryRun)
+	setupLog.Info("starting", "source", opts.source.String(), "dryRun", opts.controller.DryRun, "writeScope", opts.writeScope.String(),
+		"leaderElection", engineOpts.LeaderElection, "gracefulShutdownTimeout", opts.engine.GracefulShutdownTimeout.String(), "metricsSecure", engineOpts.MetricsSecure)
 	if err := mgr.Start(ctx); err != nil {
 		return err
 	}

@@ -9,14 +9,17 @@ import (
 // annotationsRead lists the annotation keys anything reads on objects of kind:
 // the rules that apply to it (set, remove, require, copy), copy rules when kind is
 // Namespace (they read the Namespace's annotations), and cache.keepAnnotations.
-// It returns nil, meaning every annotation, when keepAnnotations has "*".
+// It returns nil, meaning every annotation, when keepAnnotations has "*",
+// except for Secrets: kubectl's last-applied-configuration annotation holds
+// a Secret's data, so their annotations are kept only when named one by one.
 func annotationsRead(c *Config, kind string) sets.Set[string] {
 	keep := sets.New[string]()
 	if c.Cache != nil {
-		if slices.Contains(c.Cache.KeepAnnotations, AllAnnotations) {
+		if slices.Contains(c.Cache.KeepAnnotations, AllAnnotations) && kind != "Secret" {
 			return nil
 		}
 		keep.Insert(c.Cache.KeepAnnotations...)
+		keep.Delete(AllAnnotations)
 	}
 	for _, r := range c.Rules {
 		if r.CopyFromNamespace != nil && kind == "Namespace" {

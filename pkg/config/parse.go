@@ -41,6 +41,9 @@ func decodeStrict(data []byte) (*Config, error) {
 	var c Config
 	strictErrs, err := kjson.UnmarshalStrict(jsonData, &c)
 	if err != nil {
+		if described := typeError(data, jsonData); described != nil {
+			return nil, fmt.Errorf("decoding configuration: %w", described)
+		}
 		return nil, fmt.Errorf("decoding configuration: %w", err)
 	}
 	if len(strictErrs) > 0 {

@@ -45,10 +45,6 @@ func TestResolveMapsKindsWithTheClusterRESTMapper(t *testing.T) {
 			yaml:    "watches:\n- kind: Pod\n- kind: Podz\n",
 			wantErr: []string{`watches[1].kind: Invalid value: "Podz": not a built-in kind`},
 		},
-		"a kind in the wrong case": {
-			yaml:    "watches:\n- kind: pod\n",
-			wantErr: []string{`watches[0].kind: Invalid value: "pod"`, "case-sensitive"},
-		},
 		"a version the cluster does not serve": {
 			yaml:    "watches:\n- kind: Deployment\n  apiVersion: apps/v2\n",
 			wantErr: []string{`watches[0].kind: Invalid value: "Deployment": the cluster does not serve apps/v2 Deployment`},

@@ -23,6 +23,7 @@ func validateRules(c *Config) field.ErrorList {
 	for i, r := range c.Rules {
 		p := path.Index(i)
 		errs = append(errs, validateRule(p, r, watched)...)
+		errs = append(errs, validateReservedKeys(i, r)...)
 		if first, dup := names[r.Name]; dup && r.Name != "" {
 			e := field.Duplicate(p.Child("name"), r.Name)
 			e.Detail = fmt.Sprintf("rules[%d] has this name already; rule names are unique", first)

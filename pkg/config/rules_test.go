@@ -40,7 +40,7 @@ func TestRuleValidation(t *testing.T) {
 		"invalid label value": {rules: "- {name: a, kinds: [Pod], setLabels: {team: 'not valid!'}}\n", want: []string{`rules[0].setLabels[team]: Invalid value: "not valid!"`}},
 		"an unquoted YAML boolean as a value": {
 			rules: "- {name: a, kinds: [Node], setLabels: {example.com/spot: true}}\n",
-			want:  []string{"cannot unmarshal bool", "setLabels"},
+			want:  []string{"rules[0].setLabels[example.com/spot] (line 7): expected a string, found true or false: quote it"},
 		},
 		"invalid label key":      {rules: "- {name: a, kinds: [Pod], setLabels: {'bad key': x}}\n", want: []string{`rules[0].setLabels[bad key]: Invalid value: "bad key": key:`}},
 		"invalid annotation key": {rules: "- {name: a, kinds: [Pod], setAnnotations: {'-x': v}}\n", want: []string{"rules[0].setAnnotations"}},

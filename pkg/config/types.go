@@ -11,6 +11,8 @@ type Config struct {
 	Rules []Rule `json:"rules,omitempty"`
 	// Cache tunes what the cache keeps of each object; optional.
 	Cache *Cache `json:"cache,omitempty"`
+	// WriteScope limits the namespaces rules write in; optional (all).
+	WriteScope *WriteScope `json:"writeScope,omitempty"`
 }
 
 // AllAnnotations, as a keepAnnotations entry, keeps every annotation.
@@ -20,7 +22,9 @@ const AllAnnotations = "*"
 type Cache struct {
 	// KeepAnnotations are annotation keys kept in the cache besides those the
 	// rules read (annotations are dropped otherwise: they are large, e.g.
-	// kubectl's last-applied-configuration). "*" keeps every annotation.
+	// kubectl's last-applied-configuration). "*" keeps every annotation, but
+	// on Secrets only keys named one by one (their kubectl
+	// last-applied-configuration annotation holds the secret data).
 	KeepAnnotations []string `json:"keepAnnotations,omitempty"`
 }
 
@@ -62,6 +66,9 @@ type Rule struct {
 
 	// Force takes ownership of keys another field manager owns with another value.
 	Force bool `json:"force,omitempty"`
+	// ReservedKeys opts in, key by key, to writing keys under the prefixes
+	// Kubernetes reserves (kubernetes.io/, k8s.io/ and their subdomains).
+	ReservedKeys []string `json:"reservedKeys,omitempty"`
 }
 
 // Match selects the objects a rule applies to.

@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"regexp"
 
 	"k8s.io/apimachinery/pkg/api/validation"
 	"k8s.io/apimachinery/pkg/fields"
@@ -10,6 +11,9 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
+
+// kindName is what a Kubernetes kind can be called (CamelCase, e.g. Pod, CSIDriver).
+var kindName = regexp.MustCompile(`^[A-Z][A-Za-z0-9]*$`)
 
 // Validate checks everything that can be checked without a cluster.
 func Validate(c *Config) field.ErrorList {
@@ -28,6 +32,7 @@ func Validate(c *Config) field.ErrorList {
 		seen[key] = i
 	}
 	errs = append(errs, validateCache(c.Cache)...)
+	errs = append(errs, validateWriteScope(c.WriteScope)...)
 	return append(errs, validateRules(c)...)
 }
 
@@ -52,8 +57,12 @@ func duplicateKind(path *field.Path, kind string, first int) *field.Error {
 
 func validateWatch(path *field.Path, w Watch) field.ErrorList {
 	var errs field.ErrorList
-	if w.Kind == "" {
+	switch {
+	case w.Kind == "":
 		errs = append(errs, field.Required(path.Child("kind"), "the kind to watch, e.g. Pod"))
+	case !kindName.MatchString(w.Kind):
+		errs = append(errs, field.Invalid(path.Child("kind"), w.Kind,
+			"not a kind name: kinds are case-sensitive, start with an upper-case letter and have only letters and digits, e.g. Pod or StatefulSet"))
 	}
 	if w.APIVersion != "" {
 		if _, err := schema.ParseGroupVersion(w.APIVersion); err != nil {

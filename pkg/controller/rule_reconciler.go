@@ -36,6 +36,7 @@ type RuleReconciler struct {
 	waiting      *namespaceWaiters
 	takeovers    *takeovers
 	writesFrozen func(schema.GroupKind) error // see Options.WritesFrozen
+	inScope      func(namespace string) bool  // see Options.InScope
 }
 
 // NewRuleReconciler returns a RuleReconciler for kind gvk.
@@ -62,6 +63,10 @@ func (r *RuleReconciler) reconcileObject(ctx context.Context, key types.Namespac
 			logr.FromContextOrDiscard(ctx).V(1).Info("writes frozen: not reconciled", "reason", err.Error())
 			return nil // the generation that replaces this one evaluates every object
 		}
+	}
+	if !r.writable(obj) {
+		logr.FromContextOrDiscard(ctx).V(1).Info("out of the write scope: not reconciled")
+		return nil
 	}
 	ns, cached, err := r.namespaceOf(ctx, obj)
 	if err != nil {
@@ -124,6 +129,17 @@ func (r *RuleReconciler) noteTakenKeys(oldObj, newObj metav1.Object) {
 	for k := range taken.annotations {
 		r.takeovers.add(key, "annotation", k)
 	}
+}
+
+// writable reports whether obj is in the write scope.
+func (r *RuleReconciler) writable(obj metav1.Object) bool {
+	if r.inScope == nil {
+		return true
+	}
+	if r.GVK == namespaceGVK {
+		return r.inScope(obj.GetName())
+	}
+	return r.inScope(obj.GetNamespace())
 }
 
 func kindLabel(gvk schema.GroupVersionKind) string { return gvk.GroupKind().String() }

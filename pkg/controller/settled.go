@@ -25,6 +25,9 @@ func (r *RuleReconciler) settled(ctx context.Context, o client.Object) bool {
 	if !ok {
 		return false
 	}
+	if !r.writable(obj) {
+		return true // nothing metawatch may do to it
+	}
 	ns, cached, err := r.namespaceOf(ctx, obj)
 	if err != nil || !cached {
 		return false

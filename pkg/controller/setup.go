@@ -35,6 +35,11 @@ type Options struct {
 	// forbidden: the cache no longer follows the cluster), or nil. A frozen
 	// kind's objects are neither written nor released.
 	WritesFrozen func(schema.GroupKind) error
+	// InScope, when set, says whether rules may write in a namespace (the
+	// write scope); a Namespace object is in its own namespace, other
+	// cluster-scoped objects in "". Objects out of scope are left alone:
+	// neither written nor released, nor audited.
+	InScope func(namespace string) bool
 	// Fence, when set, is what every write of these controllers passes; see WriteFence.
 	Fence *WriteFence
 	// Audits are the generation's require-rule audits; nil: a live set of its own.
@@ -73,7 +78,7 @@ func setupKind(mgr manager.Manager, w config.ResolvedWatch, rs []rules.Rule, opt
 			writer = fencedWriter{Writer: writer, fence: opts.Fence}
 		}
 		ruler = NewRuleReconciler(mgr.GetCache(), writer, mgr.GetEventRecorder(EventSource), w.GVK, rs, opts.DryRun)
-		ruler.writesFrozen = opts.WritesFrozen
+		ruler.writesFrozen, ruler.inScope = opts.WritesFrozen, opts.InScope
 		ruler.audit = opts.Audits.forKind(kindLabel(w.GVK), mgr.GetEventRecorder(EventSource))
 		kr.steps = append(kr.steps, ruler)
 	}

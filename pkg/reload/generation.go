@@ -77,6 +77,8 @@ func CheckAgainstCluster(ctx context.Context, cfg *rest.Config, conf *config.Con
 // generationOptions are what a generation takes from the process.
 type generationOptions struct {
 	controller controller.Options
+	// writeScope is the operator's (flags); the configuration's own narrows it.
+	writeScope *config.WriteScope
 	// shutdownTimeout bounds the generation's stop (--graceful-shutdown-timeout, less a margin).
 	shutdownTimeout time.Duration
 	// onLoss reports a kind whose list or watch became forbidden while running.
@@ -108,6 +110,7 @@ func newGeneration(ctx context.Context, cfg *rest.Config, number int64, r resolv
 	copts := opts.controller
 	copts.Gate, copts.Audits, copts.WritesFrozen, copts.Fence = g.gate, g.audits, g.writesFrozen, g.fence
 	copts.NamespacesUnreadable = g.forbiddenAtStart(namespaceKind) != nil
+	copts.InScope = func(ns string) bool { return opts.writeScope.Allows(ns) && r.conf.WriteScope.Allows(ns) }
 	if err := controller.Setup(mgr, r.watches, rulesByKind, copts); err != nil {
 		return nil, err
 	}

@@ -26,7 +26,7 @@ type instance struct {
 	stop  func()
 }
 
-func startInstance(t *testing.T, cfg *rest.Config, configMap string) *instance {
+func startInstance(t *testing.T, cfg *rest.Config, configMap string, tune ...func(*reload.Reloader)) *instance {
 	t.Helper()
 	inst := &instance{probe: testkit.FreeAddress(t)}
 	mgr, err := engine.NewManager(cfg, nil, engine.Options{MetricsBindAddress: "0", HealthProbeBindAddress: inst.probe})
@@ -36,6 +36,9 @@ func startInstance(t *testing.T, cfg *rest.Config, configMap string) *instance {
 	reloader := &reload.Reloader{
 		Config: cfg, Source: reload.Source{ConfigMap: configMap}, Controller: controller.Options{MaxConcurrentReconciles: 4},
 		Recorder: mgr.GetEventRecorder(controller.EventSource), Log: mgr.GetLogger().WithName("reload"),
+	}
+	for _, f := range tune {
+		f(reloader)
 	}
 	if err := reloader.AddTo(mgr); err != nil {
 		t.Fatal(err)

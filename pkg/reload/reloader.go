@@ -51,6 +51,9 @@ type Reloader struct {
 	// Initial is the configuration of a --config-file, validated at start-up.
 	// A ConfigMap is read when this replica starts leading, not at start-up.
 	Initial *config.Config
+	// WriteScope is the operator's bound on where rules write (flags); a
+	// configuration's writeScope can narrow it, never widen it. Nil: all.
+	WriteScope *config.WriteScope
 	// ShutdownTimeout bounds stopping a generation (on SIGTERM, or the old one
 	// in a swap): its writes in flight, then its controllers and cache. Zero: 30s.
 	ShutdownTimeout time.Duration
@@ -122,7 +125,7 @@ func (r *Reloader) swap(ctx context.Context, res resolved, superseded func() boo
 	if old != nil {
 		number = old.number + 1
 	}
-	next, err := newGeneration(ctx, r.Config, number, res, generationOptions{controller: r.Controller, onLoss: r.reportLoss, shutdownTimeout: r.shutdownTimeout()})
+	next, err := newGeneration(ctx, r.Config, number, res, generationOptions{controller: r.Controller, onLoss: r.reportLoss, shutdownTimeout: r.shutdownTimeout(), writeScope: r.WriteScope})
 	if err != nil {
 		return err
 	}

@@ -9,6 +9,8 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/metawatch/metawatch/pkg/config"
+	"github.com/metawatch/metawatch/pkg/reload"
 	"github.com/metawatch/metawatch/pkg/testkit"
 )
 
@@ -187,5 +189,30 @@ func setNamespaceAccess(t *testing.T, role *rbacv1.ClusterRole, allowed bool) {
 	role.Rules = copierRules(allowed)
 	if err := c.Update(context.Background(), role); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// The write scope: the operator's (flags) bounds where rules write, and the
+// configuration's own writeScope can only narrow it. Objects outside are left
+// as they are, keys metawatch owns there included.
+func TestRulesWriteOnlyInsideTheWriteScope(t *testing.T) {
+	c := testkit.Client(t, cp.Config)
+	for _, ns := range []string{"scope-a", "scope-b", "scope-c"} {
+		testkit.Namespace(t, c, ns, nil)
+		testkit.Pod(t, c, ns, "p", nil)
+	}
+	kubectlApply(t, selectors("scope-a", "watches:\n- kind: Pod\n  namespaces: [scope-a, scope-b, scope-c]\nwriteScope: {excludeNamespaces: [scope-b]}\n"+
+		"rules:\n- {name: scope-tier, kinds: [Pod], setLabels: {tier: gold}}\n"))
+	startInstance(t, cp.Config, "scope-a/selectors", func(r *reload.Reloader) {
+		r.WriteScope = &config.WriteScope{Namespaces: []string{"scope-a", "scope-b"}} // as --write-namespaces=scope-a,scope-b
+	})
+	testkit.WaitFor(t, "the pod in scope to be labelled", func() bool { return podLabel(t, c, "scope-a", "p", "tier") == "gold" })
+	testkit.WaitFor(t, "every pod to be reconciled", func() bool {
+		return testkit.Metric(t, "metawatch_cached_objects", map[string]string{"kind": "Pod"}) == 3
+	})
+	for _, ns := range []string{"scope-b", "scope-c"} {
+		if got := podLabel(t, c, ns, "p", "tier"); got != "" {
+			t.Errorf("the pod in %s, outside the write scope, got tier=%q", ns, got)
+		}
 	}
 }
