@@ -216,3 +216,41 @@ func TestRulesWriteOnlyInsideTheWriteScope(t *testing.T) {
 		}
 	}
 }
+
+// Namespaces becoming unreadable under a running generation (RBAC changed,
+// then the watch reconnects and gets 403) freezes the kinds that copy from
+// them: a pod whose copied label is removed by hand is not written from the
+// stale Namespace cache, and once the permission is back the configuration
+// runs anew and the pod follows the Namespace as it is now.
+func TestNamespacesBecomingUnreadableFreezeWrites(t *testing.T) {
+	c := testkit.Client(t, cp.Config)
+	testkit.Namespace(t, c, "lost", map[string]string{"team": "a"})
+	testkit.Pod(t, c, "lost", "p", nil)
+	role := grantNamespaceCopier(t)
+	kubectlApply(t, selectors("lost", "watches:\n- kind: Pod\n  namespaces: [lost]\nrules:\n- name: lost-team\n  kinds: [Pod]\n  copyFromNamespace: {labels: [team]}\n"))
+	fwd := testkit.Forward(t, testkit.FreeAddress(t), apiServerHost(t))
+	restricted := rest.CopyConfig(cp.Config)
+	restricted.Host = "https://" + fwd.Addr
+	restricted.Impersonate = rest.ImpersonationConfig{UserName: "metawatch-copier"}
+	inst := startInstance(t, restricted, "lost/selectors")
+	testkit.WaitFor(t, "the pod to get team=a", func() bool { return podLabel(t, c, "lost", "p", "team") == "a" })
+
+	setNamespaceAccess(t, role, false)
+	fwd.Restart(t) // the watches reconnect: the Namespace watch is now forbidden
+	testkit.WaitFor(t, "metawatch_writes_frozen{kind=Pod} to be 1", func() bool {
+		return testkit.Metric(t, "metawatch_writes_frozen", map[string]string{"kind": "Pod"}) == 1
+	})
+	testkit.WaitFor(t, "/readyz/configuration to say why", func() bool { return contains(inst.readiness(), "writes frozen") })
+	testkit.MergePatch(t, c, namespaceObject("lost"), "kubectl-label", `{"metadata":{"labels":{"team":"b"}}}`)
+	reconciles := testkit.Metric(t, "controller_runtime_reconcile_total", map[string]string{"controller": "pod"})
+	testkit.MergePatch(t, c, podObject("lost", "p"), "kubectl-label", `{"metadata":{"labels":{"team":null}}}`)
+	testkit.WaitFor(t, "metawatch to reconcile the pod", func() bool {
+		return testkit.Metric(t, "controller_runtime_reconcile_total", map[string]string{"controller": "pod"}) > reconciles
+	})
+	if got := podLabel(t, c, "lost", "p", "team"); got != "" {
+		t.Errorf("the pod got team=%q from a Namespace cache that no longer follows the cluster", got)
+	}
+
+	setNamespaceAccess(t, role, true)
+	testkit.WaitFor(t, "the pod to follow the Namespace once the permission is back", func() bool { return podLabel(t, c, "lost", "p", "team") == "b" })
+}
