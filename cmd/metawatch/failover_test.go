@@ -47,15 +47,12 @@ func TestFailoverRunsTheCurrentConfiguration(t *testing.T) {
 
 	for _, step := range []struct {
 		how    string
+		signal syscall.Signal
 		leader *replica
 		team   string
-	}{{"kill -9", first, "b"}, {"SIGTERM", second, "c"}} {
+	}{{"kill -9", syscall.SIGKILL, first, "b"}, {"SIGTERM", syscall.SIGTERM, second, "c"}} {
 		start := time.Now()
-		if step.how == "kill -9" {
-			step.leader.kill(t)
-		} else {
-			step.leader.terminate(t)
-		}
+		step.leader.stop(t, step.signal)
 		patchNamespace(t, c, "failover", step.team)
 		waitPods(t, c, "failover", "the standby to converge the namespace change after "+step.how, func(l map[string]string) bool { return l["team"] == step.team })
 		t.Logf("failover after %s of the leader (lease 4s, renew 3s, retry 500ms): the namespace change reached all 10 pods in %s",
@@ -94,23 +91,15 @@ func startReplica(t *testing.T, ns string) *replica {
 	return r
 }
 
-func (r *replica) kill(t *testing.T) {
+// stop sends sig to the replica and waits for it; after SIGTERM it must exit 0.
+func (r *replica) stop(t *testing.T, sig syscall.Signal) {
 	t.Helper()
-	if err := r.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+	if err := r.cmd.Process.Signal(sig); err != nil {
 		t.Fatal(err)
 	}
 	err := <-r.done
 	r.done <- err
-}
-
-func (r *replica) terminate(t *testing.T) {
-	t.Helper()
-	if err := r.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	err := <-r.done
-	r.done <- err
-	if err != nil {
+	if sig == syscall.SIGTERM && err != nil {
 		t.Errorf("the leader exited with %v after SIGTERM, want 0:\n%s", err, r.stderr.String())
 	}
 }

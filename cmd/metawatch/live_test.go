@@ -3,9 +3,6 @@ package main_test
 import (
 	"bytes"
 	"context"
-	"io"
-	"net"
-	"net/url"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -52,7 +49,7 @@ func TestUnreachableAtStartIsRetried(t *testing.T) {
 	testkit.WaitFor(t, "metawatch to say the API server is unreachable", func() bool {
 		return strings.Contains(stderr.String(), "the API server is unreachable; retrying")
 	})
-	forward(t, address, apiServerAddress(t))
+	testkit.Forward(t, address, testkit.APIServerHost(t, cp.Config))
 	waitHTTP200(t, "http://"+probe+"/readyz", stderr)
 }
 
@@ -71,46 +68,6 @@ func kubeconfigVia(t *testing.T, address string) string {
 		t.Fatal(err)
 	}
 	return path
-}
-
-func apiServerAddress(t *testing.T) string {
-	u, err := url.Parse(cp.Config.Host)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return u.Host
-}
-
-// forward listens on from and forwards every connection to to, until the test ends.
-func forward(t *testing.T, from, to string) {
-	t.Helper()
-	l, err := net.Listen("tcp", from)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
-	go func() {
-		for {
-			in, err := l.Accept()
-			if err != nil {
-				return
-			}
-			go pipe(in, to)
-		}
-	}()
-}
-
-func pipe(in net.Conn, to string) {
-	defer in.Close()
-	out, err := net.Dial("tcp", to)
-	if err != nil {
-		return
-	}
-	defer out.Close()
-	var wg sync.WaitGroup
-	wg.Go(func() { _, _ = io.Copy(out, in) })
-	_, _ = io.Copy(in, out)
-	wg.Wait()
 }
 
 type syncBuffer struct {

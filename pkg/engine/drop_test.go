@@ -28,7 +28,7 @@ func TestConnectionDropResumesTheWatchWithoutARelist(t *testing.T) {
 	for i := range 20 {
 		testkit.Pod(t, c, "drop", fmt.Sprintf("p-%d", i), nil)
 	}
-	fwd := testkit.Forward(t, testkit.FreeAddress(t), apiServerHost(t))
+	fwd := testkit.Forward(t, testkit.FreeAddress(t), testkit.APIServerHost(t, cp.Config))
 	viaForwarder := rest.CopyConfig(cp.Config)
 	viaForwarder.Host = "https://" + fwd.Addr
 
@@ -110,12 +110,3 @@ func isPodRelist(method string, u *url.URL) bool {
 
 func (r *relistCounter) reset()       { r.n.Store(0) }
 func (r *relistCounter) count() int64 { return r.n.Load() }
-
-func apiServerHost(t *testing.T) string {
-	t.Helper()
-	u, err := url.Parse(cp.Config.Host)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return u.Host
-}

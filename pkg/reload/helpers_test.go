@@ -3,7 +3,6 @@ package reload_test
 import (
 	"context"
 	"fmt"
-	"net/url"
 	"os/exec"
 	"strings"
 	"testing"
@@ -141,13 +140,4 @@ func seriesCount(s *eventsv1.EventSeries) int32 {
 
 func podObject(ns, name string) *corev1.Pod {
 	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
-}
-
-func apiServerHost(t *testing.T) string {
-	t.Helper()
-	u, err := url.Parse(cp.Config.Host)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return u.Host
 }

@@ -228,7 +228,7 @@ func TestNamespacesBecomingUnreadableFreezeWrites(t *testing.T) {
 	testkit.Pod(t, c, "lost", "p", nil)
 	role := grantNamespaceCopier(t)
 	kubectlApply(t, selectors("lost", "watches:\n- kind: Pod\n  namespaces: [lost]\nrules:\n- name: lost-team\n  kinds: [Pod]\n  copyFromNamespace: {labels: [team]}\n"))
-	fwd := testkit.Forward(t, testkit.FreeAddress(t), apiServerHost(t))
+	fwd := testkit.Forward(t, testkit.FreeAddress(t), testkit.APIServerHost(t, cp.Config))
 	restricted := rest.CopyConfig(cp.Config)
 	restricted.Host = "https://" + fwd.Addr
 	restricted.Impersonate = rest.ImpersonationConfig{UserName: "metawatch-copier"}

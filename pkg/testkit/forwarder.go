@@ -3,10 +3,23 @@ package testkit
 import (
 	"io"
 	"net"
+	"net/url"
 	"sync"
 	"testing"
 	"time"
+
+	"k8s.io/client-go/rest"
 )
+
+// APIServerHost is the host:port of the API server cfg points at, to forward to.
+func APIServerHost(t testing.TB, cfg *rest.Config) string {
+	t.Helper()
+	u, err := url.Parse(cfg.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u.Host
+}
 
 // Forwarder is a TCP forwarder on a loopback address, in front of the API
 // server, that a test can cut like a load balancer reset or a lost HTTP/2
