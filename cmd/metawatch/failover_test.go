@@ -69,7 +69,7 @@ func TestFailoverRunsTheCurrentConfiguration(t *testing.T) {
 
 type replica struct {
 	cmd    *exec.Cmd
-	stderr *syncBuffer
+	stderr *testkit.SyncBuffer
 	probe  string
 	done   chan error
 }

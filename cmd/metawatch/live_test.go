@@ -1,12 +1,10 @@
 package main_test
 
 import (
-	"bytes"
 	"context"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -70,27 +68,10 @@ func kubeconfigVia(t *testing.T, address string) string {
 	return path
 }
 
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-func start(t *testing.T, args ...string) (*exec.Cmd, *syncBuffer) {
+func start(t *testing.T, args ...string) (*exec.Cmd, *testkit.SyncBuffer) {
 	t.Helper()
 	cmd := exec.Command(bin, args...)
-	stderr := &syncBuffer{}
+	stderr := &testkit.SyncBuffer{}
 	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -98,7 +79,7 @@ func start(t *testing.T, args ...string) (*exec.Cmd, *syncBuffer) {
 	return cmd, stderr
 }
 
-func stopProcess(t *testing.T, cmd *exec.Cmd, stderr *syncBuffer) {
+func stopProcess(t *testing.T, cmd *exec.Cmd, stderr *testkit.SyncBuffer) {
 	_ = cmd.Process.Signal(syscall.SIGTERM)
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
@@ -113,7 +94,7 @@ func stopProcess(t *testing.T, cmd *exec.Cmd, stderr *syncBuffer) {
 	}
 }
 
-func waitBody(t *testing.T, url, want string, log *syncBuffer) {
+func waitBody(t *testing.T, url, want string, log *testkit.SyncBuffer) {
 	t.Helper()
 	testkit.WaitFor(t, url+" to say "+want+"; metawatch said:\n"+log.String(), func() bool {
 		_, body := testkit.HTTPGet(url)

@@ -1,7 +1,6 @@
 package helm_test
 
 import (
-	"bytes"
 	"net/http"
 	"os"
 	"os/exec"
@@ -57,7 +56,7 @@ func runAsChart(t *testing.T) {
 	probe := testkit.FreeAddress(t)
 	cmd := exec.Command(metawatch, append(chartArgs(t), "--kubeconfig", impersonatingKubeconfig(t, releaseNS, "metawatch"),
 		"--health-probe-bind-address", probe, "--metrics-bind-address", "0")...)
-	var stderr bytes.Buffer
+	var stderr testkit.SyncBuffer
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -106,7 +105,7 @@ func forbiddenKind(t *testing.T) {
 	}
 	probe := testkit.FreeAddress(t)
 	cmd := exec.Command(metawatch, "--kubeconfig", kubeconfig, "--config-file", config, "--health-probe-bind-address", probe, "--metrics-bind-address", "0")
-	var stderr bytes.Buffer
+	var stderr testkit.SyncBuffer
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -126,7 +125,7 @@ metadata: {name: web, labels: {app: web}}
 spec: {containers: [{name: web, image: registry.example/web:1}]}
 `
 
-func stop(t *testing.T, cmd *exec.Cmd, stderr *bytes.Buffer) {
+func stop(t *testing.T, cmd *exec.Cmd, stderr *testkit.SyncBuffer) {
 	_ = cmd.Process.Signal(syscall.SIGTERM)
 	if err := cmd.Wait(); err != nil {
 		t.Errorf("metawatch exited with %v after SIGTERM:\n%s", err, stderr.String())

@@ -56,7 +56,7 @@ func NewManager(cfg *rest.Config, watches []config.ResolvedWatch, opts Options) 
 		LeaderElection:                      opts.LeaderElection,
 		LeaderElectionID:                    cmp.Or(opts.LeaderElectionID, DefaultLeaderElectionID),
 		LeaderElectionNamespace:             opts.LeaderElectionNamespace,
-		LeaderElectionConfig:                leaderElectionConfig(cfg),
+		LeaderElectionConfig:                ownLeaderElectionConfig(cfg, opts),
 		LeaderElectionReleaseOnCancel:       opts.LeaseLock == nil,
 		LeaderElectionResourceLockInterface: opts.LeaseLock,
 		LeaseDuration:                       nonZero(opts.LeaseDuration),
@@ -87,6 +87,19 @@ func nonZero(d time.Duration) *time.Duration {
 		return nil
 	}
 	return &d
+}
+
+// ownLeaderElectionConfig is the Lease client's config when controller-runtime
+// builds the Lease lock itself, else nil: given one, manager.New adds core
+// types to the global client-go scheme, a write that races with every client
+// decoding with it (a new generation's manager is built while the previous
+// generation runs). Generations do not elect, and metawatch's own lock
+// (NewLeaseLock) has its own client.
+func ownLeaderElectionConfig(cfg *rest.Config, opts Options) *rest.Config {
+	if !opts.LeaderElection || opts.LeaseLock != nil {
+		return nil
+	}
+	return leaderElectionConfig(cfg)
 }
 
 // leaderElectionConfig gives Lease renewal its own client rate limiter, so a

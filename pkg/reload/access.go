@@ -68,6 +68,10 @@ func (r *Reloader) reportLoss(g *generation, kind schema.GroupKind, err error) {
 	msg := fmt.Sprintf("generation %d: the list or watch of %s is now forbidden; metawatch writes nothing there (and to kinds copying from it) until it is granted again: %v",
 		g.number, kind, err)
 	r.Log.Error(err, "watch no longer served: RBAC forbids it; writes frozen", "kind", kind.String(), "generation", g.number)
+	select {
+	case r.accessLost <- struct{}{}:
+	default:
+	}
 	if r.follower == nil {
 		return
 	}

@@ -34,6 +34,8 @@ func (r *Reloader) followConfigMap(ctx context.Context) {
 			return
 		case <-r.follower.changed:
 		case <-retry:
+		case <-r.accessLost:
+			continue // recheck() now ticks
 		case <-r.recheck():
 			if !r.forbiddenNowAllowed(ctx) {
 				continue
@@ -49,6 +51,24 @@ func (r *Reloader) followConfigMap(ctx context.Context) {
 			delay := backoff.Step()
 			r.retryLater(err, delay)
 			retry = time.After(delay)
+		}
+	}
+}
+
+// followFile keeps the file's configuration running until ctx ends, and runs
+// it anew once a watch it may not list becomes allowed.
+func (r *Reloader) followFile(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-r.accessLost:
+		case <-r.recheck():
+			if r.forbiddenNowAllowed(ctx) {
+				if err := r.apply(ctx, r.Initial, nil); err != nil && ctx.Err() == nil {
+					r.Log.Error(err, "running the configuration anew; the running generation keeps running")
+				}
+			}
 		}
 	}
 }

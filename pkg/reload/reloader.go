@@ -60,6 +60,7 @@ type Reloader struct {
 
 	follower      *follower
 	lastTransient *corev1.ConfigMap // the ConfigMap whose valid version is being retried
+	accessLost    chan struct{}     // wakes the loop to recheck forbidden watches
 
 	mu            sync.Mutex
 	started       bool
@@ -71,6 +72,7 @@ type Reloader struct {
 // AddTo adds the Reloader to mgr and, for a ConfigMap source, the follower
 // that every replica runs from its start.
 func (r *Reloader) AddTo(mgr manager.Manager) error {
+	r.accessLost = make(chan struct{}, 1)
 	if r.Source.ConfigMap != "" {
 		key, err := r.Source.configMapKey()
 		if err != nil {
@@ -98,7 +100,7 @@ func (r *Reloader) Start(ctx context.Context) error {
 				return fmt.Errorf("starting the configuration: %w", err)
 			}
 		}
-		<-ctx.Done()
+		r.followFile(ctx)
 		return nil
 	}
 	r.followConfigMap(ctx)

@@ -102,7 +102,7 @@ func TestForbiddenNamespacesFreezeCopiedKeys(t *testing.T) {
 	for i := range 5 {
 		testkit.Pod(t, c, "frozen", fmt.Sprintf("p-%d", i), nil)
 	}
-	role := grantNamespaceCopier(t)
+	role := grantNamespaceCopier(t, "metawatch-copier")
 	config := "watches:\n- kind: Pod\n  namespaces: [frozen]\nrules:\n- name: frozen-team\n  kinds: [Pod]\n  copyFromNamespace: {labels: [team]}\n  setLabels: {tier: gold}\n"
 	kubectlApply(t, selectors("frozen", config))
 	restricted := rest.CopyConfig(cp.Config)
@@ -148,15 +148,15 @@ func TestForbiddenNamespacesFreezeCopiedKeys(t *testing.T) {
 	}))
 }
 
-// grantNamespaceCopier gives user metawatch-copier what a copying metawatch
-// needs (pods, namespaces, its ConfigMap, Events) and returns the role.
-func grantNamespaceCopier(t *testing.T) *rbacv1.ClusterRole {
+// grantNamespaceCopier gives user what a copying metawatch needs (pods,
+// namespaces, its ConfigMap, Events) and returns the role.
+func grantNamespaceCopier(t *testing.T, user string) *rbacv1.ClusterRole {
 	t.Helper()
-	role := &rbacv1.ClusterRole{ObjectMeta: objectMeta("metawatch-copier"), Rules: copierRules(true)}
+	role := &rbacv1.ClusterRole{ObjectMeta: objectMeta(user), Rules: copierRules(true)}
 	binding := &rbacv1.ClusterRoleBinding{
-		ObjectMeta: objectMeta("metawatch-copier"),
+		ObjectMeta: objectMeta(user),
 		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: role.Name},
-		Subjects:   []rbacv1.Subject{{Kind: "User", Name: "metawatch-copier"}},
+		Subjects:   []rbacv1.Subject{{Kind: "User", Name: user}},
 	}
 	c := testkit.Client(t, cp.Config)
 	for _, obj := range []client.Object{role, binding} {
@@ -226,12 +226,12 @@ func TestNamespacesBecomingUnreadableFreezeWrites(t *testing.T) {
 	c := testkit.Client(t, cp.Config)
 	testkit.Namespace(t, c, "lost", map[string]string{"team": "a"})
 	testkit.Pod(t, c, "lost", "p", nil)
-	role := grantNamespaceCopier(t)
+	role := grantNamespaceCopier(t, "metawatch-loser")
 	kubectlApply(t, selectors("lost", "watches:\n- kind: Pod\n  namespaces: [lost]\nrules:\n- name: lost-team\n  kinds: [Pod]\n  copyFromNamespace: {labels: [team]}\n"))
 	fwd := testkit.Forward(t, testkit.FreeAddress(t), testkit.APIServerHost(t, cp.Config))
 	restricted := rest.CopyConfig(cp.Config)
 	restricted.Host = "https://" + fwd.Addr
-	restricted.Impersonate = rest.ImpersonationConfig{UserName: "metawatch-copier"}
+	restricted.Impersonate = rest.ImpersonationConfig{UserName: "metawatch-loser"}
 	inst := startInstance(t, restricted, "lost/selectors")
 	testkit.WaitFor(t, "the pod to get team=a", func() bool { return podLabel(t, c, "lost", "p", "team") == "a" })
 
