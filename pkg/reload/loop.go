@@ -79,8 +79,9 @@ func retryBackoff() wait.Backoff {
 
 // sync runs the ConfigMap as it is now: a valid version that differs from the
 // running one; for a gone or invalid ConfigMap, the running generation stays,
-// or, when none runs yet (this replica just won the Lease), the newest valid
-// version this replica saw. It returns only transient failures.
+// or, when none runs yet (this replica just won the Lease) or it must run anew
+// (a forbidden watch became allowed), the newest valid version this replica
+// saw. It returns only transient failures.
 func (r *Reloader) sync(ctx context.Context) error {
 	v := r.follower.current()
 	switch {
@@ -91,7 +92,7 @@ func (r *Reloader) sync(ctx context.Context) error {
 	default:
 		return r.runVersion(ctx, v)
 	}
-	if r.running() != nil {
+	if g := r.running(); g != nil && !g.rebuild {
 		return nil
 	}
 	if newest := r.follower.newestValid(); newest != nil {
