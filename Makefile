@@ -30,8 +30,8 @@ test: controlplane vet
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime $(FUZZTIME) ./pkg/config
 	$(GO) test -run '^$$' -fuzz FuzzEvaluate -fuzztime $(FUZZTIME) ./pkg/rules
-	$(GO) test -run '^$$' -fuzz FuzzStripManagedFields -fuzztime $(FUZZTIME) ./pkg/engine
-	$(GO) test -run '^$$' -fuzz FuzzFrameStripper -fuzztime $(FUZZTIME) ./pkg/engine
+	$(GO) test -run '^$$' -fuzz FuzzStripManagedFields -fuzztime $(FUZZTIME) ./pkg/wire
+	$(GO) test -run '^$$' -fuzz FuzzFrameStripper -fuzztime $(FUZZTIME) ./pkg/wire
 
 vet:
 	$(GO) vet ./...

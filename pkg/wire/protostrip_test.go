@@ -1,4 +1,4 @@
-package engine
+package wire
 
 import (
 	"bytes"
@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"reflect"
+	"sync"
 	"testing"
 
 	"google.golang.org/protobuf/encoding/protowire"
@@ -18,15 +19,30 @@ import (
 
 var metaGV = schema.GroupVersion{Group: "meta.k8s.io", Version: "v1"}
 
+// manager is the field manager whose entries the stripper keeps in these tests.
+const manager = "metawatch"
+
+var keep = []byte(manager)
+
+// protobufCodec is the meta.k8s.io protobuf codec, built once: building a
+// scheme per decode would make the fuzz targets crawl.
 func protobufCodec(t testing.TB) *protobuf.Serializer {
 	t.Helper()
+	codec, err := sharedCodec()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return codec
+}
+
+var sharedCodec = sync.OnceValues(func() (*protobuf.Serializer, error) {
 	scheme := runtime.NewScheme()
 	metav1.AddToGroupVersion(scheme, metaGV)
 	if err := metav1.AddMetaToScheme(scheme); err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
-	return protobuf.NewSerializer(scheme, scheme)
-}
+	return protobuf.NewSerializer(scheme, scheme), nil
+})
 
 func podMetadata(name string) *metav1.PartialObjectMetadata {
 	entry := func(manager string, op metav1.ManagedFieldsOperationType) metav1.ManagedFieldsEntry {
@@ -36,7 +52,7 @@ func podMetadata(name string) *metav1.PartialObjectMetadata {
 	obj := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{
 		Name: name, Namespace: "shop", UID: "u-" + "1", ResourceVersion: "42", Labels: map[string]string{"app": "web"},
 		Annotations:   map[string]string{"note": "x"},
-		ManagedFields: []metav1.ManagedFieldsEntry{entry("kubectl", metav1.ManagedFieldsOperationUpdate), entry(FieldManager, metav1.ManagedFieldsOperationApply), entry("kubelet", metav1.ManagedFieldsOperationUpdate)},
+		ManagedFields: []metav1.ManagedFieldsEntry{entry("kubectl", metav1.ManagedFieldsOperationUpdate), entry(manager, metav1.ManagedFieldsOperationApply), entry("kubelet", metav1.ManagedFieldsOperationUpdate)},
 	}}
 	obj.SetGroupVersionKind(metaGV.WithKind("PartialObjectMetadata"))
 	return obj
@@ -57,7 +73,7 @@ func TestStripManagedFieldsKeepsOnlyOurs(t *testing.T) {
 
 	t.Run("an object", func(t *testing.T) {
 		b := encode(t, podMetadata("web-1"))
-		n, ok := stripManagedFields(b, envelopeOf(objectShape), []byte(FieldManager))
+		n, ok := stripManagedFields(b, envelopeOf(objectShape), keep)
 		if !ok || n >= len(b) {
 			t.Fatalf("strip: ok=%v, %d -> %d bytes", ok, len(b), n)
 		}
@@ -71,7 +87,7 @@ func TestStripManagedFieldsKeepsOnlyOurs(t *testing.T) {
 		list := &metav1.PartialObjectMetadataList{Items: []metav1.PartialObjectMetadata{*podMetadata("web-1"), *podMetadata("web-1")}}
 		list.SetGroupVersionKind(metaGV.WithKind("PartialObjectMetadataList"))
 		b := encode(t, list)
-		n, ok := stripManagedFields(b, envelopeOf(listShape), []byte(FieldManager))
+		n, ok := stripManagedFields(b, envelopeOf(listShape), keep)
 		got := &metav1.PartialObjectMetadataList{}
 		if _, _, err := protobufCodec(t).Decode(b[:n], nil, got); !ok || err != nil || len(got.Items) != 2 {
 			t.Fatalf("strip ok=%v, decode %v, %d items", ok, err, len(got.Items))
@@ -84,7 +100,7 @@ func TestStripManagedFieldsKeepsOnlyOurs(t *testing.T) {
 		event := &metav1.WatchEvent{Type: "ADDED", Object: runtime.RawExtension{Raw: encode(t, podMetadata("web-1"))}}
 		event.Object.Raw = encode(t, podMetadata("web-1"))
 		b := encodeWatchEvent(t, event)
-		n, ok := stripManagedFields(b, eventShape, []byte(FieldManager))
+		n, ok := stripManagedFields(b, eventShape, keep)
 		got := &metav1.WatchEvent{}
 		if err := got.Unmarshal(b[:n]); !ok || err != nil {
 			t.Fatalf("strip ok=%v, decode %v", ok, err)
@@ -134,7 +150,7 @@ func TestStripTransport(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			rt := stripTransport{next: roundTripFunc(func(*http.Request) (*http.Response, error) {
+			rt := stripTransport{keep: keep, next: roundTripFunc(func(*http.Request) (*http.Response, error) {
 				return &http.Response{StatusCode: http.StatusOK, Header: http.Header{"Content-Type": {"application/vnd.kubernetes.protobuf;stream=watch"}},
 					Body: io.NopCloser(bytes.NewReader(stream))}, nil
 			})}
@@ -171,7 +187,7 @@ func assertFramesDecode(t *testing.T, body []byte, want int) {
 		if _, _, err := protobufCodec(t).Decode(e.Object.Raw, nil, obj); err != nil {
 			t.Fatal(err)
 		}
-		if len(obj.ManagedFields) != 1 || obj.ManagedFields[0].Manager != FieldManager {
+		if len(obj.ManagedFields) != 1 || obj.ManagedFields[0].Manager != manager {
 			t.Errorf("managedFields after the transport: %v", obj.ManagedFields)
 		}
 		body = body[4+size:]
@@ -207,7 +223,7 @@ func TestStripLeavesInputItRejectsByteIdentical(t *testing.T) {
 	in := append(append([]byte(nil), protobufMagic...), unknown...)
 
 	b := append([]byte(nil), in...)
-	if _, ok := stripManagedFields(b, envelopeOf(listShape), []byte(FieldManager)); ok {
+	if _, ok := stripManagedFields(b, envelopeOf(listShape), keep); ok {
 		t.Fatal("the stripper accepted a list whose second item is malformed")
 	}
 	if !bytes.Equal(b, in) {
@@ -245,7 +261,7 @@ func TestFrameStripperReturnsConnectionErrorsUnwrapped(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			f := &frameStripper{body: io.NopCloser(io.MultiReader(bytes.NewReader(tc.body), errReader{tc.err}))}
+			f := &frameStripper{keep: keep, body: io.NopCloser(io.MultiReader(bytes.NewReader(tc.body), errReader{tc.err}))}
 			_, err := io.ReadAll(readerOnly{f})
 			if err == nil && tc.want == io.EOF {
 				return // ReadAll turns io.EOF into nil

@@ -1,4 +1,4 @@
-package engine
+package wire
 
 import (
 	"bytes"
@@ -28,7 +28,7 @@ func FuzzStripManagedFields(f *testing.F) {
 	f.Fuzz(func(t *testing.T, which uint8, in []byte) {
 		s := shapes[int(which)%len(shapes)]
 		b := append([]byte(nil), in...)
-		n, ok := stripManagedFields(b, s.shape, []byte(FieldManager))
+		n, ok := stripManagedFields(b, s.shape, keep)
 		if !ok {
 			if !bytes.Equal(b, in) {
 				t.Fatalf("%s: rejected input was changed", s.name)
@@ -40,7 +40,7 @@ func FuzzStripManagedFields(f *testing.F) {
 		}
 		out := b[:n]
 		again := append([]byte(nil), out...)
-		if m, ok := stripManagedFields(again, s.shape, []byte(FieldManager)); !ok || !bytes.Equal(again[:m], out) {
+		if m, ok := stripManagedFields(again, s.shape, keep); !ok || !bytes.Equal(again[:m], out) {
 			t.Fatalf("%s: stripping twice changed the output (ok=%v)", s.name, ok)
 		}
 		before, err := s.decode(t, in)
@@ -64,7 +64,7 @@ func FuzzStripManagedFields(f *testing.F) {
 func ownEntries(entries []metav1.ManagedFieldsEntry) []metav1.ManagedFieldsEntry {
 	var out []metav1.ManagedFieldsEntry
 	for _, e := range entries {
-		if e.Manager == FieldManager {
+		if e.Manager == manager {
 			out = append(out, e)
 		}
 	}
@@ -109,7 +109,7 @@ func FuzzFrameStripper(f *testing.F) {
 	f.Add(append(frame(event), frame(event)[:9]...), uint8(3))
 	f.Fuzz(func(t *testing.T, stream []byte, chunk uint8) {
 		want, wantErr := stripFramesOneByOne(stream)
-		r := &frameStripper{body: io.NopCloser(&choppy{data: stream, size: int(chunk%32) + 1})}
+		r := &frameStripper{keep: keep, body: io.NopCloser(&choppy{data: stream, size: int(chunk%32) + 1})}
 		var got []byte
 		buf := make([]byte, 13)
 		var err error
@@ -148,7 +148,7 @@ func stripFramesOneByOne(stream []byte) ([]byte, error) {
 			return out, io.ErrUnexpectedEOF
 		}
 		b := append([]byte(nil), stream[4:4+size]...)
-		if n, ok := stripManagedFields(b, eventShape, []byte(FieldManager)); ok {
+		if n, ok := stripManagedFields(b, eventShape, keep); ok {
 			b = b[:n]
 		}
 		out = append(append(out, binary.BigEndian.AppendUint32(nil, uint32(len(b)))...), b...)

@@ -1,0 +1,118 @@
+package wire
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+)
+
+// StripTransport wraps next so that metadata-only protobuf responses lose
+// every managedFields entry but keepManager's before client-go decodes them
+// (see stripManagedFields). Only responses to requests that ask for
+// application/vnd.kubernetes.protobuf;as=PartialObjectMetadata are touched;
+// anything it cannot parse passes through unchanged.
+func StripTransport(next http.RoundTripper, keepManager string) http.RoundTripper {
+	return stripTransport{next: next, keep: []byte(keepManager)}
+}
+
+type stripTransport struct {
+	next http.RoundTripper
+	keep []byte
+}
+
+const metadataProtobuf = "application/vnd.kubernetes.protobuf;as=PartialObjectMetadata"
+
+func (t stripTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := t.next.RoundTrip(req)
+	if err != nil || resp.StatusCode != http.StatusOK || !strings.HasPrefix(req.Header.Get("Accept"), metadataProtobuf) ||
+		!strings.HasPrefix(resp.Header.Get("Content-Type"), "application/vnd.kubernetes.protobuf") {
+		return resp, err
+	}
+	if w := req.URL.Query().Get("watch"); w == "true" || w == "1" {
+		resp.Body = &frameStripper{body: resp.Body, keep: t.keep}
+		return resp, nil
+	}
+	return stripWhole(resp, strings.HasPrefix(req.Header.Get("Accept"), metadataProtobuf+"List"), t.keep)
+}
+
+// stripWhole rewrites a LIST (or single object) response read in full.
+func stripWhole(resp *http.Response, list bool, keep []byte) (*http.Response, error) {
+	b, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		return nil, err
+	}
+	inner := objectShape
+	if list {
+		inner = listShape
+	}
+	if n, ok := stripManagedFields(b, envelopeOf(inner), keep); ok {
+		b = b[:n]
+	}
+	resp.Body = io.NopCloser(bytes.NewReader(b))
+	resp.ContentLength = int64(len(b))
+	resp.Header.Del("Content-Length")
+	return resp, nil
+}
+
+// frameStripper rewrites a protobuf watch stream frame by frame: each frame is
+// a 4-byte big-endian length and a bare WatchEvent (no envelope) whose object
+// is an envelope of a PartialObjectMetadata. The frame buffer
+// is reused, so stripping allocates nothing per event.
+type frameStripper struct {
+	body    io.ReadCloser
+	keep    []byte // the manager whose entry is kept
+	buf     []byte
+	pending []byte
+}
+
+// maxFrame bounds a frame, as client-go's own reader does (16 MiB objects and then some).
+const maxFrame = 64 << 20
+
+func (f *frameStripper) Read(p []byte) (int, error) {
+	if len(f.pending) == 0 {
+		if err := f.next(); err != nil {
+			return 0, err
+		}
+	}
+	n := copy(p, f.pending)
+	f.pending = f.pending[n:]
+	return n, nil
+}
+
+// next reads and strips one frame. A read error is returned exactly as the
+// connection gave it: client-go compares the stream's error with io.EOF and
+// io.ErrUnexpectedEOF using ==, and takes anything else for a watch error,
+// which makes the reflector list the whole kind again instead of resuming the
+// watch from its last resourceVersion.
+func (f *frameStripper) next() error {
+	var header [4]byte
+	if _, err := io.ReadFull(f.body, header[:]); err != nil {
+		return err // io.EOF between frames, io.ErrUnexpectedEOF inside a header
+	}
+	size := int(binary.BigEndian.Uint32(header[:]))
+	if size > maxFrame {
+		return fmt.Errorf("watch frame of %d bytes exceeds %d", size, maxFrame)
+	}
+	if cap(f.buf) < 4+size {
+		f.buf = make([]byte, 4+size)
+	}
+	frame := f.buf[4 : 4+size]
+	if _, err := io.ReadFull(f.body, frame); err != nil {
+		if err == io.EOF {
+			err = io.ErrUnexpectedEOF // the header promised a frame
+		}
+		return err
+	}
+	if n, ok := stripManagedFields(frame, eventShape, f.keep); ok {
+		size = n
+	}
+	binary.BigEndian.PutUint32(f.buf[:4], uint32(size))
+	f.pending = f.buf[:4+size]
+	return nil
+}
+
+func (f *frameStripper) Close() error { return f.body.Close() }
