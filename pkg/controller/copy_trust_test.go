@@ -3,7 +3,6 @@ package controller_test
 import (
 	"context"
 	"fmt"
-	"os/exec"
 	"strings"
 	"testing"
 
@@ -93,9 +92,7 @@ func namespaceWithPods(ns string, n int) string {
 
 func kubectlApply(t *testing.T, manifest string) {
 	t.Helper()
-	cmd := exec.Command(cp.Binaries.Kubectl, "--kubeconfig", cp.KubeconfigPath, "apply", "-f", "-")
-	cmd.Stdin = strings.NewReader(manifest)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("kubectl apply: %v\n%s", err, out)
+	if err := testkit.KubectlApply(cp.Binaries.Kubectl, cp.KubeconfigPath, manifest); err != nil {
+		t.Fatal(err)
 	}
 }

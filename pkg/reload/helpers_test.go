@@ -67,12 +67,7 @@ func kubectlApply(t *testing.T, manifest string) {
 
 // applyManifest is kubectlApply for a goroutine other than the test's.
 func applyManifest(manifest string) error {
-	cmd := exec.Command(cp.Binaries.Kubectl, "--kubeconfig", cp.KubeconfigPath, "apply", "-f", "-")
-	cmd.Stdin = strings.NewReader(manifest)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("kubectl apply: %w\n%s\n%s", err, out, manifest)
-	}
-	return nil
+	return testkit.KubectlApply(cp.Binaries.Kubectl, cp.KubeconfigPath, manifest)
 }
 
 func kubectl(t *testing.T, args ...string) {

@@ -2,8 +2,11 @@ package testkit
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
+	"os/exec"
+	"strings"
 	"sync"
 	"testing"
 
@@ -84,4 +87,15 @@ func HTTPGet(url string) (int, string) {
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, string(body)
+}
+
+// KubectlApply runs `kubectl apply -f -` with manifest, as a user would; safe
+// to call from any goroutine.
+func KubectlApply(kubectl, kubeconfig, manifest string) error {
+	cmd := exec.Command(kubectl, "--kubeconfig", kubeconfig, "apply", "-f", "-")
+	cmd.Stdin = strings.NewReader(manifest)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("kubectl apply: %w\n%s\n%s", err, out, manifest)
+	}
+	return nil
 }
