@@ -14,13 +14,14 @@ type queue = workqueue.TypedRateLimitingInterface[reconcile.Request]
 
 // enqueueWithSnapshot enqueues the object of every event but creates of
 // objects that need nothing (see RuleReconciler.settled; without rules, a new
-// object needs nothing: the Reporter reports changes). On updates it
+// object needs nothing: the Reporter reports changes) or that wait for their
+// Namespace (RuleReconciler.awaitsNamespace). On updates it
 // remembers the labels and annotations the object had before, for the
 // Reporter's diff, and tells ruler (if any) which keys another manager took.
 func enqueueWithSnapshot(pending *pendingChanges, ruler *RuleReconciler) handler.EventHandler {
 	return handler.Funcs{
 		CreateFunc: func(ctx context.Context, e event.CreateEvent, q queue) {
-			if ruler != nil && !ruler.settled(ctx, e.Object) {
+			if ruler != nil && !ruler.awaitsNamespace(ctx, e.Object) && !ruler.settled(ctx, e.Object) {
 				q.Add(requestFor(e.Object))
 			}
 		},

@@ -20,13 +20,16 @@ import (
 // namespaceFanout enqueues, when a Namespace's labels or annotations change,
 // the objects of kind gvk in it that a copy rule applies to, found through the
 // cache's namespace index (no request to the API server, no deep copies); and
-// when a Namespace reaches the cache, the objects that waited for it.
-func namespaceFanout(reader client.Reader, gvk schema.GroupVersionKind, rs []rules.Rule, waiting *namespaceWaiters) handler.EventHandler {
-	copiers := copyRules(rs)
+// when a Namespace reaches the cache, the objects that waited for it and are
+// not settled.
+func namespaceFanout(reader client.Reader, gvk schema.GroupVersionKind, ruler *RuleReconciler) handler.EventHandler {
+	copiers := copyRules(ruler.Rules)
 	return handler.Funcs{
-		CreateFunc: func(_ context.Context, e event.CreateEvent, q queue) {
-			for _, key := range waiting.take(e.Object.GetName()) {
-				q.Add(reconcile.Request{NamespacedName: key})
+		CreateFunc: func(ctx context.Context, e event.CreateEvent, q queue) {
+			for _, key := range ruler.waiting.take(e.Object.GetName()) {
+				if ruler.reevaluate(ctx, key) {
+					q.Add(reconcile.Request{NamespacedName: key})
+				}
 			}
 		},
 		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q queue) {

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"errors"
 
 	"github.com/go-logr/logr"
 
@@ -10,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/metawatch/metawatch/pkg/engine"
@@ -58,11 +60,9 @@ func (r *RuleReconciler) reconcileObject(ctx context.Context, key types.Namespac
 		r.takeovers.forget(key)
 		return nil
 	}
-	if r.writesFrozen != nil {
-		if err := r.writesFrozen(r.GVK.GroupKind()); err != nil {
-			logr.FromContextOrDiscard(ctx).V(1).Info("writes frozen: not reconciled", "reason", err.Error())
-			return nil // the generation that replaces this one evaluates every object
-		}
+	if err := r.frozen(); err != nil {
+		logr.FromContextOrDiscard(ctx).V(1).Info("writes frozen: not reconciled", "reason", err.Error())
+		return nil // the generation that replaces this one evaluates every object
 	}
 	if !r.writable(obj) {
 		logr.FromContextOrDiscard(ctx).V(1).Info("out of the write scope: not reconciled")
@@ -105,7 +105,9 @@ func (r *RuleReconciler) namespaceOf(ctx context.Context, obj *metav1.PartialObj
 	}
 	nsObj := engine.NewObject(namespaceGVK)
 	if err := r.Reader.Get(ctx, types.NamespacedName{Name: obj.Namespace}, nsObj, client.UnsafeDisableDeepCopy); err != nil {
-		if apierrors.IsNotFound(err) {
+		// Not found, or the Namespace informer not started yet (a controller
+		// starts its sources in parallel): not cached yet, either way.
+		if notCached := (&cache.ErrResourceNotCached{}); apierrors.IsNotFound(err) || errors.As(err, &notCached) {
 			return nil, false, nil
 		}
 		return nil, false, err
@@ -129,6 +131,14 @@ func (r *RuleReconciler) noteTakenKeys(oldObj, newObj metav1.Object) {
 	for k := range taken.annotations {
 		r.takeovers.add(key, "annotation", k)
 	}
+}
+
+// frozen says why this kind's writes are frozen, or nil (see Options.WritesFrozen).
+func (r *RuleReconciler) frozen() error {
+	if r.writesFrozen == nil {
+		return nil
+	}
+	return r.writesFrozen(r.GVK.GroupKind())
 }
 
 // writable reports whether obj is in the write scope.

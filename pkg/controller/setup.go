@@ -98,7 +98,7 @@ func setupKind(mgr manager.Manager, w config.ResolvedWatch, rs []rules.Rule, opt
 	if ruler == nil || !rules.Copies(rs) || opts.NamespacesUnreadable {
 		return nil
 	}
-	return c.Watch(source.Kind[client.Object](mgr.GetCache(), engine.NewObject(namespaceGVK), namespaceFanout(mgr.GetCache(), w.GVK, rs, ruler.waiting), namespaceMetadataChanged()))
+	return c.Watch(source.Kind[client.Object](mgr.GetCache(), engine.NewObject(namespaceGVK), namespaceFanout(mgr.GetCache(), w.GVK, ruler), namespaceMetadataChanged()))
 }
 
 // ControllerName is the name of the controller for w's kind.

@@ -31,7 +31,9 @@ type Options struct {
 	// LeaseDuration, RenewDeadline and RetryPeriod are the Lease's timings;
 	// zero takes controller-runtime's (15s, 10s, 2s).
 	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
-	// GracefulShutdownTimeout bounds how long runnables get to stop.
+	// GracefulShutdownTimeout bounds how long runnables get to stop; zero takes
+	// controller-runtime's default (30s), not "do not wait": a manager that
+	// returns while its workers still reconcile leaves writes behind it.
 	GracefulShutdownTimeout time.Duration
 	// LeaseLock is the leader-election Lease (NewLeaseLock); the caller
 	// releases it (ReleaseLease) once writes have stopped. Nil with
@@ -62,7 +64,7 @@ func NewManager(cfg *rest.Config, watches []config.ResolvedWatch, opts Options) 
 		LeaseDuration:                       nonZero(opts.LeaseDuration),
 		RenewDeadline:                       nonZero(opts.RenewDeadline),
 		RetryPeriod:                         nonZero(opts.RetryPeriod),
-		GracefulShutdownTimeout:             &opts.GracefulShutdownTimeout,
+		GracefulShutdownTimeout:             nonZero(opts.GracefulShutdownTimeout),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("creating manager: %w", err)
