@@ -8,11 +8,12 @@ import (
 )
 
 // namespaceWaiters holds the objects whose Namespace was not in the cache when
-// they were reconciled: a Namespace and its objects applied together, or a
+// they were created or reconciled: a Namespace and its objects applied together, or a
 // Namespace watch that lags (a relist), can deliver an object first. Such an
 // object is neither written nor judged settled: "no Namespace" is not "a
 // Namespace without the key", and reading it so would release every copied
-// key. The Namespace's create event enqueues its waiters.
+// key. The Namespace's create event judges its waiters and queues those that
+// are not settled (RuleReconciler.reevaluate).
 type namespaceWaiters struct {
 	mu    sync.Mutex
 	items map[string]sets.Set[types.NamespacedName] // namespace -> objects in it
