@@ -23,7 +23,7 @@ func NewWire() *Wire { return &Wire{bytes: map[string]int64{}, requests: map[str
 // Wrap returns a copy of cfg whose responses w counts. The counter is the
 // innermost transport, before any cfg has or is given later (rest.Config.Wrap
 // puts those outside), so what is counted is what came off the wire, e.g.
-// before engine.StripManagedFields rewrites a body.
+// before wire.StripManagedFields rewrites a body.
 func (w *Wire) Wrap(cfg *rest.Config) *rest.Config {
 	cfg = rest.CopyConfig(cfg)
 	outer := cfg.WrapTransport

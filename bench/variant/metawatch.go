@@ -15,6 +15,7 @@ import (
 	"github.com/metawatch/metawatch/pkg/controller"
 	"github.com/metawatch/metawatch/pkg/engine"
 	"github.com/metawatch/metawatch/pkg/rules"
+	"github.com/metawatch/metawatch/pkg/wire"
 )
 
 const fieldManager = engine.FieldManager
@@ -110,7 +111,7 @@ func shrinkSteps() []Variant {
 
 func startShrunkCache(ctx context.Context, cfg *rest.Config, spec Spec, counters *Counters, shrink engine.Shrink, strip bool) (*Running, error) {
 	if strip {
-		cfg = engine.StripManagedFields(cfg)
+		cfg = wire.StripManagedFields(cfg, engine.FieldManager)
 	}
 	selector, err := labels.Parse(spec.Selector)
 	if err != nil {

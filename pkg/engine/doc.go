@@ -15,7 +15,7 @@
 // managedFields are most of the bytes of metadata and only metawatch's own
 // entry (which keys its rules own) is ever read, so the Manager's transport
 // removes the others from protobuf responses before client-go decodes them
-// (StripManagedFields, with package wire), and the cache transform (Transform) drops them from
+// (wire.StripManagedFields), and the cache transform (Transform) drops them from
 // anything that still has them, drops annotations nothing reads, and interns
 // repeated strings.
 package engine

@@ -14,6 +14,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/metawatch/metawatch/pkg/config"
+	"github.com/metawatch/metawatch/pkg/wire"
 )
 
 // Options are the process-level settings of the Manager.
@@ -50,7 +51,7 @@ const DefaultLeaderElectionID = "metawatch-leader"
 func NewManager(cfg *rest.Config, watches []config.ResolvedWatch, opts Options) (manager.Manager, error) {
 	// Lease renewal keeps cfg as given; everything else gets metadata without
 	// other managers' managedFields, stripped before decoding.
-	mgr, err := manager.New(StripManagedFields(cfg), manager.Options{
+	mgr, err := manager.New(wire.StripManagedFields(cfg, FieldManager), manager.Options{
 		Cache:                               CacheOptions(watches, opts.AccessLoss),
 		Client:                              client.Options{Cache: &client.CacheOptions{Unstructured: false}},
 		Metrics:                             metricsOptions(opts),

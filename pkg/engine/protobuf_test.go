@@ -17,6 +17,7 @@ import (
 
 	"github.com/metawatch/metawatch/pkg/engine"
 	"github.com/metawatch/metawatch/pkg/testkit"
+	"github.com/metawatch/metawatch/pkg/wire"
 )
 
 const protobufWatchConfig = `
@@ -93,7 +94,7 @@ func TestManagedFieldsAreStrippedBeforeDecoding(t *testing.T) {
 	c := testkit.Client(t, cp.Config)
 	testkit.Namespace(t, c, "strip", nil)
 	testkit.Pod(t, c, "strip", "p1", nil)
-	client, err := metadata.NewForConfig(engine.StripManagedFields(cp.Config))
+	client, err := metadata.NewForConfig(wire.StripManagedFields(cp.Config, engine.FieldManager))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,6 +17,6 @@
 // them with ==, and any other error makes it list the whole kind again
 // (issue 10, defects 4 and 11).
 //
-// It imports nothing of controller-runtime or client-go, so that its fuzz
-// targets run fast.
+// StripManagedFields puts the transport into a rest.Config. The package's
+// tests need no control plane, so its fuzz targets run fast.
 package wire
