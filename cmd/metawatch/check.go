@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/metawatch/metawatch/pkg/access"
 	"github.com/metawatch/metawatch/pkg/config"
 	"github.com/metawatch/metawatch/pkg/engine"
 	"github.com/metawatch/metawatch/pkg/reload"
@@ -84,7 +85,7 @@ func checkCluster(ctx context.Context, out io.Writer, conf *config.Config, kubec
 	if err != nil {
 		return err
 	}
-	if _, _, err := engine.Check(ctx, cfg, watches); err != nil {
+	if _, _, err := access.Check(ctx, cfg, watches); err != nil {
 		return err
 	}
 	if len(denied) > 0 {
@@ -139,7 +140,7 @@ func canInAll(ctx context.Context, cs kubernetes.Interface, verb string, w confi
 		namespaces = []string{""}
 	}
 	for _, ns := range namespaces {
-		ok, err := engine.CanI(ctx, cs, verb, w.Resource, ns)
+		ok, err := access.CanI(ctx, cs, verb, w.Resource, ns)
 		if err != nil || !ok {
 			return false, err
 		}

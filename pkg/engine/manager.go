@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/metawatch/metawatch/pkg/access"
 	"github.com/metawatch/metawatch/pkg/config"
 	"github.com/metawatch/metawatch/pkg/wire"
 )
@@ -41,7 +42,7 @@ type Options struct {
 	// LeaderElection: controller-runtime's own Lease, released on cancel.
 	LeaseLock resourcelock.Interface
 	// AccessLoss, if not nil, learns of every kind whose list or watch becomes forbidden.
-	AccessLoss *AccessLoss
+	AccessLoss *access.AccessLoss
 }
 
 // DefaultLeaderElectionID is the default name of the leader-election Lease.
@@ -117,7 +118,7 @@ func leaderElectionConfig(cfg *rest.Config) *rest.Config {
 // CacheOptions is one ByObject entry per watch, keyed by a metadata-only object
 // of the watch's kind, with its server-side selectors and namespaces; loss (if
 // not nil) learns of lists and watches the API server forbids.
-func CacheOptions(watches []config.ResolvedWatch, loss *AccessLoss) cache.Options {
+func CacheOptions(watches []config.ResolvedWatch, loss *access.AccessLoss) cache.Options {
 	byObject := make(map[client.Object]cache.ByObject, len(watches))
 	for _, w := range watches {
 		byObject[NewObject(w.GVK)] = byObjectFor(w)
@@ -128,7 +129,7 @@ func CacheOptions(watches []config.ResolvedWatch, loss *AccessLoss) cache.Option
 		DefaultTransform:            Transform(nil), // every watch sets its own; this covers any other informer
 	}
 	if loss != nil {
-		opts.NewInformer = loss.newInformer
+		opts.NewInformer = loss.NewInformer
 	}
 	return opts
 }

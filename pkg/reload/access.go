@@ -8,8 +8,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/metawatch/metawatch/pkg/access"
 	"github.com/metawatch/metawatch/pkg/config"
-	"github.com/metawatch/metawatch/pkg/engine"
 	"github.com/metawatch/metawatch/pkg/metrics"
 )
 
@@ -50,7 +50,7 @@ func (r *Reloader) forbiddenNowAllowed(ctx context.Context) bool {
 	if g == nil {
 		return false
 	}
-	allowed, _, err := engine.Check(ctx, r.Config, g.unserved())
+	allowed, _, err := access.Check(ctx, r.Config, g.unserved())
 	if err != nil || len(allowed) == 0 {
 		return false
 	}

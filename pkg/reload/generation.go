@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
+	"github.com/metawatch/metawatch/pkg/access"
 	"github.com/metawatch/metawatch/pkg/config"
 	"github.com/metawatch/metawatch/pkg/controller"
 	"github.com/metawatch/metawatch/pkg/engine"
@@ -32,8 +33,8 @@ type generation struct {
 	hash      string
 	hashValue float64
 	watches   []config.ResolvedWatch
-	forbidden []engine.Forbidden // at build time
-	lost      *engine.AccessLoss // since then
+	forbidden []access.Forbidden // at build time
+	lost      *access.AccessLoss // since then
 	copiers   sets.Set[schema.GroupKind]
 	audits    *controller.Audits
 	fence     *controller.WriteFence
@@ -50,7 +51,7 @@ type generation struct {
 type resolved struct {
 	conf      *config.Config
 	watches   []config.ResolvedWatch // the identity may list these
-	forbidden []engine.Forbidden     // and not these
+	forbidden []access.Forbidden     // and not these
 }
 
 // resolve maps conf's kinds and lists one object of each watch; a forbidden
@@ -60,7 +61,7 @@ func resolve(ctx context.Context, cfg *rest.Config, conf *config.Config) (resolv
 	if err != nil {
 		return resolved{}, warnings, err
 	}
-	allowed, forbidden, err := engine.Check(ctx, cfg, watches)
+	allowed, forbidden, err := access.Check(ctx, cfg, watches)
 	return resolved{conf: conf, watches: allowed, forbidden: forbidden}, warnings, err
 }
 
@@ -89,7 +90,7 @@ func newGeneration(ctx context.Context, cfg *rest.Config, number int64, r resolv
 	g := &generation{number: number, watches: r.watches, forbidden: r.forbidden, gate: make(chan struct{}), done: make(chan error, 1),
 		audits: controller.NewAudits(false), fence: controller.NewWriteFence()}
 	g.hash, g.hashValue = config.Hash(r.conf)
-	g.lost = engine.NewAccessLoss(func(kind schema.GroupKind, err error) {
+	g.lost = access.NewAccessLoss(func(kind schema.GroupKind, err error) {
 		if opts.onLoss != nil {
 			opts.onLoss(g, kind, err)
 		}

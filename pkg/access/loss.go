@@ -1,4 +1,4 @@
-package engine
+package access
 
 import (
 	"context"
@@ -68,9 +68,9 @@ func (a *AccessLoss) observe(kind schema.GroupKind, err error) {
 	}
 }
 
-// newInformer is cache.Options.NewInformer: the stock informer, with its
+// NewInformer is cache.Options.NewInformer: the stock informer, with its
 // list and watch calls reported to a.
-func (a *AccessLoss) newInformer(lw toolscache.ListerWatcher, obj runtime.Object, resync time.Duration, indexers toolscache.Indexers) toolscache.SharedIndexInformer {
+func (a *AccessLoss) NewInformer(lw toolscache.ListerWatcher, obj runtime.Object, resync time.Duration, indexers toolscache.Indexers) toolscache.SharedIndexInformer {
 	if kind := obj.GetObjectKind().GroupVersionKind().GroupKind(); !kind.Empty() {
 		in := toolscache.ToListerWatcherWithContext(lw)
 		lw = &toolscache.ListWatch{

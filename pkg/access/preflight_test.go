@@ -1,15 +1,14 @@
-package engine_test
+package access_test
 
 import (
 	"context"
 	"strings"
 	"testing"
 
+	"github.com/metawatch/metawatch/pkg/access"
 	"github.com/metawatch/metawatch/pkg/testkit"
 
 	"k8s.io/client-go/rest"
-
-	"github.com/metawatch/metawatch/pkg/engine"
 )
 
 // Check turns what an informer would retry forever into an error that names
@@ -39,7 +38,7 @@ func TestCheckNamesTheWatchAndTheFix(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			watches := testkit.Resolve(t, cp.Config, tc.config)
-			allowed, forbidden, err := engine.Check(context.Background(), tc.cfg, watches)
+			allowed, forbidden, err := access.Check(context.Background(), tc.cfg, watches)
 			assertContains(t, "error", err, tc.wantErr)
 			var forbiddenErr error
 			if len(forbidden) == 1 {
