@@ -12,7 +12,7 @@ import (
 
 	"github.com/metawatch/metawatch/bench/seed"
 	"github.com/metawatch/metawatch/bench/variant"
-	"github.com/metawatch/metawatch/pkg/engine"
+	"github.com/metawatch/metawatch/pkg/metacache"
 )
 
 // convergeTimeout bounds one convergence: 10k pods take under a minute here.
@@ -44,9 +44,9 @@ func Bare(ctx context.Context, c client.Client, o *Observer, namespace, value st
 	pods := o.Pods()
 	err := seed.ForEach(ctx, len(pods), concurrency, func(i int) error {
 		body := variant.ApplyBody(o.label, namespace, pods[i], value)
-		target := engine.NewObject(corev1.SchemeGroupVersion.WithKind("Pod"))
+		target := metacache.NewObject(corev1.SchemeGroupVersion.WithKind("Pod"))
 		target.Namespace, target.Name = namespace, pods[i]
-		return c.Patch(ctx, target, client.RawPatch(types.ApplyPatchType, body), client.FieldOwner(engine.FieldManager))
+		return c.Patch(ctx, target, client.RawPatch(types.ApplyPatchType, body), client.FieldOwner(metacache.FieldManager))
 	})
 	if err != nil {
 		return 0, err

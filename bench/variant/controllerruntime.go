@@ -18,7 +18,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"github.com/metawatch/metawatch/pkg/engine"
+	"github.com/metawatch/metawatch/pkg/metacache"
 )
 
 // objects makes the objects a controller-runtime variant reads: typed, or metadata-only.
@@ -42,9 +42,9 @@ func typed() Variant {
 
 func metadataOnly() Variant {
 	objs := objects{
-		pod:          func() client.Object { return engine.NewObject(podGVK) },
-		namespace:    func() client.Object { return engine.NewObject(namespaceGVK) },
-		podList:      func() client.ObjectList { return engine.NewList(podGVK) },
+		pod:          func() client.Object { return metacache.NewObject(podGVK) },
+		namespace:    func() client.Object { return metacache.NewObject(namespaceGVK) },
+		podList:      func() client.ObjectList { return metacache.NewList(podGVK) },
 		forOptions:   []builder.ForOption{builder.OnlyMetadata},
 		watchOptions: []builder.WatchesOption{builder.OnlyMetadata},
 	}
@@ -101,7 +101,7 @@ func (r *crReconciler) Reconcile(ctx context.Context, req reconcile.Request) (re
 		return reconcile.Result{}, nil
 	}
 	patch := client.RawPatch(types.ApplyPatchType, ApplyBody(r.spec.Label, pod.GetNamespace(), pod.GetName(), value))
-	return reconcile.Result{}, r.client.Patch(ctx, pod, patch, client.FieldOwner(engine.FieldManager))
+	return reconcile.Result{}, r.client.Patch(ctx, pod, patch, client.FieldOwner(metacache.FieldManager))
 }
 
 // podsOf is every cached pod of a namespace, as the usual map function writes it.

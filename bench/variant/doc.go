@@ -3,7 +3,7 @@
 // what most teams write (a controller-runtime controller on typed Pods), stock
 // controller-runtime metadata-only (builder.OnlyMetadata, no transforms), and
 // a hand-written client-go metadatainformer controller. Cache-only variants
-// add metawatch's memory steps (engine.Shrink) one at a time on top of stock
+// add metawatch's memory steps (metacache.Shrink) one at a time on top of stock
 // metadata-only, to show what each step saves.
 //
 // The rule is the same everywhere: a pod's cost-center label equals its

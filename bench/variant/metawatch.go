@@ -14,11 +14,12 @@ import (
 	"github.com/metawatch/metawatch/pkg/config"
 	"github.com/metawatch/metawatch/pkg/controller"
 	"github.com/metawatch/metawatch/pkg/engine"
+	"github.com/metawatch/metawatch/pkg/metacache"
 	"github.com/metawatch/metawatch/pkg/rules"
 	"github.com/metawatch/metawatch/pkg/wire"
 )
 
-const fieldManager = engine.FieldManager
+const fieldManager = metacache.FieldManager
 
 func metawatch() Variant {
 	return Variant{Name: "metawatch", Description: "metawatch: its engine and controllers, configured by the ConfigMap below",
@@ -60,7 +61,7 @@ func startMetawatch(ctx context.Context, cfg *rest.Config, spec Spec, counters *
 		return nil, err
 	}
 	counters.readReconciles = reconcileTotal
-	return startCounted(ctx, mgr.GetCache(), mgr.Start, counters, metadataPodList, engine.NewObject(podGVK), engine.NewObject(namespaceGVK))
+	return startCounted(ctx, mgr.GetCache(), mgr.Start, counters, metadataPodList, metacache.NewObject(podGVK), metacache.NewObject(namespaceGVK))
 }
 
 // reconcileTotal is controller_runtime_reconcile_total summed over metawatch's controllers.
@@ -86,11 +87,11 @@ func sum(ms []*dto.Metric) float64 {
 	return total
 }
 
-// shrinkSteps are stock metadata-only caches with engine.Shrink's steps added
+// shrinkSteps are stock metadata-only caches with metacache.Shrink's steps added
 // one at a time, ending at what metawatch's cache keeps.
 func shrinkSteps() []Variant {
 	var steps []Variant
-	var shrink engine.Shrink
+	var shrink metacache.Shrink
 	strip := false
 	add := func(name, description string, step func()) {
 		step()
@@ -109,9 +110,9 @@ func shrinkSteps() []Variant {
 	return steps
 }
 
-func startShrunkCache(ctx context.Context, cfg *rest.Config, spec Spec, counters *Counters, shrink engine.Shrink, strip bool) (*Running, error) {
+func startShrunkCache(ctx context.Context, cfg *rest.Config, spec Spec, counters *Counters, shrink metacache.Shrink, strip bool) (*Running, error) {
 	if strip {
-		cfg = wire.StripManagedFields(cfg, engine.FieldManager)
+		cfg = wire.StripManagedFields(cfg, metacache.FieldManager)
 	}
 	selector, err := labels.Parse(spec.Selector)
 	if err != nil {
@@ -121,7 +122,7 @@ func startShrunkCache(ctx context.Context, cfg *rest.Config, spec Spec, counters
 	if err != nil {
 		return nil, err
 	}
-	return startCounted(ctx, c, c.Start, counters, metadataPodList, engine.NewObject(podGVK))
+	return startCounted(ctx, c, c.Start, counters, metadataPodList, metacache.NewObject(podGVK))
 }
 
-func metadataPodList() client.ObjectList { return engine.NewList(podGVK) }
+func metadataPodList() client.ObjectList { return metacache.NewList(podGVK) }

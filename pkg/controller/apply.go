@@ -14,7 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/metawatch/metawatch/pkg/engine"
+	"github.com/metawatch/metawatch/pkg/metacache"
 	"github.com/metawatch/metawatch/pkg/metrics"
 	"github.com/metawatch/metawatch/pkg/rules"
 )
@@ -176,11 +176,11 @@ func (r *RuleReconciler) applyManifest(ctx context.Context, obj *metav1.PartialO
 	if err != nil {
 		return err
 	}
-	opts := []client.PatchOption{client.FieldOwner(engine.FieldManager)}
+	opts := []client.PatchOption{client.FieldOwner(metacache.FieldManager)}
 	if force {
 		opts = append(opts, client.ForceOwnership)
 	}
-	target := engine.NewObject(r.GVK)
+	target := metacache.NewObject(r.GVK)
 	target.Namespace, target.Name = obj.Namespace, obj.Name
 	return r.Writer.Patch(ctx, target, client.RawPatch(types.ApplyPatchType, manifest), opts...)
 }

@@ -6,7 +6,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/metawatch/metawatch/pkg/engine"
+	"github.com/metawatch/metawatch/pkg/metacache"
 	"github.com/metawatch/metawatch/pkg/testkit"
 
 	corev1 "k8s.io/api/core/v1"
@@ -80,5 +80,5 @@ func applyAs(t *testing.T, c client.Client, ns, name, manager, labelsJSON string
 
 // podMetadata is an empty metadata-only Pod, to read from metawatch's cache.
 func podMetadata() *metav1.PartialObjectMetadata {
-	return engine.NewObject(corev1.SchemeGroupVersion.WithKind("Pod"))
+	return metacache.NewObject(corev1.SchemeGroupVersion.WithKind("Pod"))
 }

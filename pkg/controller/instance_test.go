@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/metawatch/metawatch/pkg/metacache"
 	"github.com/metawatch/metawatch/pkg/testkit"
 
 	corev1 "k8s.io/api/core/v1"
@@ -74,7 +75,7 @@ func waitCached(t *testing.T, inst *instance, namespaces []string, n int) {
 	testkit.WaitFor(t, fmt.Sprintf("the cache to hold %d pods", n), func() bool {
 		total := 0
 		for _, ns := range namespaces {
-			list := engine.NewList(corev1.SchemeGroupVersion.WithKind("Pod"))
+			list := metacache.NewList(corev1.SchemeGroupVersion.WithKind("Pod"))
 			if err := inst.cache.List(context.Background(), list, client.InNamespace(ns)); err != nil {
 				return false
 			}

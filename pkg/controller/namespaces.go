@@ -13,7 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"github.com/metawatch/metawatch/pkg/engine"
+	"github.com/metawatch/metawatch/pkg/metacache"
 	"github.com/metawatch/metawatch/pkg/rules"
 )
 
@@ -34,7 +34,7 @@ func namespaceFanout(reader client.Reader, gvk schema.GroupVersionKind, ruler *R
 		},
 		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q queue) {
 			ns := e.ObjectNew.GetName()
-			list := engine.NewList(gvk)
+			list := metacache.NewList(gvk)
 			if err := reader.List(ctx, list, client.InNamespace(ns), client.UnsafeDisableDeepCopy); err != nil {
 				logr.FromContextOrDiscard(ctx).Error(err, "listing objects to re-evaluate after a namespace change", "namespace", ns)
 				return

@@ -12,7 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/metawatch/metawatch/pkg/engine"
+	"github.com/metawatch/metawatch/pkg/metacache"
 	"github.com/metawatch/metawatch/pkg/metrics"
 	"github.com/metawatch/metawatch/pkg/rules"
 )
@@ -45,9 +45,9 @@ func (r *RuleReconciler) remove(ctx context.Context, obj *metav1.PartialObjectMe
 	if err != nil {
 		return err
 	}
-	target := engine.NewObject(r.GVK)
+	target := metacache.NewObject(r.GVK)
 	target.Namespace, target.Name = obj.Namespace, obj.Name
-	err = r.Writer.Patch(ctx, target, client.RawPatch(types.MergePatchType, patch), client.FieldOwner(engine.FieldManager))
+	err = r.Writer.Patch(ctx, target, client.RawPatch(types.MergePatchType, patch), client.FieldOwner(metacache.FieldManager))
 	if replacedOrGone(err) || errors.Is(err, errFenced) {
 		log.V(1).Info("not removed: the object is gone or was replaced (the watch will tell), or this generation is stopping", "uid", obj.UID)
 		return nil

@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/metawatch/metawatch/pkg/engine"
+	"github.com/metawatch/metawatch/pkg/metacache"
 	"github.com/metawatch/metawatch/pkg/rules"
 )
 
@@ -103,7 +103,7 @@ func (r *RuleReconciler) namespaceOf(ctx context.Context, obj *metav1.PartialObj
 	if obj.Namespace == "" || !rules.Copies(r.Rules) {
 		return nil, true, nil
 	}
-	nsObj := engine.NewObject(namespaceGVK)
+	nsObj := metacache.NewObject(namespaceGVK)
 	if err := r.Reader.Get(ctx, types.NamespacedName{Name: obj.Namespace}, nsObj, client.UnsafeDisableDeepCopy); err != nil {
 		// Not found, or the Namespace informer not started yet (a controller
 		// starts its sources in parallel): not cached yet, either way.

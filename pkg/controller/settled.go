@@ -9,7 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/metawatch/metawatch/pkg/engine"
+	"github.com/metawatch/metawatch/pkg/metacache"
 	"github.com/metawatch/metawatch/pkg/rules"
 )
 
@@ -65,7 +65,7 @@ func (r *RuleReconciler) awaitsNamespace(ctx context.Context, o client.Object) b
 // reevaluate is called for each object that waited for its Namespace, once
 // that is cached: it is queued unless it is settled.
 func (r *RuleReconciler) reevaluate(ctx context.Context, key client.ObjectKey) bool {
-	obj := engine.NewObject(r.GVK)
+	obj := metacache.NewObject(r.GVK)
 	if err := r.Reader.Get(ctx, key, obj, client.UnsafeDisableDeepCopy); err != nil {
 		return !apierrors.IsNotFound(err) // gone: nothing to do; unreadable: let the reconcile tell
 	}

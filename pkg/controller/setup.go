@@ -17,7 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/metawatch/metawatch/pkg/config"
-	"github.com/metawatch/metawatch/pkg/engine"
+	"github.com/metawatch/metawatch/pkg/metacache"
 	"github.com/metawatch/metawatch/pkg/rules"
 )
 
@@ -92,13 +92,13 @@ func setupKind(mgr manager.Manager, w config.ResolvedWatch, rs []rules.Rule, opt
 		return err
 	}
 	kind := w.GVK.GroupKind().String()
-	if err := c.Watch(source.Kind[client.Object](mgr.GetCache(), engine.NewObject(w.GVK), enqueueWithSnapshot(reporter.pending, ruler), MetadataChanged(kind))); err != nil {
+	if err := c.Watch(source.Kind[client.Object](mgr.GetCache(), metacache.NewObject(w.GVK), enqueueWithSnapshot(reporter.pending, ruler), MetadataChanged(kind))); err != nil {
 		return err
 	}
 	if ruler == nil || !rules.Copies(rs) || opts.NamespacesUnreadable {
 		return nil
 	}
-	return c.Watch(source.Kind[client.Object](mgr.GetCache(), engine.NewObject(namespaceGVK), namespaceFanout(mgr.GetCache(), w.GVK, ruler), namespaceMetadataChanged()))
+	return c.Watch(source.Kind[client.Object](mgr.GetCache(), metacache.NewObject(namespaceGVK), namespaceFanout(mgr.GetCache(), w.GVK, ruler), namespaceMetadataChanged()))
 }
 
 // ControllerName is the name of the controller for w's kind.
@@ -133,7 +133,7 @@ func (k *kindReconciler) Reconcile(ctx context.Context, req reconcile.Request) (
 			return reconcile.Result{}, nil
 		}
 	}
-	obj := engine.NewObject(k.gvk)
+	obj := metacache.NewObject(k.gvk)
 	switch err := k.reader.Get(ctx, req.NamespacedName, obj); {
 	case apierrors.IsNotFound(err):
 		obj = nil

@@ -10,6 +10,7 @@ import (
 
 	"github.com/metawatch/metawatch/pkg/config"
 	"github.com/metawatch/metawatch/pkg/engine"
+	"github.com/metawatch/metawatch/pkg/metacache"
 	"github.com/metawatch/metawatch/pkg/testkit"
 )
 
@@ -20,7 +21,7 @@ func startEngine(t *testing.T, cfg *rest.Config, watches []config.ResolvedWatch)
 	if err != nil {
 		t.Fatal(err)
 	}
-	counts, err := engine.TrackCachedObjects(context.Background(), mgr.GetCache(), watches)
+	counts, err := metacache.TrackCachedObjects(context.Background(), mgr.GetCache(), watches)
 	if err != nil {
 		t.Fatal(err)
 	}

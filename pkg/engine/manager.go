@@ -7,7 +7,6 @@ import (
 
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/metawatch/metawatch/pkg/access"
 	"github.com/metawatch/metawatch/pkg/config"
+	"github.com/metawatch/metawatch/pkg/metacache"
 	"github.com/metawatch/metawatch/pkg/wire"
 )
 
@@ -52,8 +52,8 @@ const DefaultLeaderElectionID = "metawatch-leader"
 func NewManager(cfg *rest.Config, watches []config.ResolvedWatch, opts Options) (manager.Manager, error) {
 	// Lease renewal keeps cfg as given; everything else gets metadata without
 	// other managers' managedFields, stripped before decoding.
-	mgr, err := manager.New(wire.StripManagedFields(cfg, FieldManager), manager.Options{
-		Cache:                               CacheOptions(watches, opts.AccessLoss),
+	mgr, err := manager.New(wire.StripManagedFields(cfg, metacache.FieldManager), manager.Options{
+		Cache:                               metacache.CacheOptions(watches, opts.AccessLoss),
 		Client:                              client.Options{Cache: &client.CacheOptions{Unstructured: false}},
 		Metrics:                             metricsOptions(opts),
 		HealthProbeBindAddress:              opts.HealthProbeBindAddress,
@@ -113,34 +113,4 @@ func leaderElectionConfig(cfg *rest.Config) *rest.Config {
 	le.RateLimiter = nil
 	le.QPS, le.Burst = 5, 10
 	return le
-}
-
-// CacheOptions is one ByObject entry per watch, keyed by a metadata-only object
-// of the watch's kind, with its server-side selectors and namespaces; loss (if
-// not nil) learns of lists and watches the API server forbids.
-func CacheOptions(watches []config.ResolvedWatch, loss *access.AccessLoss) cache.Options {
-	byObject := make(map[client.Object]cache.ByObject, len(watches))
-	for _, w := range watches {
-		byObject[NewObject(w.GVK)] = byObjectFor(w)
-	}
-	opts := cache.Options{
-		ByObject:                    byObject,
-		ReaderFailOnMissingInformer: true,
-		DefaultTransform:            Transform(nil), // every watch sets its own; this covers any other informer
-	}
-	if loss != nil {
-		opts.NewInformer = loss.NewInformer
-	}
-	return opts
-}
-
-func byObjectFor(w config.ResolvedWatch) cache.ByObject {
-	entry := cache.ByObject{Label: w.Label, Field: w.Field, Transform: Transform(w.Annotations)}
-	if len(w.Namespaces) > 0 {
-		entry.Namespaces = make(map[string]cache.Config, len(w.Namespaces))
-		for _, ns := range w.Namespaces {
-			entry.Namespaces[ns] = cache.Config{}
-		}
-	}
-	return entry
 }

@@ -15,7 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/metawatch/metawatch/pkg/engine"
+	"github.com/metawatch/metawatch/pkg/metacache"
 	"github.com/metawatch/metawatch/pkg/testkit"
 	"github.com/metawatch/metawatch/pkg/wire"
 )
@@ -83,7 +83,7 @@ func TestEveryListAndWatchIsMetadataProtobuf(t *testing.T) {
 }
 
 func podMetadata() *metav1.PartialObjectMetadata {
-	return engine.NewObject(corev1.SchemeGroupVersion.WithKind("Pod"))
+	return metacache.NewObject(corev1.SchemeGroupVersion.WithKind("Pod"))
 }
 
 // On a real API server's metadata watch (the watch-list stream informers use)
@@ -94,7 +94,7 @@ func TestManagedFieldsAreStrippedBeforeDecoding(t *testing.T) {
 	c := testkit.Client(t, cp.Config)
 	testkit.Namespace(t, c, "strip", nil)
 	testkit.Pod(t, c, "strip", "p1", nil)
-	client, err := metadata.NewForConfig(wire.StripManagedFields(cp.Config, engine.FieldManager))
+	client, err := metadata.NewForConfig(wire.StripManagedFields(cp.Config, metacache.FieldManager))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,7 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/metawatch/metawatch/pkg/engine"
+	"github.com/metawatch/metawatch/pkg/metacache"
 	"github.com/metawatch/metawatch/pkg/metrics"
 	"github.com/metawatch/metawatch/pkg/testkit"
 )
@@ -90,7 +90,7 @@ func setPhase(t *testing.T, c client.Client, pod *corev1.Pod, phase corev1.PodPh
 
 func cachedPods(t *testing.T, r client.Reader) sets.Set[string] {
 	t.Helper()
-	list := engine.NewList(corev1.SchemeGroupVersion.WithKind("Pod"))
+	list := metacache.NewList(corev1.SchemeGroupVersion.WithKind("Pod"))
 	if err := r.List(context.Background(), list); err != nil {
 		t.Fatal(err)
 	}

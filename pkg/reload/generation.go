@@ -20,6 +20,7 @@ import (
 	"github.com/metawatch/metawatch/pkg/config"
 	"github.com/metawatch/metawatch/pkg/controller"
 	"github.com/metawatch/metawatch/pkg/engine"
+	"github.com/metawatch/metawatch/pkg/metacache"
 	"github.com/metawatch/metawatch/pkg/metrics"
 	"github.com/metawatch/metawatch/pkg/rules"
 )
@@ -39,7 +40,7 @@ type generation struct {
 	audits    *controller.Audits
 	fence     *controller.WriteFence
 	mgr       manager.Manager
-	counts    *engine.ObjectCounts
+	counts    *metacache.ObjectCounts
 	gate      chan struct{}
 	cancel    context.CancelFunc
 	done      chan error
@@ -100,7 +101,7 @@ func newGeneration(ctx context.Context, cfg *rest.Config, number int64, r resolv
 	if err != nil {
 		return nil, err
 	}
-	if g.counts, err = engine.TrackCachedObjects(ctx, mgr.GetCache(), r.watches); err != nil {
+	if g.counts, err = metacache.TrackCachedObjects(ctx, mgr.GetCache(), r.watches); err != nil {
 		return nil, err
 	}
 	rulesByKind, err := rules.Compile(r.conf)
@@ -259,7 +260,7 @@ func (g *generation) ready(req *http.Request) error {
 		problems = append(problems, g.lost.Forbidden(kind).Error())
 	}
 	problems = append(problems, g.frozen()...)
-	if err := engine.SyncedCheck(g.mgr.GetCache(), g.watches)(req); err != nil {
+	if err := metacache.SyncedCheck(g.mgr.GetCache(), g.watches)(req); err != nil {
 		problems = append(problems, err.Error())
 	}
 	if len(problems) > 0 {

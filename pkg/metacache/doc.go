@@ -1,0 +1,28 @@
+// Package metacache is what metawatch's cache holds and how it is asked for:
+// metadata-only objects of the watched kinds, each shrunk to what a rule or a
+// write reads.
+//
+// # The cache's options
+//
+// CacheOptions gives each watch one cache.ByObject entry keyed by a
+// metav1.PartialObjectMetadata that carries the watch's GVK (NewObject; an
+// object without it fails with "Object 'Kind' is missing",
+// controller-runtime#1823), with the watch's label selector, field selector
+// and namespaces, so the API server filters before anything crosses the wire.
+// ReaderFailOnMissingInformer is on: a typed Get or List of a watched kind
+// would otherwise silently start a second, full informer
+// (controller-runtime#1660) and cost the memory metawatch exists to save.
+//
+// # What an object keeps
+//
+// The transform (Transform, Shrink) keeps only metawatch's own managedFields
+// entry (package wire already removed the others from protobuf before
+// decoding; this covers anything that still has them), drops annotations
+// nothing reads, and interns repeated strings and shares equal label maps
+// through bounded tables (shared.go).
+//
+// # Readiness and counts
+//
+// SyncedCheck is the readiness check of a generation's informers;
+// ObjectCounts publishes metawatch_cached_objects for the live one.
+package metacache
