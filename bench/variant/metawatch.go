@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
+	"github.com/metawatch/metawatch/pkg/apiserver"
 	"github.com/metawatch/metawatch/pkg/config"
 	"github.com/metawatch/metawatch/pkg/controller"
 	"github.com/metawatch/metawatch/pkg/engine"
@@ -45,7 +46,7 @@ func startMetawatch(ctx context.Context, cfg *rest.Config, spec Spec, counters *
 	if err != nil {
 		return nil, err
 	}
-	watches, _, err := engine.Resolve(cfg, conf)
+	watches, _, err := apiserver.Resolve(cfg, conf)
 	if err != nil {
 		return nil, err
 	}

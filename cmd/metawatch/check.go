@@ -15,8 +15,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/metawatch/metawatch/pkg/access"
+	"github.com/metawatch/metawatch/pkg/apiserver"
 	"github.com/metawatch/metawatch/pkg/config"
-	"github.com/metawatch/metawatch/pkg/engine"
 	"github.com/metawatch/metawatch/pkg/reload"
 )
 
@@ -70,7 +70,7 @@ func checkCluster(ctx context.Context, out io.Writer, conf *config.Config, kubec
 	if as != "" {
 		cfg.Impersonate = rest.ImpersonationConfig{UserName: as}
 	}
-	watches, warnings, err := engine.Resolve(cfg, conf)
+	watches, warnings, err := apiserver.Resolve(cfg, conf)
 	for _, w := range warnings {
 		fmt.Fprintln(out, "warning:", w)
 	}

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	"github.com/metawatch/metawatch/pkg/apiserver"
 	"github.com/metawatch/metawatch/pkg/config"
 	"github.com/metawatch/metawatch/pkg/controller"
 	"github.com/metawatch/metawatch/pkg/engine"
@@ -113,7 +114,7 @@ func releaseLease(opts engine.Options, reloader *reload.Reloader, timeout time.D
 // --wait-for-config: then metawatch starts without one and follows the ConfigMap.
 func loadInitial(ctx context.Context, opts options, getConfig func() (*rest.Config, error)) (*config.Config, error) {
 	var conf *config.Config
-	err := reload.RetryUnreachable(ctx, setupLog, "loading the configuration", func() error {
+	err := apiserver.RetryUnreachable(ctx, setupLog, "loading the configuration", func() error {
 		c, err := reload.Load(ctx, getConfig, opts.source)
 		if err != nil {
 			return err
@@ -128,7 +129,7 @@ func loadInitial(ctx context.Context, opts options, getConfig func() (*rest.Conf
 	switch {
 	case err == nil:
 		return conf, nil
-	case opts.waitForConfig && opts.source.ConfigMap != "" && !reload.Unreachable(err):
+	case opts.waitForConfig && opts.source.ConfigMap != "" && !apiserver.Unreachable(err):
 		setupLog.Error(err, "no valid configuration yet; waiting for one (--wait-for-config)")
 		return nil, nil
 	}

@@ -15,8 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/metawatch/metawatch/pkg/apiserver"
 	"github.com/metawatch/metawatch/pkg/config"
-	"github.com/metawatch/metawatch/pkg/engine"
 )
 
 func TestResolveMapsKindsWithTheClusterRESTMapper(t *testing.T) {
@@ -140,7 +140,7 @@ func assertWarning(t *testing.T, warnings []string, want string) {
 
 func newMapper(t *testing.T) meta.RESTMapper {
 	t.Helper()
-	mapper, err := engine.NewRESTMapper(cp.Config)
+	mapper, err := apiserver.NewRESTMapper(cp.Config)
 	if err != nil {
 		t.Fatal(err)
 	}

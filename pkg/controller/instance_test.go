@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/metawatch/metawatch/pkg/apiserver"
 	"github.com/metawatch/metawatch/pkg/metacache"
 	"github.com/metawatch/metawatch/pkg/testkit"
 
@@ -43,7 +44,7 @@ func startInstanceVia(t *testing.T, configYAML string, opts controller.Options, 
 	if err != nil {
 		t.Fatal(err)
 	}
-	watches, _, err := engine.Resolve(cp.Config, conf)
+	watches, _, err := apiserver.Resolve(cp.Config, conf)
 	if err != nil {
 		t.Fatal(err)
 	}

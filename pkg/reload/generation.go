@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/metawatch/metawatch/pkg/access"
+	"github.com/metawatch/metawatch/pkg/apiserver"
 	"github.com/metawatch/metawatch/pkg/config"
 	"github.com/metawatch/metawatch/pkg/controller"
 	"github.com/metawatch/metawatch/pkg/engine"
@@ -58,7 +59,7 @@ type resolved struct {
 // resolve maps conf's kinds and lists one object of each watch; a forbidden
 // watch is set aside, any other failure rejects the configuration.
 func resolve(ctx context.Context, cfg *rest.Config, conf *config.Config) (resolved, []string, error) {
-	watches, warnings, err := engine.Resolve(cfg, conf)
+	watches, warnings, err := apiserver.Resolve(cfg, conf)
 	if err != nil {
 		return resolved{}, warnings, err
 	}

@@ -15,8 +15,8 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/metawatch/metawatch/pkg/apiserver"
 	"github.com/metawatch/metawatch/pkg/config"
-	"github.com/metawatch/metawatch/pkg/engine"
 )
 
 // Start runs r (a Manager) until the test ends or stop is called, and fails
@@ -47,7 +47,7 @@ func Resolve(t testing.TB, cfg *rest.Config, configYAML string) []config.Resolve
 	if err != nil {
 		t.Fatalf("parsing config: %v", err)
 	}
-	watches, _, err := engine.Resolve(cfg, conf)
+	watches, _, err := apiserver.Resolve(cfg, conf)
 	if err != nil {
 		t.Fatalf("resolving config: %v", err)
 	}
