@@ -17,7 +17,6 @@ import (
 	"github.com/metawatch/metawatch/pkg/access"
 	"github.com/metawatch/metawatch/pkg/apiserver"
 	"github.com/metawatch/metawatch/pkg/config"
-	"github.com/metawatch/metawatch/pkg/reload"
 )
 
 // runCheck is `metawatch check -f FILE [--kubeconfig PATH]`: it validates a
@@ -41,7 +40,7 @@ func runCheck(args []string) int {
 		return 2
 	}
 	if err := check(context.Background(), os.Stdout, *file, *kubeconfig, *as); err != nil {
-		fmt.Fprintf(os.Stdout, "FAILED: %s\n", reload.Describe(err))
+		fmt.Fprintf(os.Stdout, "FAILED: %s\n", config.Describe(err))
 		return 1
 	}
 	fmt.Fprintln(os.Stdout, "SUCCESS: the configuration is valid")

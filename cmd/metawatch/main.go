@@ -30,7 +30,7 @@ func main() {
 	opts := parseFlags(os.Args[1:])
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&opts.zap)))
 	if err := run(ctrl.SetupSignalHandler(), opts); err != nil {
-		fmt.Fprintf(os.Stderr, "metawatch: %s\n", reload.Describe(err))
+		fmt.Fprintf(os.Stderr, "metawatch: %s\n", config.Describe(err))
 		os.Exit(1)
 	}
 }

@@ -140,7 +140,7 @@ func (r *Reloader) retryLater(err error, delay time.Duration) {
 	if g := r.running(); g != nil {
 		keeping = fmt.Sprintf("generation %d keeps running", g.number)
 	}
-	msg := fmt.Sprintf("the configuration is valid but could not start (%s); %s; retrying in %s", Describe(err), keeping, delay.Round(time.Second))
+	msg := fmt.Sprintf("the configuration is valid but could not start (%s); %s; retrying in %s", config.Describe(err), keeping, delay.Round(time.Second))
 	r.Log.Info("warning: " + msg)
 	if cm := r.lastTransient; cm != nil {
 		r.Recorder.Eventf(cm, nil, corev1.EventTypeWarning, ReasonRetrying, "Reload", "%s", truncate(msg, 1000))
@@ -158,7 +158,7 @@ func (r *Reloader) reject(cm *corev1.ConfigMap, err error) {
 	}
 	r.Log.Error(err, "configuration rejected; "+keeping, "configMap", r.Source.ConfigMap)
 	if cm != nil {
-		r.Recorder.Eventf(cm, nil, corev1.EventTypeWarning, ReasonInvalidConfig, "Reload", "%s", truncate(keeping+": "+Describe(err), 1000))
+		r.Recorder.Eventf(cm, nil, corev1.EventTypeWarning, ReasonInvalidConfig, "Reload", "%s", truncate(keeping+": "+config.Describe(err), 1000))
 	}
 }
 
