@@ -14,7 +14,7 @@ import (
 	"github.com/metawatch/metawatch/pkg/apiserver"
 	"github.com/metawatch/metawatch/pkg/config"
 	"github.com/metawatch/metawatch/pkg/controller"
-	"github.com/metawatch/metawatch/pkg/engine"
+	"github.com/metawatch/metawatch/pkg/manager"
 	"github.com/metawatch/metawatch/pkg/metacache"
 	"github.com/metawatch/metawatch/pkg/rules"
 	"github.com/metawatch/metawatch/pkg/wire"
@@ -23,7 +23,7 @@ import (
 const fieldManager = metacache.FieldManager
 
 func metawatch() Variant {
-	return Variant{Name: "metawatch", Description: "metawatch: its engine and controllers, configured by the ConfigMap below",
+	return Variant{Name: "metawatch", Description: "metawatch: its Manager and controllers, configured by the ConfigMap below",
 		Start: startMetawatch}
 }
 
@@ -54,7 +54,7 @@ func startMetawatch(ctx context.Context, cfg *rest.Config, spec Spec, counters *
 	if err != nil {
 		return nil, err
 	}
-	mgr, err := engine.NewManager(cfg, watches, engine.Options{MetricsBindAddress: "0", HealthProbeBindAddress: "0"})
+	mgr, err := manager.New(cfg, watches, manager.Options{MetricsBindAddress: "0", HealthProbeBindAddress: "0"})
 	if err != nil {
 		return nil, err
 	}

@@ -13,7 +13,7 @@ import (
 
 	"github.com/metawatch/metawatch/pkg/config"
 	"github.com/metawatch/metawatch/pkg/controller"
-	"github.com/metawatch/metawatch/pkg/engine"
+	"github.com/metawatch/metawatch/pkg/manager"
 	"github.com/metawatch/metawatch/pkg/reload"
 )
 
@@ -23,7 +23,7 @@ type options struct {
 	qps           float64
 	burst         int
 	source        reload.Source
-	engine        engine.Options
+	manager       manager.Options
 	controller    controller.Options
 	zap           zap.Options
 }
@@ -52,18 +52,18 @@ func parseFlags(args []string) options {
 	fs.StringVar(&o.source.File, "config-file", "", "Path to the configuration: a config.yaml or a selectors ConfigMap manifest.")
 	fs.StringVar(&o.source.ConfigMap, "config-map", "", "Selectors ConfigMap as NAMESPACE/NAME; its data key config.yaml holds the configuration, followed live.")
 	fs.BoolVar(&o.waitForConfig, "wait-for-config", false, "Start without a valid --config-map configuration and wait for one, instead of exiting non-zero.")
-	fs.StringVar(&o.engine.MetricsBindAddress, "metrics-bind-address", ":8443", "Address of the Prometheus metrics endpoint; 0 disables it.")
-	fs.BoolVar(&o.engine.MetricsSecure, "metrics-secure", true, "Serve metrics over HTTPS, only to callers the API server authenticates and authorizes (get on /metrics); false serves plain HTTP to anyone who can connect.")
-	fs.StringVar(&o.engine.HealthProbeBindAddress, "health-probe-bind-address", ":8081", "Address of /healthz and /readyz; 0 disables them.")
+	fs.StringVar(&o.manager.MetricsBindAddress, "metrics-bind-address", ":8443", "Address of the Prometheus metrics endpoint; 0 disables it.")
+	fs.BoolVar(&o.manager.MetricsSecure, "metrics-secure", true, "Serve metrics over HTTPS, only to callers the API server authenticates and authorizes (get on /metrics); false serves plain HTTP to anyone who can connect.")
+	fs.StringVar(&o.manager.HealthProbeBindAddress, "health-probe-bind-address", ":8081", "Address of /healthz and /readyz; 0 disables them.")
 	fs.Float64Var(&o.qps, "kube-api-qps", 50, "Requests per second to the API server (writes and start-up lists); leader election has its own budget.")
 	fs.IntVar(&o.burst, "kube-api-burst", 100, "Burst above --kube-api-qps.")
-	fs.BoolVar(&o.engine.LeaderElection, "leader-elect", false, "Elect a leader so that one replica of several is active.")
-	fs.StringVar(&o.engine.LeaderElectionID, "leader-election-id", engine.DefaultLeaderElectionID, "Name of the leader-election Lease.")
-	fs.StringVar(&o.engine.LeaderElectionNamespace, "leader-election-namespace", "", "Namespace of the leader-election Lease; defaults to the Pod's namespace in a cluster.")
-	fs.DurationVar(&o.engine.LeaseDuration, "leader-election-lease-duration", 15*time.Second, "How long a standby waits before taking a Lease its holder stopped renewing (after a crash, not a clean stop).")
-	fs.DurationVar(&o.engine.RenewDeadline, "leader-election-renew-deadline", 10*time.Second, "How long the leader keeps trying to renew the Lease before it gives up leading; less than the lease duration.")
-	fs.DurationVar(&o.engine.RetryPeriod, "leader-election-retry-period", 2*time.Second, "How often replicas try to acquire or renew the Lease.")
-	fs.DurationVar(&o.engine.GracefulShutdownTimeout, "graceful-shutdown-timeout", 30*time.Second, "How long controllers get to finish on SIGTERM.")
+	fs.BoolVar(&o.manager.LeaderElection, "leader-elect", false, "Elect a leader so that one replica of several is active.")
+	fs.StringVar(&o.manager.LeaderElectionID, "leader-election-id", manager.DefaultLeaderElectionID, "Name of the leader-election Lease.")
+	fs.StringVar(&o.manager.LeaderElectionNamespace, "leader-election-namespace", "", "Namespace of the leader-election Lease; defaults to the Pod's namespace in a cluster.")
+	fs.DurationVar(&o.manager.LeaseDuration, "leader-election-lease-duration", 15*time.Second, "How long a standby waits before taking a Lease its holder stopped renewing (after a crash, not a clean stop).")
+	fs.DurationVar(&o.manager.RenewDeadline, "leader-election-renew-deadline", 10*time.Second, "How long the leader keeps trying to renew the Lease before it gives up leading; less than the lease duration.")
+	fs.DurationVar(&o.manager.RetryPeriod, "leader-election-retry-period", 2*time.Second, "How often replicas try to acquire or renew the Lease.")
+	fs.DurationVar(&o.manager.GracefulShutdownTimeout, "graceful-shutdown-timeout", 30*time.Second, "How long controllers get to finish on SIGTERM.")
 	fs.Func("write-namespaces", "Comma-separated namespaces rules may write in (default: all); a configuration's writeScope can narrow this, never widen it.",
 		namespaceList(&o.writeScope.Namespaces))
 	fs.Func("exclude-write-namespaces", "Comma-separated namespaces rules never write in, e.g. kube-system.",

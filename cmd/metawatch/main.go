@@ -17,7 +17,7 @@ import (
 	"github.com/metawatch/metawatch/pkg/apiserver"
 	"github.com/metawatch/metawatch/pkg/config"
 	"github.com/metawatch/metawatch/pkg/controller"
-	"github.com/metawatch/metawatch/pkg/engine"
+	"github.com/metawatch/metawatch/pkg/manager"
 	"github.com/metawatch/metawatch/pkg/reload"
 )
 
@@ -49,15 +49,15 @@ func run(ctx context.Context, opts options) error {
 	if err != nil {
 		return err
 	}
-	budget := shutdownBudget(opts.engine.GracefulShutdownTimeout)
-	engineOpts := opts.engine
-	engineOpts.GracefulShutdownTimeout = budget.manager
-	if engineOpts.LeaderElection {
-		if engineOpts.LeaseLock, err = engine.NewLeaseLock(cfg, engineOpts); err != nil {
+	budget := shutdownBudget(opts.manager.GracefulShutdownTimeout)
+	mgrOpts := opts.manager
+	mgrOpts.GracefulShutdownTimeout = budget.manager
+	if mgrOpts.LeaderElection {
+		if mgrOpts.LeaseLock, err = manager.NewLeaseLock(cfg, mgrOpts); err != nil {
 			return err
 		}
 	}
-	mgr, err := engine.NewManager(cfg, nil, engineOpts)
+	mgr, err := manager.New(cfg, nil, mgrOpts)
 	if err != nil {
 		return err
 	}
@@ -72,11 +72,11 @@ func run(ctx context.Context, opts options) error {
 		return err
 	}
 	setupLog.Info("starting", "source", opts.source.String(), "dryRun", opts.controller.DryRun, "writeScope", opts.writeScope.String(),
-		"leaderElection", engineOpts.LeaderElection, "gracefulShutdownTimeout", opts.engine.GracefulShutdownTimeout.String(), "metricsSecure", engineOpts.MetricsSecure)
+		"leaderElection", mgrOpts.LeaderElection, "gracefulShutdownTimeout", opts.manager.GracefulShutdownTimeout.String(), "metricsSecure", mgrOpts.MetricsSecure)
 	if err := mgr.Start(ctx); err != nil {
 		return err
 	}
-	return releaseLease(engineOpts, reloader, budget.release)
+	return releaseLease(mgrOpts, reloader, budget.release)
 }
 
 // budgets split --graceful-shutdown-timeout: the generation's writes and
@@ -93,7 +93,7 @@ func shutdownBudget(total time.Duration) budgets {
 // releaseLease gives the Lease up at once if every write stopped, so that a
 // standby takes over without waiting for it to expire; otherwise it is left
 // to expire, and no standby writes while a write of this replica may land.
-func releaseLease(opts engine.Options, reloader *reload.Reloader, timeout time.Duration) error {
+func releaseLease(opts manager.Options, reloader *reload.Reloader, timeout time.Duration) error {
 	if opts.LeaseLock == nil {
 		return nil
 	}
@@ -103,7 +103,7 @@ func releaseLease(opts engine.Options, reloader *reload.Reloader, timeout time.D
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	if err := engine.ReleaseLease(ctx, opts.LeaseLock); err != nil {
+	if err := manager.ReleaseLease(ctx, opts.LeaseLock); err != nil {
 		setupLog.Error(err, "releasing the Lease; a standby takes over when it expires")
 	}
 	return nil

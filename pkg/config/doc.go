@@ -9,6 +9,6 @@
 // server uses, so what passes here is what the server applies.
 //
 // Parse and Validate need no cluster. Resolve maps each watch's kind to a
-// resource with the cluster's RESTMapper, the last step before the engine
+// resource with the cluster's RESTMapper, the last step before the Manager
 // builds informers from the result.
 package config

@@ -18,7 +18,7 @@ import (
 
 	"github.com/metawatch/metawatch/pkg/config"
 	"github.com/metawatch/metawatch/pkg/controller"
-	"github.com/metawatch/metawatch/pkg/engine"
+	"github.com/metawatch/metawatch/pkg/manager"
 	"github.com/metawatch/metawatch/pkg/rules"
 )
 
@@ -57,7 +57,7 @@ func startInstanceVia(t *testing.T, configYAML string, opts controller.Options, 
 	if wrap != nil {
 		cfg = wrap(cfg)
 	}
-	mgr, err := engine.NewManager(cfg, watches, engine.Options{MetricsBindAddress: "0", HealthProbeBindAddress: "0"})
+	mgr, err := manager.New(cfg, watches, manager.Options{MetricsBindAddress: "0", HealthProbeBindAddress: "0"})
 	if err != nil {
 		t.Fatal(err)
 	}

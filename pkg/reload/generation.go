@@ -20,7 +20,7 @@ import (
 	"github.com/metawatch/metawatch/pkg/apiserver"
 	"github.com/metawatch/metawatch/pkg/config"
 	"github.com/metawatch/metawatch/pkg/controller"
-	"github.com/metawatch/metawatch/pkg/engine"
+	mwmanager "github.com/metawatch/metawatch/pkg/manager"
 	"github.com/metawatch/metawatch/pkg/metacache"
 	"github.com/metawatch/metawatch/pkg/metrics"
 	"github.com/metawatch/metawatch/pkg/rules"
@@ -97,7 +97,7 @@ func newGeneration(ctx context.Context, cfg *rest.Config, number int64, r resolv
 			opts.onLoss(g, kind, err)
 		}
 	})
-	mgr, err := engine.NewManager(cfg, r.watches, engine.Options{MetricsBindAddress: "0", HealthProbeBindAddress: "0",
+	mgr, err := mwmanager.New(cfg, r.watches, mwmanager.Options{MetricsBindAddress: "0", HealthProbeBindAddress: "0",
 		GracefulShutdownTimeout: opts.shutdownTimeout, AccessLoss: g.lost})
 	if err != nil {
 		return nil, err

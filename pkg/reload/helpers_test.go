@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 
 	"github.com/metawatch/metawatch/pkg/controller"
-	"github.com/metawatch/metawatch/pkg/engine"
+	"github.com/metawatch/metawatch/pkg/manager"
 	"github.com/metawatch/metawatch/pkg/reload"
 	"github.com/metawatch/metawatch/pkg/testkit"
 )
@@ -29,7 +29,7 @@ type instance struct {
 func startInstance(t *testing.T, cfg *rest.Config, configMap string, tune ...func(*reload.Reloader)) *instance {
 	t.Helper()
 	inst := &instance{probe: testkit.FreeAddress(t)}
-	mgr, err := engine.NewManager(cfg, nil, engine.Options{MetricsBindAddress: "0", HealthProbeBindAddress: inst.probe})
+	mgr, err := manager.New(cfg, nil, manager.Options{MetricsBindAddress: "0", HealthProbeBindAddress: inst.probe})
 	if err != nil {
 		t.Fatal(err)
 	}

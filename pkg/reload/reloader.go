@@ -197,7 +197,7 @@ func (r *Reloader) stopCurrent() {
 }
 
 // WritesStopped reports, after Start returned, whether every write finished:
-// only then may the Lease be released (engine.ReleaseLease). Otherwise the
+// only then may the Lease be released (manager.ReleaseLease). Otherwise the
 // Lease must expire on its own before a standby writes.
 func (r *Reloader) WritesStopped() bool {
 	r.mu.Lock()

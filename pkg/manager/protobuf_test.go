@@ -1,4 +1,4 @@
-package engine_test
+package manager_test
 
 import (
 	"bytes"
@@ -31,7 +31,7 @@ watches:
 - kind: Deployment
 `
 
-// Every LIST and WATCH the engine makes for a watched kind must ask for
+// Every LIST and WATCH the Manager makes for a watched kind must ask for
 // metadata-only protobuf and get protobuf back: checked on the wire, at the
 // transport, for requests of the initial sync and of live updates.
 func TestEveryListAndWatchIsMetadataProtobuf(t *testing.T) {

@@ -1,4 +1,4 @@
-package engine_test
+package manager_test
 
 import (
 	"context"
@@ -9,7 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/metawatch/metawatch/pkg/config"
-	"github.com/metawatch/metawatch/pkg/engine"
+	mwmanager "github.com/metawatch/metawatch/pkg/manager"
 	"github.com/metawatch/metawatch/pkg/metacache"
 	"github.com/metawatch/metawatch/pkg/testkit"
 )
@@ -17,7 +17,7 @@ import (
 // startEngine starts a manager on cfg for watches and waits for its caches to sync.
 func startEngine(t *testing.T, cfg *rest.Config, watches []config.ResolvedWatch) manager.Manager {
 	t.Helper()
-	mgr, err := engine.NewManager(cfg, watches, engine.Options{MetricsBindAddress: "0", HealthProbeBindAddress: "0"})
+	mgr, err := mwmanager.New(cfg, watches, mwmanager.Options{MetricsBindAddress: "0", HealthProbeBindAddress: "0"})
 	if err != nil {
 		t.Fatal(err)
 	}

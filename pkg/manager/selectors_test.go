@@ -1,4 +1,4 @@
-package engine_test
+package manager_test
 
 import (
 	"context"
@@ -28,7 +28,7 @@ watches:
 
 // Objects outside a watch's label selector, field selector or namespaces never
 // reach the cache: the cache holds exactly the API server's objects that match,
-// and every request the engine sent carried the selectors for the server to apply.
+// and every request the Manager sent carried the selectors for the server to apply.
 func TestSelectorsFilterOnTheServer(t *testing.T) {
 	c := testkit.Client(t, cp.Config)
 	for _, ns := range []string{"filter-a", "filter-b", "filter-c"} {

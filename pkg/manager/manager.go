@@ -1,4 +1,4 @@
-package engine
+package manager
 
 import (
 	"cmp"
@@ -48,8 +48,8 @@ type Options struct {
 // DefaultLeaderElectionID is the default name of the leader-election Lease.
 const DefaultLeaderElectionID = "metawatch-leader"
 
-// NewManager builds a Manager whose cache watches exactly the given kinds, as metadata.
-func NewManager(cfg *rest.Config, watches []config.ResolvedWatch, opts Options) (manager.Manager, error) {
+// New builds a Manager whose cache watches exactly the given kinds, as metadata.
+func New(cfg *rest.Config, watches []config.ResolvedWatch, opts Options) (manager.Manager, error) {
 	// Lease renewal keeps cfg as given; everything else gets metadata without
 	// other managers' managedFields, stripped before decoding.
 	mgr, err := manager.New(wire.StripManagedFields(cfg, metacache.FieldManager), manager.Options{
