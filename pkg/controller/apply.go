@@ -32,10 +32,10 @@ var namespaceGVK = corev1.SchemeGroupVersion.WithKind("Namespace")
 // apply server-side applies the labels and annotations the rules own, when
 // anything differs from the cached object: a value, or a key metawatch owns
 // that no rule wants any more (leaving it out of the apply deletes it).
-func (r *RuleReconciler) apply(ctx context.Context, obj *metav1.PartialObjectMetadata, res rules.Result) error {
+func (r *ruleReconciler) apply(ctx context.Context, obj *metav1.PartialObjectMetadata, res rules.Result) error {
 	key := types.NamespacedName{Namespace: obj.Namespace, Name: obj.Name}
-	res.Labels = r.yielded.withoutSettled(key, "label", res.Labels, obj.Labels)
-	res.Annotations = r.yielded.withoutSettled(key, "annotation", res.Annotations, obj.Annotations)
+	res.Labels = r.memory.yielded.withoutSettled(key, "label", res.Labels, obj.Labels)
+	res.Annotations = r.memory.yielded.withoutSettled(key, "annotation", res.Annotations, obj.Annotations)
 	changed := changeOf(obj, res)
 	if changed.empty() {
 		return nil
@@ -61,7 +61,7 @@ func (r *RuleReconciler) apply(ctx context.Context, obj *metav1.PartialObjectMet
 		return err
 	}
 	r.count(changed.rules, metrics.ResultApplied)
-	r.reclaims.clear(key)
+	r.memory.reclaims.clear(key)
 	log.Info("applied", changed.logValues()...)
 	return nil
 }
@@ -108,8 +108,8 @@ func diffOwned(involved sets.Set[string], current map[string]string, desired map
 // of a rule with force, or that metawatch owned until a hand edit, are taken
 // back; the others are left to their owner, with an Event and a count.
 // It returns what was applied.
-func (r *RuleReconciler) resolveConflicts(ctx context.Context, obj *metav1.PartialObjectMetadata, res rules.Result, conflicts owned) (rules.Result, error) {
-	reclaim := r.reclaims.get(types.NamespacedName{Namespace: obj.Namespace, Name: obj.Name})
+func (r *ruleReconciler) resolveConflicts(ctx context.Context, obj *metav1.PartialObjectMetadata, res rules.Result, conflicts owned) (rules.Result, error) {
+	reclaim := r.memory.reclaims.get(types.NamespacedName{Namespace: obj.Namespace, Name: obj.Name})
 	labels, forceLabels := r.yield(obj, "label", res.Labels, conflicts.labels.UnsortedList(), reclaim.labels.Has)
 	annotations, forceAnnotations := r.yield(obj, "annotation", res.Annotations, conflicts.annotations.UnsortedList(), reclaim.annotations.Has)
 	res.Labels, res.Annotations = labels, annotations
@@ -121,7 +121,7 @@ func (r *RuleReconciler) resolveConflicts(ctx context.Context, obj *metav1.Parti
 // is taken when its rule has force, or when another manager took it from
 // metawatch (a hand edit, reclaimed), unless it keeps being taken (a fight):
 // then metawatch stops, says so, and leaves the key to the other manager.
-func (r *RuleReconciler) yield(obj *metav1.PartialObjectMetadata, what string, desired map[string]rules.Owned, conflicts []string, reclaimed func(string) bool) (map[string]rules.Owned, bool) {
+func (r *ruleReconciler) yield(obj *metav1.PartialObjectMetadata, what string, desired map[string]rules.Owned, conflicts []string, reclaimed func(string) bool) (map[string]rules.Owned, bool) {
 	out := maps.Clone(desired)
 	force := false
 	key := types.NamespacedName{Namespace: obj.Namespace, Name: obj.Name}
@@ -129,9 +129,9 @@ func (r *RuleReconciler) yield(obj *metav1.PartialObjectMetadata, what string, d
 		o, ok := desired[k]
 		switch {
 		case !ok:
-		case (o.Force || reclaimed(k)) && r.takeovers.fighting(key, what, k):
+		case (o.Force || reclaimed(k)) && r.memory.takeovers.fighting(key, what, k):
 			delete(out, k)
-			r.yielded.add(key, what, k, currentValue(obj, what, k))
+			r.memory.yielded.add(key, what, k, currentValue(obj, what, k))
 			metrics.OwnershipFights.WithLabelValues(o.Rule, kindLabel(r.GVK)).Inc()
 			r.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, ReasonOwnershipFight, "Apply",
 				"rule %s wants %s %s=%q, but another field manager took it more than %d times in %s (now %q); metawatch stops taking it back until that value changes or metawatch restarts: make the two controllers agree",
@@ -140,7 +140,7 @@ func (r *RuleReconciler) yield(obj *metav1.PartialObjectMetadata, what string, d
 			force = true
 		default:
 			delete(out, k)
-			r.yielded.add(key, what, k, currentValue(obj, what, k))
+			r.memory.yielded.add(key, what, k, currentValue(obj, what, k))
 			metrics.RuleConflicts.WithLabelValues(o.Rule, kindLabel(r.GVK)).Inc()
 			metrics.RuleWrites.WithLabelValues(o.Rule, kindLabel(r.GVK), metrics.ResultConflict).Inc()
 			r.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, ReasonConflict, "Apply",
@@ -159,7 +159,7 @@ func currentValue(obj *metav1.PartialObjectMetadata, what, key string) string {
 }
 
 // applyManifest server-side applies a metadata-only manifest: exactly the keys metawatch owns.
-func (r *RuleReconciler) applyManifest(ctx context.Context, obj *metav1.PartialObjectMetadata, labels, annotations map[string]rules.Owned, force bool) error {
+func (r *ruleReconciler) applyManifest(ctx context.Context, obj *metav1.PartialObjectMetadata, labels, annotations map[string]rules.Owned, force bool) error {
 	// The UID makes the apply fail, instead of landing on another object, when
 	// the cached object is gone or its name now belongs to a new object.
 	metadata := map[string]any{"name": obj.Name, "uid": obj.UID}
@@ -193,7 +193,7 @@ func values(owned map[string]rules.Owned) map[string]string {
 	return out
 }
 
-func (r *RuleReconciler) count(involved sets.Set[string], result string) {
+func (r *ruleReconciler) count(involved sets.Set[string], result string) {
 	for rule := range involved {
 		metrics.RuleWrites.WithLabelValues(rule, kindLabel(r.GVK), result).Inc()
 	}

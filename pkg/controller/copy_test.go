@@ -52,7 +52,7 @@ func TestCopyFromNamespaceConverges(t *testing.T) {
 	inst.stop()
 
 	// A converged restart queues none of the 500 pods: the initial list finds
-	// them as the rules want (RuleReconciler.settled). A hand edit after the
+	// them as the rules want (ruleReconciler.settled). A hand edit after the
 	// sync is the one thing it has to do: one write.
 	before := reconcilesOf(t, "pod")
 	again := startInstance(t, configYAML, controller.Options{MaxConcurrentReconciles: 8})
@@ -71,6 +71,6 @@ func namespaceObject(name string) *corev1.Namespace {
 	return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
 }
 
-func reconcilesOf(t *testing.T, controllerName string) float64 {
-	return testkit.Metric(t, "controller_runtime_reconcile_total", map[string]string{"controller": controllerName})
+func reconcilesOf(t *testing.T, controller string) float64 {
+	return testkit.Metric(t, "controller_runtime_reconcile_total", map[string]string{"controller": controller})
 }

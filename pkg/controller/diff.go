@@ -6,21 +6,21 @@ import (
 	"sort"
 )
 
-// MapDiff is what changed between two label or annotation maps.
-type MapDiff struct {
+// mapDiff is what changed between two label or annotation maps.
+type mapDiff struct {
 	Added   map[string]string `json:"added,omitempty"`
 	Changed map[string]string `json:"changed,omitempty"` // key -> new value
 	Removed []string          `json:"removed,omitempty"`
 }
 
 // Empty reports whether nothing changed.
-func (d MapDiff) Empty() bool {
+func (d mapDiff) Empty() bool {
 	return len(d.Added) == 0 && len(d.Changed) == 0 && len(d.Removed) == 0
 }
 
-// Diff compares before and after.
-func Diff(before, after map[string]string) MapDiff {
-	var d MapDiff
+// diffMaps compares before and after.
+func diffMaps(before, after map[string]string) mapDiff {
+	var d mapDiff
 	for k, v := range after {
 		old, had := before[k]
 		switch {
@@ -47,17 +47,17 @@ func put(m map[string]string, k, v string) map[string]string {
 	return m
 }
 
-// KeyDiff is a MapDiff without values, for annotations: their values can be
+// keyDiff is a mapDiff without values, for annotations: their values can be
 // large (kubectl's last-applied-configuration) and do not belong in a log line.
-type KeyDiff struct {
+type keyDiff struct {
 	Added   []string `json:"added,omitempty"`
 	Changed []string `json:"changed,omitempty"`
 	Removed []string `json:"removed,omitempty"`
 }
 
 // Keys drops the values of d.
-func (d MapDiff) Keys() KeyDiff {
-	return KeyDiff{Added: sortedKeys(d.Added), Changed: sortedKeys(d.Changed), Removed: d.Removed}
+func (d mapDiff) Keys() keyDiff {
+	return keyDiff{Added: sortedKeys(d.Added), Changed: sortedKeys(d.Changed), Removed: d.Removed}
 }
 
 func sortedKeys(m map[string]string) []string {

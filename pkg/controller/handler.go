@@ -3,22 +3,28 @@ package controller
 import (
 	"context"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/metawatch/metawatch/pkg/metacache"
+	"github.com/metawatch/metawatch/pkg/rules"
 )
 
 type queue = workqueue.TypedRateLimitingInterface[reconcile.Request]
 
 // enqueueWithSnapshot enqueues the object of every event but creates of
-// objects that need nothing (see RuleReconciler.settled; without rules, a new
-// object needs nothing: the Reporter reports changes) or that wait for their
-// Namespace (RuleReconciler.awaitsNamespace). On updates it
+// objects that need nothing (see ruleReconciler.settled; without rules, a new
+// object needs nothing: the reporter reports changes) or that wait for their
+// Namespace (ruleReconciler.awaitsNamespace). On updates it
 // remembers the labels and annotations the object had before, for the
-// Reporter's diff, and tells ruler (if any) which keys another manager took.
-func enqueueWithSnapshot(pending *pendingChanges, ruler *RuleReconciler) handler.EventHandler {
+// reporter's diff, and tells ruler (if any) which keys another manager took.
+func enqueueWithSnapshot(mem *memory, ruler *ruleReconciler) handler.EventHandler {
 	return handler.Funcs{
 		CreateFunc: func(ctx context.Context, e event.CreateEvent, q queue) {
 			if ruler != nil && !ruler.awaitsNamespace(ctx, e.Object) && !ruler.settled(ctx, e.Object) {
@@ -28,7 +34,7 @@ func enqueueWithSnapshot(pending *pendingChanges, ruler *RuleReconciler) handler
 		DeleteFunc: func(_ context.Context, e event.DeleteEvent, q queue) { q.Add(requestFor(e.Object)) },
 		UpdateFunc: func(_ context.Context, e event.UpdateEvent, q queue) {
 			req := requestFor(e.ObjectNew)
-			pending.remember(req.NamespacedName, snapshot{labels: e.ObjectOld.GetLabels(), annotations: e.ObjectOld.GetAnnotations()})
+			mem.snapshots.remember(req.NamespacedName, snapshot{labels: e.ObjectOld.GetLabels(), annotations: e.ObjectOld.GetAnnotations()})
 			if ruler != nil {
 				ruler.noteTakenKeys(e.ObjectOld, e.ObjectNew)
 			}
@@ -39,4 +45,63 @@ func enqueueWithSnapshot(pending *pendingChanges, ruler *RuleReconciler) handler
 
 func requestFor(obj client.Object) reconcile.Request {
 	return reconcile.Request{NamespacedName: client.ObjectKeyFromObject(obj)}
+}
+
+// settled tells, for a create event (the initial list, or a new object),
+// whether the object already is as its rules want: nothing to write, remove or
+// report. Such objects are not queued. On a converged cluster that is almost
+// every object of the initial list, and a queue that held them all at once
+// keeps the memory of that high-water mark for the life of the process (Go
+// maps do not shrink): ~180 B per object in controller-runtime's queue and its
+// metrics, a third of what the cache itself costs per pod.
+//
+// It evaluates the rules as the reconcile would; anything it cannot tell
+// (the namespace cannot be read, or is not cached yet) says "not settled".
+// Objects of a kind whose writes are frozen are settled: nothing may be done
+// to them, and the generation that lifts the freeze evaluates them all.
+func (r *ruleReconciler) settled(ctx context.Context, o client.Object) bool {
+	obj, ok := o.(*metav1.PartialObjectMetadata)
+	if !ok {
+		return false
+	}
+	if !r.writable(obj) || r.frozen() != nil {
+		return true // nothing metawatch may do to it
+	}
+	ns, cached, err := r.namespaceOf(ctx, obj)
+	if err != nil || !cached {
+		return false
+	}
+	result := rules.Evaluate(r.Rules, rules.Metadata{Labels: obj.Labels, Annotations: obj.Annotations}, ns)
+	return len(result.Violations) == 0 &&
+		len(present(obj.Labels, result.RemoveLabels, sets.New[string]()))+len(present(obj.Annotations, result.RemoveAnnotations, sets.New[string]())) == 0 &&
+		changeOf(obj, result).empty()
+}
+
+// awaitsNamespace tells, for a create event, whether the object's Namespace
+// is not cached yet (a generation's Namespaces and objects are listed by
+// separate informers, in no set order): the object then waits, unqueued, and
+// the Namespace's arrival judges it (reevaluate), so that a converged
+// cluster's objects are never queued whatever order the informers sync in.
+func (r *ruleReconciler) awaitsNamespace(ctx context.Context, o client.Object) bool {
+	obj, ok := o.(*metav1.PartialObjectMetadata)
+	if !ok || !r.writable(obj) || r.frozen() != nil {
+		return false
+	}
+	if _, cached, err := r.namespaceOf(ctx, obj); cached || err != nil {
+		return false
+	}
+	return r.memory.waiting.waitUnlessCached(client.ObjectKeyFromObject(obj), func() bool {
+		_, cached, err := r.namespaceOf(ctx, obj)
+		return cached || err != nil
+	})
+}
+
+// reevaluate is called for each object that waited for its Namespace, once
+// that is cached: it is queued unless it is settled.
+func (r *ruleReconciler) reevaluate(ctx context.Context, key client.ObjectKey) bool {
+	obj := metacache.NewObject(r.GVK)
+	if err := r.Reader.Get(ctx, key, obj, client.UnsafeDisableDeepCopy); err != nil {
+		return !apierrors.IsNotFound(err) // gone: nothing to do; unreadable: let the reconcile tell
+	}
+	return !r.settled(ctx, obj)
 }

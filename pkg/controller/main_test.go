@@ -14,7 +14,7 @@ import (
 
 var cp *controlplane.ControlPlane
 
-// logs collects every log line of the package's managers, to check what the Reporter says.
+// logs collects every log line of the package's managers, to check what the reporter says.
 var logs logLines
 
 func TestMain(m *testing.M) {

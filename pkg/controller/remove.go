@@ -21,7 +21,7 @@ import (
 // merge patch that carries the cached resourceVersion as a precondition: if
 // the object changed since, the patch fails (409), and the retry decides
 // again on the newer object.
-func (r *RuleReconciler) remove(ctx context.Context, obj *metav1.PartialObjectMetadata, res rules.Result) error {
+func (r *ruleReconciler) remove(ctx context.Context, obj *metav1.PartialObjectMetadata, res rules.Result) error {
 	involved := sets.New[string]()
 	labels := present(obj.Labels, res.RemoveLabels, involved)
 	annotations := present(obj.Annotations, res.RemoveAnnotations, involved)

@@ -18,13 +18,13 @@ import (
 	"github.com/metawatch/metawatch/pkg/rules"
 )
 
-// RuleReconciler keeps the labels and annotations of one kind's objects the
+// ruleReconciler keeps the labels and annotations of one kind's objects the
 // way its rules want: given the object read from the cache (and its namespace, read here),
 // asks the pure rules core what it should look like, and writes only what
 // differs. Set and copy actions are server-side applied by field manager
 // "metawatch"; remove actions are merge patches with a resourceVersion
 // precondition; require actions are audited.
-type RuleReconciler struct {
+type ruleReconciler struct {
 	Reader   client.Reader // the cache
 	Writer   client.Writer // the API server
 	Recorder events.EventRecorder
@@ -33,31 +33,25 @@ type RuleReconciler struct {
 	DryRun   bool
 
 	audit        *audit
-	reclaims     *reclaims
-	yielded      *yielded
-	waiting      *namespaceWaiters
-	takeovers    *takeovers
+	memory       *memory
 	writesFrozen func(schema.GroupKind) error // see Options.WritesFrozen
 	inScope      func(namespace string) bool  // see Options.InScope
 }
 
-// NewRuleReconciler returns a RuleReconciler for kind gvk.
-func NewRuleReconciler(reader client.Reader, writer client.Writer, recorder events.EventRecorder, gvk schema.GroupVersionKind, rs []rules.Rule, dryRun bool) *RuleReconciler {
-	return &RuleReconciler{
+// newRuleReconciler returns a ruleReconciler for kind gvk.
+func newRuleReconciler(reader client.Reader, writer client.Writer, recorder events.EventRecorder, gvk schema.GroupVersionKind, rs []rules.Rule, dryRun bool, mem *memory) *ruleReconciler {
+	return &ruleReconciler{
 		Reader: reader, Writer: writer, Recorder: recorder, GVK: gvk, Rules: rs, DryRun: dryRun,
-		audit: NewAudits(true).forKind(kindLabel(gvk), recorder), reclaims: newReclaims(), yielded: newYielded(), waiting: newNamespaceWaiters(), takeovers: newTakeovers(),
+		audit: NewAudits(true).forKind(kindLabel(gvk), recorder), memory: mem,
 	}
 }
 
 // reconcileObject brings obj to the state its rules want; nil means it is
 // gone, and what is remembered of it is dropped.
-func (r *RuleReconciler) reconcileObject(ctx context.Context, key types.NamespacedName, obj *metav1.PartialObjectMetadata) error {
+func (r *ruleReconciler) reconcileObject(ctx context.Context, key types.NamespacedName, obj *metav1.PartialObjectMetadata) error {
 	if obj == nil {
 		r.audit.forget(key)
-		r.reclaims.clear(key)
-		r.yielded.forget(key)
-		r.waiting.forget(key)
-		r.takeovers.forget(key)
+		r.memory.forget(key)
 		return nil
 	}
 	if err := r.frozen(); err != nil {
@@ -73,7 +67,7 @@ func (r *RuleReconciler) reconcileObject(ctx context.Context, key types.Namespac
 		return err
 	}
 	if !cached {
-		waits := r.waiting.waitUnlessCached(key, func() bool {
+		waits := r.memory.waiting.waitUnlessCached(key, func() bool {
 			ns, cached, err = r.namespaceOf(ctx, obj)
 			return cached || err != nil
 		})
@@ -97,9 +91,9 @@ func (r *RuleReconciler) reconcileObject(ctx context.Context, key types.Namespac
 // namespaceOf returns the object's namespace metadata from the cache, when a
 // rule copies from it (nil otherwise, and for cluster-scoped objects): read
 // without a copy (the rules only read it), so that event handlers can call it
-// too (RuleReconciler.settled). cached is false when a rule needs the
+// too (ruleReconciler.settled). cached is false when a rule needs the
 // Namespace and the cache does not hold it (yet): see namespaceWaiters.
-func (r *RuleReconciler) namespaceOf(ctx context.Context, obj *metav1.PartialObjectMetadata) (ns *rules.Metadata, cached bool, err error) {
+func (r *ruleReconciler) namespaceOf(ctx context.Context, obj *metav1.PartialObjectMetadata) (ns *rules.Metadata, cached bool, err error) {
 	if obj.Namespace == "" || !rules.Copies(r.Rules) {
 		return nil, true, nil
 	}
@@ -118,23 +112,23 @@ func (r *RuleReconciler) namespaceOf(ctx context.Context, obj *metav1.PartialObj
 // noteTakenKeys is called on every update event: keys another manager took
 // from metawatch (a hand edit: kubectl label --overwrite, kubectl edit; or
 // another controller) are put back, unless that keeps happening (takeovers).
-func (r *RuleReconciler) noteTakenKeys(oldObj, newObj metav1.Object) {
+func (r *ruleReconciler) noteTakenKeys(oldObj, newObj metav1.Object) {
 	taken := takenBy(oldObj, newObj)
 	if taken.empty() {
 		return
 	}
 	key := types.NamespacedName{Namespace: newObj.GetNamespace(), Name: newObj.GetName()}
-	r.reclaims.add(key, taken)
+	r.memory.reclaims.add(key, taken)
 	for k := range taken.labels {
-		r.takeovers.add(key, "label", k)
+		r.memory.takeovers.add(key, "label", k)
 	}
 	for k := range taken.annotations {
-		r.takeovers.add(key, "annotation", k)
+		r.memory.takeovers.add(key, "annotation", k)
 	}
 }
 
 // frozen says why this kind's writes are frozen, or nil (see Options.WritesFrozen).
-func (r *RuleReconciler) frozen() error {
+func (r *ruleReconciler) frozen() error {
 	if r.writesFrozen == nil {
 		return nil
 	}
@@ -142,7 +136,7 @@ func (r *RuleReconciler) frozen() error {
 }
 
 // writable reports whether obj is in the write scope.
-func (r *RuleReconciler) writable(obj metav1.Object) bool {
+func (r *ruleReconciler) writable(obj metav1.Object) bool {
 	if r.inScope == nil {
 		return true
 	}

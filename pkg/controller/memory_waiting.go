@@ -13,7 +13,7 @@ import (
 // object is neither written nor judged settled: "no Namespace" is not "a
 // Namespace without the key", and reading it so would release every copied
 // key. The Namespace's create event judges its waiters and queues those that
-// are not settled (RuleReconciler.reevaluate).
+// are not settled (ruleReconciler.reevaluate).
 type namespaceWaiters struct {
 	mu    sync.Mutex
 	items map[string]sets.Set[types.NamespacedName] // namespace -> objects in it

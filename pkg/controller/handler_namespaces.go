@@ -10,7 +10,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/metawatch/metawatch/pkg/metacache"
@@ -22,11 +21,11 @@ import (
 // cache's namespace index (no request to the API server, no deep copies); and
 // when a Namespace reaches the cache, the objects that waited for it and are
 // not settled.
-func namespaceFanout(reader client.Reader, gvk schema.GroupVersionKind, ruler *RuleReconciler) handler.EventHandler {
+func namespaceFanout(reader client.Reader, gvk schema.GroupVersionKind, ruler *ruleReconciler) handler.EventHandler {
 	copiers := copyRules(ruler.Rules)
 	return handler.Funcs{
 		CreateFunc: func(ctx context.Context, e event.CreateEvent, q queue) {
-			for _, key := range ruler.waiting.take(e.Object.GetName()) {
+			for _, key := range ruler.memory.waiting.take(e.Object.GetName()) {
 				if ruler.reevaluate(ctx, key) {
 					q.Add(reconcile.Request{NamespacedName: key})
 				}
@@ -45,18 +44,6 @@ func namespaceFanout(reader client.Reader, gvk schema.GroupVersionKind, ruler *R
 				}
 			}
 		},
-	}
-}
-
-// namespaceMetadataChanged passes creates (objects may wait for them) and
-// updates that change a Namespace's labels or annotations; a deleted
-// Namespace takes its objects along.
-func namespaceMetadataChanged() predicate.Predicate {
-	return predicate.Funcs{
-		CreateFunc:  func(event.CreateEvent) bool { return true },
-		DeleteFunc:  func(event.DeleteEvent) bool { return false },
-		UpdateFunc:  labelsOrAnnotationsChanged.Update,
-		GenericFunc: func(event.GenericEvent) bool { return false },
 	}
 }
 

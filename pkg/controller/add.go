@@ -1,19 +1,14 @@
 package controller
 
 import (
-	"context"
 	"fmt"
 	"strings"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/metawatch/metawatch/pkg/config"
@@ -69,20 +64,21 @@ func Setup(mgr manager.Manager, watches []config.ResolvedWatch, rulesByKind map[
 }
 
 func setupKind(mgr manager.Manager, w config.ResolvedWatch, rs []rules.Rule, opts Options) error {
-	reporter := NewReporter()
-	var ruler *RuleReconciler
-	kr := &kindReconciler{reader: mgr.GetCache(), gvk: w.GVK, gate: opts.Gate, steps: []step{reporter}}
+	mem := newMemory()
+	report := newReporter(mem)
+	var ruler *ruleReconciler
+	kr := &kindReconciler{reader: mgr.GetCache(), gvk: w.GVK, gate: opts.Gate, steps: []step{report}}
 	if len(rs) > 0 {
 		var writer client.Writer = mgr.GetClient()
 		if opts.Fence != nil {
 			writer = fencedWriter{Writer: writer, fence: opts.Fence}
 		}
-		ruler = NewRuleReconciler(mgr.GetCache(), writer, mgr.GetEventRecorder(EventSource), w.GVK, rs, opts.DryRun)
+		ruler = newRuleReconciler(mgr.GetCache(), writer, mgr.GetEventRecorder(EventSource), w.GVK, rs, opts.DryRun, mem)
 		ruler.writesFrozen, ruler.inScope = opts.WritesFrozen, opts.InScope
 		ruler.audit = opts.Audits.forKind(kindLabel(w.GVK), mgr.GetEventRecorder(EventSource))
 		kr.steps = append(kr.steps, ruler)
 	}
-	c, err := controller.New(ControllerName(w), mgr, controller.Options{
+	c, err := controller.New(controllerName(w), mgr, controller.Options{
 		Reconciler: kr, MaxConcurrentReconciles: opts.MaxConcurrentReconciles,
 		// One process runs one controller per kind at a time, but a new generation
 		// of controllers (a restart in tests, a reload later) reuses the names.
@@ -92,7 +88,7 @@ func setupKind(mgr manager.Manager, w config.ResolvedWatch, rs []rules.Rule, opt
 		return err
 	}
 	kind := w.GVK.GroupKind().String()
-	if err := c.Watch(source.Kind[client.Object](mgr.GetCache(), metacache.NewObject(w.GVK), enqueueWithSnapshot(reporter.pending, ruler), MetadataChanged(kind))); err != nil {
+	if err := c.Watch(source.Kind[client.Object](mgr.GetCache(), metacache.NewObject(w.GVK), enqueueWithSnapshot(mem, ruler), metadataChanged(kind))); err != nil {
 		return err
 	}
 	if ruler == nil || !rules.Copies(rs) || opts.NamespacesUnreadable {
@@ -101,51 +97,7 @@ func setupKind(mgr manager.Manager, w config.ResolvedWatch, rs []rules.Rule, opt
 	return c.Watch(source.Kind[client.Object](mgr.GetCache(), metacache.NewObject(namespaceGVK), namespaceFanout(mgr.GetCache(), w.GVK, ruler), namespaceMetadataChanged()))
 }
 
-// ControllerName is the name of the controller for w's kind.
-func ControllerName(w config.ResolvedWatch) string {
+// controllerName is the name of the controller for w's kind.
+func controllerName(w config.ResolvedWatch) string {
 	return strings.ToLower(w.GVK.GroupKind().String())
-}
-
-// step is one thing a kind's controller does with an object.
-type step interface {
-	// reconcileObject acts on obj, read once from the cache for every step; nil means gone.
-	reconcileObject(ctx context.Context, key types.NamespacedName, obj *metav1.PartialObjectMetadata) error
-}
-
-// kindReconciler reads each object once (a cache read is a deep copy) and
-// hands it to every step in order, stopping at the first error. With a gate,
-// it waits until the gate is closed: a new generation's controllers fill their
-// queues from its synced cache, but act only once the previous generation has
-// stopped; a generation stopped before its gate opened acts on nothing. No step
-// asks for a timed requeue: they are level-triggered and retried on error.
-type kindReconciler struct {
-	reader client.Reader
-	gvk    schema.GroupVersionKind
-	gate   <-chan struct{}
-	steps  []step
-}
-
-func (k *kindReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-	if k.gate != nil {
-		select {
-		case <-k.gate:
-		case <-ctx.Done():
-			return reconcile.Result{}, nil
-		}
-	}
-	obj := metacache.NewObject(k.gvk)
-	switch err := k.reader.Get(ctx, req.NamespacedName, obj); {
-	case apierrors.IsNotFound(err):
-		obj = nil
-	case err != nil:
-		return reconcile.Result{}, err
-	default:
-		obj.SetGroupVersionKind(k.gvk) // Events need the kind of what they regard
-	}
-	for _, s := range k.steps {
-		if err := s.reconcileObject(ctx, req.NamespacedName, obj); err != nil {
-			return reconcile.Result{}, err
-		}
-	}
-	return reconcile.Result{}, nil
 }

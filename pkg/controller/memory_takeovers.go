@@ -12,7 +12,7 @@ import (
 // time metawatch puts it back) would fight forever, each write undoing the
 // other. takeovers counts, per object and key, how often another manager took
 // a key metawatch owned; past maxTakeovers within takeoverWindow, metawatch
-// stops taking that key back (see RuleReconciler.yield).
+// stops taking that key back (see ruleReconciler.yield).
 const (
 	maxTakeovers   = 3
 	takeoverWindow = 5 * time.Minute

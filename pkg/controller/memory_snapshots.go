@@ -11,19 +11,19 @@ type snapshot struct {
 	labels, annotations map[string]string
 }
 
-// pendingChanges holds a snapshot per object from its first unreported update
+// snapshots holds a snapshot per object from its first unreported update
 // until the reconciler takes it, so the reconciler can diff against the cache.
-type pendingChanges struct {
+type snapshots struct {
 	mu    sync.Mutex
 	items map[types.NamespacedName]snapshot
 }
 
-func newPendingChanges() *pendingChanges {
-	return &pendingChanges{items: map[types.NamespacedName]snapshot{}}
+func newSnapshots() *snapshots {
+	return &snapshots{items: map[types.NamespacedName]snapshot{}}
 }
 
 // remember keeps s unless an older snapshot of key is still unreported.
-func (p *pendingChanges) remember(key types.NamespacedName, s snapshot) {
+func (p *snapshots) remember(key types.NamespacedName, s snapshot) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if _, ok := p.items[key]; !ok {
@@ -32,7 +32,7 @@ func (p *pendingChanges) remember(key types.NamespacedName, s snapshot) {
 }
 
 // take returns and forgets key's snapshot.
-func (p *pendingChanges) take(key types.NamespacedName) (snapshot, bool) {
+func (p *snapshots) take(key types.NamespacedName) (snapshot, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	s, ok := p.items[key]

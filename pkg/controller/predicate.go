@@ -7,10 +7,10 @@ import (
 	"github.com/metawatch/metawatch/pkg/metrics"
 )
 
-// MetadataChanged passes creates, deletes and updates that change labels or
+// metadataChanged passes creates, deletes and updates that change labels or
 // annotations; resourceVersion-only updates (status churn) and generic events
 // are dropped. Every verdict is counted in metawatch_events_total{kind}.
-func MetadataChanged(kind string) predicate.Predicate {
+func metadataChanged(kind string) predicate.Predicate {
 	passed := metrics.Events.WithLabelValues(kind, metrics.VerdictPassed)
 	filtered := metrics.Events.WithLabelValues(kind, metrics.VerdictFiltered)
 	count := func(pass bool) bool {
@@ -31,3 +31,15 @@ func MetadataChanged(kind string) predicate.Predicate {
 
 // labelsOrAnnotationsChanged passes updates whose labels or annotations differ.
 var labelsOrAnnotationsChanged = predicate.Or(predicate.LabelChangedPredicate{}, predicate.AnnotationChangedPredicate{})
+
+// namespaceMetadataChanged passes creates (objects may wait for them) and
+// updates that change a Namespace's labels or annotations; a deleted
+// Namespace takes its objects along.
+func namespaceMetadataChanged() predicate.Predicate {
+	return predicate.Funcs{
+		CreateFunc:  func(event.CreateEvent) bool { return true },
+		DeleteFunc:  func(event.DeleteEvent) bool { return false },
+		UpdateFunc:  labelsOrAnnotationsChanged.Update,
+		GenericFunc: func(event.GenericEvent) bool { return false },
+	}
+}
