@@ -10,53 +10,54 @@ import (
 
 // write is one rule's intent for one label or annotation key.
 type write struct {
-	rule        int
-	target, key string // "labels" or "annotations", and the key
-	path        *field.Path
-	op          string // "set", "remove" or "copy"
-	value       string // for "set"
+	rule   int
+	target MetadataMap
+	key    string
+	path   *field.Path
+	op     Action
+	value  string // for Set
 }
 
 // agrees reports whether w and other leave the key the same way.
 func (w write) agrees(other write) bool {
-	return w.op == other.op && w.value == other.value && w.op != "copy"
+	return w.op == other.op && w.value == other.value && w.op != Copy
 }
 
 func (w write) String() string {
 	switch w.op {
-	case "set":
+	case Set:
 		return fmt.Sprintf("sets it to %q", w.value)
-	case "remove":
+	case Remove:
 		return "removes it"
 	}
 	return "copies it from the namespace"
 }
 
-// writesOf lists a rule's writes, each with its metadata map ("labels" or "annotations") and key.
+// writesOf lists a rule's writes, each with its metadata map and key.
 func writesOf(i int, r Rule) []write {
 	p := field.NewPath("rules").Index(i)
 	var out []write
-	add := func(target, key string, path *field.Path, op, value string) {
+	add := func(target MetadataMap, key string, path *field.Path, op Action, value string) {
 		out = append(out, write{rule: i, target: target, key: key, path: path, op: op, value: value})
 	}
 	for k, v := range r.SetLabels {
-		add("labels", k, p.Child("setLabels").Key(k), "set", v)
+		add(Labels, k, p.Child("setLabels").Key(k), Set, v)
 	}
 	for k, v := range r.SetAnnotations {
-		add("annotations", k, p.Child("setAnnotations").Key(k), "set", v)
+		add(Annotations, k, p.Child("setAnnotations").Key(k), Set, v)
 	}
 	for j, k := range r.RemoveLabels {
-		add("labels", k, p.Child("removeLabels").Index(j), "remove", "")
+		add(Labels, k, p.Child("removeLabels").Index(j), Remove, "")
 	}
 	for j, k := range r.RemoveAnnotations {
-		add("annotations", k, p.Child("removeAnnotations").Index(j), "remove", "")
+		add(Annotations, k, p.Child("removeAnnotations").Index(j), Remove, "")
 	}
 	if c := r.CopyFromNamespace; c != nil {
 		for j, k := range c.Labels {
-			add("labels", k, p.Child("copyFromNamespace", "labels").Index(j), "copy", "")
+			add(Labels, k, p.Child("copyFromNamespace", "labels").Index(j), Copy, "")
 		}
 		for j, k := range c.Annotations {
-			add("annotations", k, p.Child("copyFromNamespace", "annotations").Index(j), "copy", "")
+			add(Annotations, k, p.Child("copyFromNamespace", "annotations").Index(j), Copy, "")
 		}
 	}
 	sort.Slice(out, func(a, b int) bool { return out[a].path.String() < out[b].path.String() })
@@ -71,7 +72,7 @@ func validateConflicts(c *Config) field.ErrorList {
 	for i, r := range c.Rules {
 		for _, w := range writesOf(i, r) {
 			for _, kind := range r.Kinds {
-				id := kind + "/" + w.target + "/" + w.key
+				id := kind + "/" + w.target.Plural() + "/" + w.key
 				first, dup := seen[id]
 				if !dup {
 					seen[id] = w
@@ -100,7 +101,7 @@ func validateLoops(c *Config) field.ErrorList {
 	for i, r := range c.Rules {
 		writes := map[string]write{}
 		for _, w := range writesOf(i, r) {
-			if w.target == "labels" {
+			if w.target == Labels {
 				writes[w.key] = w
 			}
 		}
@@ -134,9 +135,9 @@ func loopErrors(writes map[string]write, selector, what string) field.ErrorList 
 // stillMatches reports whether req holds for every object after w.
 func stillMatches(req labels.Requirement, w write) bool {
 	switch w.op {
-	case "set":
+	case Set:
 		return req.Matches(labels.Set{req.Key(): w.value})
-	case "remove":
+	case Remove:
 		return req.Matches(labels.Set{})
 	}
 	return false // a copied value is not known ahead, nor whether the namespace has the key

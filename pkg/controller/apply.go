@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/metawatch/metawatch/pkg/config"
 	"github.com/metawatch/metawatch/pkg/metacache"
 	"github.com/metawatch/metawatch/pkg/metrics"
 	"github.com/metawatch/metawatch/pkg/rules"
@@ -34,8 +35,8 @@ var namespaceGVK = corev1.SchemeGroupVersion.WithKind("Namespace")
 // that no rule wants any more (leaving it out of the apply deletes it).
 func (r *ruleReconciler) apply(ctx context.Context, obj *metav1.PartialObjectMetadata, res rules.Result) error {
 	key := types.NamespacedName{Namespace: obj.Namespace, Name: obj.Name}
-	res.Labels = r.memory.yielded.withoutSettled(key, "label", res.Labels, obj.Labels)
-	res.Annotations = r.memory.yielded.withoutSettled(key, "annotation", res.Annotations, obj.Annotations)
+	res.Labels = r.memory.yielded.withoutSettled(key, config.Labels, res.Labels, obj.Labels)
+	res.Annotations = r.memory.yielded.withoutSettled(key, config.Annotations, res.Annotations, obj.Annotations)
 	changed := changeOf(obj, res)
 	if changed.empty() {
 		return nil
@@ -110,8 +111,8 @@ func diffOwned(involved sets.Set[string], current map[string]string, desired map
 // It returns what was applied.
 func (r *ruleReconciler) resolveConflicts(ctx context.Context, obj *metav1.PartialObjectMetadata, res rules.Result, conflicts owned) (rules.Result, error) {
 	reclaim := r.memory.reclaims.get(types.NamespacedName{Namespace: obj.Namespace, Name: obj.Name})
-	labels, forceLabels := r.yield(obj, "label", res.Labels, conflicts.labels.UnsortedList(), reclaim.labels.Has)
-	annotations, forceAnnotations := r.yield(obj, "annotation", res.Annotations, conflicts.annotations.UnsortedList(), reclaim.annotations.Has)
+	labels, forceLabels := r.yield(obj, config.Labels, res.Labels, conflicts.labels.UnsortedList(), reclaim.labels.Has)
+	annotations, forceAnnotations := r.yield(obj, config.Annotations, res.Annotations, conflicts.annotations.UnsortedList(), reclaim.annotations.Has)
 	res.Labels, res.Annotations = labels, annotations
 	return res, r.applyManifest(ctx, obj, labels, annotations, forceLabels || forceAnnotations)
 }
@@ -121,7 +122,7 @@ func (r *ruleReconciler) resolveConflicts(ctx context.Context, obj *metav1.Parti
 // is taken when its rule has force, or when another manager took it from
 // metawatch (a hand edit, reclaimed), unless it keeps being taken (a fight):
 // then metawatch stops, says so, and leaves the key to the other manager.
-func (r *ruleReconciler) yield(obj *metav1.PartialObjectMetadata, what string, desired map[string]rules.Owned, conflicts []string, reclaimed func(string) bool) (map[string]rules.Owned, bool) {
+func (r *ruleReconciler) yield(obj *metav1.PartialObjectMetadata, what config.MetadataMap, desired map[string]rules.Owned, conflicts []string, reclaimed func(string) bool) (map[string]rules.Owned, bool) {
 	out := maps.Clone(desired)
 	force := false
 	key := types.NamespacedName{Namespace: obj.Namespace, Name: obj.Name}
@@ -151,11 +152,8 @@ func (r *ruleReconciler) yield(obj *metav1.PartialObjectMetadata, what string, d
 	return out, force
 }
 
-func currentValue(obj *metav1.PartialObjectMetadata, what, key string) string {
-	if what == "label" {
-		return obj.Labels[key]
-	}
-	return obj.Annotations[key]
+func currentValue(obj *metav1.PartialObjectMetadata, what config.MetadataMap, key string) string {
+	return what.Of(obj.Labels, obj.Annotations)[key]
 }
 
 // applyManifest server-side applies a metadata-only manifest: exactly the keys metawatch owns.

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/metawatch/metawatch/pkg/config"
 )
 
 // Two controllers that both take one key (a rule with force: true against
@@ -29,22 +31,22 @@ func newTakeovers() *takeovers {
 }
 
 // add records that another manager took key from metawatch on obj.
-func (t *takeovers) add(obj types.NamespacedName, what, key string) {
+func (t *takeovers) add(obj types.NamespacedName, what config.MetadataMap, key string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.items[obj] == nil {
 		t.items[obj] = map[string][]time.Time{}
 	}
-	id := what + "/" + key
+	id := string(what) + "/" + key
 	t.items[obj][id] = append(t.recentLocked(obj, id), t.now())
 }
 
 // fighting reports whether key was taken from metawatch more than
 // maxTakeovers times within the last takeoverWindow.
-func (t *takeovers) fighting(obj types.NamespacedName, what, key string) bool {
+func (t *takeovers) fighting(obj types.NamespacedName, what config.MetadataMap, key string) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return len(t.recentLocked(obj, what+"/"+key)) > maxTakeovers
+	return len(t.recentLocked(obj, string(what)+"/"+key)) > maxTakeovers
 }
 
 func (t *takeovers) recentLocked(obj types.NamespacedName, id string) []time.Time {

@@ -6,6 +6,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/metawatch/metawatch/pkg/config"
 	"github.com/metawatch/metawatch/pkg/rules"
 )
 
@@ -21,13 +22,13 @@ type yielded struct {
 
 func newYielded() *yielded { return &yielded{items: map[types.NamespacedName]map[string]string{}} }
 
-func (y *yielded) add(obj types.NamespacedName, what, key, theirs string) {
+func (y *yielded) add(obj types.NamespacedName, what config.MetadataMap, key, theirs string) {
 	y.mu.Lock()
 	defer y.mu.Unlock()
 	if y.items[obj] == nil {
 		y.items[obj] = map[string]string{}
 	}
-	y.items[obj][what+"/"+key] = theirs
+	y.items[obj][string(what)+"/"+key] = theirs
 }
 
 func (y *yielded) forget(obj types.NamespacedName) {
@@ -37,7 +38,7 @@ func (y *yielded) forget(obj types.NamespacedName) {
 }
 
 // withoutSettled returns desired without the keys yielded while their value is unchanged.
-func (y *yielded) withoutSettled(obj types.NamespacedName, what string, desired map[string]rules.Owned, current map[string]string) map[string]rules.Owned {
+func (y *yielded) withoutSettled(obj types.NamespacedName, what config.MetadataMap, desired map[string]rules.Owned, current map[string]string) map[string]rules.Owned {
 	y.mu.Lock()
 	defer y.mu.Unlock()
 	entries := y.items[obj]
@@ -46,11 +47,11 @@ func (y *yielded) withoutSettled(obj types.NamespacedName, what string, desired 
 	}
 	out := maps.Clone(desired)
 	for k := range desired {
-		theirs, ok := entries[what+"/"+k]
+		theirs, ok := entries[string(what)+"/"+k]
 		if ok && current[k] == theirs {
 			delete(out, k)
 		} else if ok {
-			delete(entries, what+"/"+k) // their value changed: try again
+			delete(entries, string(what)+"/"+k) // their value changed: try again
 		}
 	}
 	return out

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/metawatch/metawatch/pkg/config"
 	"github.com/metawatch/metawatch/pkg/metacache"
 	"github.com/metawatch/metawatch/pkg/rules"
 )
@@ -120,10 +121,10 @@ func (r *ruleReconciler) noteTakenKeys(oldObj, newObj metav1.Object) {
 	key := types.NamespacedName{Namespace: newObj.GetNamespace(), Name: newObj.GetName()}
 	r.memory.reclaims.add(key, taken)
 	for k := range taken.labels {
-		r.memory.takeovers.add(key, "label", k)
+		r.memory.takeovers.add(key, config.Labels, k)
 	}
 	for k := range taken.annotations {
-		r.memory.takeovers.add(key, "annotation", k)
+		r.memory.takeovers.add(key, config.Annotations, k)
 	}
 }
 
