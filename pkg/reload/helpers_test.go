@@ -34,8 +34,9 @@ func startInstance(t *testing.T, cfg *rest.Config, configMap string, tune ...fun
 		t.Fatal(err)
 	}
 	reloader := &reload.Reloader{
-		Config: cfg, Source: reload.Source{ConfigMap: configMap}, Controller: controller.Options{MaxConcurrentReconciles: 4},
-		Recorder: mgr.GetEventRecorder(controller.EventSource), Log: mgr.GetLogger().WithName("reload"),
+		// Config and Recorder are left zero: AddTo takes the Manager's.
+		Source: reload.Source{ConfigMap: configMap}, Controller: controller.Options{MaxConcurrentReconciles: 4},
+		Log: mgr.GetLogger().WithName("reload"),
 	}
 	for _, f := range tune {
 		f(reloader)

@@ -2,6 +2,7 @@ package reload
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"sync"
@@ -43,8 +44,11 @@ var SyncTimeout = 10 * time.Minute
 // It is a leader-election Runnable: only the leader runs generations. Add it
 // with AddTo, which also adds the follower every replica runs.
 type Reloader struct {
-	Config     *rest.Config
-	Source     Source
+	// Config reaches the API server; nil: the Manager's (AddTo).
+	Config *rest.Config
+	Source Source
+	// Recorder records the Events on the selectors ConfigMap; nil: the
+	// Manager's recorder for controller.EventSource (AddTo).
 	Recorder   events.EventRecorder
 	Controller controller.Options
 	Log        logr.Logger
@@ -73,6 +77,12 @@ type Reloader struct {
 // that every replica runs from its start.
 func (r *Reloader) AddTo(mgr manager.Manager) error {
 	r.accessLost = make(chan struct{}, 1)
+	if r.Config == nil {
+		r.Config = mgr.GetConfig()
+	}
+	if r.Recorder == nil {
+		r.Recorder = mgr.GetEventRecorder(controller.EventSource)
+	}
 	if r.Source.ConfigMap != "" {
 		key, err := r.Source.configMapKey()
 		if err != nil {
@@ -92,6 +102,9 @@ func (r *Reloader) NeedLeaderElection() bool { return true }
 // Start runs the configuration until ctx ends: the file's, or the ConfigMap's
 // as it is now and as it changes.
 func (r *Reloader) Start(ctx context.Context) error {
+	if r.accessLost == nil {
+		return errors.New("reload: the Reloader was added to the Manager without AddTo, which sets up its follower and defaults")
+	}
 	r.setWaiting("waiting for a valid configuration in " + r.Source.String())
 	defer r.stopCurrent()
 	if r.follower == nil {
