@@ -34,8 +34,8 @@ func startInstance(t *testing.T, cfg *rest.Config, configMap string, tune ...fun
 		t.Fatal(err)
 	}
 	reloader := &reload.Reloader{
-		// Config and Recorder are left zero: AddTo takes the Manager's.
-		Source: reload.Source{ConfigMap: configMap}, Controller: controller.Options{MaxConcurrentReconciles: 4},
+		// Recorder is left zero: AddTo takes the Manager's.
+		Config: cfg, Source: reload.Source{ConfigMap: configMap}, Controller: controller.Options{MaxConcurrentReconciles: 4},
 		Log: mgr.GetLogger().WithName("reload"),
 	}
 	for _, f := range tune {

@@ -44,7 +44,7 @@ var SyncTimeout = 10 * time.Minute
 // It is a leader-election Runnable: only the leader runs generations. Add it
 // with AddTo, which also adds the follower every replica runs.
 type Reloader struct {
-	// Config reaches the API server; nil: the Manager's (AddTo).
+	// Config reaches the API server; required (AddTo says so).
 	Config *rest.Config
 	Source Source
 	// Recorder records the Events on the selectors ConfigMap; nil: the
@@ -78,7 +78,9 @@ type Reloader struct {
 func (r *Reloader) AddTo(mgr manager.Manager) error {
 	r.accessLost = make(chan struct{}, 1)
 	if r.Config == nil {
-		r.Config = mgr.GetConfig()
+		// Not the Manager's: that one strips managedFields already, and each
+		// generation's Manager adds its own stripping transport.
+		return errors.New("reload: Reloader.Config is not set: give it the rest.Config the Manager was built from")
 	}
 	if r.Recorder == nil {
 		r.Recorder = mgr.GetEventRecorder(controller.EventSource)
