@@ -23,6 +23,7 @@ func TestMain(m *testing.M) { os.Exit(controlplane.RunTests(m, &cp)) }
 // working: results are produced, complete and consistent. No timing or size
 // is asserted: that is what the harness itself reports.
 func TestHarnessSmoke(t *testing.T) {
+	controlplane.SkipIfShort(t)
 	bin, remove, err := testkit.Build(".", "bench")
 	if err != nil {
 		t.Fatal(err)

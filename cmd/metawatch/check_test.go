@@ -1,6 +1,8 @@
 package main_test
 
 import (
+	"github.com/metawatch/metawatch/pkg/controlplane"
+
 	"errors"
 	"os/exec"
 	"strings"
@@ -8,6 +10,7 @@ import (
 )
 
 func TestCheck(t *testing.T) {
+	controlplane.SkipIfShort(t)
 	cases := map[string]struct {
 		config     string
 		kubeconfig bool

@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/metawatch/metawatch/pkg/controlplane"
 	"github.com/metawatch/metawatch/pkg/testkit"
 )
 
@@ -29,6 +30,7 @@ var leaseFlags = []string{"--leader-election-lease-duration", "4s", "--leader-el
 // rules want (every version of every pod is watched), and a Namespace label
 // change made right after the kill converges. The failover times are logged.
 func TestFailoverRunsTheCurrentConfiguration(t *testing.T) {
+	controlplane.SkipIfShort(t)
 	c := testkit.Client(t, cp.Config)
 	testkit.Namespace(t, c, "failover", map[string]string{"team": "a"})
 	for i := range 10 {

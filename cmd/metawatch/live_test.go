@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/metawatch/metawatch/pkg/controlplane"
 	"github.com/metawatch/metawatch/pkg/testkit"
 
 	corev1 "k8s.io/api/core/v1"
@@ -20,6 +21,7 @@ import (
 // --wait-for-config: no ConfigMap yet is not an exit; metawatch waits, not
 // ready, and runs the configuration once one is applied.
 func TestWaitForConfig(t *testing.T) {
+	controlplane.SkipIfShort(t)
 	probe := testkit.FreeAddress(t)
 	cmd, stderr := start(t, "--kubeconfig", cp.KubeconfigPath, "--config-map", "default/later", "--wait-for-config",
 		"--health-probe-bind-address", probe, "--metrics-bind-address", "0")
@@ -39,6 +41,7 @@ func TestWaitForConfig(t *testing.T) {
 // An API server that cannot be reached at start: metawatch says so and
 // retries with backoff, then runs once it can reach it.
 func TestUnreachableAtStartIsRetried(t *testing.T) {
+	controlplane.SkipIfShort(t)
 	address := testkit.FreeAddress(t) // nothing listens here yet
 	probe := testkit.FreeAddress(t)
 	cmd, stderr := start(t, "--kubeconfig", kubeconfigVia(t, address), "--config-file", writeConfig(t, "watches: [{kind: Namespace}]\n"),

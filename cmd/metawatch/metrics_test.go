@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/metawatch/metawatch/pkg/controlplane"
 	"github.com/metawatch/metawatch/pkg/testkit"
 )
 
@@ -22,6 +23,7 @@ import (
 // it, as the chart's ServiceMonitor does with its token and the
 // metrics-reader ClusterRole.
 func TestMetricsEndpointIsAuthenticatedAndAuthorized(t *testing.T) {
+	controlplane.SkipIfShort(t)
 	c := testkit.Client(t, cp.Config)
 	testkit.Namespace(t, c, "scrape", nil)
 	address := testkit.FreeAddress(t)

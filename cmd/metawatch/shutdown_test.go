@@ -12,6 +12,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/metawatch/metawatch/pkg/controlplane"
 	"github.com/metawatch/metawatch/pkg/testkit"
 )
 
@@ -21,6 +22,7 @@ import (
 // it sent has reached the API server and been answered. With a budget too
 // short for that, it leaves the Lease to expire instead of releasing it.
 func TestShutdownStopsWritesBeforeReleasingTheLease(t *testing.T) {
+	controlplane.SkipIfShort(t)
 	c := testkit.Client(t, cp.Config)
 	for _, tc := range []struct {
 		name        string

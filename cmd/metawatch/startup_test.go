@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/metawatch/metawatch/pkg/controlplane"
 	"github.com/metawatch/metawatch/pkg/testkit"
 
 	corev1 "k8s.io/api/core/v1"
@@ -24,6 +25,7 @@ import (
 // A bad configuration stops metawatch at start-up, non-zero, with the field
 // path in its message, instead of running half-configured.
 func TestBadConfigExitsNonZeroNamingTheField(t *testing.T) {
+	controlplane.SkipIfShort(t)
 	cases := map[string]struct {
 		config string
 		want   []string
@@ -55,6 +57,7 @@ func TestBadConfigExitsNonZeroNamingTheField(t *testing.T) {
 }
 
 func TestConfigMapWithoutTheDataKeyExitsNonZero(t *testing.T) {
+	controlplane.SkipIfShort(t)
 	c, err := client.New(cp.Config, client.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -78,6 +81,7 @@ func TestConfigMapWithoutTheDataKeyExitsNonZero(t *testing.T) {
 // A good configuration: /readyz turns ready once every kind has synced, and
 // SIGTERM shuts metawatch down cleanly with exit code 0.
 func TestReadyAfterSyncAndGracefulShutdown(t *testing.T) {
+	controlplane.SkipIfShort(t)
 	probe := testkit.FreeAddress(t)
 	cmd := exec.Command(bin, "--kubeconfig", cp.KubeconfigPath, "--config-file", writeConfig(t, "watches:\n- kind: Pod\n- kind: Namespace\n"),
 		"--health-probe-bind-address", probe, "--metrics-bind-address", "0")

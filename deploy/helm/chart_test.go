@@ -1,6 +1,8 @@
 package helm_test
 
 import (
+	"github.com/metawatch/metawatch/pkg/controlplane"
+
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -22,6 +24,7 @@ func valuesFiles(t *testing.T) map[string][]string {
 }
 
 func TestLintStrict(t *testing.T) {
+	controlplane.SkipIfShort(t)
 	for name, args := range valuesFiles(t) {
 		t.Run(name, func(t *testing.T) {
 			helm(t, append([]string{"lint", "--strict", chart}, args...)...)
@@ -31,6 +34,7 @@ func TestLintStrict(t *testing.T) {
 
 // The schema rejects keys it does not know: a typo must not silently do nothing.
 func TestSchemaRejectsUnknownValues(t *testing.T) {
+	controlplane.SkipIfShort(t)
 	for _, set := range []string{"replicas=3", "rbac.watchh[0].apiGroup=", "image.tagg=1"} {
 		out, err := tryRun("", helmBin, "template", "x", chart, "--set", set)
 		if err == nil || !strings.Contains(out, "additional properties") {
@@ -42,6 +46,7 @@ func TestSchemaRejectsUnknownValues(t *testing.T) {
 // Every rendering the API server accepts (server-side dry run), with each
 // values file, in a namespace that enforces the "restricted" Pod Security Standard.
 func TestRenderedManifestsPassServerSideDryRun(t *testing.T) {
+	controlplane.SkipIfShort(t)
 	kubectl(t, "", "create", "namespace", "render")
 	kubectl(t, "", "label", "namespace", "render", "pod-security.kubernetes.io/enforce=restricted", "pod-security.kubernetes.io/warn=restricted")
 	kubectl(t, serviceMonitorCRD, "apply", "-f", "-")

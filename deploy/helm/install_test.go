@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/metawatch/metawatch/pkg/controlplane"
 	"github.com/metawatch/metawatch/pkg/testkit"
 )
 
@@ -22,6 +23,7 @@ const releaseNS = "metawatch-system"
 // more than that is granted); helm upgrade leaves the kubectl-applied selectors
 // alone; helm uninstall leaves nothing cluster-scoped behind.
 func TestInstallRunUpgradeUninstall(t *testing.T) {
+	controlplane.SkipIfShort(t)
 	kubectl(t, "", "create", "namespace", releaseNS)
 	kubectl(t, "", "apply", "-n", releaseNS, "-f", repoFile(t, "selectors/default.yaml"))
 	selectorsVersion := kubectl(t, "", "get", "configmap", "-n", releaseNS, "metawatch-selectors", "-o", "jsonpath={.metadata.resourceVersion}")
@@ -135,6 +137,7 @@ func stop(t *testing.T, cmd *exec.Cmd, stderr *testkit.SyncBuffer) {
 // selectors.create makes an initial ConfigMap at install; after that it is the
 // user's: an upgrade does not touch it and uninstall leaves it.
 func TestSelectorsCreateIsInstallOnly(t *testing.T) {
+	controlplane.SkipIfShort(t)
 	kubectl(t, "", "create", "namespace", "mw2")
 	helm(t, "install", "mw2", chart, "-n", "mw2", "--set", "selectors.create=true,selectors.name=mw2-selectors,rbac.create=false,serviceAccount.create=false,serviceAccount.name=default")
 	kubectl(t, "", "annotate", "configmap", "-n", "mw2", "mw2-selectors", "edited-by=kubectl")

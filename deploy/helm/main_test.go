@@ -5,6 +5,7 @@ package helm_test
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"testing"
@@ -27,6 +28,10 @@ func TestMain(m *testing.M) {
 }
 
 func setupAndRun(m *testing.M) int {
+	flag.Parse()
+	if testing.Short() { // every test here needs helm, and most the control plane
+		return m.Run()
+	}
 	var err error
 	if helmBin, err = controlplane.EnsureHelm(context.Background(), os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, err)

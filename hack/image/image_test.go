@@ -19,6 +19,9 @@ import (
 // The tarball `make image` writes loads as a valid OCI image whose entrypoint
 // is the metawatch binary and whose user is not root.
 func TestImageIsAValidNonRootOCIImage(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the static binary and the image: not under go test -short")
+	}
 	dir := t.TempDir()
 	binary := filepath.Join(dir, "metawatch")
 	compile := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w", "-o", binary, "../../cmd/metawatch")

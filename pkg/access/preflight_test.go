@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/metawatch/metawatch/pkg/access"
+	"github.com/metawatch/metawatch/pkg/controlplane"
 	"github.com/metawatch/metawatch/pkg/testkit"
 
 	"k8s.io/client-go/rest"
@@ -15,6 +16,7 @@ import (
 // the watch, the field and the fix, and tells a forbidden watch (served
 // around) from a broken one (the configuration is rejected).
 func TestCheckNamesTheWatchAndTheFix(t *testing.T) {
+	controlplane.SkipIfShort(t)
 	nobody := rest.CopyConfig(cp.Config)
 	nobody.Impersonate = rest.ImpersonationConfig{UserName: "metawatch-test-nobody"}
 	cases := map[string]struct {

@@ -17,9 +17,11 @@ import (
 
 	"github.com/metawatch/metawatch/pkg/apiserver"
 	"github.com/metawatch/metawatch/pkg/config"
+	"github.com/metawatch/metawatch/pkg/controlplane"
 )
 
 func TestResolveMapsKindsWithTheClusterRESTMapper(t *testing.T) {
+	controlplane.SkipIfShort(t)
 	installWidgetCRD(t)
 	cases := map[string]struct {
 		yaml        string
@@ -79,6 +81,7 @@ func TestResolveMapsKindsWithTheClusterRESTMapper(t *testing.T) {
 
 // The cache keeps the annotations the rules read, and cache.keepAnnotations.
 func TestResolveComputesTheAnnotationsToKeep(t *testing.T) {
+	controlplane.SkipIfShort(t)
 	c, err := config.Parse([]byte(`
 watches:
 - kind: Pod
@@ -138,8 +141,10 @@ func assertWarning(t *testing.T, warnings []string, want string) {
 	}
 }
 
+// newMapper is the control plane's RESTMapper; tests that need it are skipped under -short.
 func newMapper(t *testing.T) meta.RESTMapper {
 	t.Helper()
+	controlplane.SkipIfShort(t)
 	mapper, err := apiserver.NewRESTMapper(cp.Config)
 	if err != nil {
 		t.Fatal(err)

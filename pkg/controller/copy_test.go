@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/metawatch/metawatch/pkg/controller"
+	"github.com/metawatch/metawatch/pkg/controlplane"
 	"github.com/metawatch/metawatch/pkg/testkit"
 )
 
@@ -16,6 +17,7 @@ import (
 // namespace's team label as it is set, changed and removed; once converged, a
 // restart (every object reconciled again) writes nothing.
 func TestCopyFromNamespaceConverges(t *testing.T) {
+	controlplane.SkipIfShort(t)
 	c := testkit.Client(t, cp.Config)
 	namespaces := []string{"copy-0", "copy-1", "copy-2", "copy-3", "copy-4"}
 	for i, ns := range namespaces {

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/metawatch/metawatch/pkg/controller"
+	"github.com/metawatch/metawatch/pkg/controlplane"
 	"github.com/metawatch/metawatch/pkg/testkit"
 )
 
@@ -18,6 +19,7 @@ import (
 // converged restart writes nothing, and a hand edit of the copied annotation
 // is seen and put back.
 func TestCopiedAnnotationIsCachedSoARestartWritesNothing(t *testing.T) {
+	controlplane.SkipIfShort(t)
 	c := testkit.Client(t, cp.Config)
 	if err := c.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
 		Name: "copy-ann", Annotations: map[string]string{"example.com/owner": "alice"}}}); err != nil {
@@ -59,6 +61,7 @@ func TestCopiedAnnotationIsCachedSoARestartWritesNothing(t *testing.T) {
 // as during a relist): such a pod waits for its Namespace instead of being
 // judged to need nothing.
 func TestPodsCreatedBeforeTheirNamespaceIsCachedConverge(t *testing.T) {
+	controlplane.SkipIfShort(t)
 	configYAML := func(ns string) string {
 		return fmt.Sprintf("watches:\n- kind: Pod\n  namespaces: [%s]\nrules:\n- name: copy-team-%s\n  kinds: [Pod]\n  copyFromNamespace: {labels: [team]}\n", ns, ns)
 	}

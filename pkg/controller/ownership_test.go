@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/metawatch/metawatch/pkg/controller"
+	"github.com/metawatch/metawatch/pkg/controlplane"
 	"github.com/metawatch/metawatch/pkg/testkit"
 )
 
@@ -16,6 +17,7 @@ import (
 // manager then set is that manager's: when the rule wants the key again, it is
 // a conflict (an Event, no write), not a hand edit to force back.
 func TestAKeyMetawatchReleasedIsNotTakenBackByForce(t *testing.T) {
+	controlplane.SkipIfShort(t)
 	c := testkit.Client(t, cp.Config)
 	testkit.Namespace(t, c, "released", map[string]string{"team": "a"})
 	createPods(t, c, "released", 1)
@@ -50,6 +52,7 @@ func TestAKeyMetawatchReleasedIsNotTakenBackByForce(t *testing.T) {
 // taken from it again and again, stops taking it back, and says so with a
 // Warning Event and a metric, instead of fighting forever.
 func TestTwoControllersForcingOneKeyDoNotFightForever(t *testing.T) {
+	controlplane.SkipIfShort(t)
 	c := testkit.Client(t, cp.Config)
 	testkit.Namespace(t, c, "fight", nil)
 	createPods(t, c, "fight", 1)

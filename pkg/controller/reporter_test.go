@@ -10,12 +10,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/metawatch/metawatch/pkg/controller"
+	"github.com/metawatch/metawatch/pkg/controlplane"
 	"github.com/metawatch/metawatch/pkg/testkit"
 )
 
 // Status churn is most of a big cluster's events; it must never reach the
 // queue, while each label or annotation change is reconciled exactly once.
 func TestOnlyLabelAndAnnotationChangesAreReconciled(t *testing.T) {
+	controlplane.SkipIfShort(t)
 	c := testkit.Client(t, cp.Config)
 	ctx := context.Background()
 	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "churn"}}); err != nil {

@@ -10,12 +10,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/metawatch/metawatch/pkg/controller"
+	"github.com/metawatch/metawatch/pkg/controlplane"
 	"github.com/metawatch/metawatch/pkg/testkit"
 )
 
 // The classic "label the nodes that joined a certain way" controller: matching
 // Nodes are labelled, the others are left alone.
 func TestNodeRuleLabelsOnlyMatchingNodes(t *testing.T) {
+	controlplane.SkipIfShort(t)
 	c := testkit.Client(t, cp.Config)
 	for name, capacity := range map[string]string{"node-spot": "spot", "node-on-demand": "on-demand"} {
 		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"node.kubernetes.io/capacity-type": capacity}}}
@@ -56,6 +58,7 @@ func nodeLabels(t *testing.T, name string) map[string]string {
 // (here by a restart with the new configuration) removes the labels it set,
 // and only those.
 func TestHandEditIsPutBackAndRemovedRulesCleanUp(t *testing.T) {
+	controlplane.SkipIfShort(t)
 	c := testkit.Client(t, cp.Config)
 	testkit.Namespace(t, c, "owned", nil)
 	createPods(t, c, "owned", 3)
@@ -98,6 +101,7 @@ rules:
 // A key another field manager owns with another value is not overwritten: one
 // Event, one count. With force: true, metawatch takes it.
 func TestConflictWithAnotherManager(t *testing.T) {
+	controlplane.SkipIfShort(t)
 	c := testkit.Client(t, cp.Config)
 	testkit.Namespace(t, c, "conflict", nil)
 	createPods(t, c, "conflict", 1)
@@ -132,6 +136,7 @@ func TestConflictWithAnotherManager(t *testing.T) {
 
 // --dry-run computes everything and writes nothing; the log and the metric say what would change.
 func TestDryRunWritesNothing(t *testing.T) {
+	controlplane.SkipIfShort(t)
 	c := testkit.Client(t, cp.Config)
 	testkit.Namespace(t, c, "dry", nil)
 	createPods(t, c, "dry", 4)
@@ -166,6 +171,7 @@ rules:
 
 // requireLabels: a gauge of the objects violating, and one Event per object when it starts.
 func TestRequireLabelsAudits(t *testing.T) {
+	controlplane.SkipIfShort(t)
 	c := testkit.Client(t, cp.Config)
 	testkit.Namespace(t, c, "audit", nil)
 	createPods(t, c, "audit", 3)

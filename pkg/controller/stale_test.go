@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/metawatch/metawatch/pkg/controller"
+	"github.com/metawatch/metawatch/pkg/controlplane"
 	"github.com/metawatch/metawatch/pkg/testkit"
 )
 
@@ -18,6 +19,7 @@ import (
 // not create a metadata-only one in its place, and a write for an object
 // whose name a new object took does not touch the new one.
 func TestWritesFromAStaleCacheCarryTheObjectsUID(t *testing.T) {
+	controlplane.SkipIfShort(t)
 	c := testkit.Client(t, cp.Config)
 	testkit.Namespace(t, c, "stale", map[string]string{"team": "a"})
 	for _, name := range []string{"deleted", "recreated"} {

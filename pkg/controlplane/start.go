@@ -2,6 +2,7 @@ package controlplane
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 )
 
@@ -22,9 +24,10 @@ type ControlPlane struct {
 	// Binaries are the binaries it runs; Binaries.Kubectl drives it from tests and `make run`.
 	Binaries Binaries
 
-	env     *envtest.Environment
-	tempDir string
-	certDir string
+	env      *envtest.Environment
+	tempDir  string
+	certDir  string
+	existing bool // USE_EXISTING_CLUSTER: nothing to stop
 }
 
 // Options tune Start. The zero value is fine.
@@ -39,13 +42,23 @@ type Options struct {
 
 // Start builds the binaries if needed and starts etcd and kube-apiserver.
 // Call Stop to shut both down and remove their data.
+//
+// It honours envtest's variables: KUBEBUILDER_ASSETS, a directory holding
+// kube-apiserver, etcd and kubectl (setup-envtest's), is used instead of the
+// cached build; USE_EXISTING_CLUSTER=true starts nothing and returns the
+// cluster of --kubeconfig, $KUBECONFIG or ~/.kube/config (kubectl still comes
+// from the binaries). The local kube-apiserver runs with FeatureGates, so
+// assets older than KubernetesVersion may not start.
 func Start(ctx context.Context, opts Options) (*ControlPlane, error) {
 	if opts.Log == nil {
 		opts.Log = os.Stderr
 	}
-	bins, err := EnsureBinaries(ctx, opts.Log)
+	bins, err := binaries(ctx, opts.Log)
 	if err != nil {
 		return nil, err
+	}
+	if os.Getenv("USE_EXISTING_CLUSTER") == "true" {
+		return existingCluster(bins)
 	}
 	// A certificate directory of our own (envtest would use a random one per
 	// start) keeps the serving certificates across RestartAPIServer.
@@ -103,6 +116,9 @@ func (cp *ControlPlane) writeKubeconfig(path string) error {
 
 // Stop shuts down kube-apiserver and etcd and removes their data.
 func (cp *ControlPlane) Stop() error {
+	if cp.existing {
+		return nil
+	}
 	err := cp.env.Stop()
 	if cp.tempDir != "" {
 		_ = os.RemoveAll(cp.tempDir)
@@ -115,6 +131,9 @@ func (cp *ControlPlane) Stop() error {
 // While clients hold watches open, kube-apiserver may not finish its graceful
 // shutdown before the stop timeout; envtest then kills it, which is a stop too.
 func (cp *ControlPlane) StopAPIServer() error {
+	if cp.existing {
+		return errExisting
+	}
 	err := cp.env.ControlPlane.GetAPIServer().Stop()
 	if err != nil && strings.Contains(err.Error(), "timeout waiting for process kube-apiserver to stop") {
 		return nil
@@ -125,5 +144,40 @@ func (cp *ControlPlane) StopAPIServer() error {
 // StartAPIServer starts a stopped kube-apiserver again, on the same address
 // with the same certificates, so existing clients can reconnect.
 func (cp *ControlPlane) StartAPIServer() error {
+	if cp.existing {
+		return errExisting
+	}
 	return cp.env.ControlPlane.GetAPIServer().Start()
+}
+
+var errExisting = errors.New("an existing cluster (USE_EXISTING_CLUSTER) is not stopped or started by the tests")
+
+// binaries are $KUBEBUILDER_ASSETS's, as envtest users expect, else the cached build.
+func binaries(ctx context.Context, log io.Writer) (Binaries, error) {
+	dir := os.Getenv("KUBEBUILDER_ASSETS")
+	if dir == "" {
+		return EnsureBinaries(ctx, log)
+	}
+	b := Binaries{Dir: dir, KubeAPIServer: filepath.Join(dir, "kube-apiserver"), Etcd: filepath.Join(dir, "etcd"), Kubectl: filepath.Join(dir, "kubectl")}
+	for _, path := range []string{b.KubeAPIServer, b.Etcd, b.Kubectl} {
+		if _, err := os.Stat(path); err != nil {
+			return Binaries{}, fmt.Errorf("KUBEBUILDER_ASSETS=%s has no %s: put kube-apiserver, etcd and kubectl (%s or later) there, or unset it to build them (make controlplane)",
+				dir, filepath.Base(path), KubernetesVersion)
+		}
+	}
+	fmt.Fprintf(log, "controlplane: using the binaries in KUBEBUILDER_ASSETS=%s\n", dir)
+	return b, nil
+}
+
+// existingCluster is the cluster of the kubeconfig given (USE_EXISTING_CLUSTER=true).
+func existingCluster(bins Binaries) (*ControlPlane, error) {
+	path := ExternalKubeconfig()
+	if path == "" {
+		path = clientcmd.RecommendedHomeFile
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", path)
+	if err != nil {
+		return nil, fmt.Errorf("USE_EXISTING_CLUSTER=true: loading the kubeconfig %s (set KUBECONFIG): %w", path, err)
+	}
+	return &ControlPlane{Config: cfg, KubeconfigPath: path, Binaries: bins, existing: true}, nil
 }

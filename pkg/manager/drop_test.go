@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/metawatch/metawatch/pkg/controlplane"
 	"github.com/metawatch/metawatch/pkg/testkit"
 )
 
@@ -23,6 +24,7 @@ import (
 // killed and restarted three times, metawatch makes no more LIST or
 // initial-events requests than a stock controller-runtime metadata-only cache.
 func TestConnectionDropResumesTheWatchWithoutARelist(t *testing.T) {
+	controlplane.SkipIfShort(t)
 	c := testkit.Client(t, cp.Config)
 	testkit.Namespace(t, c, "drop", nil)
 	for i := range 20 {

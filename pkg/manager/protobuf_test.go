@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/metawatch/metawatch/pkg/controlplane"
 	"github.com/metawatch/metawatch/pkg/metacache"
 	"github.com/metawatch/metawatch/pkg/testkit"
 	"github.com/metawatch/metawatch/pkg/wire"
@@ -35,6 +36,7 @@ watches:
 // metadata-only protobuf and get protobuf back: checked on the wire, at the
 // transport, for requests of the initial sync and of live updates.
 func TestEveryListAndWatchIsMetadataProtobuf(t *testing.T) {
+	controlplane.SkipIfShort(t)
 	c := testkit.Client(t, cp.Config)
 	testkit.Namespace(t, c, "proto-a", nil)
 	testkit.Pod(t, c, "proto-a", "web-1", map[string]string{"app": "web"})
@@ -91,6 +93,7 @@ func podMetadata() *metav1.PartialObjectMetadata {
 // there is no transform in this path, so what the client returns is what the
 // transport left.
 func TestManagedFieldsAreStrippedBeforeDecoding(t *testing.T) {
+	controlplane.SkipIfShort(t)
 	c := testkit.Client(t, cp.Config)
 	testkit.Namespace(t, c, "strip", nil)
 	testkit.Pod(t, c, "strip", "p1", nil)

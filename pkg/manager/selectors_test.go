@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/metawatch/metawatch/pkg/controlplane"
 	"github.com/metawatch/metawatch/pkg/metacache"
 	"github.com/metawatch/metawatch/pkg/metrics"
 	"github.com/metawatch/metawatch/pkg/testkit"
@@ -30,6 +31,7 @@ watches:
 // reach the cache: the cache holds exactly the API server's objects that match,
 // and every request the Manager sent carried the selectors for the server to apply.
 func TestSelectorsFilterOnTheServer(t *testing.T) {
+	controlplane.SkipIfShort(t)
 	c := testkit.Client(t, cp.Config)
 	for _, ns := range []string{"filter-a", "filter-b", "filter-c"} {
 		testkit.Namespace(t, c, ns, nil)

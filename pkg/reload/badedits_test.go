@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/metawatch/metawatch/pkg/controlplane"
 	"github.com/metawatch/metawatch/pkg/testkit"
 )
 
@@ -20,6 +21,7 @@ rules:
 // Bad edits applied live with kubectl are each rejected with the field path in
 // an InvalidConfig Event, and the running generation keeps handling changes.
 func TestBadEditsKeepTheLastGoodGeneration(t *testing.T) {
+	controlplane.SkipIfShort(t)
 	c := testkit.Client(t, cp.Config)
 	testkit.Namespace(t, c, "live", nil)
 	kubectlApply(t, selectors("live", goodConfig))

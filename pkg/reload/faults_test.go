@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/metawatch/metawatch/pkg/controlplane"
 	"github.com/metawatch/metawatch/pkg/testkit"
 
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -15,6 +16,7 @@ import (
 // An identity that may not list Secrets: the Secrets watch is reported as
 // forbidden by name (log, Event, metric, /readyz), and the other kinds work.
 func TestForbiddenKindIsReportedAndTheOthersServed(t *testing.T) {
+	controlplane.SkipIfShort(t)
 	c := testkit.Client(t, cp.Config)
 	testkit.Namespace(t, c, "fb", nil)
 	grantRestricted(t)
@@ -65,6 +67,8 @@ func grantRestricted(t *testing.T) {
 // kube-apiserver stopped and started again during a run: metawatch's watches
 // resume and a change made after the restart is acted on.
 func TestAPIServerRestart(t *testing.T) {
+	controlplane.SkipIfShort(t)
+	cp.SkipIfExisting(t)
 	c := testkit.Client(t, cp.Config)
 	testkit.Namespace(t, c, "restart", nil)
 	kubectlApply(t, selectors("restart", "watches:\n- kind: Pod\n  namespaces: [restart]\nrules:\n- {name: restart-tier, kinds: [Pod], setLabels: {tier: gold}}\n"))

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/metawatch/metawatch/pkg/controlplane"
 	"github.com/metawatch/metawatch/pkg/testkit"
 
 	corev1 "k8s.io/api/core/v1"
@@ -17,6 +18,7 @@ import (
 // A valid selector change: newly selected objects enter the cache and the
 // rules act on them; deselected ones leave the cache.
 func TestSelectorChangeMovesObjectsInAndOut(t *testing.T) {
+	controlplane.SkipIfShort(t)
 	c := testkit.Client(t, cp.Config)
 	testkit.Namespace(t, c, "sel", nil)
 	for i := range 3 {
@@ -43,6 +45,7 @@ func TestSelectorChangeMovesObjectsInAndOut(t *testing.T) {
 // settles, every pod is in the state the final rules want and keeps every
 // churned label: nothing is lost across the swap.
 func TestReloadUnderChurnLosesNothing(t *testing.T) {
+	controlplane.SkipIfShort(t)
 	c := testkit.Client(t, cp.Config)
 	testkit.Namespace(t, c, "churn", nil)
 	const pods = 20

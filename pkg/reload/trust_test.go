@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/metawatch/metawatch/pkg/config"
+	"github.com/metawatch/metawatch/pkg/controlplane"
 	"github.com/metawatch/metawatch/pkg/reload"
 	"github.com/metawatch/metawatch/pkg/testkit"
 )
@@ -19,6 +20,7 @@ import (
 // the violators after N generations), a removed rule's series goes, and each
 // violating object gets one MissingRequiredMetadata Event, not one per reload.
 func TestViolationsStayExactAcrossReloads(t *testing.T) {
+	controlplane.SkipIfShort(t)
 	c := testkit.Client(t, cp.Config)
 	testkit.Namespace(t, c, "audit", nil)
 	for i := range 3 {
@@ -68,6 +70,7 @@ func eventCount(t *testing.T, c client.Client, ns, kind, name, reason string) in
 // an invalid configuration: it is retried with backoff, under its own reason,
 // until the valid edit runs.
 func TestTransientReloadFailuresAreRetriedNotRejected(t *testing.T) {
+	controlplane.SkipIfShort(t)
 	c := testkit.Client(t, cp.Config)
 	testkit.Namespace(t, c, "transient", nil)
 	testkit.Pod(t, c, "transient", "p-0", nil)
@@ -98,6 +101,7 @@ func TestTransientReloadFailuresAreRetriedNotRejected(t *testing.T) {
 // releases nothing and writes nothing there, says so, and everything resumes
 // once the permission is back.
 func TestForbiddenNamespacesFreezeCopiedKeys(t *testing.T) {
+	controlplane.SkipIfShort(t)
 	c := testkit.Client(t, cp.Config)
 	testkit.Namespace(t, c, "frozen", map[string]string{"team": "a"})
 	for i := range 5 {
@@ -196,6 +200,7 @@ func setNamespaceAccess(t *testing.T, role *rbacv1.ClusterRole, allowed bool) {
 // configuration's own writeScope can only narrow it. Objects outside are left
 // as they are, keys metawatch owns there included.
 func TestRulesWriteOnlyInsideTheWriteScope(t *testing.T) {
+	controlplane.SkipIfShort(t)
 	c := testkit.Client(t, cp.Config)
 	for _, ns := range []string{"scope-a", "scope-b", "scope-c"} {
 		testkit.Namespace(t, c, ns, nil)
@@ -223,6 +228,7 @@ func TestRulesWriteOnlyInsideTheWriteScope(t *testing.T) {
 // stale Namespace cache, and once the permission is back the configuration
 // runs anew and the pod follows the Namespace as it is now.
 func TestNamespacesBecomingUnreadableFreezeWrites(t *testing.T) {
+	controlplane.SkipIfShort(t)
 	c := testkit.Client(t, cp.Config)
 	testkit.Namespace(t, c, "lost", map[string]string{"team": "a"})
 	testkit.Pod(t, c, "lost", "p", nil)
