@@ -11,6 +11,9 @@ import (
 	"os/signal"
 	"syscall"
 
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
 	"github.com/metawatch/metawatch/pkg/controlplane"
 )
 
@@ -24,6 +27,9 @@ type options struct {
 }
 
 func main() {
+	// First: the local control plane (envtest) logs through controller-runtime,
+	// which prints a stack trace if nothing set its logger.
+	ctrllog.SetLogger(zap.New())
 	var o options
 	flag.StringVar(&o.metawatchBin, "metawatch", "bin/metawatch", "The metawatch binary to run.")
 	flag.StringVar(&o.selectors, "selectors", "selectors/default.yaml", "The selectors ConfigMap manifest.")

@@ -6,9 +6,8 @@ import (
 	"strings"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/validation"
-
 	"go.uber.org/zap/zapcore"
+	"k8s.io/apimachinery/pkg/api/validation"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/metawatch/metawatch/pkg/config"
@@ -26,6 +25,7 @@ type options struct {
 	manager       manager.Options
 	controller    controller.Options
 	zap           zap.Options
+	version       bool
 }
 
 // namespaceList parses a flag's comma-separated namespace names into dst.
@@ -70,6 +70,7 @@ func parseFlags(args []string) options {
 		namespaceList(&o.writeScope.ExcludeNamespaces))
 	fs.IntVar(&o.controller.MaxConcurrentReconciles, "max-concurrent-reconciles", 4, "Reconciles run at once, per kind.")
 	fs.BoolVar(&o.controller.DryRun, "dry-run", false, "Compute every rule's writes, log and count them (result=\"dry-run\"), and write nothing.")
+	fs.BoolVar(&o.version, "version", false, "Print the version and exit.")
 	// Errors are explained in their message; stack traces are for panics (--zap-stacktrace-level overrides).
 	o.zap.StacktraceLevel = zapcore.PanicLevel
 	o.zap.BindFlags(fs)

@@ -1,157 +1,30 @@
 // Command metawatch watches the metadata of built-in kinds and keeps their
-// labels and annotations with rules. See README.md.
+// labels and annotations with rules. See README.md; app.go tells the start-up.
 package main
 
 import (
-	"context"
 	"fmt"
 	"os"
-	"sync"
-	"time"
 
-	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
-	"github.com/metawatch/metawatch/pkg/apiserver"
 	"github.com/metawatch/metawatch/pkg/config"
-	"github.com/metawatch/metawatch/pkg/controller"
-	"github.com/metawatch/metawatch/pkg/manager"
-	"github.com/metawatch/metawatch/pkg/reload"
+	"github.com/metawatch/metawatch/pkg/version"
 )
-
-var setupLog = ctrl.Log.WithName("setup")
 
 func main() {
 	if len(os.Args) > 1 && os.Args[1] == "check" {
 		os.Exit(runCheck(os.Args[2:]))
 	}
 	opts := parseFlags(os.Args[1:])
+	if opts.version {
+		fmt.Println(version.String())
+		return
+	}
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&opts.zap)))
 	if err := run(ctrl.SetupSignalHandler(), opts); err != nil {
 		fmt.Fprintf(os.Stderr, "metawatch: %s\n", config.Describe(err))
 		os.Exit(1)
 	}
-}
-
-// run is the whole story: configuration → manager → health checks → the
-// reloader, which runs the configuration as generations → start. It returns
-// when ctx ends (SIGTERM) or on error.
-func run(ctx context.Context, opts options) error {
-	// One client config for the whole process (--kubeconfig is read once).
-	getConfig := sync.OnceValues(func() (*rest.Config, error) { return restConfig(opts) })
-	conf, err := loadInitial(ctx, opts, getConfig)
-	if err != nil {
-		return err
-	}
-	cfg, err := getConfig()
-	if err != nil {
-		return err
-	}
-	budget := shutdownBudget(opts.manager.GracefulShutdownTimeout)
-	mgrOpts := opts.manager
-	mgrOpts.GracefulShutdownTimeout = budget.manager
-	if mgrOpts.LeaderElection {
-		if mgrOpts.LeaseLock, err = manager.NewLeaseLock(cfg, mgrOpts); err != nil {
-			return err
-		}
-	}
-	mgr, err := manager.New(cfg, nil, mgrOpts)
-	if err != nil {
-		return err
-	}
-	reloader := &reload.Reloader{
-		Config: cfg, Source: opts.source, Controller: opts.controller, Initial: conf, ShutdownTimeout: budget.generation, WriteScope: &opts.writeScope,
-		Recorder: mgr.GetEventRecorder(controller.EventSource), Log: ctrl.Log.WithName("reload"),
-	}
-	if err := reloader.AddTo(mgr); err != nil {
-		return err
-	}
-	if err := addHealthChecks(mgr, reloader); err != nil {
-		return err
-	}
-	setupLog.Info("starting", "source", opts.source.String(), "dryRun", opts.controller.DryRun, "writeScope", opts.writeScope.String(),
-		"leaderElection", mgrOpts.LeaderElection, "gracefulShutdownTimeout", opts.manager.GracefulShutdownTimeout.String(), "metricsSecure", mgrOpts.MetricsSecure)
-	if err := mgr.Start(ctx); err != nil {
-		return err
-	}
-	return releaseLease(mgrOpts, reloader, budget.release)
-}
-
-// budgets split --graceful-shutdown-timeout: the generation's writes and
-// caches stop first, then the manager, then the Lease is released; the whole
-// fits in the flag.
-type budgets struct{ generation, manager, release time.Duration }
-
-func shutdownBudget(total time.Duration) budgets {
-	release := min(2*time.Second, total/5)
-	manager := total - release
-	return budgets{generation: manager * 9 / 10, manager: manager, release: release}
-}
-
-// releaseLease gives the Lease up at once if every write stopped, so that a
-// standby takes over without waiting for it to expire; otherwise it is left
-// to expire, and no standby writes while a write of this replica may land.
-func releaseLease(opts manager.Options, reloader *reload.Reloader, timeout time.Duration) error {
-	if opts.LeaseLock == nil {
-		return nil
-	}
-	if !reloader.WritesStopped() {
-		setupLog.Info("warning: writes were still in flight at the end of --graceful-shutdown-timeout; the Lease is left to expire")
-		return nil
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	if err := manager.ReleaseLease(ctx, opts.LeaseLock); err != nil {
-		setupLog.Error(err, "releasing the Lease; a standby takes over when it expires")
-	}
-	return nil
-}
-
-// loadInitial reads, validates and resolves the configuration, retrying while
-// the API server is unreachable. An invalid configuration is an error, unless
-// --wait-for-config: then metawatch starts without one and follows the ConfigMap.
-func loadInitial(ctx context.Context, opts options, getConfig func() (*rest.Config, error)) (*config.Config, error) {
-	var conf *config.Config
-	err := apiserver.RetryUnreachable(ctx, setupLog, "loading the configuration", func() error {
-		c, err := reload.Load(ctx, getConfig, opts.source)
-		if err != nil {
-			return err
-		}
-		conf = c
-		cfg, err := getConfig()
-		if err != nil {
-			return err
-		}
-		return reload.CheckAgainstCluster(ctx, cfg, c)
-	})
-	switch {
-	case err == nil:
-		return conf, nil
-	case opts.waitForConfig && opts.source.ConfigMap != "" && !apiserver.Unreachable(err):
-		setupLog.Error(err, "no valid configuration yet; waiting for one (--wait-for-config)")
-		return nil, nil
-	}
-	return nil, fmt.Errorf("invalid configuration: %w", err)
-}
-
-// restConfig is the client config from --kubeconfig, $KUBECONFIG or the Pod's service account.
-func restConfig(opts options) (*rest.Config, error) {
-	cfg, err := ctrl.GetConfig()
-	if err != nil {
-		return nil, fmt.Errorf("loading kubeconfig (set --kubeconfig or $KUBECONFIG): %w", err)
-	}
-	cfg.QPS, cfg.Burst = float32(opts.qps), opts.burst
-	return cfg, nil
-}
-
-func addHealthChecks(mgr ctrl.Manager, reloader *reload.Reloader) error {
-	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
-		return fmt.Errorf("adding healthz check: %w", err)
-	}
-	if err := mgr.AddReadyzCheck("configuration", reloader.Ready); err != nil {
-		return fmt.Errorf("adding readyz check: %w", err)
-	}
-	return nil
 }
