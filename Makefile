@@ -4,14 +4,29 @@ BIN       := bin
 TEST_TIMEOUT ?= 60m
 FUZZTIME  ?= 10s
 VERSION   ?= $(shell sed -n 's/^appVersion: *"*\([^"]*\)"*/\1/p' deploy/helm/metawatch/Chart.yaml)
+COMMIT    ?= $(shell git describe --always --dirty --abbrev=12 2>/dev/null || echo unknown)
 IMAGE     ?= ghcr.io/metawatch/metawatch:$(VERSION)
+LDFLAGS   := -X github.com/metawatch/metawatch/pkg/version.version=$(VERSION) -X github.com/metawatch/metawatch/pkg/version.commit=$(COMMIT)
+# The product builds from its own go.mod only; go.work joins bench and hack for their own builds and tests.
+PRODUCT   := GOWORK=off
+# Every module of the workspace: the product, the bench harness, the hack tools.
+MODULES   := . bench hack
+PACKAGES  := ./... ./bench/... ./hack/...
+GOLANGCI_LINT_VERSION := v2.15.0
+TOOLS_DIR ?= $(or $(METAWATCH_CACHE_DIR),$(or $(XDG_CACHE_HOME),$(HOME)/.cache)/metawatch)/tools
+GOLANGCI_LINT := $(TOOLS_DIR)/golangci-lint-$(GOLANGCI_LINT_VERSION)/golangci-lint
 
-.PHONY: all build run test controlplane fuzz vet clean image bench
+.PHONY: all help build run test unit controlplane fuzz vet lint tidy clean image bench
 
 all: build
 
+## help: list the targets and what they do.
+help:
+	@sed -n 's/^## \([a-z-]*\): \(.*\)/\1\t\2/p' $(MAKEFILE_LIST) | awk -F'\t' '{gsub(/[$$][$$]/, "$$", $$2); printf "  %-14s %s\n", $$1, $$2}'
+
+## build: metawatch and metawatch-dev into bin/, with the version stamped (bin/metawatch --version).
 build:
-	$(GO) build -o $(BIN)/ ./cmd/...
+	$(PRODUCT) $(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/ ./cmd/...
 
 ## run: metawatch in the foreground against $$KUBECONFIG, or a local control plane it starts.
 run: build
@@ -21,10 +36,14 @@ run: build
 controlplane:
 	$(GO) run ./hack/controlplane
 
-## test: every test on the local control plane, with the race detector, plus short fuzz runs.
-test: controlplane vet
-	$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) ./...
+## test: tidy, vet and lint checks, then every test on the local control plane with the race detector, plus short fuzz runs.
+test: tidy vet lint controlplane
+	$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) $(PACKAGES)
 	$(MAKE) fuzz
+
+## unit: the pure tests only (go test -short: no control plane), with the race detector; seconds on a warm cache.
+unit:
+	$(GO) test -race -short $(PACKAGES)
 
 ## fuzz: fuzz the config parser, the rules core, the managedFields stripper and its frame reader, FUZZTIME each (FUZZTIME=10m make fuzz for a long run).
 fuzz:
@@ -33,8 +52,22 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzStripManagedFields -fuzztime $(FUZZTIME) ./pkg/wire
 	$(GO) test -run '^$$' -fuzz FuzzFrameStripper -fuzztime $(FUZZTIME) ./pkg/wire
 
+## vet: go vet every module.
 vet:
-	$(GO) vet ./...
+	$(GO) vet $(PACKAGES)
+
+## lint: golangci-lint (.golangci.yaml) on every module; built once through the module proxy, cached by version.
+lint: $(GOLANGCI_LINT)
+	@for m in $(MODULES); do echo "golangci-lint $$m"; (cd $$m && $(GOLANGCI_LINT) run ./...) || exit 1; done
+
+$(GOLANGCI_LINT):
+	@echo "building golangci-lint $(GOLANGCI_LINT_VERSION) into $(dir $@) (once; a few minutes)"
+	@mkdir -p $(dir $@)
+	GOWORK=off GOFLAGS= GOBIN=$(dir $@) $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
+
+## tidy: fail if any module's go.mod or go.sum is not what go mod tidy makes of it.
+tidy:
+	@for m in $(MODULES); do (cd $$m && GOWORK=off $(GO) mod tidy -diff) || { echo "$$m: go.mod is not tidy: run (cd $$m && GOWORK=off go mod tidy)"; exit 1; }; done
 
 ## bench: the benchmark harness (bench/README.md); ARGS="--sizes 10000 --kind NAME ..." to choose. Report in bench/out.
 bench: controlplane
@@ -42,10 +75,9 @@ bench: controlplane
 
 ## image: a static binary packed into an OCI image tarball (bin/metawatch-image.tar), no container engine needed.
 image:
-	CGO_ENABLED=0 GOOS=linux GOARCH=amd64 $(GO) build -trimpath -ldflags "-s -w" -o $(BIN)/linux-amd64/metawatch ./cmd/metawatch
+	$(PRODUCT) CGO_ENABLED=0 GOOS=linux GOARCH=amd64 $(GO) build -trimpath -ldflags "-s -w $(LDFLAGS)" -o $(BIN)/linux-amd64/metawatch ./cmd/metawatch
 	$(GO) run ./hack/image --binary $(BIN)/linux-amd64/metawatch --ref $(IMAGE) --out $(BIN)/metawatch-image.tar
 
-
-
+## clean: remove bin/.
 clean:
 	rm -rf $(BIN)

@@ -59,7 +59,7 @@ func syncTable(b *strings.Builder, run Run, cacheOnly bool) {
 	b.WriteString("| pods | variant | cached | retained heap / pod | " + run.Baseline + " / this | allocated in sync / pod | received / pod | sync s | sync CPU s | peak RSS | CPU s |\n")
 	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range run.Results {
-		if r.CacheOnly != cacheOnly && !(cacheOnly && r.Variant == "metadata") {
+		if r.CacheOnly != cacheOnly && (!cacheOnly || r.Variant != "metadata") {
 			continue
 		}
 		base := run.find(run.Baseline, r.N)

@@ -29,10 +29,10 @@ func runWatcher(ctx context.Context, bin string, args []string) error {
 		_ = cmd.Process.Signal(syscall.SIGTERM)
 	}
 	select {
-	case <-done:
+	case <-done: //nolint:errcheck // stopped as asked: its exit status says nothing more
 	case <-time.After(40 * time.Second):
 		_ = cmd.Process.Kill()
-		<-done
+		<-done //nolint:errcheck // killed: its exit status ("signal: killed") says nothing more
 	}
 	return nil
 }

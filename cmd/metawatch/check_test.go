@@ -1,12 +1,12 @@
 package main_test
 
 import (
-	"github.com/metawatch/metawatch/pkg/controlplane"
-
 	"errors"
 	"os/exec"
 	"strings"
 	"testing"
+
+	"github.com/metawatch/metawatch/pkg/controlplane"
 )
 
 func TestCheck(t *testing.T) {

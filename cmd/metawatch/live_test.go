@@ -9,13 +9,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/metawatch/metawatch/pkg/controlplane"
-	"github.com/metawatch/metawatch/pkg/testkit"
-
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/metawatch/metawatch/pkg/controlplane"
+	"github.com/metawatch/metawatch/pkg/testkit"
 )
 
 // --wait-for-config: no ConfigMap yet is not an exit; metawatch waits, not

@@ -14,12 +14,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/metawatch/metawatch/pkg/controlplane"
-	"github.com/metawatch/metawatch/pkg/testkit"
-
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/metawatch/metawatch/pkg/controlplane"
+	"github.com/metawatch/metawatch/pkg/testkit"
 )
 
 // A bad configuration stops metawatch at start-up, non-zero, with the field

@@ -1,12 +1,12 @@
 package helm_test
 
 import (
-	"github.com/metawatch/metawatch/pkg/controlplane"
-
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/metawatch/metawatch/pkg/controlplane"
 )
 
 // valuesFiles are the chart's default values (no file) and every file in ci/.

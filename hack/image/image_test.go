@@ -2,6 +2,7 @@ package main
 
 import (
 	"archive/tar"
+	"errors"
 	"io"
 	"os"
 	"os/exec"
@@ -79,7 +80,7 @@ func untar(t *testing.T, path string) string {
 	r := tar.NewReader(f)
 	for {
 		hdr, err := r.Next()
-		if err == io.EOF {
+		if errors.Is(err, io.EOF) {
 			return dir
 		}
 		if err != nil {

@@ -5,11 +5,11 @@ import (
 	"strings"
 	"testing"
 
+	"k8s.io/client-go/rest"
+
 	"github.com/metawatch/metawatch/pkg/access"
 	"github.com/metawatch/metawatch/pkg/controlplane"
 	"github.com/metawatch/metawatch/pkg/testkit"
-
-	"k8s.io/client-go/rest"
 )
 
 // Check turns what an informer would retry forever into an error that names

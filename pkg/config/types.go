@@ -15,7 +15,7 @@ type Config struct {
 	WriteScope *WriteScope `json:"writeScope,omitempty"`
 }
 
-// AllAnnotations, as a keepAnnotations entry, keeps every annotation.
+// AllAnnotations is the keepAnnotations entry that keeps every annotation.
 const AllAnnotations = "*"
 
 // Cache tunes what the cache keeps of each object.

@@ -4,6 +4,7 @@ package config
 // and write these two only.
 type MetadataMap string
 
+// The two maps rules read and write.
 const (
 	Labels      MetadataMap = "label"
 	Annotations MetadataMap = "annotation"

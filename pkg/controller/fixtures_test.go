@@ -6,12 +6,12 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/metawatch/metawatch/pkg/metacache"
-	"github.com/metawatch/metawatch/pkg/testkit"
-
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/metawatch/metawatch/pkg/metacache"
+	"github.com/metawatch/metawatch/pkg/testkit"
 )
 
 // createPods creates n pods named pod-0.. in ns, 16 at a time.

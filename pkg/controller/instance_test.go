@@ -8,18 +8,17 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/metawatch/metawatch/pkg/apiserver"
-	"github.com/metawatch/metawatch/pkg/metacache"
-	"github.com/metawatch/metawatch/pkg/testkit"
-
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/metawatch/metawatch/pkg/apiserver"
 	"github.com/metawatch/metawatch/pkg/config"
 	"github.com/metawatch/metawatch/pkg/controller"
 	"github.com/metawatch/metawatch/pkg/manager"
+	"github.com/metawatch/metawatch/pkg/metacache"
 	"github.com/metawatch/metawatch/pkg/rules"
+	"github.com/metawatch/metawatch/pkg/testkit"
 )
 
 // instance is an in-process metawatch on the test control plane.

@@ -30,7 +30,7 @@ func ownedKeys(obj metav1.Object) owned {
 				Annotations map[string]json.RawMessage `json:"f:annotations"`
 			} `json:"f:metadata"`
 		}
-		if json.Unmarshal(f.FieldsV1.Raw, &fields) != nil {
+		if json.Unmarshal(f.FieldsV1.GetRawBytes(), &fields) != nil {
 			continue
 		}
 		addFieldKeys(o.labels, fields.Metadata.Labels)

@@ -3,16 +3,16 @@ package manager_test
 import (
 	"bytes"
 	"context"
+	"net/http"
 	"path"
 	"strings"
 	"testing"
 
-	"k8s.io/client-go/metadata"
-	"k8s.io/utils/ptr"
-
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/client-go/metadata"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/metawatch/metawatch/pkg/controlplane"
@@ -56,7 +56,7 @@ func TestEveryListAndWatchIsMetadataProtobuf(t *testing.T) {
 	seen := sets.New[string]()
 	for _, r := range rec.all() {
 		resource := path.Base(r.Path)
-		if r.Method != "GET" || !watched.Has(resource) {
+		if r.Method != http.MethodGet || !watched.Has(resource) {
 			continue
 		}
 		seen.Insert(resource)

@@ -3,6 +3,7 @@ package manager_test
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"path"
 	"testing"
 
@@ -68,7 +69,7 @@ func assertSelectorsSent(t *testing.T, requests []request) {
 	t.Helper()
 	paths := sets.New[string]()
 	for _, r := range requests {
-		if r.Method != "GET" || path.Base(r.Path) != "pods" {
+		if r.Method != http.MethodGet || path.Base(r.Path) != "pods" {
 			continue
 		}
 		paths.Insert(r.Path)

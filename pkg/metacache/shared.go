@@ -69,7 +69,7 @@ func shareOwn(entry metav1.ManagedFieldsEntry) []metav1.ManagedFieldsEntry {
 	if entry.FieldsV1 == nil {
 		return []metav1.ManagedFieldsEntry{entry}
 	}
-	key := append([]byte(entry.APIVersion+"\x00"+entry.FieldsType+"\x00"), entry.FieldsV1.Raw...)
+	key := append([]byte(entry.APIVersion+"\x00"+entry.FieldsType+"\x00"), entry.FieldsV1.GetRawBytes()...)
 	return sharedOwn.share(key, func() []metav1.ManagedFieldsEntry {
 		entry.Time = nil
 		entry.Manager, entry.APIVersion, entry.FieldsType = intern(entry.Manager), intern(entry.APIVersion), intern(entry.FieldsType)

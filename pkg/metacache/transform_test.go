@@ -12,7 +12,7 @@ import (
 )
 
 func TestTransform(t *testing.T) {
-	own := metav1.ManagedFieldsEntry{Manager: FieldManager, Operation: metav1.ManagedFieldsOperationApply, FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:metadata":{}}`)}}
+	own := metav1.ManagedFieldsEntry{Manager: FieldManager, Operation: metav1.ManagedFieldsOperationApply, FieldsV1: metav1.NewFieldsV1(`{"f:metadata":{}}`)}
 	cases := map[string]struct {
 		keep            sets.Set[string]
 		wantAnnotations map[string]string
@@ -118,7 +118,7 @@ func TestSharedTablesAreBounded(t *testing.T) {
 func TestTransformSharesOwnEntry(t *testing.T) {
 	entry := func(raw string, at time.Time) []metav1.ManagedFieldsEntry {
 		return []metav1.ManagedFieldsEntry{{Manager: FieldManager, Operation: metav1.ManagedFieldsOperationApply, APIVersion: "v1",
-			FieldsType: "FieldsV1", Time: &metav1.Time{Time: at}, FieldsV1: &metav1.FieldsV1{Raw: []byte(raw)}}}
+			FieldsType: "FieldsV1", Time: &metav1.Time{Time: at}, FieldsV1: metav1.NewFieldsV1(raw)}}
 	}
 	team, zone := `{"f:metadata":{"f:labels":{"f:team":{}}}}`, `{"f:metadata":{"f:labels":{"f:zone":{}}}}`
 	objects := []*metav1.PartialObjectMetadata{
@@ -134,8 +134,8 @@ func TestTransformSharesOwnEntry(t *testing.T) {
 	if &objects[0].ManagedFields[0] != &objects[1].ManagedFields[0] {
 		t.Error("equal entries are not shared")
 	}
-	if &objects[0].ManagedFields[0] == &objects[2].ManagedFields[0] || string(objects[2].ManagedFields[0].FieldsV1.Raw) != zone {
-		t.Errorf("different entries share one: %s", objects[2].ManagedFields[0].FieldsV1.Raw)
+	if &objects[0].ManagedFields[0] == &objects[2].ManagedFields[0] || objects[2].ManagedFields[0].FieldsV1.GetRawString() != zone {
+		t.Errorf("different entries share one: %s", objects[2].ManagedFields[0].FieldsV1.GetRawString())
 	}
 	if objects[0].ManagedFields[0].Time != nil {
 		t.Error("the entry's time is kept")

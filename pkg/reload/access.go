@@ -76,6 +76,6 @@ func (r *Reloader) reportLoss(g *generation, kind schema.GroupKind, err error) {
 		return
 	}
 	if cm := r.follower.current().cm; cm != nil {
-		r.Recorder.Eventf(cm, nil, corev1.EventTypeWarning, ReasonForbidden, "Watch", "%s", truncate(msg, 1000))
+		r.Recorder.Eventf(cm, nil, corev1.EventTypeWarning, ReasonForbidden, "Watch", "%s", eventNote(msg))
 	}
 }

@@ -5,12 +5,12 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/metawatch/metawatch/pkg/controlplane"
-	"github.com/metawatch/metawatch/pkg/testkit"
-
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
+
+	"github.com/metawatch/metawatch/pkg/controlplane"
+	"github.com/metawatch/metawatch/pkg/testkit"
 )
 
 // An identity that may not list Secrets: the Secrets watch is reported as

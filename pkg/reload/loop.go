@@ -114,7 +114,7 @@ func (r *Reloader) runVersion(ctx context.Context, v version) error {
 		g := r.running()
 		r.Recorder.Eventf(v.cm, nil, corev1.EventTypeNormal, ReasonReloaded, "Reload", "generation %d running (%d watches)", g.number, len(g.watches))
 		for _, f := range g.forbidden {
-			r.Recorder.Eventf(v.cm, nil, corev1.EventTypeWarning, ReasonForbidden, "Reload", "%s", truncate(f.Err.Error(), 1000))
+			r.Recorder.Eventf(v.cm, nil, corev1.EventTypeWarning, ReasonForbidden, "Reload", "%s", eventNote(f.Err.Error()))
 		}
 		return nil
 	case config.IsInvalid(err):
@@ -143,7 +143,7 @@ func (r *Reloader) retryLater(err error, delay time.Duration) {
 	msg := fmt.Sprintf("the configuration is valid but could not start (%s); %s; retrying in %s", config.Describe(err), keeping, delay.Round(time.Second))
 	r.Log.Info("warning: " + msg)
 	if cm := r.lastTransient; cm != nil {
-		r.Recorder.Eventf(cm, nil, corev1.EventTypeWarning, ReasonRetrying, "Reload", "%s", truncate(msg, 1000))
+		r.Recorder.Eventf(cm, nil, corev1.EventTypeWarning, ReasonRetrying, "Reload", "%s", eventNote(msg))
 	}
 }
 
@@ -158,7 +158,7 @@ func (r *Reloader) reject(cm *corev1.ConfigMap, err error) {
 	}
 	r.Log.Error(err, "configuration rejected; "+keeping, "configMap", r.Source.ConfigMap)
 	if cm != nil {
-		r.Recorder.Eventf(cm, nil, corev1.EventTypeWarning, ReasonInvalidConfig, "Reload", "%s", truncate(keeping+": "+config.Describe(err), 1000))
+		r.Recorder.Eventf(cm, nil, corev1.EventTypeWarning, ReasonInvalidConfig, "Reload", "%s", eventNote(keeping+": "+config.Describe(err)))
 	}
 }
 
@@ -172,9 +172,13 @@ func (r *Reloader) configMapGone() {
 	r.Log.Info("waiting for the selectors ConfigMap", "configMap", r.Source.ConfigMap)
 }
 
-func truncate(s string, n int) string {
-	if len(s) <= n {
+// maxEventNote bounds an Event's message (the API server rejects notes over 1 KiB).
+const maxEventNote = 1000
+
+// eventNote is s cut to maxEventNote.
+func eventNote(s string) string {
+	if len(s) <= maxEventNote {
 		return s
 	}
-	return s[:n-3] + "..."
+	return s[:maxEventNote-3] + "..."
 }

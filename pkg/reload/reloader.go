@@ -12,7 +12,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/events"
-
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/metawatch/metawatch/pkg/config"
@@ -98,7 +97,7 @@ func (r *Reloader) AddTo(mgr manager.Manager) error {
 	return mgr.Add(r)
 }
 
-// NeedLeaderElection: generations write, so only the leader runs them.
+// NeedLeaderElection is true: generations write, so only the leader runs them.
 func (r *Reloader) NeedLeaderElection() bool { return true }
 
 // Start runs the configuration until ctx ends: the file's, or the ConfigMap's

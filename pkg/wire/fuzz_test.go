@@ -118,10 +118,11 @@ func FuzzFrameStripper(f *testing.F) {
 			n, err = r.Read(buf)
 			got = append(got, buf[:n]...)
 		}
+		// client-go compares a stream's end with ==, so the exact value is the property under test.
 		switch {
-		case wantErr == errFrameTooLarge && (err == io.EOF || err == io.ErrUnexpectedEOF):
+		case wantErr == errFrameTooLarge && (err == io.EOF || err == io.ErrUnexpectedEOF): //nolint:errorlint // client-go compares with ==: the exact value is the property
 			t.Fatalf("a frame over %d bytes ended the stream as %v, want an error of its own", maxFrame, err)
-		case wantErr != errFrameTooLarge && err != wantErr:
+		case wantErr != errFrameTooLarge && err != wantErr: //nolint:errorlint // client-go compares with ==: the exact value is the property
 			t.Fatalf("the stream ended with %#v, want exactly %v", err, wantErr)
 		}
 		if !bytes.Equal(got, want) {

@@ -47,7 +47,7 @@ var sharedCodec = sync.OnceValues(func() (*protobuf.Serializer, error) {
 func podMetadata(name string) *metav1.PartialObjectMetadata {
 	entry := func(manager string, op metav1.ManagedFieldsOperationType) metav1.ManagedFieldsEntry {
 		return metav1.ManagedFieldsEntry{Manager: manager, Operation: op, APIVersion: "v1", FieldsType: "FieldsV1",
-			FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:metadata":{"f:labels":{"f:app":{}}},"f:spec":{"f:containers":{}}}`)}}
+			FieldsV1: metav1.NewFieldsV1(`{"f:metadata":{"f:labels":{"f:app":{}}},"f:spec":{"f:containers":{}}}`)}
 	}
 	obj := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{
 		Name: name, Namespace: "shop", UID: "u-" + "1", ResourceVersion: "42", Labels: map[string]string{"app": "web"},
@@ -160,6 +160,7 @@ func TestStripTransport(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			defer resp.Body.Close()
 			body, err := io.ReadAll(resp.Body)
 			if err != nil {
 				t.Fatal(err)
@@ -263,10 +264,10 @@ func TestFrameStripperReturnsConnectionErrorsUnwrapped(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			f := &frameStripper{keep: keep, body: io.NopCloser(io.MultiReader(bytes.NewReader(tc.body), errReader{tc.err}))}
 			_, err := io.ReadAll(readerOnly{f})
-			if err == nil && tc.want == io.EOF {
+			if err == nil && tc.want == io.EOF { //nolint:errorlint // a sentinel from the table, not a returned error
 				return // ReadAll turns io.EOF into nil
 			}
-			if err != tc.want {
+			if err != tc.want { //nolint:errorlint // client-go compares with ==: the exact value is the property
 				t.Errorf("Read returned %#v, want exactly %v", err, tc.want)
 			}
 		})
