@@ -6,7 +6,11 @@ COPY go.mod go.sum ./
 RUN go mod download
 COPY cmd/ cmd/
 COPY pkg/ pkg/
-RUN CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o /metawatch ./cmd/metawatch
+ARG VERSION=dev
+ARG COMMIT=unknown
+RUN CGO_ENABLED=0 go build -trimpath -o /metawatch \
+    -ldflags "-s -w -X github.com/metawatch/metawatch/pkg/version.version=${VERSION} -X github.com/metawatch/metawatch/pkg/version.commit=${COMMIT}" \
+    ./cmd/metawatch
 
 FROM gcr.io/distroless/static:nonroot
 COPY --from=build /metawatch /metawatch

@@ -1,5 +1,7 @@
-// Package config is metawatch's configuration: what to watch (and, later, what
-// rules to run), parsed strictly and validated with field paths.
+// Package config is metawatch's configuration: what to watch, what rules keep
+// which labels and annotations, and where rules may write, parsed strictly
+// and validated with field paths. Its errors (errors.go) say which fault is
+// the configuration's and show one problem per line.
 //
 // The configuration lives under the data key "config.yaml" of a ConfigMap that
 // users manage with kubectl, so every error must tell them which line to fix:

@@ -77,10 +77,10 @@ var (
 		Name: "metawatch_config_last_reload_successful",
 		Help: "1 if the last configuration change was applied, 0 if it was rejected (the previous generation keeps running) or the ConfigMap is gone.",
 	})
-	// ConfigHash identifies the running configuration (the first 48 bits of its SHA-256).
+	// ConfigHash identifies the running configuration by content (config.Hash).
 	ConfigHash = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "metawatch_config_hash",
-		Help: "Hash of the running configuration (first 48 bits of the SHA-256 of config.yaml).",
+		Help: "Identifies the running configuration by content: the first 48 bits of the SHA-256 of its canonical JSON form, so comments and whitespace do not change it.",
 	})
 	// ConfigReloadRetries counts attempts to start a valid configuration that
 	// failed for a reason that is not the configuration's (retried with backoff).
