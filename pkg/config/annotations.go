@@ -15,11 +15,11 @@ import (
 func annotationsRead(c *Config, kind string) sets.Set[string] {
 	keep := sets.New[string]()
 	if c.Cache != nil {
-		if slices.Contains(c.Cache.KeepAnnotations, AllAnnotations) && kind != "Secret" {
+		if slices.Contains(c.Cache.KeepAnnotations, allAnnotations) && kind != "Secret" {
 			return nil
 		}
 		keep.Insert(c.Cache.KeepAnnotations...)
-		keep.Delete(AllAnnotations)
+		keep.Delete(allAnnotations)
 	}
 	for _, r := range c.Rules {
 		if r.CopyFromNamespace != nil && kind == "Namespace" {

@@ -14,20 +14,20 @@ type write struct {
 	target MetadataMap
 	key    string
 	path   *field.Path
-	op     Action
-	value  string // for Set
+	op     action
+	value  string // for actionSet
 }
 
 // agrees reports whether w and other leave the key the same way.
 func (w write) agrees(other write) bool {
-	return w.op == other.op && w.value == other.value && w.op != Copy
+	return w.op == other.op && w.value == other.value && w.op != actionCopy
 }
 
 func (w write) String() string {
 	switch w.op {
-	case Set:
+	case actionSet:
 		return fmt.Sprintf("sets it to %q", w.value)
-	case Remove:
+	case actionRemove:
 		return "removes it"
 	}
 	return "copies it from the namespace"
@@ -37,27 +37,27 @@ func (w write) String() string {
 func writesOf(i int, r Rule) []write {
 	p := field.NewPath("rules").Index(i)
 	var out []write
-	add := func(target MetadataMap, key string, path *field.Path, op Action, value string) {
+	add := func(target MetadataMap, key string, path *field.Path, op action, value string) {
 		out = append(out, write{rule: i, target: target, key: key, path: path, op: op, value: value})
 	}
 	for k, v := range r.SetLabels {
-		add(Labels, k, p.Child("setLabels").Key(k), Set, v)
+		add(Labels, k, p.Child("setLabels").Key(k), actionSet, v)
 	}
 	for k, v := range r.SetAnnotations {
-		add(Annotations, k, p.Child("setAnnotations").Key(k), Set, v)
+		add(Annotations, k, p.Child("setAnnotations").Key(k), actionSet, v)
 	}
 	for j, k := range r.RemoveLabels {
-		add(Labels, k, p.Child("removeLabels").Index(j), Remove, "")
+		add(Labels, k, p.Child("removeLabels").Index(j), actionRemove, "")
 	}
 	for j, k := range r.RemoveAnnotations {
-		add(Annotations, k, p.Child("removeAnnotations").Index(j), Remove, "")
+		add(Annotations, k, p.Child("removeAnnotations").Index(j), actionRemove, "")
 	}
 	if c := r.CopyFromNamespace; c != nil {
 		for j, k := range c.Labels {
-			add(Labels, k, p.Child("copyFromNamespace", "labels").Index(j), Copy, "")
+			add(Labels, k, p.Child("copyFromNamespace", "labels").Index(j), actionCopy, "")
 		}
 		for j, k := range c.Annotations {
-			add(Annotations, k, p.Child("copyFromNamespace", "annotations").Index(j), Copy, "")
+			add(Annotations, k, p.Child("copyFromNamespace", "annotations").Index(j), actionCopy, "")
 		}
 	}
 	sort.Slice(out, func(a, b int) bool { return out[a].path.String() < out[b].path.String() })
@@ -135,9 +135,9 @@ func loopErrors(writes map[string]write, selector, what string) field.ErrorList 
 // stillMatches reports whether req holds for every object after w.
 func stillMatches(req labels.Requirement, w write) bool {
 	switch w.op {
-	case Set:
+	case actionSet:
 		return req.Matches(labels.Set{req.Key(): w.value})
-	case Remove:
+	case actionRemove:
 		return req.Matches(labels.Set{})
 	}
 	return false // a copied value is not known ahead, nor whether the namespace has the key

@@ -62,10 +62,10 @@ func validateWriteScope(s *WriteScope) field.ErrorList {
 	return errs
 }
 
-// ReservedKey reports whether a label or annotation key is Kubernetes' own:
+// reservedKey reports whether a label or annotation key is Kubernetes' own:
 // its prefix is kubernetes.io or k8s.io, or a subdomain of either (e.g.
 // node-role.kubernetes.io, pod-security.kubernetes.io).
-func ReservedKey(key string) bool {
+func reservedKey(key string) bool {
 	prefix, _, found := strings.Cut(key, "/")
 	if !found {
 		return false
@@ -86,14 +86,14 @@ func validateReservedKeys(i int, r Rule) field.ErrorList {
 	written := map[string]bool{}
 	for _, w := range writesOf(i, r) {
 		written[w.key] = true
-		if ReservedKey(w.key) && !slices.Contains(r.ReservedKeys, w.key) {
+		if reservedKey(w.key) && !slices.Contains(r.ReservedKeys, w.key) {
 			errs = append(errs, field.Forbidden(w.path, fmt.Sprintf("%s is under a prefix Kubernetes reserves (kubernetes.io/, k8s.io/ and their subdomains, "+
 				"e.g. pod-security.kubernetes.io/): to write it anyway, list it in %s", w.key, p.Child("reservedKeys"))))
 		}
 	}
 	for j, k := range r.ReservedKeys {
 		switch {
-		case !ReservedKey(k):
+		case !reservedKey(k):
 			errs = append(errs, field.Invalid(p.Child("reservedKeys").Index(j), k, "not a reserved key (kubernetes.io/ or k8s.io/ prefix): remove it"))
 		case !written[k]:
 			errs = append(errs, field.Invalid(p.Child("reservedKeys").Index(j), k, "this rule does not write it: remove it"))

@@ -15,8 +15,8 @@ type Config struct {
 	WriteScope *WriteScope `json:"writeScope,omitempty"`
 }
 
-// AllAnnotations is the keepAnnotations entry that keeps every annotation.
-const AllAnnotations = "*"
+// allAnnotations is the keepAnnotations entry that keeps every annotation.
+const allAnnotations = "*"
 
 // Cache tunes what the cache keeps of each object.
 type Cache struct {

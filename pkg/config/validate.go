@@ -42,7 +42,7 @@ func validateCache(c *Cache) field.ErrorList {
 	}
 	var keys []string
 	for _, k := range c.KeepAnnotations {
-		if k != AllAnnotations {
+		if k != allAnnotations {
 			keys = append(keys, k)
 		}
 	}

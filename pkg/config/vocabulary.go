@@ -22,14 +22,14 @@ func (m MetadataMap) Of(labels, annotations map[string]string) map[string]string
 	return annotations
 }
 
-// Action is what a rule does with a key it writes.
-type Action string
+// action is what a rule does with a key it writes.
+type action string
 
 const (
-	// Set keeps the key at a fixed value (setLabels, setAnnotations).
-	Set Action = "set"
-	// Remove deletes the key, whoever set it (removeLabels, removeAnnotations).
-	Remove Action = "remove"
-	// Copy keeps the key equal to the object's Namespace (copyFromNamespace).
-	Copy Action = "copy"
+	// actionSet keeps the key at a fixed value (setLabels, setAnnotations).
+	actionSet action = "set"
+	// actionRemove deletes the key, whoever set it (removeLabels, removeAnnotations).
+	actionRemove action = "remove"
+	// actionCopy keeps the key equal to the object's Namespace (copyFromNamespace).
+	actionCopy action = "copy"
 )

@@ -19,7 +19,7 @@ func CacheOptions(watches []config.ResolvedWatch, loss *access.AccessLoss) cache
 	opts := cache.Options{
 		ByObject:                    byObject,
 		ReaderFailOnMissingInformer: true,
-		DefaultTransform:            Transform(nil), // every watch sets its own; this covers any other informer
+		DefaultTransform:            transformFor(nil), // every watch sets its own; this covers any other informer
 	}
 	if loss != nil {
 		opts.NewInformer = loss.NewInformer
@@ -28,7 +28,7 @@ func CacheOptions(watches []config.ResolvedWatch, loss *access.AccessLoss) cache
 }
 
 func byObjectFor(w config.ResolvedWatch) cache.ByObject {
-	entry := cache.ByObject{Label: w.Label, Field: w.Field, Transform: Transform(w.Annotations)}
+	entry := cache.ByObject{Label: w.Label, Field: w.Field, Transform: transformFor(w.Annotations)}
 	if len(w.Namespaces) > 0 {
 		entry.Namespaces = make(map[string]cache.Config, len(w.Namespaces))
 		for _, ns := range w.Namespaces {

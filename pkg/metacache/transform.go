@@ -39,9 +39,9 @@ type Shrink struct {
 	UnreadFields bool
 }
 
-// Transform is what the cache keeps of an object of a watch: every Shrink
+// transformFor is what the cache keeps of an object of a watch: every Shrink
 // step, with the annotations in keep (nil keeps all).
-func Transform(keep sets.Set[string]) toolscache.TransformFunc {
+func transformFor(keep sets.Set[string]) toolscache.TransformFunc {
 	return Shrink{ManagedFields: true, Annotations: keep != nil, Keep: keep, Intern: true, ShareLabels: true, UnreadFields: true}.Transform()
 }
 

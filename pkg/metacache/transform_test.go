@@ -32,7 +32,7 @@ func TestTransform(t *testing.T) {
 				OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "web-1"}},
 				Finalizers:      []string{"example.com/cleanup"}, GenerateName: "web-", UID: "0c2b", ResourceVersion: "42",
 			}}
-			if _, err := Transform(tc.keep)(obj); err != nil {
+			if _, err := transformFor(tc.keep)(obj); err != nil {
 				t.Fatal(err)
 			}
 			if !reflect.DeepEqual(obj.Annotations, tc.wantAnnotations) {
@@ -56,7 +56,7 @@ func TestTransformInterns(t *testing.T) {
 	a := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: string([]byte("shop")), Labels: map[string]string{string([]byte("app")): string([]byte("web"))}}}
 	b := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: string([]byte("shop")), Labels: map[string]string{string([]byte("app")): string([]byte("web"))}}}
 	for _, obj := range []*metav1.PartialObjectMetadata{a, b} {
-		if _, err := Transform(nil)(obj); err != nil {
+		if _, err := transformFor(nil)(obj); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -85,7 +85,7 @@ func TestTransformSharesLabelSets(t *testing.T) {
 		{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "webpod-template-hash"}}},
 	}
 	for _, obj := range objects {
-		if _, err := Transform(nil)(obj); err != nil {
+		if _, err := transformFor(nil)(obj); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -127,7 +127,7 @@ func TestTransformSharesOwnEntry(t *testing.T) {
 		{ObjectMeta: metav1.ObjectMeta{ManagedFields: entry(zone, time.Unix(1, 0))}},
 	}
 	for _, obj := range objects {
-		if _, err := Transform(nil)(obj); err != nil {
+		if _, err := transformFor(nil)(obj); err != nil {
 			t.Fatal(err)
 		}
 	}

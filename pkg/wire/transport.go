@@ -9,12 +9,12 @@ import (
 	"strings"
 )
 
-// StripTransport wraps next so that metadata-only protobuf responses lose
+// newStripTransport wraps next so that metadata-only protobuf responses lose
 // every managedFields entry but keepManager's before client-go decodes them
 // (see stripManagedFields). Only responses to requests that ask for
 // application/vnd.kubernetes.protobuf;as=PartialObjectMetadata are touched;
 // anything it cannot parse passes through unchanged.
-func StripTransport(next http.RoundTripper, keepManager string) http.RoundTripper {
+func newStripTransport(next http.RoundTripper, keepManager string) http.RoundTripper {
 	return stripTransport{next: next, keep: []byte(keepManager)}
 }
 
