@@ -15,6 +15,8 @@ const (
 	unknownRaw          = 2  // runtime.Unknown.raw
 	listItems           = 2  // PartialObjectMetadataList.items
 	objectMeta          = 1  // PartialObjectMetadata.metadata
+	objectLabels        = 11 // ObjectMeta.labels (map entries)
+	objectAnnotations   = 12 // ObjectMeta.annotations (map entries)
 	objectManagedFields = 17 // ObjectMeta.managedFields
 	entryManager        = 1  // ManagedFieldsEntry.manager
 	watchEventObject    = 2  // WatchEvent.object (a RawExtension)
@@ -102,6 +104,12 @@ func compact(b []byte, s *shape, keepManager []byte, write bool) (int, bool) {
 		value, lenSize := protowire.ConsumeBytes(b[r+n : end])
 		lenSize -= len(value)
 		switch inner := s.nested[num]; {
+		case s.managedFields && (num == objectLabels || num == objectAnnotations) && !wellFormed(value):
+			// The generated decoder reads a map entry's key and value up to the
+			// end of the whole ObjectMeta, not of the entry: a value that runs past
+			// its entry would decode bytes this pass may remove. Such a message
+			// (no API server sends one) is passed through untouched.
+			return 0, false
 		case s.managedFields && num == objectManagedFields && !ownEntry(value, keepManager):
 		case inner != nil:
 			valueStart := r + n + lenSize
@@ -143,4 +151,20 @@ func ownEntry(entry, keepManager []byte) bool {
 		entry = entry[m:]
 	}
 	return false
+}
+
+// wellFormed reports whether every field of the message in b ends inside b.
+func wellFormed(b []byte) bool {
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return false
+		}
+		m := protowire.ConsumeFieldValue(num, typ, b[n:])
+		if m < 0 {
+			return false
+		}
+		b = b[n+m:]
+	}
+	return true
 }

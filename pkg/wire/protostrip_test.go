@@ -282,3 +282,30 @@ func (e errReader) Read([]byte) (int, error) { return 0, e.err }
 type readerOnly struct{ r io.Reader }
 
 func (r readerOnly) Read(p []byte) (int, error) { return r.r.Read(p) }
+
+// Found by FuzzStripManagedFields (testdata/fuzz/FuzzStripManagedFields/c0ad3635c2d47146):
+// the generated decoder reads a label's value up to the end of the ObjectMeta,
+// not of its map entry, so a value that runs past its entry decodes the bytes
+// after it. Had the stripper removed a managedFields entry there, the label
+// would have decoded differently; such a message must pass through untouched.
+func TestLabelValueRunningPastItsEntryIsPassedThrough(t *testing.T) {
+	entry := protowire.AppendTag(nil, 1, protowire.BytesType)
+	entry = protowire.AppendString(entry, "tier")
+	entry = protowire.AppendTag(entry, 2, protowire.BytesType)
+	entry = protowire.AppendVarint(entry, 40) // the value claims 40 bytes; the entry ends here
+	meta := protowire.AppendTag(nil, objectLabels, protowire.BytesType)
+	meta = protowire.AppendBytes(meta, entry)
+	foreign := protowire.AppendTag(nil, entryManager, protowire.BytesType)
+	foreign = protowire.AppendString(foreign, "kubectl-client-side-apply")
+	for range 3 {
+		meta = protowire.AppendTag(meta, objectManagedFields, protowire.BytesType)
+		meta = protowire.AppendBytes(meta, foreign)
+	}
+	in := append([]byte(nil), meta...)
+	if _, ok := stripManagedFields(meta, metaShape, keep); ok {
+		t.Fatal("an ObjectMeta whose label value runs past its entry was rewritten")
+	}
+	if !bytes.Equal(meta, in) {
+		t.Error("the rejected ObjectMeta was changed")
+	}
+}
