@@ -13,4 +13,14 @@
 // sync, stop the old one, then let the new one write. A bad version is
 // rejected with an InvalidConfig Event on the ConfigMap and the running
 // generation is kept; a deleted ConfigMap keeps it too.
+//
+// # Where things are
+//
+//   - reloader.go: the Reloader (AddTo, Start) and the swap of generations.
+//   - follow.go: the follower every replica runs, so a new leader runs the
+//     ConfigMap as it is when it starts leading (issue 10).
+//   - loop.go: the leader's loop: sync, reject, retry with backoff.
+//   - generation.go: one generation: resolve, check access, build, freeze.
+//   - access.go: watches forbidden at build time or since, rechecked until allowed.
+//   - source.go: --config-file or --config-map.
 package reload
