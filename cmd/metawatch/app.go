@@ -33,6 +33,9 @@ func run(ctx context.Context, opts options) error {
 	if err != nil {
 		return err
 	}
+	if conf != nil { // else loadInitial said why it waits (--wait-for-config)
+		setupLog.Info("stage 1/4: configuration valid against the cluster", "source", opts.source.String())
+	}
 	cfg, err := getConfig()
 	if err != nil {
 		return err
@@ -49,6 +52,7 @@ func run(ctx context.Context, opts options) error {
 	if err != nil {
 		return err
 	}
+	setupLog.Info("stage 2/4: manager built", "leaderElection", mgrOpts.LeaderElection, "metrics", mgrOpts.MetricsBindAddress, "probes", mgrOpts.HealthProbeBindAddress)
 	reloader := &reload.Reloader{
 		Config: cfg, Source: opts.source, Controller: opts.controller, Initial: conf, ShutdownTimeout: budget.generation, WriteScope: &opts.writeScope,
 		Recorder: mgr.GetEventRecorder(controller.EventSource), Log: ctrl.Log.WithName("reload"),
@@ -59,7 +63,8 @@ func run(ctx context.Context, opts options) error {
 	if err := addHealthChecks(mgr, reloader); err != nil {
 		return err
 	}
-	setupLog.Info("starting", "version", version.Version(), "source", opts.source.String(), "dryRun", opts.controller.DryRun, "writeScope", opts.writeScope.String(),
+	setupLog.Info("stage 3/4: reloader and health checks added")
+	setupLog.Info("stage 4/4: starting", "version", version.Version(), "source", opts.source.String(), "dryRun", opts.controller.DryRun, "writeScope", opts.writeScope.String(),
 		"leaderElection", mgrOpts.LeaderElection, "gracefulShutdownTimeout", opts.manager.GracefulShutdownTimeout.String(), "metricsSecure", mgrOpts.MetricsSecure)
 	if err := mgr.Start(ctx); err != nil {
 		return err
