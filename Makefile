@@ -16,7 +16,7 @@ GOLANGCI_LINT_VERSION := v2.15.0
 TOOLS_DIR ?= $(or $(METAWATCH_CACHE_DIR),$(or $(XDG_CACHE_HOME),$(HOME)/.cache)/metawatch)/tools
 GOLANGCI_LINT := $(TOOLS_DIR)/golangci-lint-$(GOLANGCI_LINT_VERSION)/golangci-lint
 
-.PHONY: all help build run test unit controlplane fuzz vet lint tidy clean image bench
+.PHONY: all help build run test unit controlplane cluster cluster-test fuzz vet lint tidy clean image bench
 
 all: build
 
@@ -36,10 +36,22 @@ run: build
 controlplane:
 	$(GO) run ./hack/controlplane
 
-## test: tidy, vet and lint checks, then every test on the local control plane with the race detector, plus short fuzz runs.
+## test: tidy, vet and lint checks, then every test on the local control plane with the race detector, short fuzz runs, and the chart on a real node (cluster-test).
 test: tidy vet lint controlplane
-	$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) $(PACKAGES)
+	$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) -skip '^$(CLUSTER_TESTS)$$' $(PACKAGES)
 	$(MAKE) fuzz
+	$(MAKE) cluster-test
+
+# The tests on a real node run alone, after the others: one node per machine, and its load would disturb timed tests.
+CLUSTER_TESTS := TestChartOnARealNode
+
+## cluster-test: the chart on a one-node cluster (make cluster's); skipped, saying why, where a node cannot run (no root, no cgroups).
+cluster-test:
+	$(GO) test -race -count=1 -timeout 20m -v -run '^$(CLUSTER_TESTS)$$' ./hack/cluster
+
+## cluster: a one-node cluster on this machine (root; kubelet, containerd, kube-proxy in a network namespace of its own) until Ctrl-C.
+cluster: controlplane
+	$(GO) run ./hack/cluster
 
 ## unit: the pure tests only (go test -short: no control plane), with the race detector; seconds on a warm cache.
 unit:

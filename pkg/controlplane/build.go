@@ -63,6 +63,30 @@ func EnsureBinaries(ctx context.Context, log io.Writer) (Binaries, error) {
 	}, nil
 }
 
+// EnsureNodeBinaries returns the directory of kubelet, kube-scheduler,
+// kube-controller-manager and kube-proxy, next to the control plane's
+// binaries, building whichever are missing (once, cached by version).
+func EnsureNodeBinaries(ctx context.Context, log io.Writer) (string, error) {
+	dir, err := CacheDir()
+	if err != nil {
+		return "", err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", fmt.Errorf("creating cache directory: %w", err)
+	}
+	unlock, err := lockDir(dir)
+	if err != nil {
+		return "", err
+	}
+	defer unlock()
+	for _, a := range nodeArtifacts() {
+		if err := ensure(ctx, dir, a, log); err != nil {
+			return "", err
+		}
+	}
+	return dir, nil
+}
+
 func ensure(ctx context.Context, dir string, a artifact, log io.Writer) error {
 	path := filepath.Join(dir, a.name)
 	if valid(ctx, path, a) {

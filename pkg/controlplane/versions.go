@@ -40,6 +40,19 @@ func artifacts() []artifact {
 	}
 }
 
+// nodeArtifacts are the binaries of a node and of the rest of a control
+// plane (pkg/cluster): built like kube-apiserver, only when a cluster is asked for.
+func nodeArtifacts() []artifact {
+	var out []artifact
+	for _, name := range []string{"kubelet", "kube-scheduler", "kube-controller-manager", "kube-proxy"} {
+		out = append(out, artifact{
+			name: name, module: kubernetesModule(), pkg: "k8s.io/kubernetes/cmd/" + name,
+			ldflags: kubernetesLdflags(), versionArgs: []string{"--version"}, versionWant: "Kubernetes " + KubernetesVersion,
+		})
+	}
+	return out
+}
+
 // kubernetesLdflags stamps the version the binaries report: without it they
 // report v0.0.0-master, which would make the cache check meaningless.
 func kubernetesLdflags() string {

@@ -1,0 +1,228 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
+
+	"github.com/metawatch/metawatch/pkg/cluster"
+	"github.com/metawatch/metawatch/pkg/controlplane"
+)
+
+// The chart, as users install it, on a real kubelet: the image starts with
+// the restricted securityContext, in-cluster config through the kubernetes
+// Service, the chart's RBAC only; the demo rule converges; deleting the
+// leader's pod hands over to the other replica without a key lost; and Stop
+// leaves nothing behind.
+func TestChartOnARealNode(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a one-node cluster: not under go test -short")
+	}
+	if reason := cluster.CannotRun(); reason != "" {
+		t.Skip(reason)
+	}
+	ctx := context.Background()
+	image := buildImage(t)
+	helm, err := controlplane.EnsureHelm(ctx, os.Stderr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	c, err := cluster.Start(ctx, cluster.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stopped := false
+	t.Cleanup(func() {
+		if !stopped {
+			_ = c.Stop()
+		}
+	})
+	t.Logf("cluster ready in %s", time.Since(start).Round(100*time.Millisecond))
+	if err := c.ImportImage(ctx, image); err != nil {
+		t.Fatal(err)
+	}
+	cs := kubernetes.NewForConfigOrDie(c.Config)
+
+	installed := time.Now()
+	run(t, helm, "--kubeconfig", c.KubeconfigPath, "install", "metawatch", "../../deploy/helm/metawatch", "-n", "metawatch-system",
+		"--create-namespace", "--set", "image.pullPolicy=Never")
+	run(t, c.Kubectl, "--kubeconfig", c.KubeconfigPath, "apply", "-n", "metawatch-system", "-f", "../../selectors/default.yaml")
+	run(t, c.Kubectl, "--kubeconfig", c.KubeconfigPath, "-n", "metawatch-system", "rollout", "status", "deploy/metawatch", "--timeout=3m")
+	t.Logf("both replicas Ready %s after helm install", time.Since(installed).Round(100*time.Millisecond))
+	t.Logf("\n%s", run(t, c.Kubectl, "--kubeconfig", c.KubeconfigPath, "get", "pods", "-A", "-o", "wide"))
+	assertRestricted(t, cs)
+
+	pods := createTeamPods(t, cs, "storefront", 10)
+	waitLabel(t, cs, "the rule to copy team to every pod", pods, "storefront")
+
+	leader := leaseHolder(t, cs)
+	watching := watchTeam(t, cs, "storefront")
+	deleted := time.Now()
+	if err := cs.CoreV1().Pods("metawatch-system").Delete(ctx, leader, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "another replica to take the Lease", 2*time.Minute, func() bool { h := leaseHolder(t, cs); return h != "" && h != leader })
+	if _, err := cs.CoreV1().Namespaces().Patch(ctx, "storefront", "application/merge-patch+json",
+		[]byte(`{"metadata":{"labels":{"team":"checkout"}}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	lost := watching()
+	waitLabel(t, cs, "the new leader to follow a Namespace change", pods, "checkout")
+	t.Logf("leader pod deleted: the new leader wrote the Namespace's change %s later", time.Since(deleted).Round(100*time.Millisecond))
+	if lost > 0 {
+		t.Errorf("%d times a pod was seen without the team label during the failover", lost)
+	}
+
+	stopped = true
+	if err := c.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	assertNothingLeft(t)
+}
+
+func buildImage(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "metawatch")
+	build := exec.Command("go", "build", "-trimpath", "-o", bin, "../../cmd/metawatch")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building metawatch: %v\n%s", err, out)
+	}
+	chart, err := os.ReadFile("../../deploy/helm/metawatch/Chart.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	appVersion := regexp.MustCompile(`(?m)^appVersion: *"?([^"\n]+)"?`).FindSubmatch(chart)[1]
+	tarball := filepath.Join(dir, "image.tar")
+	run(t, "go", "run", "../image", "--binary", bin, "--ref", "ghcr.io/metawatch/metawatch:"+string(appVersion), "--out", tarball)
+	return tarball
+}
+
+func run(t *testing.T, name string, args ...string) string {
+	t.Helper()
+	out, err := exec.Command(name, args...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s %s: %v\n%s", filepath.Base(name), strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
+// assertRestricted checks the running pods kept the chart's securityContext.
+func assertRestricted(t *testing.T, cs kubernetes.Interface) {
+	t.Helper()
+	list, err := cs.CoreV1().Pods("metawatch-system").List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range list.Items {
+		sc := p.Spec.Containers[0].SecurityContext
+		psc := p.Spec.SecurityContext
+		ok := sc != nil && ptr.Deref(sc.ReadOnlyRootFilesystem, false) && !ptr.Deref(sc.AllowPrivilegeEscalation, true) &&
+			sc.Capabilities != nil && len(sc.Capabilities.Drop) == 1 && sc.Capabilities.Drop[0] == "ALL" &&
+			psc != nil && ptr.Deref(psc.RunAsNonRoot, false) && psc.SeccompProfile != nil && psc.SeccompProfile.Type == corev1.SeccompProfileTypeRuntimeDefault
+		if !ok {
+			t.Errorf("pod %s does not run with the restricted securityContext: %+v / %+v", p.Name, psc, sc)
+		}
+		if p.Spec.AutomountServiceAccountToken != nil && !*p.Spec.AutomountServiceAccountToken && len(p.Spec.Volumes) == 0 {
+			t.Errorf("pod %s has no ServiceAccount token", p.Name)
+		}
+	}
+}
+
+func createTeamPods(t *testing.T, cs kubernetes.Interface, ns string, n int) []string {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{"team": ns}}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for i := range n {
+		pod := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("app-%d", i), Namespace: ns},
+			Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: cluster.PauseImage, ImagePullPolicy: corev1.PullNever}}},
+		}
+		if _, err := cs.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		names = append(names, ns+"/"+pod.Name)
+	}
+	return names
+}
+
+func waitLabel(t *testing.T, cs kubernetes.Interface, what string, pods []string, team string) {
+	t.Helper()
+	waitFor(t, what, 2*time.Minute, func() bool {
+		for _, key := range pods {
+			ns, name, _ := strings.Cut(key, "/")
+			p, err := cs.CoreV1().Pods(ns).Get(context.Background(), name, metav1.GetOptions{})
+			if err != nil || p.Labels["team"] != team {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// watchTeam watches the pods of ns and counts the versions seen without the
+// team label, until the returned function is called.
+func watchTeam(t *testing.T, cs kubernetes.Interface, ns string) (stop func() int) {
+	t.Helper()
+	w, err := cs.CoreV1().Pods(ns).Watch(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lost := make(chan int, 1)
+	go func() {
+		n := 0
+		for ev := range w.ResultChan() {
+			if p, ok := ev.Object.(*corev1.Pod); ok && p.Labels["team"] == "" {
+				n++
+			}
+		}
+		lost <- n
+	}()
+	return func() int { w.Stop(); return <-lost }
+}
+
+func leaseHolder(t *testing.T, cs kubernetes.Interface) string {
+	t.Helper()
+	lease, err := cs.CoordinationV1().Leases("metawatch-system").Get(context.Background(), "metawatch-leader", metav1.GetOptions{})
+	if err != nil || lease.Spec.HolderIdentity == nil {
+		return ""
+	}
+	pod, _, _ := strings.Cut(*lease.Spec.HolderIdentity, "_")
+	return pod
+}
+
+func waitFor(t *testing.T, what string, timeout time.Duration, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", timeout, what)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// assertNothingLeft checks Stop removed every process, mount, cgroup,
+// network namespace and directory the cluster made.
+func assertNothingLeft(t *testing.T) {
+	t.Helper()
+	if left := cluster.Leftovers(); len(left) > 0 {
+		t.Errorf("the stopped cluster left behind: %s", strings.Join(left, "; "))
+	}
+}

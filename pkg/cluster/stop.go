@@ -1,0 +1,193 @@
+package cluster
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+)
+
+// Stop deletes the workloads (so the kubelet stops their containers), stops
+// every component in reverse start order, then removes what the cluster left
+// on the host: mounts, cgroups, the network namespace, its directories.
+func (c *Cluster) Stop() error {
+	c.say("stopping: deleting the pods, then the components, then removing what they left")
+	if c.Config != nil && len(c.processes) > 0 {
+		c.deletePods()
+	}
+	var errs []error
+	for i := len(c.processes) - 1; i >= 0; i-- {
+		if err := c.processes[i].stop(20 * time.Second); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	c.processes = nil
+	if err := c.cleanup(); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// deletePods removes every pod and what recreates them, and waits (up to a
+// minute) for the kubelet to stop their containers: stopping the kubelet
+// alone would leave them running.
+func (c *Cluster) deletePods() {
+	cfg := rest.CopyConfig(c.Config)
+	cfg.WarningHandler = rest.NoWarnings{}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	nss, err := cs.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return
+	}
+	all := metav1.ListOptions{}
+	background := metav1.DeletePropagationBackground
+	owners := metav1.DeleteOptions{PropagationPolicy: &background}
+	for _, ns := range nss.Items {
+		n := ns.Name
+		_ = cs.AppsV1().Deployments(n).DeleteCollection(ctx, owners, all)
+		_ = cs.AppsV1().ReplicaSets(n).DeleteCollection(ctx, owners, all)
+		_ = cs.AppsV1().StatefulSets(n).DeleteCollection(ctx, owners, all)
+		_ = cs.AppsV1().DaemonSets(n).DeleteCollection(ctx, owners, all)
+		_ = cs.BatchV1().Jobs(n).DeleteCollection(ctx, owners, all)
+		grace := int64(5)
+		_ = cs.CoreV1().Pods(n).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &grace}, all)
+	}
+	for ctx.Err() == nil {
+		pods, err := cs.CoreV1().Pods("").List(ctx, all)
+		if err != nil || len(pods.Items) == 0 {
+			return
+		}
+		time.Sleep(time.Second)
+	}
+}
+
+// cleanup removes what a cluster leaves on the host, whether it stopped
+// cleanly or was killed: stray container processes, mounts under its data
+// directory, the kubelet's cgroups, the network namespace and the directories.
+func (c *Cluster) cleanup() error {
+	l := c.layout
+	killShims(l)
+	var errs []error
+	if err := unmountUnder(l.data); err != nil {
+		errs = append(errs, err)
+	}
+	if err := unmountUnder(l.runDir); err != nil {
+		errs = append(errs, err)
+	}
+	removeCgroups("kubepods")
+	if err := deleteNetwork(); err != nil {
+		errs = append(errs, err)
+	}
+	for _, dir := range []string{l.data, l.runDir, "/var/lib/cni/networks/" + netnsName} {
+		if err := os.RemoveAll(dir); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	removeCNIResults()
+	for _, dir := range c.hostDirs {
+		if err := os.RemoveAll(dir); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// nodeHostDirs are directories on the host that the kubelet, containerd's
+// shims and the CNI plugins create outside the cluster's own directories.
+var nodeHostDirs = []string{"/var/lib/kubelet", "/run/containerd", "/var/lib/cni"}
+
+// newHostDirs lists those of nodeHostDirs that do not exist yet: Stop removes
+// them; one that existed before belongs to someone else and stays.
+func newHostDirs() []string {
+	var out []string
+	for _, dir := range nodeHostDirs {
+		if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
+			out = append(out, dir)
+		}
+	}
+	return out
+}
+
+// killShims kills containerd shims (and with them their containers) started
+// for this cluster's containerd, found by its socket in their command line.
+func killShims(l layout) {
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, p := range procs {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			continue
+		}
+		cmdline := strings.ReplaceAll(string(b), "\x00", " ")
+		if strings.Contains(cmdline, "containerd-shim") && strings.Contains(cmdline, l.containerdSocket()) {
+			pid := filepath.Base(filepath.Dir(p))
+			_ = exec.Command("kill", "-9", "--", "-"+pid).Run() // its process group: the shim and the container
+			_ = exec.Command("kill", "-9", pid).Run()
+		}
+	}
+}
+
+// unmountUnder lazily unmounts every mount below dir, deepest first.
+func unmountUnder(dir string) error {
+	f, err := os.Open("/proc/self/mounts")
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	var mounts []string
+	s := bufio.NewScanner(f)
+	for s.Scan() {
+		fields := strings.Fields(s.Text())
+		if len(fields) > 1 && (fields[1] == dir || strings.HasPrefix(fields[1], dir+"/")) {
+			mounts = append(mounts, fields[1])
+		}
+	}
+	sort.Slice(mounts, func(i, j int) bool { return len(mounts[i]) > len(mounts[j]) })
+	var errs []error
+	for _, m := range mounts {
+		if err := syscall.Unmount(m, syscall.MNT_DETACH); err != nil && !errors.Is(err, syscall.EINVAL) {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// removeCgroups removes the kubelet's cgroup tree (children first) from every
+// cgroup v1 controller.
+func removeCgroups(name string) {
+	roots, _ := filepath.Glob("/sys/fs/cgroup/*/" + name)
+	for _, root := range roots {
+		var dirs []string
+		_ = filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+			if err == nil && d.IsDir() {
+				dirs = append(dirs, path)
+			}
+			return nil
+		})
+		for i := len(dirs) - 1; i >= 0; i-- {
+			_ = syscall.Rmdir(dirs[i])
+		}
+	}
+}
+
+// removeCNIResults removes the CNI plugins' cached results for this network.
+func removeCNIResults() {
+	results, _ := filepath.Glob("/var/lib/cni/results/" + netnsName + "-*")
+	for _, r := range results {
+		_ = os.Remove(r)
+	}
+}
