@@ -74,16 +74,30 @@ func TestChartOnARealNode(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, "another replica to take the Lease", 2*time.Minute, func() bool { h := leaseHolder(t, cs); return h != "" && h != leader })
-	if _, err := cs.CoreV1().Namespaces().Patch(ctx, "storefront", "application/merge-patch+json",
-		[]byte(`{"metadata":{"labels":{"team":"checkout"}}}`), metav1.PatchOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	setTeam(t, cs, "storefront", "checkout")
 	lost := watching()
 	waitLabel(t, cs, "the new leader to follow a Namespace change", pods, "checkout")
 	t.Logf("leader pod deleted: the new leader wrote the Namespace's change %s later", time.Since(deleted).Round(100*time.Millisecond))
 	if lost > 0 {
 		t.Errorf("%d times a pod was seen without the team label during the failover", lost)
 	}
+
+	// After a kill -9 the kubelet restarts the container: the new leader may be
+	// that new process, in the same pod, so processes are told apart by the
+	// Lease's full holder identity.
+	holder := leaseIdentity(t, cs)
+	watching = watchTeam(t, cs, "storefront")
+	killed := time.Now()
+	killProcess(t, cs, leaseHolder(t, cs))
+	waitFor(t, "another process to take the Lease after a kill -9", 2*time.Minute, func() bool { h := leaseIdentity(t, cs); return h != "" && h != holder })
+	setTeam(t, cs, "storefront", "payments")
+	waitLabel(t, cs, "the new leader to follow a Namespace change", pods, "payments")
+	t.Logf("leader killed (-9): the new leader wrote the Namespace's change %s later", time.Since(killed).Round(100*time.Millisecond))
+	if lost := watching(); lost > 0 {
+		t.Errorf("%d times a pod was seen without the team label after the kill", lost)
+	}
+
+	rollingUpgrade(t, c, cs, helm, pods)
 
 	stopped = true
 	if err := c.Stop(); err != nil {
@@ -92,7 +106,33 @@ func TestChartOnARealNode(t *testing.T) {
 	assertNothingLeft(t)
 }
 
+func setTeam(t *testing.T, cs kubernetes.Interface, ns, team string) {
+	t.Helper()
+	if _, err := cs.CoreV1().Namespaces().Patch(context.Background(), ns, "application/merge-patch+json",
+		fmt.Appendf(nil, `{"metadata":{"labels":{"team":%q}}}`, team), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// imageRef is the chart's default image, or that image under another tag.
+func imageRef(t *testing.T, tag string) string {
+	t.Helper()
+	chart, err := os.ReadFile("../../deploy/helm/metawatch/Chart.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tag == "" {
+		tag = string(regexp.MustCompile(`(?m)^appVersion: *"?([^"\n]+)"?`).FindSubmatch(chart)[1])
+	}
+	return "ghcr.io/metawatch/metawatch:" + tag
+}
+
 func buildImage(t *testing.T) string {
+	t.Helper()
+	return buildImageAs(t, imageRef(t, ""))
+}
+
+func buildImageAs(t *testing.T, ref string) string {
 	t.Helper()
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "metawatch")
@@ -101,13 +141,8 @@ func buildImage(t *testing.T) string {
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("building metawatch: %v\n%s", err, out)
 	}
-	chart, err := os.ReadFile("../../deploy/helm/metawatch/Chart.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	appVersion := regexp.MustCompile(`(?m)^appVersion: *"?([^"\n]+)"?`).FindSubmatch(chart)[1]
 	tarball := filepath.Join(dir, "image.tar")
-	run(t, "go", "run", "../image", "--binary", bin, "--ref", "ghcr.io/metawatch/metawatch:"+string(appVersion), "--out", tarball)
+	run(t, "go", "run", "../image", "--binary", bin, "--ref", ref, "--out", tarball)
 	return tarball
 }
 
@@ -197,13 +232,20 @@ func watchTeam(t *testing.T, cs kubernetes.Interface, ns string) (stop func() in
 	return func() int { w.Stop(); return <-lost }
 }
 
-func leaseHolder(t *testing.T, cs kubernetes.Interface) string {
+// leaseIdentity is the leader's identity: its pod's name, "_", a uuid of its process.
+func leaseIdentity(t *testing.T, cs kubernetes.Interface) string {
 	t.Helper()
 	lease, err := cs.CoordinationV1().Leases("metawatch-system").Get(context.Background(), "metawatch-leader", metav1.GetOptions{})
 	if err != nil || lease.Spec.HolderIdentity == nil {
 		return ""
 	}
-	pod, _, _ := strings.Cut(*lease.Spec.HolderIdentity, "_")
+	return *lease.Spec.HolderIdentity
+}
+
+// leaseHolder is the leader's pod.
+func leaseHolder(t *testing.T, cs kubernetes.Interface) string {
+	t.Helper()
+	pod, _, _ := strings.Cut(leaseIdentity(t, cs), "_")
 	return pod
 }
 

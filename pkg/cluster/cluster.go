@@ -113,6 +113,7 @@ func (c *Cluster) prepare() error {
 		l.path("cni", "10-metawatch-cluster.conflist"): cniConfig(),
 		l.path("kubelet.yaml"):                         l.kubeletConfig(),
 		l.path("kube-proxy.yaml"):                      l.kubeProxyConfig(),
+		l.path("audit-policy.yaml"):                    auditPolicy,
 		l.path("resolv.conf"):                          "# no nameserver: nothing in the cluster resolves names outside it\n",
 	}
 	for path, content := range files {
@@ -146,7 +147,8 @@ func (c *Cluster) startControlPlane(ctx context.Context, bins controlplane.Binar
 		"--client-ca-file", p.path("ca.crt"), "--kubelet-client-certificate", p.path("admin.crt"), "--kubelet-client-key", p.path("admin.key"),
 		"--service-account-issuer", "https://kubernetes.default.svc.cluster.local", "--service-account-key-file", p.path("sa.pub"),
 		"--service-account-signing-key-file", p.path("sa.key"), "--service-cluster-ip-range", serviceCIDR,
-		"--authorization-mode", "Node,RBAC", "--kubelet-preferred-address-types", "InternalIP", "--allow-privileged", "--feature-gates", controlplane.FeatureGates); err != nil {
+		"--authorization-mode", "Node,RBAC", "--kubelet-preferred-address-types", "InternalIP",
+		"--audit-policy-file", l.path("audit-policy.yaml"), "--audit-log-path", c.AuditLogPath(), "--audit-log-format", "json", "--allow-privileged", "--feature-gates", controlplane.FeatureGates); err != nil {
 		return err
 	}
 	if err := c.waitFor(ctx, "the API server to be ready", 90*time.Second, c.apiServerReady); err != nil {
@@ -191,6 +193,10 @@ func (c *Cluster) startNode(ctx context.Context, nodeDir string) error {
 	}
 	return c.waitFor(ctx, "node "+nodeName+" to be Ready", 2*time.Minute, c.nodeReady)
 }
+
+// AuditLogPath is the API server's audit log (JSON lines): every write by a
+// ServiceAccount, at level Metadata (who, from which address, what, when).
+func (c *Cluster) AuditLogPath() string { return c.layout.path("logs", "audit.log") }
 
 // ImportImage imports an OCI or Docker image tarball into the node's
 // containerd, for pods with imagePullPolicy: Never (there is no registry).

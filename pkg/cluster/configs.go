@@ -55,6 +55,18 @@ state = %q
 		PauseImage, cniBinDir, l.path("cni"))
 }
 
+// auditPolicy records the writes of ServiceAccounts (the workloads'), so
+// tests can tell which replica wrote what, and when.
+const auditPolicy = `apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: [RequestReceived]
+rules:
+- level: Metadata
+  userGroups: ["system:serviceaccounts"]
+  verbs: [create, update, patch, delete]
+- level: None
+`
+
 // cniBinDir is where Debian's containernetworking-plugins are.
 const cniBinDir = "/usr/lib/cni"
 
