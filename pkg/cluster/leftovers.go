@@ -20,15 +20,9 @@ func CannotRun() string {
 func Leftovers() []string {
 	l := defaultLayout()
 	var out []string
-	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
-	for _, p := range procs {
-		b, err := os.ReadFile(p)
-		if err != nil {
-			continue
-		}
-		cmdline := strings.ReplaceAll(string(b), "\x00", " ")
+	for pid, cmdline := range processes() {
 		if strings.Contains(cmdline, l.data) || strings.Contains(cmdline, l.runDir) {
-			out = append(out, "process "+filepath.Base(filepath.Dir(p))+": "+cmdline)
+			out = append(out, "process "+pid+": "+cmdline)
 		}
 	}
 	for _, path := range []string{"/run/netns/" + netnsName, "/sys/class/net/mwc-host", l.data, l.runDir} {

@@ -126,19 +126,25 @@ func newHostDirs() []string {
 // killShims kills containerd shims (and with them their containers) started
 // for this cluster's containerd, found by its socket in their command line.
 func killShims(l layout) {
-	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
-	for _, p := range procs {
-		b, err := os.ReadFile(p)
-		if err != nil {
-			continue
-		}
-		cmdline := strings.ReplaceAll(string(b), "\x00", " ")
+	for pid, cmdline := range processes() {
 		if strings.Contains(cmdline, "containerd-shim") && strings.Contains(cmdline, l.containerdSocket()) {
-			pid := filepath.Base(filepath.Dir(p))
 			_ = exec.Command("kill", "-9", "--", "-"+pid).Run() // its process group: the shim and the container
 			_ = exec.Command("kill", "-9", pid).Run()
 		}
 	}
+}
+
+// processes maps each process id on the host to its command line, arguments
+// separated by spaces.
+func processes() map[string]string {
+	out := map[string]string{}
+	paths, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, p := range paths {
+		if b, err := os.ReadFile(p); err == nil {
+			out[filepath.Base(filepath.Dir(p))] = strings.ReplaceAll(string(b), "\x00", " ")
+		}
+	}
+	return out
 }
 
 // unmountUnder lazily unmounts every mount below dir, deepest first.
