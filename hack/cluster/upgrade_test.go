@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -152,9 +153,9 @@ func killProcess(t *testing.T, cs kubernetes.Interface, name string) {
 		dir := filepath.Dir(cg)
 		cmdline, _ := os.ReadFile(filepath.Join(dir, "cmdline"))
 		if strings.HasPrefix(string(cmdline), "/metawatch\x00") {
-			var pid int
-			for _, ch := range filepath.Base(dir) {
-				pid = pid*10 + int(ch-'0')
+			pid, err := strconv.Atoi(filepath.Base(dir))
+			if err != nil {
+				t.Fatal(err)
 			}
 			if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 				t.Fatal(err)

@@ -130,7 +130,6 @@ func (p pki) kubeconfig(server string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	b64 := func(s string) string { return encodeBase64(s) }
 	return fmt.Appendf(nil, `apiVersion: v1
 kind: Config
 clusters:
@@ -147,5 +146,5 @@ contexts:
 - name: metawatch-cluster
   context: {cluster: metawatch-cluster, user: admin}
 current-context: metawatch-cluster
-`, server, b64(ca), b64(crt), b64(key)), nil
+`, server, encodeBase64(ca), encodeBase64(crt), encodeBase64(key)), nil
 }

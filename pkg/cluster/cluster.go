@@ -33,8 +33,9 @@ type Cluster struct {
 
 	layout    layout
 	log       io.Writer
-	processes []*process // in start order
-	hostDirs  []string   // host directories the node's components create, absent before Start
+	client    kubernetes.Interface // the admin client readiness is polled with
+	processes []*process           // in start order
+	hostDirs  []string             // host directories the node's components create, absent before Start
 }
 
 // Options tune Start.
@@ -121,7 +122,10 @@ func (c *Cluster) prepare() error {
 			return err
 		}
 	}
-	c.Config, err = clientcmd.RESTConfigFromKubeConfig(kubeconfig)
+	if c.Config, err = clientcmd.RESTConfigFromKubeConfig(kubeconfig); err != nil {
+		return err
+	}
+	c.client, err = kubernetes.NewForConfig(c.Config)
 	return err
 }
 
@@ -210,19 +214,11 @@ func (c *Cluster) ImportImage(ctx context.Context, tarball string) error {
 }
 
 func (c *Cluster) apiServerReady(ctx context.Context) error {
-	cs, err := kubernetes.NewForConfig(c.Config)
-	if err != nil {
-		return err
-	}
-	return cs.Discovery().RESTClient().Get().AbsPath("/readyz").Do(ctx).Error()
+	return c.client.Discovery().RESTClient().Get().AbsPath("/readyz").Do(ctx).Error()
 }
 
 func (c *Cluster) nodeReady(ctx context.Context) error {
-	cs, err := kubernetes.NewForConfig(c.Config)
-	if err != nil {
-		return err
-	}
-	node, err := cs.CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{})
+	node, err := c.client.CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{})
 	if err != nil {
 		return err
 	}
