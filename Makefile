@@ -43,7 +43,7 @@ test: tidy vet lint controlplane
 	$(MAKE) cluster-test
 
 # The tests on a real node run alone, after the others: one node per machine, and its load would disturb timed tests.
-CLUSTER_TESTS := TestChartOnARealNode
+CLUSTER_TESTS := (TestChartOnARealNode|TestMakeClusterStopsOnSignals|TestStartAfterAKilledRun)
 
 ## cluster-test: the chart on a one-node cluster (make cluster's); skipped, saying why, where a node cannot run (no root, no cgroups).
 cluster-test:

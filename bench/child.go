@@ -186,10 +186,18 @@ func (c *child) snapshot() (snapshot, error) {
 	return s, nil
 }
 
-// quietSnapshot is a snapshot taken once the child has seen no new event for
-// a second (or after 30 s): the events the harness caused have reached it,
-// whose watch may lag behind the harness's own.
-func (c *child) quietSnapshot() (snapshot, error) {
+// measured is a running variant the harness takes snapshots of: a child
+// process, or the chart's pods (deployed).
+type measured interface {
+	snapshot() (snapshot, error)
+	// stop takes a last snapshot and ends the variant.
+	stop() (snapshot, error)
+}
+
+// quietSnapshot is a snapshot taken once the variant has seen no new event
+// for a second (or after 30 s): the events the harness caused have reached
+// it, whose watch may lag behind the harness's own.
+func quietSnapshot(c measured) (snapshot, error) {
 	s, err := c.snapshot()
 	for deadline := time.Now().Add(30 * time.Second); err == nil && time.Now().Before(deadline); {
 		time.Sleep(time.Second)

@@ -17,6 +17,7 @@ import (
 	"github.com/metawatch/metawatch/bench/seed"
 	"github.com/metawatch/metawatch/bench/target"
 	"github.com/metawatch/metawatch/bench/variant"
+	"github.com/metawatch/metawatch/pkg/cluster"
 )
 
 // costCenter is the label the rule copies from the namespace to its pods.
@@ -34,6 +35,8 @@ type harness struct {
 	observer   *scenario.Observer // the first namespace's pods, once seeded
 	variants   []variant.Variant
 	run        report.Run
+	node       *cluster.Cluster // --local-cluster's node, where the chart variant runs
+	chart      *chartSetup      // set up by the chart variant's first run
 }
 
 // run is the whole benchmark: open the target, then for each size grow the
@@ -63,20 +66,25 @@ func openHarness(ctx context.Context, o options) (*harness, func(), error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	cluster, err := target.Open(ctx, o.kind)
+	var tgt *target.Cluster
+	if o.localCluster {
+		tgt, err = target.OpenLocalCluster(ctx)
+	} else {
+		tgt, err = target.Open(ctx, o.kind)
+	}
 	if err != nil {
 		return nil, nil, err
 	}
-	h, err := newHarness(ctx, o, cluster, variants)
+	h, err := newHarness(ctx, o, tgt, variants)
 	if err != nil {
-		cluster.Stop()
+		tgt.Stop()
 		return nil, nil, err
 	}
-	return h, func() { h.cleanUp(); cluster.Stop() }, nil
+	return h, func() { h.cleanUp(); tgt.Stop() }, nil
 }
 
-func newHarness(ctx context.Context, o options, cluster *target.Cluster, variants []variant.Variant) (*harness, error) {
-	cfg, err := clientcmd.BuildConfigFromFlags("", cluster.Kubeconfig)
+func newHarness(ctx context.Context, o options, tgt *target.Cluster, variants []variant.Variant) (*harness, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", tgt.Kubeconfig)
 	if err != nil {
 		return nil, err
 	}
@@ -88,9 +96,9 @@ func newHarness(ctx context.Context, o options, cluster *target.Cluster, variant
 	if err := seed.Leftover(ctx, c); err != nil {
 		return nil, err
 	}
-	h := &harness{o: o, kubeconfig: cluster.Kubeconfig, local: cluster.Local, cfg: cfg, client: c, variants: variants,
+	h := &harness{o: o, kubeconfig: tgt.Kubeconfig, local: tgt.Local, cfg: cfg, client: c, variants: variants, node: tgt.Node,
 		population: seed.Population{Client: c, PerNamespace: o.perNamespace, Concurrency: o.seedConcurrency, Log: os.Stderr}}
-	h.run = report.Run{Machine: describeMachine(cfg, cluster), Options: reportOptions(o), Baseline: variants[0].Name}
+	h.run = report.Run{Machine: describeMachine(cfg, tgt), Options: reportOptions(o), Baseline: variants[0].Name}
 	return h, nil
 }
 

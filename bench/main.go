@@ -7,6 +7,7 @@
 //	make bench ARGS="--sizes 2000 --scenarios sync"   # a quick look
 //	make bench ARGS="--kind metawatch-bench"          # a kind cluster from bench/kind-config.yaml
 //	make bench ARGS="--kubeconfig ~/.kube/config"     # any cluster you may create namespaces in
+//	make bench ARGS="--local-cluster"                 # make cluster's one-node cluster, plus metawatch from its chart
 package main
 
 import (
@@ -36,7 +37,7 @@ type options struct {
 	statusRate, labelRate     float64
 	churnDuration             time.Duration
 	kind, out, heapProfiles   string
-	keep                      bool
+	keep, localCluster        bool
 	child                     string // set in a variant's own process
 	render                    string // re-render the report of this results.json
 }
@@ -76,12 +77,21 @@ func parseFlags() options {
 	flag.StringVar(&o.kind, "kind", "", "Run against kind cluster NAME (created from "+target.KindConfig+" if missing).")
 	flag.StringVar(&o.out, "out", "bench/out", "Directory for results.json, README.md and the plots.")
 	flag.StringVar(&o.heapProfiles, "heap-profiles", "", "Write each variant's heap profile after its initial sync to DIR/VARIANT-N.pprof (go tool pprof).")
+	flag.BoolVar(&o.localCluster, "local-cluster", false, "Run on the one-node cluster of `make cluster` (root), started and thrown away here, and add the chart variant: metawatch deployed by its Helm chart.")
 	flag.BoolVar(&o.keep, "keep", false, "Keep the seeded namespaces at the end (on a kind cluster or kubeconfig; the local control plane is thrown away).")
 	flag.StringVar(&o.render, "render", "", "Only write the report (README.md, plots) of results.json FILE into --out, e.g. after changing the report's code.")
 	flag.StringVar(&o.child, "child", "", "Internal: run this variant in this process and report to the harness on stdout.")
 	flag.Parse()
 	o.sizes, o.scenarios, o.variants = mustInts(*sizes), split(*scenarios), split(*variants)
+	if o.localCluster && !flagSet("variants") {
+		o.variants = append(o.variants, variant.Chart().Name)
+	}
 	return o
+}
+
+func flagSet(name string) (set bool) {
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
 }
 
 func split(s string) []string { return strings.Split(strings.ReplaceAll(s, " ", ""), ",") }

@@ -14,11 +14,12 @@ import (
 // measureVariant runs v in its own process on n pods: sync, then (unless it
 // only caches) converge and churn on the first namespace, as selected.
 func (h *harness) measureVariant(ctx context.Context, v variant.Variant, n int) (report.Result, error) {
-	c, s, err := startChild(ctx, h.o, h.kubeconfig, v.Name, n)
+	c, s, err := h.start(ctx, v, n)
 	if err != nil {
 		return report.Result{}, err
 	}
-	r := report.Result{Variant: v.Name, Description: v.Description, CacheOnly: v.CacheOnly, N: n, Objects: s.Objects, Sync: syncFigures(s)}
+	r := report.Result{Variant: v.Name, Description: v.Description, CacheOnly: v.CacheOnly, Deployed: v.Deployed, N: n,
+		Objects: s.Objects, Sync: syncFigures(s)}
 	if s.Objects != n {
 		_, _ = c.stop()
 		return r, fmt.Errorf("cached %d pods, the cluster has %d", s.Objects, n)
@@ -34,7 +35,15 @@ func (h *harness) measureVariant(ctx context.Context, v variant.Variant, n int) 
 	return r, err
 }
 
-func (h *harness) scenarios(ctx context.Context, c *child, v variant.Variant, r *report.Result) error {
+// start starts v at size n: in a process of its own, or from the chart.
+func (h *harness) start(ctx context.Context, v variant.Variant, n int) (measured, synced, error) {
+	if v.Deployed {
+		return h.startDeployed(ctx, n)
+	}
+	return startChild(ctx, h.o, h.kubeconfig, v.Name, n)
+}
+
+func (h *harness) scenarios(ctx context.Context, c measured, v variant.Variant, r *report.Result) error {
 	ns := seed.NamespaceName(0)
 	if h.o.has("converge") {
 		before, err := c.snapshot()
@@ -45,7 +54,7 @@ func (h *harness) scenarios(ctx context.Context, c *child, v variant.Variant, r 
 		if err != nil {
 			return fmt.Errorf("converge: %w", err)
 		}
-		after, err := c.quietSnapshot()
+		after, err := quietSnapshot(c)
 		r.Converge = &report.Converge{Pods: len(h.observer.Pods()), Seconds: took.Seconds(), Activity: activity(before, after)}
 		if err != nil {
 			return err
@@ -57,7 +66,7 @@ func (h *harness) scenarios(ctx context.Context, c *child, v variant.Variant, r 
 	return nil
 }
 
-func (h *harness) churn(ctx context.Context, c *child, r *report.Result) error {
+func (h *harness) churn(ctx context.Context, c measured, r *report.Result) error {
 	before, err := c.snapshot()
 	if err != nil {
 		return err
@@ -67,7 +76,7 @@ func (h *harness) churn(ctx context.Context, c *child, r *report.Result) error {
 	if err != nil {
 		return fmt.Errorf("churn: %w", err)
 	}
-	after, err := c.quietSnapshot()
+	after, err := quietSnapshot(c)
 	if err != nil {
 		return err
 	}

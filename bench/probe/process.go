@@ -20,8 +20,11 @@ func HeapAfterGC() runtime.MemStats {
 }
 
 // PeakRSS is the process's high-water resident set (VmHWM), 0 where /proc is not.
-func PeakRSS() int64 {
-	data, err := os.ReadFile("/proc/self/status")
+func PeakRSS() int64 { return PeakRSSOf("self") }
+
+// PeakRSSOf is PeakRSS of process pid ("self" for this one).
+func PeakRSSOf(pid string) int64 {
+	data, err := os.ReadFile("/proc/" + pid + "/status")
 	if err != nil {
 		return 0
 	}
@@ -42,3 +45,25 @@ func CPUSeconds() float64 {
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
 }
+
+// CPUSecondsOf is the user and system CPU time so far of process pid on this
+// machine (a container's, the kubelet's node being this machine), from
+// /proc/PID/stat, 0 if it cannot be read.
+func CPUSecondsOf(pid string) float64 {
+	data, err := os.ReadFile("/proc/" + pid + "/stat")
+	if err != nil {
+		return 0
+	}
+	// The command (field 2) is in parentheses and may hold spaces: count from after it.
+	_, rest, _ := strings.Cut(string(data), ") ")
+	fields := strings.Fields(rest)
+	if len(fields) < 13 {
+		return 0
+	}
+	utime, _ := strconv.ParseFloat(fields[11], 64)
+	stime, _ := strconv.ParseFloat(fields[12], 64)
+	return (utime + stime) / clockTicksPerSecond
+}
+
+// clockTicksPerSecond is USER_HZ, 100 on Linux on every architecture Go supports.
+const clockTicksPerSecond = 100

@@ -43,9 +43,9 @@ func summaryTable(b *strings.Builder, run Run) {
 	b.WriteString("| variant | retained heap | allocated in sync | received | peak RSS | CPU seconds (whole run) |\n|---|---|---|---|---|---|\n")
 	for _, r := range run.Results {
 		if r.N == n && !r.CacheOnly {
-			fmt.Fprintf(b, "| %s | %.1fx | %.1fx | %.1fx | %.1fx | %.1fx |\n", r.Variant,
-				base.Sync.RetainedBytesPerObject/r.Sync.RetainedBytesPerObject, base.Sync.AllocatedBytesPerObject/r.Sync.AllocatedBytesPerObject,
-				base.Sync.ReceivedBytesPerObject/r.Sync.ReceivedBytesPerObject, float64(base.PeakRSSBytes)/float64(r.PeakRSSBytes), base.CPUSeconds/r.CPUSeconds)
+			fmt.Fprintf(b, "| %s | %s | %s | %s | %.1fx | %.1fx |\n", r.Variant,
+				times(r, base.Sync.RetainedBytesPerObject, r.Sync.RetainedBytesPerObject), times(r, base.Sync.AllocatedBytesPerObject, r.Sync.AllocatedBytesPerObject),
+				times(r, base.Sync.ReceivedBytesPerObject, r.Sync.ReceivedBytesPerObject), float64(base.PeakRSSBytes)/float64(r.PeakRSSBytes), base.CPUSeconds/r.CPUSeconds)
 		}
 	}
 }
@@ -63,8 +63,8 @@ func syncTable(b *strings.Builder, run Run, cacheOnly bool) {
 			continue
 		}
 		base := run.find(run.Baseline, r.N)
-		fmt.Fprintf(b, "| %d | %s | %d | %.0f B | %s | %.0f B | %.0f B | %.2f | %.2f | %d MiB | %.1f |\n", r.N, r.Variant, r.Objects,
-			r.Sync.RetainedBytesPerObject, ratio(base, r), r.Sync.AllocatedBytesPerObject, r.Sync.ReceivedBytesPerObject,
+		fmt.Fprintf(b, "| %d | %s | %d | %s | %s | %s | %s | %.2f | %.2f | %d MiB | %.1f |\n", r.N, r.Variant, r.Objects,
+			bytes(r, r.Sync.RetainedBytesPerObject), ratio(base, r), bytes(r, r.Sync.AllocatedBytesPerObject), bytes(r, r.Sync.ReceivedBytesPerObject),
 			r.Sync.Seconds, r.Sync.CPUSeconds, r.PeakRSSBytes>>20, r.CPUSeconds)
 	}
 }
@@ -74,6 +74,23 @@ func ratio(base *Result, r Result) string {
 		return "-"
 	}
 	return fmt.Sprintf("%.1fx", base.Sync.RetainedBytesPerObject/r.Sync.RetainedBytesPerObject)
+}
+
+// bytes is a per-pod figure, "-" for the chart variant, which is measured
+// from outside its process (no heap, no wire).
+func bytes(r Result, perPod float64) string {
+	if r.Deployed {
+		return "-"
+	}
+	return fmt.Sprintf("%.0f B", perPod)
+}
+
+// times is how many times less than the baseline's a figure is, "-" where not measured.
+func times(r Result, base, this float64) string {
+	if r.Deployed || this <= 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.1fx", base/this)
 }
 
 func (run Run) find(variant string, n int) *Result {

@@ -44,14 +44,17 @@ type Bare struct {
 
 // Result is one variant's figures at one cluster size N (pods in the cluster).
 type Result struct {
-	Variant     string    `json:"variant"`
-	Description string    `json:"description"`
-	CacheOnly   bool      `json:"cacheOnly,omitempty"`
-	N           int       `json:"n"`
-	Objects     int       `json:"cachedPods"`
-	Sync        Sync      `json:"sync"`
-	Converge    *Converge `json:"converge,omitempty"`
-	Churn       *Churn    `json:"churn,omitempty"`
+	Variant     string `json:"variant"`
+	Description string `json:"description"`
+	CacheOnly   bool   `json:"cacheOnly,omitempty"`
+	// Deployed is metawatch from its chart, in pods: measured from outside
+	// (its process and metrics), so without heap or wire figures.
+	Deployed bool      `json:"deployed,omitempty"`
+	N        int       `json:"n"`
+	Objects  int       `json:"cachedPods"`
+	Sync     Sync      `json:"sync"`
+	Converge *Converge `json:"converge,omitempty"`
+	Churn    *Churn    `json:"churn,omitempty"`
 	// PeakRSSBytes and CPUSeconds are the whole process's, at its end.
 	PeakRSSBytes int64   `json:"peakRSSBytes"`
 	CPUSeconds   float64 `json:"cpuSeconds"`

@@ -27,7 +27,8 @@ const AppsPerNamespace = 50
 
 // Pod returns the i-th realistic pod of namespace ns: 2 containers with env,
 // probes, resources and volume mounts, 7 labels, 4 annotations, and an owner
-// reference to its ReplicaSet. Pods of one app have the same labels, as the
+// reference to its ReplicaSet (with a placeholder uid: Population.Grow sets
+// the real one). Pods of one app have the same labels, as the
 // pods of one ReplicaSet do.
 func Pod(ns string, i int) *corev1.Pod {
 	app := appName(i)
@@ -46,20 +47,24 @@ func Pod(ns string, i int) *corev1.Pod {
 				"kubectl.kubernetes.io/default-container": "app", "checksum/config": fmt.Sprintf("%064x", i%AppsPerNamespace),
 			},
 			OwnerReferences: []metav1.OwnerReference{{
-				APIVersion: "apps/v1", Kind: "ReplicaSet", Name: app + "-" + templateHash(i),
-				UID: types.UID(fmt.Sprintf("6f1c2d3e-0000-4000-8000-%012d", i%AppsPerNamespace)), Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true),
+				APIVersion: "apps/v1", Kind: "ReplicaSet", Name: ownerName(i),
+				UID: types.UID(fmt.Sprintf("6f1c2d3e-0000-4000-8000-%012d", i%AppsPerNamespace)), Controller: ptr.To(false), BlockOwnerDeletion: ptr.To(true),
 			}},
 		},
 		Spec: corev1.PodSpec{
-			// No node matches: on a real cluster (kind) bench pods stay Pending and cost the kubelet nothing.
-			NodeSelector: map[string]string{"metawatch.dev/bench-node": "none"},
-			Containers:   []corev1.Container{container("app", app, 8080), container("sidecar", "envoy", 15001)},
-			Volumes:      []corev1.Volume{{Name: "config", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: app + "-config"}}}}},
+			// No scheduler is called this and no node matches: on a real cluster
+			// (kind, --local-cluster) bench pods stay Pending and cost neither the
+			// scheduler nor a kubelet anything.
+			SchedulerName: "metawatch-bench-none",
+			NodeSelector:  map[string]string{"metawatch.dev/bench-node": "none"},
+			Containers:    []corev1.Container{container("app", app, 8080), container("sidecar", "envoy", 15001)},
+			Volumes:       []corev1.Volume{{Name: "config", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: app + "-config"}}}}},
 		},
 	}
 }
 
 func appName(i int) string      { return fmt.Sprintf("app-%d", i%AppsPerNamespace) }
+func ownerName(i int) string    { return appName(i) + "-" + templateHash(i) }
 func templateHash(i int) string { return fmt.Sprintf("%x", 0x5d4c3b2a+i%AppsPerNamespace) }
 
 func container(name, image string, port int32) corev1.Container {

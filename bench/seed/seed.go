@@ -4,12 +4,16 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -28,6 +32,9 @@ type Population struct {
 	PerNamespace int
 	Concurrency  int
 	Log          io.Writer
+	// owners are the uids of the pods' owner ReplicaSets by namespace/name,
+	// recorded as Grow creates them.
+	owners sync.Map
 }
 
 // NamespaceName is the name of the k-th namespace of the population.
@@ -35,7 +42,7 @@ func NamespaceName(k int) string { return fmt.Sprintf("metawatch-bench-%03d", k)
 
 // Grow creates pods from..to-1 and, for each namespace they are the first
 // pods of, the namespace and its workloads.
-func (p Population) Grow(ctx context.Context, from, to int) error {
+func (p *Population) Grow(ctx context.Context, from, to int) error {
 	for k := (from + p.PerNamespace - 1) / p.PerNamespace; k*p.PerNamespace < to; k++ {
 		if err := p.namespace(ctx, k); err != nil {
 			return err
@@ -47,11 +54,15 @@ func (p Population) Grow(ctx context.Context, from, to int) error {
 	return ForEach(ctx, to-from, p.Concurrency, func(i int) error {
 		defer done.Add(1)
 		i += from
-		return createPod(ctx, p.Client, Pod(NamespaceName(i/p.PerNamespace), i%p.PerNamespace))
+		pod := Pod(NamespaceName(i/p.PerNamespace), i%p.PerNamespace)
+		if uid, ok := p.owners.Load(pod.Namespace + "/" + pod.OwnerReferences[0].Name); ok {
+			pod.OwnerReferences[0].UID = uid.(types.UID)
+		}
+		return createPod(ctx, p.Client, pod)
 	})
 }
 
-func (p Population) namespace(ctx context.Context, k int) error {
+func (p *Population) namespace(ctx context.Context, k int) error {
 	ns := NamespaceName(k)
 	if err := Namespace(ctx, p.Client, ns, map[string]string{BenchLabel: "true"}); err != nil {
 		return err
@@ -61,6 +72,9 @@ func (p Population) namespace(ctx context.Context, k int) error {
 			if err := p.Client.Create(ctx, obj, client.FieldOwner("kubectl-client-side-apply")); err != nil {
 				return fmt.Errorf("creating %T %s/%s: %w", obj, ns, obj.GetName(), err)
 			}
+			if _, ok := obj.(*appsv1.ReplicaSet); ok {
+				p.owners.Store(ns+"/"+obj.GetName(), obj.GetUID())
+			}
 		}
 		return nil
 	})
@@ -69,11 +83,22 @@ func (p Population) namespace(ctx context.Context, k int) error {
 // createPod creates pod as its creator would, then gives it a running status
 // as a second field manager ("kubelet").
 func createPod(ctx context.Context, c client.Client, pod *corev1.Pod) error {
-	if err := c.Create(ctx, pod, client.FieldOwner("kube-controller-manager")); err != nil {
+	err := c.Create(ctx, pod, client.FieldOwner("kube-controller-manager"))
+	// On a cluster with a controller-manager, a new namespace's default
+	// ServiceAccount comes a moment after it, and pods are refused until then.
+	for deadline := time.Now().Add(time.Minute); noServiceAccountYet(err) && time.Now().Before(deadline); {
+		time.Sleep(200 * time.Millisecond)
+		err = c.Create(ctx, pod, client.FieldOwner("kube-controller-manager"))
+	}
+	if err != nil {
 		return fmt.Errorf("creating pod %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
 	pod.Status = RunningStatus(pod)
 	return c.Status().Update(ctx, pod, client.FieldOwner("kubelet"))
+}
+
+func noServiceAccountYet(err error) bool {
+	return apierrors.IsForbidden(err) && strings.Contains(err.Error(), "error looking up service account")
 }
 
 // Leftover fails when namespaces of an earlier run are still there: the

@@ -12,7 +12,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// Workloads returns the objects of app i of namespace ns around its pods: a
+// Workloads returns the objects of app i of namespace ns around its pods: the
+// ReplicaSet its pods' owner reference names (owner returns it), a
 // Deployment (0 replicas: on a real cluster it starts nothing), a headless
 // Service (no cluster IP: 100k pods' apps would exhaust a small service range)
 // and a ConfigMap applied with kubectl (so it carries last-applied-configuration).
@@ -21,6 +22,7 @@ func Workloads(ns string, i int) []client.Object {
 	labels := map[string]string{"app.kubernetes.io/name": app, "app.kubernetes.io/part-of": "shop", BenchLabel: "true"}
 	pod := Pod(ns, i)
 	return []client.Object{
+		owner(ns, i),
 		&appsv1.Deployment{ObjectMeta: meta(ns, app, labels), Spec: appsv1.DeploymentSpec{
 			Replicas: ptr.To[int32](0), Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app.kubernetes.io/name": app}},
 			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: pod.Labels, Annotations: pod.Annotations}, Spec: pod.Spec},
@@ -32,6 +34,22 @@ func Workloads(ns string, i int) []client.Object {
 		kubectlApplied(&corev1.ConfigMap{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"}, ObjectMeta: meta(ns, app+"-config", labels),
 			Data: map[string]string{"app.yaml": fmt.Sprintf("listen: :8080\nlogLevel: info\nupstream: http://%s-backend\ncacheSize: 512Mi\n", app)}}),
 	}
+}
+
+// ownerSelector is a selector of the pods' owner that no pod matches.
+var ownerSelector = map[string]string{"metawatch.dev/bench-owner": "none"}
+
+// owner is the ReplicaSet the pods of app i name as their owner, so that on
+// a real cluster the garbage collector keeps them (it deletes pods whose
+// owner is gone). No controller touches it or them: 0 replicas, a selector no
+// pod matches, labels the app's Deployment does not select, and the pods'
+// owner references do not say it controls them (its controller would then
+// take them off pods its selector does not match).
+func owner(ns string, i int) *appsv1.ReplicaSet {
+	template := corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: ownerSelector},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.example.com/shop/none:1"}}}}
+	return &appsv1.ReplicaSet{ObjectMeta: meta(ns, ownerName(i), map[string]string{BenchLabel: "true"}), Spec: appsv1.ReplicaSetSpec{
+		Replicas: ptr.To[int32](0), Selector: &metav1.LabelSelector{MatchLabels: ownerSelector}, Template: template}}
 }
 
 func meta(ns, name string, labels map[string]string) metav1.ObjectMeta {

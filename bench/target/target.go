@@ -1,6 +1,7 @@
 // Package target is the cluster a benchmark runs against: a kind cluster
-// (--kind NAME), any cluster (--kubeconfig or $KUBECONFIG), or, with neither,
-// the local control plane.
+// (--kind NAME), any cluster (--kubeconfig or $KUBECONFIG), the local
+// one-node cluster (--local-cluster), or, with none of them, the local
+// control plane.
 package target
 
 import (
@@ -12,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/metawatch/metawatch/pkg/cluster"
 	"github.com/metawatch/metawatch/pkg/controlplane"
 )
 
@@ -26,6 +28,24 @@ type Cluster struct {
 	Local bool
 	// Description says what the cluster is, for the report.
 	Description string
+	// Node is the one-node cluster of --local-cluster (nil otherwise): the
+	// chart's Deployment can run there.
+	Node *cluster.Cluster
+}
+
+// OpenLocalCluster starts the one-node cluster of `make cluster` (package
+// cluster): a real kubelet, so metawatch can also run as users run it, from
+// its Helm chart.
+func OpenLocalCluster(ctx context.Context) (*Cluster, error) {
+	if reason := cluster.CannotRun(); reason != "" {
+		return nil, fmt.Errorf("--local-cluster: %s", reason)
+	}
+	c, err := cluster.Start(ctx, cluster.Options{})
+	if err != nil {
+		return nil, err
+	}
+	return &Cluster{Kubeconfig: c.KubeconfigPath, Stop: func() { _ = c.Stop() }, Local: true, Node: c,
+		Description: "the local one-node cluster (make cluster: kube-apiserver, etcd, a kubelet and containerd on this machine)"}, nil
 }
 
 // Open returns the target: kind cluster kindName if set, else the external

@@ -55,6 +55,9 @@ type Variant struct {
 	Name, Description string
 	// CacheOnly variants run no controller: they show one memory step.
 	CacheOnly bool
+	// Deployed is the chart variant: metawatch in the cluster's pods, started
+	// by the harness with helm, not in a process of the harness (Start is nil).
+	Deployed bool
 	// Start starts the variant on cfg until ctx ends.
 	Start func(ctx context.Context, cfg *rest.Config, spec Spec, counters *Counters) (*Running, error)
 }
@@ -80,9 +83,17 @@ func Names(vs []Variant) []string {
 	return names
 }
 
+// Chart is metawatch as users run it: the Helm chart's Deployment, on a
+// cluster with a node (--local-cluster).
+func Chart() Variant {
+	return Variant{Name: "chart", Deployed: true, Description: "metawatch as users run it: the Helm chart with its default values " +
+		"(2 replicas, client QPS 50 and burst 100, 1 GiB memory limit) on the node, the ConfigMap below; figures of the leader's process, " +
+		"read from /proc and its metrics endpoint; sync is helm install to the leader Ready"}
+}
+
 // Named returns the variant called name.
 func Named(name string) (Variant, error) {
-	for _, v := range All() {
+	for _, v := range append(All(), Chart()) {
 		if v.Name == name {
 			return v, nil
 		}

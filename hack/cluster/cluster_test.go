@@ -66,6 +66,9 @@ func TestChartOnARealNode(t *testing.T) {
 
 	pods := createTeamPods(t, cs, "storefront", 10)
 	waitLabel(t, cs, "the rule to copy team to every pod", pods, "storefront")
+	scrapeMetrics(t, c, cs)
+	badSelectorsKeepPodsReady(t, c, cs)
+	assertProbes(t, cs)
 
 	leader := leaseHolder(t, cs)
 	watching := watchTeam(t, cs, "storefront")

@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
@@ -21,9 +22,16 @@ func main() {
 	ctrllog.SetLogger(zap.New())
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if err := stopWithParent(); err != nil {
+		fmt.Fprintf(os.Stderr, "cluster: %v\n", err)
+		os.Exit(1)
+	}
 	start := time.Now()
 	c, err := cluster.Start(ctx, cluster.Options{})
 	if err != nil {
+		if ctx.Err() != nil {
+			err = fmt.Errorf("interrupted while starting; removed what it had made (%w)", err)
+		}
 		fmt.Fprintf(os.Stderr, "cluster: %v\n", err)
 		os.Exit(1)
 	}
@@ -35,4 +43,19 @@ func main() {
 		os.Exit(1)
 	}
 	fmt.Fprintln(os.Stderr, "cluster: stopped")
+}
+
+// stopWithParent asks the kernel for a SIGTERM when this process's parent
+// dies. `make cluster` runs this command under `go run`, and a SIGTERM to
+// make or go run kills them without passing it on: without this the cluster
+// would run on with nobody to stop it.
+func stopWithParent() error {
+	parent := os.Getppid()
+	if err := unix.Prctl(unix.PR_SET_PDEATHSIG, uintptr(syscall.SIGTERM), 0, 0, 0); err != nil {
+		return fmt.Errorf("asking to be stopped with the parent process: %w", err)
+	}
+	if os.Getppid() != parent { // the parent died before the request
+		return fmt.Errorf("the parent process is gone")
+	}
+	return nil
 }

@@ -5,9 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"os"
-	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -139,29 +137,15 @@ func auditedWrites(t *testing.T, path string, from time.Time) (byReplica, byPod 
 // the host by the pod's uid in its cgroup.
 func killProcess(t *testing.T, cs kubernetes.Interface, name string) {
 	t.Helper()
-	pod, err := cs.CoreV1().Pods("metawatch-system").Get(context.Background(), name, metav1.GetOptions{})
+	pod, err := cs.CoreV1().Pods(chartNamespace).Get(context.Background(), name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	uid := string(pod.UID)
-	cgroups, _ := filepath.Glob("/proc/[0-9]*/cgroup")
-	for _, cg := range cgroups {
-		b, err := os.ReadFile(cg)
-		if err != nil || (!strings.Contains(string(b), uid) && !strings.Contains(string(b), strings.ReplaceAll(uid, "-", "_"))) {
-			continue
-		}
-		dir := filepath.Dir(cg)
-		cmdline, _ := os.ReadFile(filepath.Join(dir, "cmdline"))
-		if strings.HasPrefix(string(cmdline), "/metawatch\x00") {
-			pid, err := strconv.Atoi(filepath.Base(dir))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
-				t.Fatal(err)
-			}
-			return
-		}
+	pid, err := cluster.PodProcess(pod.UID, "/metawatch")
+	if err != nil {
+		t.Fatal(err)
 	}
-	t.Fatalf("no metawatch process of pod %s (uid %s) found", name, uid)
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -14,13 +14,22 @@
 // network namespace (nsenter --net), not a mount namespace, so the kubelet's
 // volume mounts are the ones containerd and runc see.
 //
+// The namespace routes the Service range to its loopback, so that a process
+// on the node reaches a Service too (the route is looked up before
+// kube-proxy's rules rewrite the address). DialContext connects from inside
+// the namespace, as such a process would: tests and the bench scrape the
+// chart's metrics through its Service that way.
+//
 // # What it builds and installs
 //
 // kubelet, kube-scheduler, kube-controller-manager and kube-proxy build from
 // k8s.io/kubernetes like kube-apiserver (pkg/controlplane), cached by version.
 // containerd, runc, the CNI plugins, iptables and conntrack come from
-// Debian's packages, installed with apt-get when missing (it says which). The
-// sandbox ("pause") image is built locally: there is no registry.
+// Debian's packages, installed with apt-get when missing (it says which):
+// containerd 1.6 is enough for Kubernetes 1.36, whose kubelet still falls
+// back to its configured cgroup driver when containerd does not report one;
+// 1.37 drops that fallback, and with it containerd 1.6. The sandbox ("pause")
+// image is built locally: there is no registry.
 //
 // # Settings that matter here
 //
@@ -33,5 +42,7 @@
 // Stop deletes the workloads and waits for their pods (stopping the kubelet
 // alone leaves containers running), stops the components in reverse order,
 // then removes stray shims, mounts, the kubelet's cgroups, the namespace and
-// every directory it made; Start first removes what a killed run left.
+// every directory it made. Start first removes what a killed run left,
+// killing its components first: they would hold the namespace, and the veth
+// with it, after its name was deleted.
 package cluster

@@ -9,10 +9,14 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"time"
 )
 
 // netnsName is the network namespace everything of the cluster runs in.
 const netnsName = "metawatch-cluster"
+
+// hostVeth is the host's end of the veth pair into the namespace.
+const hostVeth = "mwc-host"
 
 // debianPackages provide what the node runs besides the Kubernetes binaries.
 var debianPackages = map[string]string{
@@ -87,20 +91,27 @@ func installPackages(ctx context.Context, log io.Writer) error {
 	return nil
 }
 
-// createNetwork makes the namespace, its loopback, the veth pair to the host
-// and IP forwarding inside it (for pod to Service traffic). The namespace has
+// createNetwork makes the namespace, its loopback, the veth pair to the host,
+// IP forwarding inside it (for pod to Service traffic) and a route for the
+// Service addresses. The namespace has
 // no default route: a packet to any address but the host's end of the veth,
 // the node's and the pods' fails at once instead of leaving the machine.
 func createNetwork(ctx context.Context) error {
 	steps := [][]string{
 		{"ip", "netns", "add", netnsName},
 		{"ip", "-n", netnsName, "link", "set", "lo", "up"},
-		{"ip", "link", "add", "mwc-host", "type", "veth", "peer", "name", "mwc-node", "netns", netnsName},
-		{"ip", "addr", "add", fmt.Sprintf("%s/%d", hostIP, vethPrefixLen), "dev", "mwc-host"},
-		{"ip", "link", "set", "mwc-host", "up"},
+		{"ip", "link", "add", hostVeth, "type", "veth", "peer", "name", "mwc-node", "netns", netnsName},
+		{"ip", "addr", "add", fmt.Sprintf("%s/%d", hostIP, vethPrefixLen), "dev", hostVeth},
+		{"ip", "link", "set", hostVeth, "up"},
 		{"ip", "-n", netnsName, "addr", "add", fmt.Sprintf("%s/%d", nodeIP, vethPrefixLen), "dev", "mwc-node"},
 		{"ip", "-n", netnsName, "link", "set", "mwc-node", "up"},
 		{"ip", "netns", "exec", netnsName, "sysctl", "-qw", "net.ipv4.ip_forward=1"},
+		// A route for Service addresses, so that a process on the node (not in a
+		// pod) can connect to one: the kernel looks the route up before
+		// kube-proxy's rules rewrite the address. It points at loopback, so what
+		// no rule rewrote stays in the namespace and is dropped there (no dummy
+		// device: this machine's kernel has no such module).
+		{"ip", "-n", netnsName, "route", "add", serviceCIDR, "dev", "lo"},
 	}
 	for _, s := range steps {
 		if err := run(ctx, s[0], s[1:]...); err != nil {
@@ -111,12 +122,23 @@ func createNetwork(ctx context.Context) error {
 }
 
 // deleteNetwork removes the namespace (and with it the veth pair, the
-// bridge and every iptables rule kube-proxy wrote in it).
+// bridge and every iptables rule kube-proxy wrote in it). The kernel tears a
+// namespace down in the background, so it waits (up to ten seconds) for the
+// host's end of the veth to go: a new cluster could not make it before.
 func deleteNetwork() error {
-	if _, err := os.Stat("/run/netns/" + netnsName); errors.Is(err, os.ErrNotExist) {
-		return nil
+	if _, err := os.Stat(netnsPath()); err == nil {
+		if err := run(context.Background(), "ip", "netns", "delete", netnsName); err != nil {
+			return err
+		}
 	}
-	return run(context.Background(), "ip", "netns", "delete", netnsName)
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		if _, err := os.Stat("/sys/class/net/" + hostVeth); errors.Is(err, os.ErrNotExist) {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the network namespace %s is deleted but %s is still there: a process still uses the namespace", netnsName, hostVeth)
+		}
+	}
 }
 
 func run(ctx context.Context, name string, args ...string) error {

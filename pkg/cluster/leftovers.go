@@ -1,9 +1,11 @@
 package cluster
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 )
 
 // CannotRun says why this machine cannot run a node ("" if it can): Start
@@ -20,12 +22,10 @@ func CannotRun() string {
 func Leftovers() []string {
 	l := defaultLayout()
 	var out []string
-	for pid, cmdline := range processes() {
-		if strings.Contains(cmdline, l.data) || strings.Contains(cmdline, l.runDir) {
-			out = append(out, "process "+pid+": "+cmdline)
-		}
+	for pid, cmdline := range strayProcesses(l) {
+		out = append(out, "process "+pid+": "+cmdline)
 	}
-	for _, path := range []string{"/run/netns/" + netnsName, "/sys/class/net/mwc-host", l.data, l.runDir} {
+	for _, path := range []string{netnsPath(), "/sys/class/net/" + hostVeth, l.data, l.runDir} {
 		if _, err := os.Stat(path); err == nil {
 			out = append(out, path)
 		}
@@ -40,4 +40,29 @@ func Leftovers() []string {
 	cgroups, _ := filepath.Glob("/sys/fs/cgroup/*/kubepods")
 	out = append(out, cgroups...)
 	return out
+}
+
+// strayProcesses are the processes of a cluster of layout l that are still
+// running (by process id): the components and shims, whose command lines
+// name its directories, and anything else inside its network namespace.
+func strayProcesses(l layout) map[string]string {
+	netns := namespaceOf(netnsPath())
+	out := map[string]string{}
+	for pid, cmdline := range processes() {
+		inNetns := netns != "" && namespaceOf("/proc/"+pid+"/ns/net") == netns
+		if inNetns || strings.Contains(cmdline, l.data) || strings.Contains(cmdline, l.runDir) {
+			out[pid] = cmdline
+		}
+	}
+	return out
+}
+
+// namespaceOf identifies the namespace of a /proc/PID/ns file or of a bind
+// mount of one (as `ip netns` makes) by device and inode, "" if there is none.
+func namespaceOf(path string) string {
+	var st syscall.Stat_t
+	if err := syscall.Stat(path, &st); err != nil {
+		return ""
+	}
+	return fmt.Sprintf("%d:%d", st.Dev, st.Ino)
 }

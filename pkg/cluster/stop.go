@@ -82,6 +82,7 @@ func (c *Cluster) deletePods() {
 func (c *Cluster) cleanup() error {
 	l := c.layout
 	killShims(l)
+	killStrays(l)
 	var errs []error
 	if err := unmountUnder(l.data); err != nil {
 		errs = append(errs, err)
@@ -131,6 +132,19 @@ func killShims(l layout) {
 			_ = exec.Command("kill", "-9", "--", "-"+pid).Run() // its process group: the shim and the container
 			_ = exec.Command("kill", "-9", pid).Run()
 		}
+	}
+}
+
+// killStrays kills what is left of a cluster that was not stopped (its
+// program was killed): its components still run, and they would hold its
+// network namespace, and with it the veth, after the namespace's name is gone.
+// It waits (up to ten seconds) for them to be gone.
+func killStrays(l layout) {
+	for pid := range strayProcesses(l) {
+		_ = exec.Command("kill", "-9", pid).Run()
+	}
+	for deadline := time.Now().Add(10 * time.Second); len(strayProcesses(l)) > 0 && time.Now().Before(deadline); {
+		time.Sleep(100 * time.Millisecond)
 	}
 }
 

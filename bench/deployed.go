@@ -1,0 +1,302 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
+
+	"github.com/metawatch/metawatch/bench/probe"
+	"github.com/metawatch/metawatch/bench/seed"
+	"github.com/metawatch/metawatch/bench/variant"
+	"github.com/metawatch/metawatch/pkg/cluster"
+	"github.com/metawatch/metawatch/pkg/controlplane"
+)
+
+// The chart variant: metawatch installed by helm, as users run it, in pods on
+// the --local-cluster node. Its figures come from outside, the same way for
+// every size: the leader's process on this machine (/proc: CPU, peak RSS) and
+// its metrics endpoint (events, reconciles, writes), scraped from inside the
+// cluster's network with a token the chart's metrics-reader role allows.
+
+const (
+	chartNamespace = "metawatch-bench-chart"
+	chartPath      = "deploy/helm/metawatch"
+	imageTarball   = "bin/metawatch-image.tar"
+	scraperName    = "metawatch-bench-scraper"
+)
+
+// deployed is the harness's handle on the chart variant at one size.
+type deployed struct {
+	h      *harness
+	pid    string
+	scrape func() (string, error)
+}
+
+// chartSetup is done once per run: the image on the node, helm, the
+// ServiceAccount the metrics are scraped with.
+type chartSetup struct {
+	node  *cluster.Cluster
+	cs    kubernetes.Interface
+	helm  string
+	token string
+}
+
+func (h *harness) setUpChart(ctx context.Context) (*chartSetup, error) {
+	if h.chart != nil {
+		return h.chart, nil
+	}
+	if h.node == nil {
+		return nil, fmt.Errorf("the chart variant runs metawatch in pods: it needs --local-cluster (a node to run them on)")
+	}
+	fmt.Fprintf(os.Stderr, "bench: chart: building the image (make image) and importing it into the node\n")
+	if out, err := exec.CommandContext(ctx, "make", "image").CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("make image: %w\n%s", err, out)
+	}
+	if err := h.node.ImportImage(ctx, imageTarball); err != nil {
+		return nil, err
+	}
+	helm, err := controlplane.EnsureHelm(ctx, os.Stderr)
+	if err != nil {
+		return nil, err
+	}
+	cs, err := kubernetes.NewForConfig(h.cfg)
+	if err != nil {
+		return nil, err
+	}
+	token, err := scraperToken(ctx, cs)
+	if err != nil {
+		return nil, err
+	}
+	h.chart = &chartSetup{node: h.node, cs: cs, helm: helm, token: token}
+	return h.chart, nil
+}
+
+// startDeployed installs the chart (and the bench's selectors ConfigMap) and
+// measures it like a child's sync: from helm install to its leader Ready,
+// then until it has been handed every pod and made no reconcile for 2 s.
+func (h *harness) startDeployed(ctx context.Context, n int) (*deployed, synced, error) {
+	setup, err := h.setUpChart(ctx)
+	if err != nil {
+		return nil, synced{}, err
+	}
+	if err := applySelectors(ctx, setup.cs, variant.Config(h.spec())); err != nil {
+		return nil, synced{}, err
+	}
+	start := time.Now()
+	if out, err := setup.helmCmd(ctx, "install", "metawatch", chartPath, "--set", "image.pullPolicy=Never").CombinedOutput(); err != nil {
+		return nil, synced{}, fmt.Errorf("helm install: %w\n%s", err, out)
+	}
+	leader, err := waitLeaderReady(ctx, setup.cs)
+	if err != nil {
+		return nil, synced{}, err
+	}
+	s := synced{SyncSeconds: time.Since(start).Seconds()}
+	pid, err := cluster.PodProcess(leader.UID, "/metawatch")
+	if err != nil {
+		return nil, synced{}, err
+	}
+	d := &deployed{h: h, pid: strconv.Itoa(pid), scrape: setup.scraper(leader.Status.PodIP)}
+	s.SyncCPUSeconds = probe.CPUSecondsOf(d.pid) // the process started after helm install: all of it is start and sync
+	if err := d.settle(ctx, n); err != nil {
+		return nil, synced{}, err
+	}
+	m, err := d.metrics()
+	if err != nil {
+		return nil, synced{}, err
+	}
+	s.Objects = int(m.sum("metawatch_cached_objects", `kind="Pod"`))
+	s.Events, s.Reconciles = int64(m.sum("metawatch_events_total", "")), int64(m.sum("controller_runtime_reconcile_total", ""))
+	return d, s, nil
+}
+
+func (h *harness) spec() variant.Spec {
+	return variant.Spec{Selector: seed.Selector, Label: costCenter, Concurrency: h.o.concurrency}
+}
+
+func (c *chartSetup) helmCmd(ctx context.Context, args ...string) *exec.Cmd {
+	return exec.CommandContext(ctx, c.helm, append([]string{"--kubeconfig", c.node.KubeconfigPath, "-n", chartNamespace}, args...)...)
+}
+
+// settle waits until the leader has been handed n pods and made no
+// reconcile for two seconds, as a child's settle does.
+func (d *deployed) settle(ctx context.Context, n int) error {
+	last, quietSince := -1.0, time.Now()
+	for deadline := time.Now().Add(settleTimeout); time.Now().Before(deadline); time.Sleep(500 * time.Millisecond) {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		m, err := d.metrics()
+		if err != nil {
+			continue // the metrics server may start after readiness
+		}
+		reconciles := m.sum("controller_runtime_reconcile_total", "")
+		if reconciles != last {
+			last, quietSince = reconciles, time.Now()
+		} else if m.sum("metawatch_events_total", `kind="Pod"`) >= float64(n) && time.Since(quietSince) > 2*time.Second {
+			return nil
+		}
+	}
+	return fmt.Errorf("the chart's leader did not settle on %d pods within %s", n, settleTimeout)
+}
+
+func (d *deployed) snapshot() (snapshot, error) {
+	m, err := d.metrics()
+	if err != nil {
+		return snapshot{}, err
+	}
+	return snapshot{Events: int64(m.sum("metawatch_events_total", "")), Reconciles: int64(m.sum("controller_runtime_reconcile_total", "")),
+		Requests:   map[string]int64{"PATCH pods (metawatch_rule_writes_total)": int64(m.sum("metawatch_rule_writes_total", ""))},
+		CPUSeconds: probe.CPUSecondsOf(d.pid), PeakRSSBytes: probe.PeakRSSOf(d.pid)}, nil
+}
+
+// stop takes a last snapshot and uninstalls the chart, waiting for its pods
+// to go: the next size starts from nothing, as a child process does.
+func (d *deployed) stop() (snapshot, error) {
+	s, err := d.snapshot()
+	setup := d.h.chart
+	ctx := context.Background()
+	if out, uerr := setup.helmCmd(ctx, "uninstall", "metawatch", "--wait", "--timeout", "5m").CombinedOutput(); uerr != nil && err == nil {
+		err = fmt.Errorf("helm uninstall: %w\n%s", uerr, out)
+	}
+	for deadline := time.Now().Add(2 * time.Minute); time.Now().Before(deadline); time.Sleep(time.Second) {
+		pods, lerr := setup.cs.CoreV1().Pods(chartNamespace).List(ctx, metav1.ListOptions{})
+		if lerr == nil && len(pods.Items) == 0 {
+			break
+		}
+	}
+	return s, err
+}
+
+// waitLeaderReady waits for a replica to hold the chart's Lease and for its
+// pod to be Ready, and returns that pod.
+func waitLeaderReady(ctx context.Context, cs kubernetes.Interface) (*corev1.Pod, error) {
+	for deadline := time.Now().Add(settleTimeout); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		lease, err := cs.CoordinationV1().Leases(chartNamespace).Get(ctx, "metawatch-leader", metav1.GetOptions{})
+		if err != nil || lease.Spec.HolderIdentity == nil {
+			continue
+		}
+		name, _, _ := strings.Cut(*lease.Spec.HolderIdentity, "_")
+		pod, err := cs.CoreV1().Pods(chartNamespace).Get(ctx, name, metav1.GetOptions{})
+		if err == nil && podReady(pod) && pod.Status.PodIP != "" {
+			return pod, nil
+		}
+	}
+	return nil, fmt.Errorf("no replica of the chart became leader and Ready within %s", settleTimeout)
+}
+
+func podReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// applySelectors writes the bench's configuration into the chart's selectors
+// ConfigMap, creating the namespace first.
+func applySelectors(ctx context.Context, cs kubernetes.Interface, conf string) error {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: chartNamespace}}
+	if _, err := cs.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "metawatch-selectors", Namespace: chartNamespace},
+		Data: map[string]string{"config.yaml": conf}}
+	_, err := cs.CoreV1().ConfigMaps(chartNamespace).Create(ctx, cm, metav1.CreateOptions{})
+	if apierrors.IsAlreadyExists(err) {
+		_, err = cs.CoreV1().ConfigMaps(chartNamespace).Update(ctx, cm, metav1.UpdateOptions{})
+	}
+	return err
+}
+
+// scraperToken makes a ServiceAccount bound to the chart's metrics-reader
+// ClusterRole (the chart's RBAC, as a user's scraper gets it) and a token of it.
+func scraperToken(ctx context.Context, cs kubernetes.Interface) (string, error) {
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: scraperName, Namespace: "default"}}
+	if _, err := cs.CoreV1().ServiceAccounts("default").Create(ctx, sa, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return "", err
+	}
+	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: scraperName},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "metawatch-metrics-reader"},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: scraperName, Namespace: "default"}}}
+	if _, err := cs.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return "", err
+	}
+	tr, err := cs.CoreV1().ServiceAccounts("default").CreateToken(ctx, scraperName,
+		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](24 * 3600)}}, metav1.CreateOptions{})
+	if err != nil {
+		return "", err
+	}
+	return tr.Status.Token, nil
+}
+
+// scraper returns a function that reads the metrics of the pod at podIP,
+// connecting from inside the cluster's network.
+func (c *chartSetup) scraper(podIP string) func() (string, error) {
+	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DialContext: c.node.DialContext,
+		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // the chart's default: a self-signed serving certificate
+	url := "https://" + podIP + ":8443/metrics"
+	return func() (string, error) {
+		req, err := http.NewRequest(http.MethodGet, url, nil)
+		if err != nil {
+			return "", err
+		}
+		req.Header.Set("Authorization", "Bearer "+c.token)
+		resp, err := client.Do(req)
+		if err != nil {
+			return "", err
+		}
+		defer resp.Body.Close()
+		body, err := io.ReadAll(resp.Body)
+		if err == nil && resp.StatusCode != http.StatusOK {
+			err = fmt.Errorf("GET %s: %s: %.200s", url, resp.Status, body)
+		}
+		return string(body), err
+	}
+}
+
+// exposition is a scrape in the Prometheus text format.
+type exposition string
+
+func (d *deployed) metrics() (exposition, error) {
+	text, err := d.scrape()
+	return exposition(text), err
+}
+
+// sum adds up the samples of metric name whose labels contain match ("" for all).
+func (e exposition) sum(name, match string) float64 {
+	var total float64
+	for _, line := range strings.Split(string(e), "\n") {
+		cut := strings.LastIndexByte(line, ' ') // label values may hold spaces, the value does not
+		if cut < 0 || strings.HasPrefix(line, "#") {
+			continue
+		}
+		series, value := line[:cut], line[cut+1:]
+		metric, labels, _ := strings.Cut(series, "{")
+		if metric != name || !strings.Contains(labels, match) {
+			continue
+		}
+		if v, err := strconv.ParseFloat(strings.TrimSpace(value), 64); err == nil {
+			total += v
+		}
+	}
+	return total
+}

@@ -1,0 +1,300 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
+
+	"github.com/metawatch/metawatch/pkg/cluster"
+)
+
+// chartNamespace is where the test installs the chart.
+const chartNamespace = "metawatch-system"
+
+// probeCounts is the kubelet's prober_probe_total of one container:
+// probe type (Liveness, Readiness) and result (successful, failed) to count.
+type probeCounts map[string]map[string]int
+
+var probeLine = regexp.MustCompile(`^prober_probe_total\{(.*)\} (\d+)`)
+var probeLabel = regexp.MustCompile(`(\w+)="([^"]*)"`)
+
+// kubeletProbes reads the probe results the kubelet reports for the chart's
+// pods (its /metrics/probes, through the API server's node proxy), by pod.
+func kubeletProbes(t *testing.T, cs kubernetes.Interface) map[string]probeCounts {
+	t.Helper()
+	ctx := context.Background()
+	nodes, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil || len(nodes.Items) != 1 {
+		t.Fatalf("listing the node: %v (%d nodes)", err, len(nodes.Items))
+	}
+	raw, err := cs.CoreV1().RESTClient().Get().AbsPath("/api/v1/nodes", nodes.Items[0].Name, "proxy/metrics/probes").DoRaw(ctx)
+	if err != nil {
+		t.Fatalf("reading the kubelet's probe metrics: %v", err)
+	}
+	byPod := map[string]probeCounts{}
+	for _, line := range strings.Split(string(raw), "\n") {
+		m := probeLine.FindStringSubmatch(line)
+		if m == nil {
+			continue
+		}
+		labels := map[string]string{}
+		for _, l := range probeLabel.FindAllStringSubmatch(m[1], -1) {
+			labels[l[1]] = l[2]
+		}
+		if labels["namespace"] != chartNamespace {
+			continue
+		}
+		n, _ := strconv.Atoi(m[2])
+		pod := byPod[labels["pod"]]
+		if pod == nil {
+			pod = probeCounts{}
+			byPod[labels["pod"]] = pod
+		}
+		if pod[labels["probe_type"]] == nil {
+			pod[labels["probe_type"]] = map[string]int{}
+		}
+		pod[labels["probe_type"]][labels["result"]] += n
+	}
+	return byPod
+}
+
+// assertProbes checks what the kubelet reports for every running chart pod:
+// liveness and readiness probes succeeded and liveness never failed.
+func assertProbes(t *testing.T, cs kubernetes.Interface) {
+	t.Helper()
+	probes := kubeletProbes(t, cs)
+	for _, p := range chartPods(t, cs) {
+		got := probes[p.Name]
+		t.Logf("kubelet's probes of %s: liveness %v, readiness %v; Ready=%v, restarts %d",
+			p.Name, got["Liveness"], got["Readiness"], podReady(&p), p.Status.ContainerStatuses[0].RestartCount)
+		if got["Liveness"]["successful"] == 0 || got["Readiness"]["successful"] == 0 {
+			t.Errorf("the kubelet reports no successful liveness and readiness probe of %s: %v", p.Name, got)
+		}
+		if got["Liveness"]["failed"] > 0 {
+			t.Errorf("the kubelet reports a failed liveness probe of %s: %v", p.Name, got)
+		}
+	}
+}
+
+// badSelectorsKeepPodsReady applies a selectors ConfigMap with a broken
+// label selector with kubectl, as a user would, and checks the InvalidConfig
+// Event appears on it while no chart pod stops being Ready or restarts,
+// through two more readiness probes of every pod; then puts the good one back.
+func badSelectorsKeepPodsReady(t *testing.T, c *cluster.Cluster, cs kubernetes.Interface) {
+	t.Helper()
+	good, err := os.ReadFile("../../selectors/default.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := strings.Replace(string(good), "labelSelector: app.kubernetes.io/managed-by", "labelSelector: 'app in (web'", 1)
+	if bad == string(good) {
+		t.Fatal("selectors/default.yaml no longer has the labelSelector this test breaks")
+	}
+	badFile := filepath.Join(t.TempDir(), "bad.yaml")
+	if err := os.WriteFile(badFile, []byte(bad), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	before := chartPods(t, cs)
+	probesBefore := kubeletProbes(t, cs)
+	notReady := watchNotReady(t, cs)
+	edited := time.Now()
+	run(t, c.Kubectl, "--kubeconfig", c.KubeconfigPath, "apply", "-n", chartNamespace, "-f", badFile)
+	var note string
+	waitFor(t, "the InvalidConfig Event on the selectors ConfigMap", time.Minute, func() bool {
+		note = invalidConfigEvent(t, cs, edited)
+		return note != ""
+	})
+	t.Logf("bad selectors edit: InvalidConfig Event %s later: %q", time.Since(edited).Round(100*time.Millisecond), note)
+	waitFor(t, "two more readiness probes of every pod", time.Minute, func() bool {
+		now := kubeletProbes(t, cs)
+		for _, p := range before {
+			if now[p.Name]["Readiness"]["successful"] < probesBefore[p.Name]["Readiness"]["successful"]+2 {
+				return false
+			}
+		}
+		return true
+	})
+	if seen := notReady(); seen != "" {
+		t.Errorf("a pod stopped being Ready after the bad selectors edit: %s", seen)
+	}
+	for i, p := range chartPods(t, cs) {
+		if p.Name != before[i].Name || p.Status.ContainerStatuses[0].RestartCount != before[i].Status.ContainerStatuses[0].RestartCount {
+			t.Errorf("the chart's pods changed after the bad selectors edit: %s restarts %d, was %s restarts %d", p.Name,
+				p.Status.ContainerStatuses[0].RestartCount, before[i].Name, before[i].Status.ContainerStatuses[0].RestartCount)
+		}
+	}
+	run(t, c.Kubectl, "--kubeconfig", c.KubeconfigPath, "apply", "-n", chartNamespace, "-f", "../../selectors/default.yaml")
+}
+
+// invalidConfigEvent is the note of an InvalidConfig Event on the selectors
+// ConfigMap recorded after since, or "".
+func invalidConfigEvent(t *testing.T, cs kubernetes.Interface, since time.Time) string {
+	t.Helper()
+	events, err := cs.EventsV1().Events(chartNamespace).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range events.Items {
+		at := e.EventTime.Time
+		if e.Series != nil {
+			at = e.Series.LastObservedTime.Time
+		}
+		if e.Reason == "InvalidConfig" && e.Regarding.Kind == "ConfigMap" && e.Regarding.Name == "metawatch-selectors" &&
+			!at.Before(since.Truncate(time.Second)) {
+			return e.Note
+		}
+	}
+	return ""
+}
+
+// watchNotReady watches the chart's pods until the returned function is
+// called, which names the first pod version seen not Ready ("" if none).
+func watchNotReady(t *testing.T, cs kubernetes.Interface) (stop func() string) {
+	t.Helper()
+	w, err := cs.CoreV1().Pods(chartNamespace).Watch(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := make(chan string, 1)
+	go func() {
+		first := ""
+		for ev := range w.ResultChan() {
+			if p, ok := ev.Object.(*corev1.Pod); ok && first == "" && !podReady(p) {
+				first = fmt.Sprintf("%s (%s, resourceVersion %s)", p.Name, ev.Type, p.ResourceVersion)
+			}
+		}
+		seen <- first
+	}()
+	return func() string { w.Stop(); return <-seen }
+}
+
+// scrapeMetrics scrapes /metrics through the chart's metrics Service from
+// inside the cluster's network, as a scraper in the cluster would: with the
+// token of a ServiceAccount bound to the chart's metrics-reader ClusterRole
+// it gets metawatch's metrics; without a token it gets 401, and with a
+// ServiceAccount the chart's RBAC does not allow, 403.
+func scrapeMetrics(t *testing.T, c *cluster.Cluster, cs kubernetes.Interface) {
+	t.Helper()
+	ctx := context.Background()
+	svc, err := cs.CoreV1().Services(chartNamespace).Get(ctx, "metawatch-metrics", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := fmt.Sprintf("https://%s:%d/metrics", svc.Spec.ClusterIP, svc.Spec.Ports[0].Port)
+	allowed := serviceAccountToken(t, cs, "scraper", "metawatch-metrics-reader")
+	denied := serviceAccountToken(t, cs, "stranger", "")
+	for name, tc := range map[string]struct {
+		token string
+		code  int
+	}{
+		"a scraper bound to the chart's metrics-reader role": {allowed, http.StatusOK},
+		"a ServiceAccount without that role":                 {denied, http.StatusForbidden},
+		"no token at all":                                    {"", http.StatusUnauthorized},
+	} {
+		code, body := scrape(t, c, url, tc.token)
+		if code != tc.code {
+			t.Errorf("%s: GET %s answered %d, want %d: %.200s", name, url, code, tc.code, body)
+		}
+		if tc.code == http.StatusOK && !strings.Contains(body, "process_cpu_seconds_total") {
+			t.Errorf("%s: the scrape has no process_cpu_seconds_total: %.500s", name, body)
+		}
+	}
+	// The Service picks a replica per connection; only the leader caches and
+	// writes, so its metrics appear within a few scrapes.
+	waitFor(t, "a scrape through the Service to reach the leader (metawatch_cached_objects)", time.Minute, func() bool {
+		code, body := scrape(t, c, url, allowed)
+		return code == http.StatusOK && strings.Contains(body, "metawatch_cached_objects{")
+	})
+	t.Logf("metrics scraped through Service %s (%s) with the chart's metrics-reader role", svc.Name, url)
+}
+
+func scrape(t *testing.T, c *cluster.Cluster, url, token string) (int, string) {
+	t.Helper()
+	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
+		DialContext:       c.DialContext,
+		DisableKeepAlives: true, // a new connection, so a new pick of the Service's replica, per scrape
+		// controller-runtime's metrics server serves a self-signed certificate by default.
+		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // the chart's default: a self-signed serving certificate
+	}}
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatalf("GET %s from the cluster's network: %v", url, err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body)
+}
+
+// serviceAccountToken creates ServiceAccount name in the default namespace,
+// bound to clusterRole unless empty, and returns a token of it.
+func serviceAccountToken(t *testing.T, cs kubernetes.Interface, name, clusterRole string) string {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := cs.CoreV1().ServiceAccounts("default").Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if clusterRole != "" {
+		binding := &rbacv1.ClusterRoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: name},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: clusterRole},
+			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: name, Namespace: "default"}},
+		}
+		if _, err := cs.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tr, err := cs.CoreV1().ServiceAccounts("default").CreateToken(ctx, name,
+		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](600)}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tr.Status.Token
+}
+
+// chartPods are the chart's running pods, by name.
+func chartPods(t *testing.T, cs kubernetes.Interface) []corev1.Pod {
+	t.Helper()
+	list, err := cs.CoreV1().Pods(chartNamespace).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pods []corev1.Pod
+	for _, p := range list.Items {
+		if p.DeletionTimestamp == nil && len(p.Status.ContainerStatuses) > 0 {
+			pods = append(pods, p)
+		}
+	}
+	return pods
+}
+
+func podReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}

@@ -1,0 +1,163 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/metawatch/metawatch/pkg/cluster"
+)
+
+// `make cluster`, as users run it, stops the cluster and removes everything
+// it made on SIGTERM (to make, which kills go run without passing the
+// signal on) and on Ctrl-C (SIGINT to the whole process group), whether it
+// is still starting or already up.
+func TestMakeClusterStopsOnSignals(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a one-node cluster: not under go test -short")
+	}
+	if reason := cluster.CannotRun(); reason != "" {
+		t.Skip(reason)
+	}
+	for name, tc := range map[string]struct {
+		when   string // the progress line after which the signal is sent
+		signal syscall.Signal
+		group  bool // to the process group, as a terminal's Ctrl-C, else to make alone
+	}{
+		"SIGTERM to make once the cluster is ready": {when: "cluster: ready", signal: syscall.SIGTERM},
+		"Ctrl-C while the node is starting":         {when: "starting containerd", signal: syscall.SIGINT, group: true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			makeCluster, lines := startMakeCluster(t)
+			if !waitForLine(lines, tc.when, 5*time.Minute) {
+				t.Fatalf("make cluster never printed %q", tc.when)
+			}
+			pid := makeCluster.Process.Pid
+			if tc.group {
+				pid = -pid
+			}
+			signalled := time.Now()
+			if err := syscall.Kill(pid, tc.signal); err != nil {
+				t.Fatal(err)
+			}
+			_ = makeCluster.Wait() // make's own exit status is the signal's; what counts is what is left
+			waitForNothingLeft(t, time.Minute)
+			t.Logf("%s after %q: nothing left %s later", tc.signal, tc.when, time.Since(signalled).Round(100*time.Millisecond))
+		})
+	}
+}
+
+// After `make cluster` was killed (-9, nothing could clean up), the next
+// start removes what it left (its components still running in the network
+// namespace) and starts; its Stop then leaves nothing.
+func TestStartAfterAKilledRun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a one-node cluster: not under go test -short")
+	}
+	if reason := cluster.CannotRun(); reason != "" {
+		t.Skip(reason)
+	}
+	makeCluster, lines := startMakeCluster(t)
+	if !waitForLine(lines, "cluster: ready", 5*time.Minute) {
+		t.Fatal("make cluster never printed that it is ready")
+	}
+	if err := syscall.Kill(-makeCluster.Process.Pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = makeCluster.Wait()
+	if len(cluster.Leftovers()) == 0 {
+		t.Fatal("the killed cluster left nothing: this test no longer tests a start over leftovers")
+	}
+	c, err := cluster.Start(context.Background(), cluster.Options{Log: io.Discard})
+	if err != nil {
+		t.Fatalf("starting over what the killed run left: %v", err)
+	}
+	if err := c.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	assertNothingLeft(t)
+}
+
+// startMakeCluster runs `make cluster` in a process group of its own and
+// returns its output's lines; the test's cleanup kills the group.
+func startMakeCluster(t *testing.T) (*exec.Cmd, <-chan string) {
+	t.Helper()
+	makeCluster := exec.Command("make", "-C", "../..", "--no-print-directory", "cluster")
+	makeCluster.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// A pipe of the test's own, not StderrPipe: Wait would close it while the
+	// cluster, which outlives make, still prints how it stops (and a write to
+	// a closed pipe would kill it).
+	output, input, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	makeCluster.Stdout, makeCluster.Stderr = input, input
+	err = makeCluster.Start()
+	input.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines, done := readLines(t, output)
+	t.Cleanup(func() {
+		_ = syscall.Kill(-makeCluster.Process.Pid, syscall.SIGKILL)
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+		}
+		output.Close()
+	})
+	return makeCluster, lines
+}
+
+// readLines copies r to the test log and sends each line on lines, closed
+// at end of input; done is closed after the last line.
+func readLines(t *testing.T, r io.Reader) (lines <-chan string, done <-chan struct{}) {
+	sent, finished := make(chan string, 1000), make(chan struct{})
+	go func() {
+		defer close(finished)
+		defer close(sent)
+		s := bufio.NewScanner(r)
+		for s.Scan() {
+			t.Log(s.Text())
+			select {
+			case sent <- s.Text():
+			default:
+			}
+		}
+	}()
+	return sent, finished
+}
+
+func waitForLine(lines <-chan string, prefix string, timeout time.Duration) bool {
+	deadline := time.After(timeout)
+	for {
+		select {
+		case line, ok := <-lines:
+			if !ok {
+				return false
+			}
+			if strings.Contains(line, prefix) {
+				return true
+			}
+		case <-deadline:
+			return false
+		}
+	}
+}
+
+// waitForNothingLeft waits for the stopping cluster's last process, mount,
+// cgroup and directory to go (it goes on stopping after make has exited).
+func waitForNothingLeft(t *testing.T, timeout time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for len(cluster.Leftovers()) > 0 && time.Now().Before(deadline) {
+		time.Sleep(500 * time.Millisecond)
+	}
+	assertNothingLeft(t)
+}
