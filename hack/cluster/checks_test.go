@@ -75,19 +75,30 @@ func kubeletProbes(t *testing.T, cs kubernetes.Interface) map[string]probeCounts
 }
 
 // assertProbes checks what the kubelet reports for every running chart pod:
-// liveness and readiness probes succeeded and liveness never failed.
+// liveness and readiness probes succeed (waiting for the first liveness
+// probe: the chart delays it by 15 s and runs it every 20 s) and liveness
+// never failed.
 func assertProbes(t *testing.T, cs kubernetes.Interface) {
 	t.Helper()
-	probes := kubeletProbes(t, cs)
+	var probes map[string]probeCounts
+	waitFor(t, "the kubelet to report a successful liveness and readiness probe of every chart pod", 90*time.Second, func() bool {
+		probes = kubeletProbes(t, cs)
+		for _, p := range chartPods(t, cs) {
+			if probes[p.Name]["Liveness"]["successful"] == 0 || probes[p.Name]["Readiness"]["successful"] == 0 {
+				return false
+			}
+		}
+		return true
+	})
 	for _, p := range chartPods(t, cs) {
 		got := probes[p.Name]
 		t.Logf("kubelet's probes of %s: liveness %v, readiness %v; Ready=%v, restarts %d",
 			p.Name, got["Liveness"], got["Readiness"], podReady(&p), p.Status.ContainerStatuses[0].RestartCount)
-		if got["Liveness"]["successful"] == 0 || got["Readiness"]["successful"] == 0 {
-			t.Errorf("the kubelet reports no successful liveness and readiness probe of %s: %v", p.Name, got)
-		}
 		if got["Liveness"]["failed"] > 0 {
 			t.Errorf("the kubelet reports a failed liveness probe of %s: %v", p.Name, got)
+		}
+		if !podReady(&p) {
+			t.Errorf("pod %s is not Ready", p.Name)
 		}
 	}
 }

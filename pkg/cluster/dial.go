@@ -16,9 +16,11 @@ import (
 // DialContext to reach a Service the way an in-cluster client does.
 //
 // A socket belongs to the network namespace of the thread that created it,
-// so the socket is made on a thread of its own that enters the namespace and
-// is then thrown away (a goroutine that exits locked to its thread takes the
-// thread with it), and the rest of the process never changes namespace.
+// so the socket is made on a thread locked to a goroutine of its own, which
+// enters the namespace and goes back to its own before it is unlocked. If it
+// cannot go back, it stays locked and is thrown away with the goroutine. The
+// rest of the process never changes namespace (which Stop relies on: it kills
+// whatever is left in the cluster's namespace).
 func (c *Cluster) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
 	type dialed struct {
 		conn net.Conn
@@ -26,24 +28,36 @@ func (c *Cluster) DialContext(ctx context.Context, network, addr string) (net.Co
 	}
 	result := make(chan dialed, 1)
 	go func() {
-		runtime.LockOSThread() // never unlocked: the thread leaves the host's namespace
-		conn, err := dialInNamespace(ctx, network, addr)
+		runtime.LockOSThread()
+		conn, back, err := dialInNamespace(ctx, network, addr)
+		if back {
+			runtime.UnlockOSThread()
+		}
 		result <- dialed{conn, err}
 	}()
 	r := <-result
 	return r.conn, r.err
 }
 
-func dialInNamespace(ctx context.Context, network, addr string) (net.Conn, error) {
+// dialInNamespace dials from the cluster's namespace on the calling (locked)
+// thread; back reports whether the thread is in its own namespace again.
+func dialInNamespace(ctx context.Context, network, addr string) (_ net.Conn, back bool, _ error) {
+	own, err := os.Open(fmt.Sprintf("/proc/self/task/%d/ns/net", unix.Gettid()))
+	if err != nil {
+		return nil, true, err
+	}
+	defer own.Close()
 	ns, err := os.Open(netnsPath())
 	if err != nil {
-		return nil, fmt.Errorf("opening the cluster's network namespace (is the cluster running?): %w", err)
+		return nil, true, fmt.Errorf("opening the cluster's network namespace (is the cluster running?): %w", err)
 	}
 	defer ns.Close()
 	if err := unix.Setns(int(ns.Fd()), unix.CLONE_NEWNET); err != nil {
-		return nil, fmt.Errorf("entering network namespace %s: %w", netnsName, err)
+		return nil, true, fmt.Errorf("entering network namespace %s: %w", netnsName, err)
 	}
-	return (&net.Dialer{}).DialContext(ctx, network, addr)
+	conn, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+	back = unix.Setns(int(own.Fd()), unix.CLONE_NEWNET) == nil
+	return conn, back, err
 }
 
 func netnsPath() string { return "/run/netns/" + netnsName }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 )
@@ -44,11 +45,16 @@ func Leftovers() []string {
 
 // strayProcesses are the processes of a cluster of layout l that are still
 // running (by process id): the components and shims, whose command lines
-// name its directories, and anything else inside its network namespace.
+// name its directories, and anything else inside its network namespace;
+// never this process.
 func strayProcesses(l layout) map[string]string {
 	netns := namespaceOf(netnsPath())
+	self := strconv.Itoa(os.Getpid())
 	out := map[string]string{}
 	for pid, cmdline := range processes() {
+		if pid == self {
+			continue
+		}
 		inNetns := netns != "" && namespaceOf("/proc/"+pid+"/ns/net") == netns
 		if inNetns || strings.Contains(cmdline, l.data) || strings.Contains(cmdline, l.runDir) {
 			out[pid] = cmdline
