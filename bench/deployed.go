@@ -2,9 +2,7 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -12,13 +10,13 @@ import (
 	"strings"
 	"time"
 
-	authenticationv1 "k8s.io/api/authentication/v1"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/utils/ptr"
 
 	"github.com/metawatch/metawatch/bench/probe"
 	"github.com/metawatch/metawatch/bench/seed"
@@ -78,7 +76,8 @@ func (h *harness) setUpChart(ctx context.Context) (*chartSetup, error) {
 	if err != nil {
 		return nil, err
 	}
-	token, err := scraperToken(ctx, cs)
+	// A ServiceAccount bound to the chart's metrics-reader role, as a user's scraper gets it.
+	token, err := cluster.ServiceAccountToken(ctx, cs, "default", scraperName, "metawatch-metrics-reader", 24*time.Hour)
 	if err != nil {
 		return nil, err
 	}
@@ -119,8 +118,8 @@ func (h *harness) startDeployed(ctx context.Context, n int) (*deployed, synced, 
 	if err != nil {
 		return nil, synced{}, err
 	}
-	s.Objects = int(m.sum("metawatch_cached_objects", `kind="Pod"`))
-	s.Events, s.Reconciles = int64(m.sum("metawatch_events_total", "")), int64(m.sum("controller_runtime_reconcile_total", ""))
+	s.Objects = int(m.sum("metawatch_cached_objects", "kind", "Pod"))
+	s.Events, s.Reconciles = int64(m.sum("metawatch_events_total", "", "")), int64(m.sum("controller_runtime_reconcile_total", "", ""))
 	return d, s, nil
 }
 
@@ -144,10 +143,10 @@ func (d *deployed) settle(ctx context.Context, n int) error {
 		if err != nil {
 			continue // the metrics server may start after readiness
 		}
-		reconciles := m.sum("controller_runtime_reconcile_total", "")
+		reconciles := m.sum("controller_runtime_reconcile_total", "", "")
 		if reconciles != last {
 			last, quietSince = reconciles, time.Now()
-		} else if m.sum("metawatch_events_total", `kind="Pod"`) >= float64(n) && time.Since(quietSince) > 2*time.Second {
+		} else if m.sum("metawatch_events_total", "kind", "Pod") >= float64(n) && time.Since(quietSince) > 2*time.Second {
 			return nil
 		}
 	}
@@ -159,8 +158,8 @@ func (d *deployed) snapshot() (snapshot, error) {
 	if err != nil {
 		return snapshot{}, err
 	}
-	return snapshot{Events: int64(m.sum("metawatch_events_total", "")), Reconciles: int64(m.sum("controller_runtime_reconcile_total", "")),
-		Requests:   map[string]int64{"PATCH pods (metawatch_rule_writes_total)": int64(m.sum("metawatch_rule_writes_total", ""))},
+	return snapshot{Events: int64(m.sum("metawatch_events_total", "", "")), Reconciles: int64(m.sum("controller_runtime_reconcile_total", "", "")),
+		Requests:   map[string]int64{"PATCH pods (metawatch_rule_writes_total)": int64(m.sum("metawatch_rule_writes_total", "", ""))},
 		CPUSeconds: probe.CPUSecondsOf(d.pid), PeakRSSBytes: probe.PeakRSSOf(d.pid)}, nil
 }
 
@@ -195,20 +194,11 @@ func waitLeaderReady(ctx context.Context, cs kubernetes.Interface) (*corev1.Pod,
 		}
 		name, _, _ := strings.Cut(*lease.Spec.HolderIdentity, "_")
 		pod, err := cs.CoreV1().Pods(chartNamespace).Get(ctx, name, metav1.GetOptions{})
-		if err == nil && podReady(pod) && pod.Status.PodIP != "" {
+		if err == nil && cluster.PodReady(pod) && pod.Status.PodIP != "" {
 			return pod, nil
 		}
 	}
 	return nil, fmt.Errorf("no replica of the chart became leader and Ready within %s", settleTimeout)
-}
-
-func podReady(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 // applySelectors writes the bench's configuration into the chart's selectors
@@ -227,76 +217,49 @@ func applySelectors(ctx context.Context, cs kubernetes.Interface, conf string) e
 	return err
 }
 
-// scraperToken makes a ServiceAccount bound to the chart's metrics-reader
-// ClusterRole (the chart's RBAC, as a user's scraper gets it) and a token of it.
-func scraperToken(ctx context.Context, cs kubernetes.Interface) (string, error) {
-	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: scraperName, Namespace: "default"}}
-	if _, err := cs.CoreV1().ServiceAccounts("default").Create(ctx, sa, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		return "", err
-	}
-	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: scraperName},
-		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "metawatch-metrics-reader"},
-		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: scraperName, Namespace: "default"}}}
-	if _, err := cs.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		return "", err
-	}
-	tr, err := cs.CoreV1().ServiceAccounts("default").CreateToken(ctx, scraperName,
-		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](24 * 3600)}}, metav1.CreateOptions{})
-	if err != nil {
-		return "", err
-	}
-	return tr.Status.Token, nil
-}
-
 // scraper returns a function that reads the metrics of the pod at podIP,
-// connecting from inside the cluster's network.
+// connecting from inside the cluster's network over one kept-alive
+// connection (a new TLS handshake per scrape would cost the measured process).
 func (c *chartSetup) scraper(podIP string) func() (string, error) {
-	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DialContext: c.node.DialContext,
-		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // the chart's default: a self-signed serving certificate
-	url := "https://" + podIP + ":8443/metrics"
+	client, url := c.node.HTTPClient(), "https://"+podIP+":8443/metrics"
 	return func() (string, error) {
-		req, err := http.NewRequest(http.MethodGet, url, nil)
-		if err != nil {
-			return "", err
-		}
-		req.Header.Set("Authorization", "Bearer "+c.token)
-		resp, err := client.Do(req)
-		if err != nil {
-			return "", err
-		}
-		defer resp.Body.Close()
-		body, err := io.ReadAll(resp.Body)
-		if err == nil && resp.StatusCode != http.StatusOK {
-			err = fmt.Errorf("GET %s: %s: %.200s", url, resp.Status, body)
+		code, body, err := cluster.Get(context.Background(), client, url, c.token, false)
+		if err == nil && code != http.StatusOK {
+			err = fmt.Errorf("GET %s: %d: %.200s", url, code, body)
 		}
 		return string(body), err
 	}
 }
 
-// exposition is a scrape in the Prometheus text format.
-type exposition string
+// exposition is a scrape, parsed by Prometheus's own text parser.
+type exposition map[string]*dto.MetricFamily
 
 func (d *deployed) metrics() (exposition, error) {
 	text, err := d.scrape()
-	return exposition(text), err
+	if err != nil {
+		return nil, err
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	return parser.TextToMetricFamilies(strings.NewReader(text))
 }
 
-// sum adds up the samples of metric name whose labels contain match ("" for all).
-func (e exposition) sum(name, match string) float64 {
+// sum adds up the counters or gauges of metric name that carry label
+// name=value (any, if name is "").
+func (e exposition) sum(metric, name, value string) float64 {
 	var total float64
-	for _, line := range strings.Split(string(e), "\n") {
-		cut := strings.LastIndexByte(line, ' ') // label values may hold spaces, the value does not
-		if cut < 0 || strings.HasPrefix(line, "#") {
-			continue
-		}
-		series, value := line[:cut], line[cut+1:]
-		metric, labels, _ := strings.Cut(series, "{")
-		if metric != name || !strings.Contains(labels, match) {
-			continue
-		}
-		if v, err := strconv.ParseFloat(strings.TrimSpace(value), 64); err == nil {
-			total += v
+	for _, m := range e[metric].GetMetric() {
+		if name == "" || hasLabel(m, name, value) {
+			total += m.GetCounter().GetValue() + m.GetGauge().GetValue()
 		}
 	}
 	return total
+}
+
+func hasLabel(m *dto.Metric, name, value string) bool {
+	for _, l := range m.GetLabel() {
+		if l.GetName() == name && l.GetValue() == value {
+			return true
+		}
+	}
+	return false
 }

@@ -2,9 +2,7 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -14,12 +12,9 @@ import (
 	"testing"
 	"time"
 
-	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/utils/ptr"
 
 	"github.com/metawatch/metawatch/pkg/cluster"
 )
@@ -93,11 +88,11 @@ func assertProbes(t *testing.T, cs kubernetes.Interface) {
 	for _, p := range chartPods(t, cs) {
 		got := probes[p.Name]
 		t.Logf("kubelet's probes of %s: liveness %v, readiness %v; Ready=%v, restarts %d",
-			p.Name, got["Liveness"], got["Readiness"], podReady(&p), p.Status.ContainerStatuses[0].RestartCount)
+			p.Name, got["Liveness"], got["Readiness"], cluster.PodReady(&p), p.Status.ContainerStatuses[0].RestartCount)
 		if got["Liveness"]["failed"] > 0 {
 			t.Errorf("the kubelet reports a failed liveness probe of %s: %v", p.Name, got)
 		}
-		if !podReady(&p) {
+		if !cluster.PodReady(&p) {
 			t.Errorf("pod %s is not Ready", p.Name)
 		}
 	}
@@ -186,7 +181,7 @@ func watchNotReady(t *testing.T, cs kubernetes.Interface) (stop func() string) {
 	go func() {
 		first := ""
 		for ev := range w.ResultChan() {
-			if p, ok := ev.Object.(*corev1.Pod); ok && first == "" && !podReady(p) {
+			if p, ok := ev.Object.(*corev1.Pod); ok && first == "" && !cluster.PodReady(p) {
 				first = fmt.Sprintf("%s (%s, resourceVersion %s)", p.Name, ev.Type, p.ResourceVersion)
 			}
 		}
@@ -237,52 +232,23 @@ func scrapeMetrics(t *testing.T, c *cluster.Cluster, cs kubernetes.Interface) {
 
 func scrape(t *testing.T, c *cluster.Cluster, url, token string) (int, string) {
 	t.Helper()
-	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
-		DialContext:       c.DialContext,
-		DisableKeepAlives: true, // a new connection, so a new pick of the Service's replica, per scrape
-		// controller-runtime's metrics server serves a self-signed certificate by default.
-		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // the chart's default: a self-signed serving certificate
-	}}
-	req, err := http.NewRequest(http.MethodGet, url, nil)
+	// A fresh connection per scrape, so a fresh pick of the Service's replica.
+	code, body, err := cluster.Get(context.Background(), c.HTTPClient(), url, token, true)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	resp, err := client.Do(req)
-	if err != nil {
-		t.Fatalf("GET %s from the cluster's network: %v", url, err)
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(body)
+	return code, string(body)
 }
 
 // serviceAccountToken creates ServiceAccount name in the default namespace,
 // bound to clusterRole unless empty, and returns a token of it.
 func serviceAccountToken(t *testing.T, cs kubernetes.Interface, name, clusterRole string) string {
 	t.Helper()
-	ctx := context.Background()
-	if _, err := cs.CoreV1().ServiceAccounts("default").Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if clusterRole != "" {
-		binding := &rbacv1.ClusterRoleBinding{
-			ObjectMeta: metav1.ObjectMeta{Name: name},
-			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: clusterRole},
-			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: name, Namespace: "default"}},
-		}
-		if _, err := cs.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	tr, err := cs.CoreV1().ServiceAccounts("default").CreateToken(ctx, name,
-		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](600)}}, metav1.CreateOptions{})
+	token, err := cluster.ServiceAccountToken(context.Background(), cs, "default", name, clusterRole, 10*time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return tr.Status.Token
+	return token
 }
 
 // chartPods are the chart's running pods, by name.
@@ -299,13 +265,4 @@ func chartPods(t *testing.T, cs kubernetes.Interface) []corev1.Pod {
 		}
 	}
 	return pods
-}
-
-func podReady(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
