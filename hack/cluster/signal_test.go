@@ -11,6 +11,10 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
 	"github.com/metawatch/metawatch/pkg/cluster"
 )
 
@@ -55,7 +59,8 @@ func TestMakeClusterStopsOnSignals(t *testing.T) {
 
 // After `make cluster` was killed (-9, nothing could clean up), the next
 // start removes what it left (its components still running in the network
-// namespace) and starts; its Stop then leaves nothing.
+// namespace) and starts; its Stop then leaves nothing, and does not wait for
+// pods bound to a node with no kubelet here (the bench's simulated nodes).
 func TestStartAfterAKilledRun(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a one-node cluster: not under go test -short")
@@ -78,10 +83,42 @@ func TestStartAfterAKilledRun(t *testing.T) {
 	if err != nil {
 		t.Fatalf("starting over what the killed run left: %v", err)
 	}
+	podOnANodeWithoutKubelet(t, c)
+	stopping := time.Now()
 	if err := c.Stop(); err != nil {
 		t.Fatal(err)
 	}
+	// Stop waits up to 90 s for the pods it deletes to go; one that no
+	// kubelet will ever finish must not be among them.
+	if took := time.Since(stopping); took > time.Minute {
+		t.Errorf("Stop took %s: it waited for a pod whose node has no kubelet here", took.Round(time.Second))
+	}
 	assertNothingLeft(t)
+}
+
+// podOnANodeWithoutKubelet creates a Node object nobody runs and a pod bound to it.
+func podOnANodeWithoutKubelet(t *testing.T, c *cluster.Cluster) {
+	t.Helper()
+	cs, err := kubernetes.NewForConfig(c.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "simulated"}}
+	if _, err := cs.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "on-simulated"},
+		Spec: corev1.PodSpec{NodeName: node.Name, Containers: []corev1.Container{{Name: "app", Image: "registry.example/app:1"}}}}
+	// The namespace's default ServiceAccount comes a moment after the cluster is ready.
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(200 * time.Millisecond) {
+		if _, err = cs.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err == nil || time.Now().After(deadline) {
+			break
+		}
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
 }
 
 // startMakeCluster runs `make cluster` in a process group of its own and

@@ -39,8 +39,10 @@
 //
 // # Leaving nothing behind
 //
-// Stop deletes the workloads and waits for their pods (stopping the kubelet
-// alone leaves containers running), stops the components in reverse order,
+// Stop deletes the workloads and waits for the node's pods (stopping the
+// kubelet alone leaves containers running; pods bound to other nodes, such as
+// the bench's simulated ones, have nothing here and no kubelet to finish
+// their deletion, so it does not wait for them), stops the components in reverse order,
 // then removes stray shims, mounts, the kubelet's cgroups, the namespace and
 // every directory it made. Start first removes what a killed run left,
 // killing its components first: they would hold the namespace, and the veth

@@ -38,9 +38,11 @@ func (c *Cluster) Stop() error {
 	return errors.Join(errs...)
 }
 
-// deletePods removes every pod and what recreates them, and waits (up to a
-// minute) for the kubelet to stop their containers: stopping the kubelet
-// alone would leave them running.
+// deletePods removes the node's pods and what recreates them, and waits (up
+// to a minute) for the kubelet to stop their containers: stopping the kubelet
+// alone would leave them running. Pods bound to other nodes (the bench's
+// simulated ones) have no containers here and go with etcd's data: waiting
+// for them would wait for a kubelet that is not there.
 func (c *Cluster) deletePods() {
 	cfg := rest.CopyConfig(c.Config)
 	cfg.WarningHandler = rest.NoWarnings{}
@@ -55,6 +57,7 @@ func (c *Cluster) deletePods() {
 		return
 	}
 	all := metav1.ListOptions{}
+	onNode := metav1.ListOptions{FieldSelector: "spec.nodeName=" + nodeName}
 	background := metav1.DeletePropagationBackground
 	owners := metav1.DeleteOptions{PropagationPolicy: &background}
 	for _, ns := range nss.Items {
@@ -65,10 +68,10 @@ func (c *Cluster) deletePods() {
 		_ = cs.AppsV1().DaemonSets(n).DeleteCollection(ctx, owners, all)
 		_ = cs.BatchV1().Jobs(n).DeleteCollection(ctx, owners, all)
 		grace := int64(5)
-		_ = cs.CoreV1().Pods(n).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &grace}, all)
+		_ = cs.CoreV1().Pods(n).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &grace}, onNode)
 	}
 	for ctx.Err() == nil {
-		pods, err := cs.CoreV1().Pods("").List(ctx, all)
+		pods, err := cs.CoreV1().Pods("").List(ctx, onNode)
 		if err != nil || len(pods.Items) == 0 {
 			return
 		}
