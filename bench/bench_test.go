@@ -50,6 +50,42 @@ func TestHarnessSmoke(t *testing.T) {
 	checkReport(t, out, all)
 }
 
+// With simulated nodes (kwok), on a control plane of its own: the pods are
+// bound to them and made Running by kwok, the churn's status updates come from
+// kwok, the harness's watch sees them, and the report says who sent them.
+func TestHarnessWithKwokNodes(t *testing.T) {
+	controlplane.SkipIfShort(t)
+	own, err := controlplane.Start(t.Context(), controlplane.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = own.Stop() }()
+	bin, remove, err := testkit.Build(".", "bench")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer remove()
+	out := t.TempDir()
+	cmd := exec.Command(bin, "--kubeconfig", own.KubeconfigPath, "--kwok-nodes", "2", "--sizes", "20", "--pods-per-namespace", "20",
+		"--variants", "metawatch", "--churn-duration", "4s", "--churn-status-rate", "10", "--churn-label-rate", "2", "--out", out)
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("bench: %v", err)
+	}
+	run := readRun(t, filepath.Join(out, "results.json"))
+	if run.Options.KwokNodes != 2 || len(run.Results) != 1 {
+		t.Fatalf("options %+v and %d results, want 2 simulated nodes and one result", run.Options, len(run.Results))
+	}
+	r := run.Results[0]
+	checkResult(t, r)
+	if c := r.Churn; c.StatusBy != "kwok" || c.StatusUpdates == 0 {
+		t.Errorf("churn status updates %d by %q, want some, seen from kwok", c.StatusUpdates, c.StatusBy)
+	}
+	if page, err := os.ReadFile(filepath.Join(out, "README.md")); err != nil || !strings.Contains(string(page), "(kwok)") {
+		t.Errorf("the report does not say kwok sent the status updates (%v)", err)
+	}
+}
+
 func readRun(t *testing.T, path string) report.Run {
 	data, err := os.ReadFile(path)
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/metawatch/metawatch/bench/kwok"
 	"github.com/metawatch/metawatch/bench/report"
 	"github.com/metawatch/metawatch/bench/scenario"
 	"github.com/metawatch/metawatch/bench/seed"
@@ -37,6 +38,7 @@ type harness struct {
 	run        report.Run
 	node       *cluster.Cluster // --local-cluster's node, where the chart variant runs
 	chart      *chartSetup      // set up by the chart variant's first run
+	kwok       *kwok.Kwok       // the simulated nodes of --kwok-nodes, if any
 }
 
 // run is the whole benchmark: open the target, then for each size grow the
@@ -76,11 +78,27 @@ func openHarness(ctx context.Context, o options) (*harness, func(), error) {
 		return nil, nil, err
 	}
 	h, err := newHarness(ctx, o, tgt, variants)
+	if err == nil {
+		err = h.startKwok(ctx)
+	}
 	if err != nil {
 		tgt.Stop()
 		return nil, nil, err
 	}
 	return h, func() { h.cleanUp(); tgt.Stop() }, nil
+}
+
+// startKwok starts the simulated nodes of --kwok-nodes and binds the pods seeded from now on to them.
+func (h *harness) startKwok(ctx context.Context) error {
+	if h.o.kwokNodes == 0 {
+		return nil
+	}
+	k, err := kwok.Start(ctx, h.client, h.kubeconfig, h.o.kwokNodes, os.Stderr)
+	if err != nil {
+		return fmt.Errorf("--kwok-nodes: %w", err)
+	}
+	h.kwok, h.population.Schedule = k, k.Schedule
+	return nil
 }
 
 func newHarness(ctx context.Context, o options, tgt *target.Cluster, variants []variant.Variant) (*harness, error) {
@@ -114,13 +132,21 @@ func variantsOf(names []string) ([]variant.Variant, error) {
 	return vs, nil
 }
 
-// cleanUp deletes the population, unless --keep.
+// cleanUp stops kwok and deletes the population and the simulated nodes, unless --keep.
 func (h *harness) cleanUp() {
+	if h.kwok != nil {
+		if err := h.kwok.Stop(); err != nil {
+			fmt.Fprintf(os.Stderr, "bench: %v\n", err)
+		}
+	}
 	if h.o.keep || h.local {
 		return
 	}
 	if err := seed.Delete(context.Background(), h.client); err != nil {
 		fmt.Fprintf(os.Stderr, "bench: deleting the bench namespaces: %v (delete them with `kubectl delete namespace -l %s`)\n", err, seed.Selector)
+	}
+	if err := kwok.DeleteNodes(context.Background(), h.client); err != nil {
+		fmt.Fprintf(os.Stderr, "bench: deleting the simulated nodes: %v (delete them with `kubectl delete node -l %s=true`)\n", err, kwok.NodeLabel)
 	}
 }
 
@@ -153,6 +179,11 @@ func (h *harness) grow(ctx context.Context, n int) error {
 		if err := h.population.Grow(ctx, from, n); err != nil {
 			return err
 		}
+		if h.kwok != nil {
+			if err := h.kwok.WaitRunning(ctx, h.client, seed.Selector, 2*time.Minute, os.Stderr); err != nil {
+				return err
+			}
+		}
 		fmt.Fprintf(os.Stderr, "bench: seeded in %s\n", time.Since(start).Round(time.Second))
 	}
 	h.size = max(n, from)
@@ -178,7 +209,7 @@ func (h *harness) bare(ctx context.Context, n int) error {
 
 func reportOptions(o options) report.Options {
 	return report.Options{Sizes: slices.Clone(o.sizes), PerNamespace: o.perNamespace, Concurrency: o.concurrency, Scenarios: o.scenarios,
-		ChurnStatusPerSec: o.statusRate, ChurnLabelsPerSec: o.labelRate, ChurnSeconds: o.churnDuration.Seconds()}
+		ChurnStatusPerSec: o.statusRate, ChurnLabelsPerSec: o.labelRate, ChurnSeconds: o.churnDuration.Seconds(), KwokNodes: o.kwokNodes}
 }
 
 // render writes the report of an earlier run's results.json into out.

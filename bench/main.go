@@ -7,7 +7,7 @@
 //	make bench ARGS="--sizes 2000 --scenarios sync"   # a quick look
 //	make bench ARGS="--kind metawatch-bench"          # a kind cluster from bench/kind-config.yaml
 //	make bench ARGS="--kubeconfig ~/.kube/config"     # any cluster you may create namespaces in
-//	make bench ARGS="--local-cluster"                 # make cluster's one-node cluster, plus metawatch from its chart
+//	make bench ARGS="--local-cluster"                 # make cluster's one-node cluster, plus metawatch from its chart, pods on kwok nodes
 package main
 
 import (
@@ -24,6 +24,7 @@ import (
 	"github.com/go-logr/logr"
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	"github.com/metawatch/metawatch/bench/kwok"
 	"github.com/metawatch/metawatch/bench/target"
 	"github.com/metawatch/metawatch/bench/variant"
 )
@@ -34,6 +35,7 @@ type options struct {
 	scenarios, variants       []string
 	perNamespace, concurrency int
 	seedConcurrency           int
+	kwokNodes                 int
 	statusRate, labelRate     float64
 	churnDuration             time.Duration
 	kind, out, heapProfiles   string
@@ -77,7 +79,8 @@ func parseFlags() options {
 	flag.StringVar(&o.kind, "kind", "", "Run against kind cluster NAME (created from "+target.KindConfig+" if missing).")
 	flag.StringVar(&o.out, "out", "bench/out", "Directory for results.json, README.md and the plots.")
 	flag.StringVar(&o.heapProfiles, "heap-profiles", "", "Write each variant's heap profile after its initial sync to DIR/VARIANT-N.pprof (go tool pprof).")
-	flag.BoolVar(&o.localCluster, "local-cluster", false, "Run on the one-node cluster of `make cluster` (root), started and thrown away here, and add the chart variant: metawatch deployed by its Helm chart.")
+	flag.BoolVar(&o.localCluster, "local-cluster", false, "Run on the one-node cluster of `make cluster` (root), started and thrown away here, and add the chart variant: metawatch deployed by its Helm chart, and 10 simulated nodes (--kwok-nodes).")
+	flag.IntVar(&o.kwokNodes, "kwok-nodes", 0, "Simulated nodes (kwok, built once) to bind the pods to: kwok makes them Running and sends the churn's status updates, as kubelets would. 0: none, the harness writes pod status itself (default 10 with --local-cluster).")
 	flag.BoolVar(&o.keep, "keep", false, "Keep the seeded namespaces at the end (on a kind cluster or kubeconfig; the local control plane is thrown away).")
 	flag.StringVar(&o.render, "render", "", "Only write the report (README.md, plots) of results.json FILE into --out, e.g. after changing the report's code.")
 	flag.StringVar(&o.child, "child", "", "Internal: run this variant in this process and report to the harness on stdout.")
@@ -85,6 +88,13 @@ func parseFlags() options {
 	o.sizes, o.scenarios, o.variants = mustInts(*sizes), split(*scenarios), split(*variants)
 	if o.localCluster && !flagSet("variants") {
 		o.variants = append(o.variants, variant.Chart().Name)
+	}
+	if o.localCluster && !flagSet("kwok-nodes") {
+		o.kwokNodes = 10
+	}
+	if o.kwokNodes < 0 || o.kwokNodes > kwok.MaxNodes {
+		fmt.Fprintf(os.Stderr, "bench: --kwok-nodes: %d is not a number of simulated nodes: give 1 to %d, or 0 for none\n", o.kwokNodes, kwok.MaxNodes)
+		os.Exit(2)
 	}
 	return o
 }

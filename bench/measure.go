@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -72,8 +73,16 @@ func (h *harness) churn(ctx context.Context, c measured, r *report.Result) error
 		return err
 	}
 	opts := scenario.ChurnOptions{StatusPerSecond: h.o.statusRate, LabelsPerSecond: h.o.labelRate, Duration: h.o.churnDuration}
+	stopProbes := func() error { return nil }
+	if h.kwok != nil {
+		// The pods' kubelet (kwok) sends the status updates, not the churn.
+		if stopProbes, err = h.kwok.Probe(ctx, seed.NamespaceName(0), len(h.observer.Pods()), opts.StatusPerSecond); err != nil {
+			return err
+		}
+		opts.StatusPerSecond = 0
+	}
 	res, err := scenario.Churn(ctx, h.client, h.observer, seed.NamespaceName(0), opts)
-	if err != nil {
+	if err := errors.Join(err, stopProbes()); err != nil {
 		return fmt.Errorf("churn: %w", err)
 	}
 	after, err := quietSnapshot(c)
@@ -82,6 +91,9 @@ func (h *harness) churn(ctx context.Context, c measured, r *report.Result) error
 	}
 	r.Churn = &report.Churn{Seconds: opts.Duration.Seconds(), StatusUpdates: res.StatusUpdates, LabelChanges: res.LabelChanges,
 		Activity: activity(before, after), Missed: res.Missed}
+	if h.kwok != nil {
+		r.Churn.StatusUpdates, r.Churn.StatusBy = res.StatusUpdatesSeen, "kwok"
+	}
 	for _, l := range res.Latencies {
 		r.Churn.LatenciesMillis = append(r.Churn.LatenciesMillis, float64(l.Microseconds())/1000)
 	}

@@ -13,7 +13,9 @@ func Markdown(run Run) string {
 	header(&b, run)
 	summaryTable(&b, run)
 	syncTable(&b, run, false)
-	syncTable(&b, run, true)
+	if slices.ContainsFunc(run.Results, func(r Result) bool { return r.CacheOnly }) {
+		syncTable(&b, run, true)
+	}
 	receivedTable(&b, run)
 	churnTable(&b, run)
 	convergeTable(&b, run)
@@ -28,6 +30,9 @@ func header(b *strings.Builder, run Run) {
 		m.Date, m.OS, m.Arch, m.CPUs, m.CPU, float64(m.MemoryBytes)/(1<<30), m.GoVersion, m.KubernetesVersion, m.Target)
 	fmt.Fprintf(b, "Sizes %v pods (%d per namespace), scenarios %s, concurrency %d; churn %.0f status updates/s and %.0f label changes/s for %.0f s. ",
 		o.Sizes, o.PerNamespace, strings.Join(o.Scenarios, ","), o.Concurrency, o.ChurnStatusPerSec, o.ChurnLabelsPerSec, o.ChurnSeconds)
+	if o.KwokNodes > 0 {
+		fmt.Fprintf(b, "Pods ran on %d simulated nodes (kwok): kwok made them Running and sent the churn's status updates. ", o.KwokNodes)
+	}
 	fmt.Fprintf(b, "Every variant ran in its own process against the same API server in the same run; ratios are against `%s`, measured in the same run. "+
 		"Variants and scenarios are described in [bench/README.md](../README.md).\n\n", run.Baseline)
 }
@@ -123,10 +128,18 @@ func churnTable(b *strings.Builder, run Run) {
 	for _, r := range run.Results {
 		if c := r.Churn; c != nil {
 			a := c.Activity
-			fmt.Fprintf(b, "| %d | %s | %d | %d | %d | %d | %.2f | %d | %.0f ms | %.0f ms | %d | %.1f |\n", r.N, r.Variant, c.StatusUpdates, c.LabelChanges,
+			fmt.Fprintf(b, "| %d | %s | %d%s | %d | %d | %d | %.2f | %d | %.0f ms | %.0f ms | %d | %.1f |\n", r.N, r.Variant, c.StatusUpdates, by(c.StatusBy), c.LabelChanges,
 				a.Events, a.Reconciles, a.ReconcilesPerEvent(), a.Writes, c.Percentile(50), c.Percentile(99), c.Missed, a.CPUSeconds)
 		}
 	}
+}
+
+// by names who sent the status updates, if not the harness.
+func by(sender string) string {
+	if sender == "" {
+		return ""
+	}
+	return " (" + sender + ")"
 }
 
 func convergeTable(b *strings.Builder, run Run) {

@@ -32,6 +32,8 @@ type Options struct {
 	ChurnStatusPerSec float64  `json:"churnStatusUpdatesPerSecond"`
 	ChurnLabelsPerSec float64  `json:"churnLabelChangesPerSecond"`
 	ChurnSeconds      float64  `json:"churnSeconds"`
+	// KwokNodes are the simulated nodes the pods ran on (0: none, the harness wrote their status).
+	KwokNodes int `json:"kwokNodes,omitempty"`
 }
 
 // Bare is the reference for convergence: the same applies made by a bare
@@ -100,10 +102,13 @@ type Converge struct {
 
 // Churn is status-only updates and label changes at fixed rates.
 type Churn struct {
-	Seconds       float64  `json:"seconds"`
-	StatusUpdates int      `json:"statusUpdates"`
-	LabelChanges  int      `json:"labelChanges"`
-	Activity      Activity `json:"activity"`
+	Seconds       float64 `json:"seconds"`
+	StatusUpdates int     `json:"statusUpdates"`
+	// StatusBy is who sent the status updates: "kwok" (the pods' simulated
+	// kubelet: StatusUpdates are those seen), or empty for the harness.
+	StatusBy     string   `json:"statusBy,omitempty"`
+	LabelChanges int      `json:"labelChanges"`
+	Activity     Activity `json:"activity"`
 	// LatenciesMillis are, per label change, the time from sending it to seeing the rule's write.
 	LatenciesMillis []float64 `json:"latenciesMillis"`
 	// Missed label changes saw no write within the wait after the churn.

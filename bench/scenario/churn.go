@@ -23,8 +23,11 @@ type ChurnOptions struct {
 // ChurnResult is what the churn sent and saw.
 type ChurnResult struct {
 	StatusUpdates, LabelChanges int
-	Latencies                   []time.Duration
-	Missed                      int
+	// StatusUpdatesSeen are the status-only updates of the pods seen during
+	// the churn: the churn's own, and those of their kubelet (kwok's) if any.
+	StatusUpdatesSeen int
+	Latencies         []time.Duration
+	Missed            int
 }
 
 // drainTimeout is how long the churn waits, at its end, for the last label changes to be undone.
@@ -33,7 +36,8 @@ const drainTimeout = 30 * time.Second
 // Churn sends, for opts.Duration, status-only updates (a kubelet's probe
 // results: nothing a metadata rule cares about) and label changes (removing
 // the rule's label from a pod, which the rule must put back) at fixed rates
-// to the observed pods, round robin. Requests that would exceed 64 in flight
+// to the observed pods, round robin (no status updates with a rate of 0:
+// when kwok plays the pods' kubelet, it sends them). Requests that would exceed 64 in flight
 // are skipped, so a slow API server lowers the rates rather than queueing.
 func Churn(ctx context.Context, c client.Client, o *Observer, namespace string, opts ChurnOptions) (ChurnResult, error) {
 	pods := o.Pods()
@@ -43,6 +47,7 @@ func Churn(ctx context.Context, c client.Client, o *Observer, namespace string, 
 	ctx, cancel := context.WithTimeout(ctx, opts.Duration)
 	defer cancel()
 	var status, labels atomic.Int64
+	seenBefore := o.StatusUpdates()
 	var wg sync.WaitGroup
 	inflight := make(chan struct{}, 64)
 	wg.Go(func() {
@@ -59,8 +64,10 @@ func Churn(ctx context.Context, c client.Client, o *Observer, namespace string, 
 		})
 	})
 	wg.Wait()
+	seen := o.StatusUpdates() - seenBefore
 	latencies, missed := o.drain(context.WithoutCancel(ctx), drainTimeout)
-	return ChurnResult{StatusUpdates: int(status.Load()), LabelChanges: int(labels.Load()), Latencies: latencies, Missed: missed}, nil
+	return ChurnResult{StatusUpdates: int(status.Load()), LabelChanges: int(labels.Load()), StatusUpdatesSeen: seen,
+		Latencies: latencies, Missed: missed}, nil
 }
 
 // every calls f(0), f(1), ... perSecond times a second until ctx ends.

@@ -3,7 +3,9 @@ package scenario
 import (
 	"context"
 	"fmt"
+	"maps"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -23,6 +25,10 @@ type Observer struct {
 	want      string               // the value the rule should write
 	pending   map[string]time.Time // pod name → when its label change was sent
 	latencies []time.Duration
+
+	// statusUpdates counts updates that changed neither labels nor
+	// annotations: status writes, whoever made them (the churn, kwok).
+	statusUpdates atomic.Int64
 }
 
 // Observe starts an Observer of label on the pods of namespace matching selector.
@@ -35,7 +41,7 @@ func Observe(ctx context.Context, cfg *rest.Config, namespace, selector, label s
 	factory := metadatainformer.NewFilteredSharedInformerFactory(client, 0, namespace, func(lo *metav1.ListOptions) { lo.LabelSelector = selector })
 	informer := factory.ForResource(schema.GroupVersionResource{Version: "v1", Resource: "pods"}).Informer()
 	if _, err := informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-		AddFunc: o.see, UpdateFunc: func(_, obj any) { o.see(obj) },
+		AddFunc: o.see, UpdateFunc: o.update,
 	}); err != nil {
 		return nil, err
 	}
@@ -44,6 +50,16 @@ func Observe(ctx context.Context, cfg *rest.Config, namespace, selector, label s
 		return nil, fmt.Errorf("observer of %s did not sync", namespace)
 	}
 	return o, nil
+}
+
+func (o *Observer) update(old, obj any) {
+	o.see(obj)
+	before, ok1 := old.(*metav1.PartialObjectMetadata)
+	after, ok2 := obj.(*metav1.PartialObjectMetadata)
+	if ok1 && ok2 && before.ResourceVersion != after.ResourceVersion &&
+		maps.Equal(before.Labels, after.Labels) && maps.Equal(before.Annotations, after.Annotations) {
+		o.statusUpdates.Add(1)
+	}
 }
 
 func (o *Observer) see(obj any) {
@@ -71,6 +87,10 @@ func (o *Observer) Pods() []string {
 	}
 	return names
 }
+
+// StatusUpdates is the number of updates seen so far that changed neither
+// labels nor annotations: status writes, whoever made them.
+func (o *Observer) StatusUpdates() int { return int(o.statusUpdates.Load()) }
 
 // expect sets the value the rule writes from now on.
 func (o *Observer) expect(value string) {

@@ -32,6 +32,10 @@ type Population struct {
 	PerNamespace int
 	Concurrency  int
 	Log          io.Writer
+	// Schedule, if set, binds the i-th pod to a node before it is created
+	// (kwok's simulated nodes): that node's kubelet then writes its status.
+	// Unset, the harness writes a running status itself, as no kubelet will.
+	Schedule func(pod *corev1.Pod, i int)
 	// owners are the uids of the pods' owner ReplicaSets by namespace/name,
 	// recorded as Grow creates them.
 	owners sync.Map
@@ -58,6 +62,9 @@ func (p *Population) Grow(ctx context.Context, from, to int) error {
 		if uid, ok := p.owners.Load(pod.Namespace + "/" + pod.OwnerReferences[0].Name); ok {
 			pod.OwnerReferences[0].UID = uid.(types.UID)
 		}
+		if p.Schedule != nil {
+			p.Schedule(pod, i)
+		}
 		return createPod(ctx, p.Client, pod)
 	})
 }
@@ -80,8 +87,9 @@ func (p *Population) namespace(ctx context.Context, k int) error {
 	})
 }
 
-// createPod creates pod as its creator would, then gives it a running status
-// as a second field manager ("kubelet").
+// createPod creates pod as its creator would, then, unless it is bound to a
+// node whose kubelet does it, gives it a running status as a second field
+// manager ("kubelet").
 func createPod(ctx context.Context, c client.Client, pod *corev1.Pod) error {
 	err := c.Create(ctx, pod, client.FieldOwner("kube-controller-manager"))
 	// On a cluster with a controller-manager, a new namespace's default
@@ -92,6 +100,9 @@ func createPod(ctx context.Context, c client.Client, pod *corev1.Pod) error {
 	}
 	if err != nil {
 		return fmt.Errorf("creating pod %s/%s: %w", pod.Namespace, pod.Name, err)
+	}
+	if pod.Spec.NodeName != "" {
+		return nil
 	}
 	pod.Status = RunningStatus(pod)
 	return c.Status().Update(ctx, pod, client.FieldOwner("kubelet"))

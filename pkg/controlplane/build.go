@@ -114,6 +114,8 @@ func versionOf(a artifact) string {
 		return EtcdVersion
 	case "helm":
 		return HelmVersion
+	case "kwok":
+		return KwokVersion
 	}
 	return KubernetesVersion
 }
