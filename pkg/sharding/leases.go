@@ -1,0 +1,282 @@
+package sharding
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+)
+
+// Labels of the ring's Leases: which ring, and whether a member's or a bucket's.
+const (
+	RingLabel = "metawatch.dev/ring"
+	KindLabel = "metawatch.dev/lease"
+)
+
+func (r *Ring) memberLeaseName() string         { return r.o.Ring + "-member-" + r.o.Identity }
+func (r *Ring) bucketLeaseName(b Bucket) string { return r.o.Ring + "-bucket-" + b.String() }
+
+// round renews this replica's membership, then takes the free or abandoned
+// buckets it should have and hands on those it should not.
+func (r *Ring) round(ctx context.Context) {
+	logger := log.FromContext(ctx).WithName("sharding")
+	if err := r.renewMember(ctx); err != nil {
+		logger.Error(err, "renewing this replica's member Lease; it stops writing after the renew deadline", "renewDeadline", r.o.RenewDeadline)
+	}
+	members, buckets, err := r.list(ctx)
+	if err != nil {
+		logger.Error(err, "listing the ring's Leases")
+		return
+	}
+	r.mu.Lock()
+	alive := r.alive(members, buckets)
+	r.mu.Unlock()
+	desired := Assign(slices.Sorted(maps.Keys(alive)))
+	for b := range Bucket(Buckets) {
+		if err := r.balance(ctx, b, desired[b], buckets[b], alive); err != nil {
+			logger.V(1).Info("bucket not balanced this round", "bucket", b.String(), "reason", err.Error())
+		}
+	}
+	r.notify()
+}
+
+// renewMember creates or renews this replica's member Lease.
+func (r *Ring) renewMember(ctx context.Context) error {
+	start := r.now()
+	leases := r.leases.Leases(r.o.Namespace)
+	lease, err := leases.Get(ctx, r.memberLeaseName(), metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		lease = &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: r.memberLeaseName(), Namespace: r.o.Namespace,
+			Labels: map[string]string{RingLabel: r.o.Ring, KindLabel: "member"}}}
+		r.stamp(lease, start, false)
+		_, err = leases.Create(ctx, lease, metav1.CreateOptions{})
+	} else if err == nil {
+		r.stamp(lease, start, false)
+		_, err = leases.Update(ctx, lease, metav1.UpdateOptions{})
+	}
+	if err != nil {
+		return err
+	}
+	r.mu.Lock()
+	r.renewed = start // when the request was sent: the others saw the renewal no earlier
+	r.mu.Unlock()
+	return nil
+}
+
+// stamp makes lease this replica's as of now; acquired counts a new holder.
+func (r *Ring) stamp(lease *coordinationv1.Lease, now time.Time, acquired bool) {
+	micro := metav1.NewMicroTime(now)
+	lease.Spec.HolderIdentity = ptr.To(r.o.Identity)
+	lease.Spec.LeaseDurationSeconds = ptr.To(int32(r.o.LeaseDuration / time.Second))
+	lease.Spec.RenewTime = &micro
+	if acquired || lease.Spec.AcquireTime == nil {
+		lease.Spec.AcquireTime = &micro
+		lease.Spec.LeaseTransitions = ptr.To(ptr.Deref(lease.Spec.LeaseTransitions, 0) + 1)
+	}
+}
+
+// list returns the ring's member Leases and its bucket Leases by bucket.
+func (r *Ring) list(ctx context.Context) ([]coordinationv1.Lease, map[Bucket]*coordinationv1.Lease, error) {
+	list, err := r.leases.Leases(r.o.Namespace).List(ctx, metav1.ListOptions{LabelSelector: RingLabel + "=" + r.o.Ring})
+	if err != nil {
+		return nil, nil, err
+	}
+	var members []coordinationv1.Lease
+	buckets := map[Bucket]*coordinationv1.Lease{}
+	for i := range list.Items {
+		lease := &list.Items[i]
+		switch lease.Labels[KindLabel] {
+		case "member":
+			members = append(members, *lease)
+		case "bucket":
+			for b := range Bucket(Buckets) {
+				if lease.Name == r.bucketLeaseName(b) {
+					buckets[b] = lease
+				}
+			}
+		}
+	}
+	return members, buckets, nil
+}
+
+// alive is the set of identities counted as live members: this replica while
+// its renewals are recent, and any other whose member Lease changed less than
+// LeaseDuration ago on this replica's clock. A holder of a bucket with no
+// member Lease is given LeaseDuration from when that was first seen. r.mu
+// must be held.
+func (r *Ring) alive(members []coordinationv1.Lease, buckets map[Bucket]*coordinationv1.Lease) map[string]bool {
+	now := r.now()
+	for _, m := range members {
+		id := ptr.Deref(m.Spec.HolderIdentity, "")
+		if seen, ok := r.seen[id]; id != "" && (!ok || seen.resourceVersion != m.ResourceVersion) {
+			r.seen[id] = observation{resourceVersion: m.ResourceVersion, at: now}
+		}
+	}
+	for _, lease := range buckets {
+		if id := ptr.Deref(lease.Spec.HolderIdentity, ""); id != "" {
+			if _, ok := r.seen[id]; !ok {
+				r.seen[id] = observation{at: now}
+			}
+		}
+	}
+	alive := map[string]bool{}
+	for id, seen := range r.seen {
+		if id != r.o.Identity && now.Sub(seen.at) < r.o.LeaseDuration {
+			alive[id] = true
+		}
+	}
+	if r.renewedRecently() && !r.stopping {
+		alive[r.o.Identity] = true
+	}
+	return alive
+}
+
+// balance takes bucket b if this replica is its desired owner and it is free
+// or its holder is dead, and starts handing it on if not.
+func (r *Ring) balance(ctx context.Context, b Bucket, desired string, lease *coordinationv1.Lease, alive map[string]bool) error {
+	me := r.o.Identity
+	holder := ""
+	if lease != nil {
+		holder = ptr.Deref(lease.Spec.HolderIdentity, "")
+	}
+	r.mu.Lock()
+	h := r.held[b]
+	if h != nil && holder != me {
+		// Taken while this replica could not renew (it had stopped writing by then).
+		delete(r.held, b)
+		h = nil
+	}
+	if h == nil && holder == me {
+		// This replica's, from before a restart of its container (the same pod name).
+		h = &heldBucket{resourceVersion: lease.ResourceVersion}
+		r.held[b] = h
+	}
+	mayTake := r.renewedRecently() && !r.stopping
+	r.mu.Unlock()
+	switch {
+	case desired == me && h == nil:
+		if holder != "" && alive[holder] {
+			return fmt.Errorf("held by live member %s, which hands it on once its writes end", holder)
+		}
+		if !mayTake {
+			return fmt.Errorf("this replica's membership is not renewed")
+		}
+		return r.acquire(ctx, b, lease)
+	case desired != me && h != nil:
+		return r.handOn(ctx, b, lease)
+	}
+	return nil
+}
+
+// acquire makes bucket b's Lease this replica's; lease is its current
+// version (nil: none yet). A concurrent change fails the update, and the next
+// round sees it.
+func (r *Ring) acquire(ctx context.Context, b Bucket, lease *coordinationv1.Lease) error {
+	leases := r.leases.Leases(r.o.Namespace)
+	var err error
+	if lease == nil {
+		lease = &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: r.bucketLeaseName(b), Namespace: r.o.Namespace,
+			Labels: map[string]string{RingLabel: r.o.Ring, KindLabel: "bucket"}}}
+		r.stamp(lease, r.now(), true)
+		lease, err = leases.Create(ctx, lease, metav1.CreateOptions{})
+	} else {
+		lease = lease.DeepCopy()
+		r.stamp(lease, r.now(), true)
+		lease, err = leases.Update(ctx, lease, metav1.UpdateOptions{})
+	}
+	if err != nil {
+		return err
+	}
+	r.mu.Lock()
+	r.held[b] = &heldBucket{resourceVersion: lease.ResourceVersion}
+	r.mu.Unlock()
+	return nil
+}
+
+// handOn stops admitting writes to bucket b and, once those in flight have
+// ended, releases its Lease for the desired owner to take at once.
+func (r *Ring) handOn(ctx context.Context, b Bucket, lease *coordinationv1.Lease) error {
+	r.mu.Lock()
+	h := r.held[b]
+	h.draining = true
+	inflight := h.inflight
+	r.mu.Unlock()
+	if inflight > 0 {
+		return fmt.Errorf("%d writes still in flight", inflight)
+	}
+	return r.release(ctx, b, lease)
+}
+
+// release empties bucket b's Lease (lease is its current version) and forgets it.
+func (r *Ring) release(ctx context.Context, b Bucket, lease *coordinationv1.Lease) error {
+	lease = lease.DeepCopy()
+	lease.Spec.HolderIdentity = ptr.To("")
+	if _, err := r.leases.Leases(r.o.Namespace).Update(ctx, lease, metav1.UpdateOptions{}); err != nil {
+		return err
+	}
+	r.mu.Lock()
+	delete(r.held, b)
+	r.mu.Unlock()
+	return nil
+}
+
+// notify calls the OnChange function if the buckets held changed since the last call.
+func (r *Ring) notify() {
+	r.mu.Lock()
+	held, f := r.heldLocked(), r.onChange
+	changed := !slices.Equal(held, r.notified)
+	r.notified = held
+	r.mu.Unlock()
+	if changed && f != nil {
+		f(held)
+	}
+}
+
+// stop refuses new writes, waits for those in flight, releases every bucket
+// and deletes the member Lease, so that the others take over at once. What it
+// cannot release before ctx ends, the others take after LeaseDuration.
+func (r *Ring) stop(ctx context.Context) error {
+	r.mu.Lock()
+	r.stopping = true
+	r.mu.Unlock()
+	for r.inflight() > 0 {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("sharding: %d writes still in flight at stop; the buckets are left to expire", r.inflight())
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	_, buckets, err := r.list(ctx)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, b := range r.Held() {
+		if lease := buckets[b]; lease != nil && ptr.Deref(lease.Spec.HolderIdentity, "") == r.o.Identity {
+			errs = append(errs, r.release(ctx, b, lease))
+		}
+	}
+	err = r.leases.Leases(r.o.Namespace).Delete(ctx, r.memberLeaseName(), metav1.DeleteOptions{})
+	errs = append(errs, client.IgnoreNotFound(err))
+	r.notify()
+	return errors.Join(errs...)
+}
+
+func (r *Ring) inflight() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for _, h := range r.held {
+		n += h.inflight
+	}
+	return n
+}

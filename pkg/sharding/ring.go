@@ -1,0 +1,160 @@
+package sharding
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
+)
+
+// Options are a Ring's settings.
+type Options struct {
+	// Namespace holds the member and bucket Leases (the release's).
+	Namespace string
+	// Ring names the set of replicas sharing the buckets: Leases are named
+	// and labelled with it, so two installations in one namespace never mix.
+	Ring string
+	// Identity is this replica's, unique among the ring's live members (the pod's name).
+	Identity string
+	// LeaseDuration is how long a member that stopped renewing is still
+	// counted alive by the others; RenewDeadline (shorter) is how long this
+	// replica keeps writing without a successful renewal; RetryPeriod is how
+	// often it renews and rebalances.
+	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
+}
+
+func (o Options) validate() error {
+	var errs []error
+	if o.Namespace == "" || o.Ring == "" || o.Identity == "" {
+		errs = append(errs, fmt.Errorf("sharding: namespace, ring and identity are required (got %q, %q, %q)", o.Namespace, o.Ring, o.Identity))
+	}
+	if o.RetryPeriod <= 0 || o.RenewDeadline <= o.RetryPeriod || o.LeaseDuration <= o.RenewDeadline {
+		errs = append(errs, fmt.Errorf("sharding: want 0 < retry period (%s) < renew deadline (%s) < lease duration (%s)",
+			o.RetryPeriod, o.RenewDeadline, o.LeaseDuration))
+	}
+	return errors.Join(errs...)
+}
+
+// Ring is one replica's share of the buckets and the gate its writes pass.
+//
+// A replica writes an object only while it holds the Lease of the object's
+// bucket and its own member Lease was renewed less than RenewDeadline ago.
+// It gives a bucket up only after that bucket's writes in flight have ended,
+// and takes one held by another replica only after that replica's member
+// Lease has not changed for LeaseDuration, as seen on its own clock (so only
+// the clocks' rates matter, not their settings, as in client-go's leader
+// election). Since RenewDeadline < LeaseDuration, the old holder has stopped
+// writing before the new one starts.
+type Ring struct {
+	o      Options
+	leases coordinationv1client.LeasesGetter
+	now    func() time.Time
+
+	mu       sync.Mutex
+	renewed  time.Time              // the last successful renewal of this replica's member Lease
+	held     map[Bucket]*heldBucket // buckets whose Lease names this replica
+	seen     map[string]observation // member identity → its Lease's last version and when it changed
+	stopping bool
+	onChange func(held []Bucket)
+	notified []Bucket // what onChange was last called with
+}
+
+// heldBucket is a bucket this replica holds: its Lease's version and the writes in flight.
+type heldBucket struct {
+	resourceVersion string
+	draining        bool // no new writes: it is being given up
+	inflight        int
+}
+
+// observation is when a member's Lease was last seen to change (this replica's clock).
+type observation struct {
+	resourceVersion string
+	at              time.Time
+}
+
+// NewRing returns a Ring that holds nothing until Run has renewed and balanced.
+func NewRing(leases coordinationv1client.LeasesGetter, o Options) (*Ring, error) {
+	if err := o.validate(); err != nil {
+		return nil, err
+	}
+	return &Ring{o: o, leases: leases, now: time.Now, held: map[Bucket]*heldBucket{}, seen: map[string]observation{}}, nil
+}
+
+// OnChange sets f to be called, from Run, with the buckets held each time
+// they change: the cache widens or narrows its shard selector with them.
+func (r *Ring) OnChange(f func(held []Bucket)) {
+	r.mu.Lock()
+	r.onChange = f
+	r.mu.Unlock()
+}
+
+// Begin admits a write to the object with uid if this replica may write it
+// now; done must be called when the write has ended, whatever its outcome.
+func (r *Ring) Begin(uid types.UID) (done func(), ok bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	b := BucketOf(uid)
+	h := r.held[b]
+	if h == nil || h.draining || r.stopping || !r.renewedRecently() {
+		return nil, false
+	}
+	h.inflight++
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			r.mu.Lock()
+			h.inflight--
+			r.mu.Unlock()
+		})
+	}, true
+}
+
+// Held are the buckets this replica holds, in order.
+func (r *Ring) Held() []Bucket {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.heldLocked()
+}
+
+func (r *Ring) heldLocked() []Bucket {
+	out := make([]Bucket, 0, len(r.held))
+	for b := range Bucket(Buckets) {
+		if r.held[b] != nil {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+// renewedRecently reports whether this replica may still write on the
+// strength of its last renewal. r.mu must be held.
+func (r *Ring) renewedRecently() bool {
+	return !r.renewed.IsZero() && r.now().Sub(r.renewed) < r.o.RenewDeadline
+}
+
+// Run renews this replica's member Lease and rebalances the buckets every
+// RetryPeriod until ctx ends, then hands every bucket on (see Stop).
+func (r *Ring) Run(ctx context.Context) error {
+	r.loop(ctx)
+	stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.o.RenewDeadline)
+	defer cancel()
+	return r.stop(stopCtx)
+}
+
+// loop renews and rebalances every RetryPeriod until ctx ends.
+func (r *Ring) loop(ctx context.Context) {
+	ticker := time.NewTicker(r.o.RetryPeriod)
+	defer ticker.Stop()
+	for {
+		r.round(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C:
+		}
+	}
+}
