@@ -57,12 +57,14 @@ cluster: controlplane
 unit:
 	$(GO) test -race -short $(PACKAGES)
 
-## fuzz: fuzz the config parser, the rules core, the managedFields stripper and its frame reader, FUZZTIME each (FUZZTIME=10m make fuzz for a long run).
+## fuzz: fuzz the config parser, the rules core, the managedFields stripper and its frame reader, the shard selectors and bucket assignment, FUZZTIME each (FUZZTIME=10m make fuzz for a long run).
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime $(FUZZTIME) ./pkg/config
 	$(GO) test -run '^$$' -fuzz FuzzEvaluate -fuzztime $(FUZZTIME) ./pkg/rules
 	$(GO) test -run '^$$' -fuzz FuzzStripManagedFields -fuzztime $(FUZZTIME) ./pkg/wire
 	$(GO) test -run '^$$' -fuzz FuzzFrameStripper -fuzztime $(FUZZTIME) ./pkg/wire
+	$(GO) test -run '^$$' -fuzz FuzzSelectorMatchesItsBuckets -fuzztime $(FUZZTIME) ./pkg/sharding
+	$(GO) test -run '^$$' -fuzz FuzzMembershipChangeMovesOnlyTheChangedMembersBuckets -fuzztime $(FUZZTIME) ./pkg/sharding
 
 ## vet: go vet every module.
 vet:
