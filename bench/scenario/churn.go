@@ -36,9 +36,10 @@ const drainTimeout = 30 * time.Second
 // Churn sends, for opts.Duration, status-only updates (a kubelet's probe
 // results: nothing a metadata rule cares about) and label changes (removing
 // the rule's label from a pod, which the rule must put back) at fixed rates
-// to the observed pods, round robin (no status updates with a rate of 0:
-// when kwok plays the pods' kubelet, it sends them). Requests that would exceed 64 in flight
-// are skipped, so a slow API server lowers the rates rather than queueing.
+// to the observed pods, round robin; a status rate of 0 sends none (kwok,
+// playing the pods' kubelet, sends them). Requests that would exceed 64 in
+// flight are skipped, so a slow API server lowers the rates rather than
+// queueing.
 func Churn(ctx context.Context, c client.Client, o *Observer, namespace string, opts ChurnOptions) (ChurnResult, error) {
 	pods := o.Pods()
 	if len(pods) == 0 {

@@ -37,6 +37,8 @@ type Options struct {
 	InScope func(namespace string) bool
 	// Fence, when set, is what every write of these controllers passes; see WriteFence.
 	Fence *WriteFence
+	// Shards, when set, admits each write by its object's uid; see ShardGate.
+	Shards ShardGate
 	// Audits are the generation's require-rule audits; nil: a live set of its own.
 	Audits *Audits
 	// NamespacesUnreadable: Namespaces may not be listed, so copy rules get no
@@ -70,8 +72,8 @@ func setupKind(mgr manager.Manager, w config.ResolvedWatch, rs []rules.Rule, opt
 	kr := &kindReconciler{reader: mgr.GetCache(), gvk: w.GVK, gate: opts.Gate, steps: []step{report}}
 	if len(rs) > 0 {
 		var writer client.Writer = mgr.GetClient()
-		if opts.Fence != nil {
-			writer = fencedWriter{Writer: writer, fence: opts.Fence}
+		if opts.Fence != nil || opts.Shards != nil {
+			writer = fencedWriter{Writer: writer, fence: opts.Fence, shards: opts.Shards}
 		}
 		ruler = newRuleReconciler(mgr.GetCache(), writer, mgr.GetEventRecorder(EventSource), w.GVK, rs, opts.DryRun, mem)
 		ruler.writesFrozen, ruler.inScope = opts.WritesFrozen, opts.InScope

@@ -3,7 +3,6 @@ package controller
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"maps"
 	"sort"
 
@@ -53,8 +52,8 @@ func (r *ruleReconciler) apply(ctx context.Context, obj *metav1.PartialObjectMet
 		kept, err = r.resolveConflicts(ctx, obj, res, conflicts)
 		changed = changeOf(obj, kept) // yielded keys were not written
 	}
-	if replacedOrGone(err) || errors.Is(err, errFenced) {
-		log.V(1).Info("not applied: the object is gone or was replaced (the watch will tell), or this generation is stopping", "uid", obj.UID)
+	if replacedOrGone(err) || notWritten(err) {
+		log.V(1).Info("not applied: the object is gone or was replaced (the watch will tell), this generation is stopping, or another replica holds its bucket", "uid", obj.UID)
 		return nil
 	}
 	if err != nil {
@@ -179,7 +178,7 @@ func (r *ruleReconciler) applyManifest(ctx context.Context, obj *metav1.PartialO
 		opts = append(opts, client.ForceOwnership)
 	}
 	target := metacache.NewObject(r.GVK)
-	target.Namespace, target.Name = obj.Namespace, obj.Name
+	target.Namespace, target.Name, target.UID = obj.Namespace, obj.Name, obj.UID // the UID for the shard gate
 	return r.Writer.Patch(ctx, target, client.RawPatch(types.ApplyPatchType, manifest), opts...)
 }
 

@@ -12,7 +12,9 @@
 //   - handler.go, handler_namespaces.go, predicate.go: what each event queues.
 //   - memory.go and memory_*.go: what a controller remembers between events.
 //   - fence.go: the WriteFence every write passes, closed before a Lease is
-//     released or a generation swapped.
+//     released or a generation swapped; and, when sharded, the ShardGate
+//     (sharding.Ring) that admits a write only on the replica holding the
+//     object's bucket (issue #13).
 //
 // # Why updates are filtered
 //

@@ -6,11 +6,27 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // errFenced is returned for a write attempted after the fence closed.
 var errFenced = errors.New("this generation is stopping: no more writes")
+
+// errNotOurs is returned for a write to an object whose bucket this replica
+// does not hold: with sharding, the replica that holds it writes it.
+var errNotOurs = errors.New("another replica holds this object's bucket")
+
+// ShardGate admits a write by the uid of the object written (sharding.Ring
+// is one): with several active replicas, only the one holding the object's
+// bucket writes it, and done is called when the write has ended.
+type ShardGate interface {
+	Begin(uid types.UID) (done func(), ok bool)
+}
+
+// notWritten reports whether err means the write was not sent on purpose:
+// the generation is stopping, or another replica holds the object.
+func notWritten(err error) bool { return errors.Is(err, errFenced) || errors.Is(err, errNotOurs) }
 
 // WriteFence stands between a generation's rules and the API server. Closing
 // it refuses new writes and waits for the ones in flight: after that, and
@@ -57,18 +73,29 @@ func (f *WriteFence) Close(ctx context.Context) bool {
 	}
 }
 
-// fencedWriter is a client.Writer whose patches pass the fence (metawatch
-// writes by patch and apply only).
+// fencedWriter is a client.Writer whose patches pass the fence and the shard
+// gate, either of which may be nil (metawatch writes by patch and apply
+// only). obj must carry the uid of the object written.
 type fencedWriter struct {
 	client.Writer
-	fence *WriteFence
+	fence  *WriteFence
+	shards ShardGate
 }
 
 func (w fencedWriter) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
-	if err := w.fence.enter(); err != nil {
-		return err
+	if w.fence != nil {
+		if err := w.fence.enter(); err != nil {
+			return err
+		}
+		defer w.fence.inflight.Done()
 	}
-	defer w.fence.inflight.Done()
+	if w.shards != nil {
+		done, ok := w.shards.Begin(obj.GetUID())
+		if !ok {
+			return errNotOurs
+		}
+		defer done()
+	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), writeTimeout)
 	defer cancel()
 	return w.Writer.Patch(ctx, obj, patch, opts...)

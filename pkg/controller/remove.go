@@ -3,7 +3,6 @@ package controller
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"sort"
 
 	"github.com/go-logr/logr"
@@ -46,10 +45,10 @@ func (r *ruleReconciler) remove(ctx context.Context, obj *metav1.PartialObjectMe
 		return err
 	}
 	target := metacache.NewObject(r.GVK)
-	target.Namespace, target.Name = obj.Namespace, obj.Name
+	target.Namespace, target.Name, target.UID = obj.Namespace, obj.Name, obj.UID // the UID for the shard gate
 	err = r.Writer.Patch(ctx, target, client.RawPatch(types.MergePatchType, patch), client.FieldOwner(metacache.FieldManager))
-	if replacedOrGone(err) || errors.Is(err, errFenced) {
-		log.V(1).Info("not removed: the object is gone or was replaced (the watch will tell), or this generation is stopping", "uid", obj.UID)
+	if replacedOrGone(err) || notWritten(err) {
+		log.V(1).Info("not removed: the object is gone or was replaced (the watch will tell), this generation is stopping, or another replica holds its bucket", "uid", obj.UID)
 		return nil
 	}
 	if err != nil {

@@ -1,0 +1,76 @@
+package controller_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/metawatch/metawatch/pkg/controller"
+	"github.com/metawatch/metawatch/pkg/controlplane"
+	"github.com/metawatch/metawatch/pkg/sharding"
+	"github.com/metawatch/metawatch/pkg/testkit"
+)
+
+// bucketGate admits the writes to the objects of a fixed range of buckets,
+// as a replica holding them would, and records which uids it admitted.
+type bucketGate struct {
+	from, to sharding.Bucket
+	mu       sync.Mutex
+	admitted map[types.UID]int
+}
+
+func (g *bucketGate) Begin(uid types.UID) (func(), bool) {
+	if b := sharding.BucketOf(uid); b < g.from || b >= g.to {
+		return nil, false
+	}
+	g.mu.Lock()
+	g.admitted[uid]++
+	g.mu.Unlock()
+	return func() {}, true
+}
+
+// Two instances, each admitted to half of the buckets, converge every pod
+// between them, each writing only the pods of its own buckets, once.
+func TestShardGateSplitsWritesBetweenReplicas(t *testing.T) {
+	controlplane.SkipIfShort(t)
+	c := testkit.Client(t, cp.Config)
+	const ns = "shards-0"
+	testkit.Namespace(t, c, ns, map[string]string{"team": "red"})
+	createPods(t, c, ns, 100)
+	configYAML := "watches:\n- kind: Pod\n  namespaces: [shards-0]\nrules:\n- name: copy-team\n  kinds: [Pod]\n  copyFromNamespace: {labels: [team]}\n"
+	gates := []*bucketGate{{from: 0, to: 32, admitted: map[types.UID]int{}}, {from: 32, to: sharding.Buckets, admitted: map[types.UID]int{}}}
+	var instances []*instance
+	for _, g := range gates {
+		instances = append(instances, startInstance(t, configYAML, controller.Options{MaxConcurrentReconciles: 4, Shards: g}))
+	}
+	waitAllPods(t, c, "every pod to get its namespace's team", []string{ns}, func(_ string, l map[string]string) bool { return l["team"] == "red" })
+
+	var pods corev1.PodList
+	if err := c.List(context.Background(), &pods, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	for i, g := range gates {
+		g.mu.Lock()
+		mine := 0
+		for _, p := range pods.Items {
+			inRange := sharding.BucketOf(p.UID) >= g.from && sharding.BucketOf(p.UID) < g.to
+			if inRange {
+				mine++
+			}
+			if n := g.admitted[p.UID]; n != map[bool]int{true: 1, false: 0}[inRange] {
+				t.Errorf("instance %d admitted %d writes to pod %s of bucket %d (its buckets: %d-%d)", i, n, p.Name, sharding.BucketOf(p.UID), g.from, g.to-1)
+			}
+		}
+		g.mu.Unlock()
+		if n := instances[i].writes.Load(); n != int64(mine) {
+			t.Errorf("instance %d made %d write requests, want one for each of the %d pods of its buckets", i, n, mine)
+		}
+	}
+}
+
+// The Ring is what gates writes when metawatch runs sharded.
+var _ controller.ShardGate = (*sharding.Ring)(nil)
