@@ -71,20 +71,26 @@ func (a *AccessLoss) observe(kind schema.GroupKind, err error) {
 // NewInformer is cache.Options.NewInformer: the stock informer, with its
 // list and watch calls reported to a.
 func (a *AccessLoss) NewInformer(lw toolscache.ListerWatcher, obj runtime.Object, resync time.Duration, indexers toolscache.Indexers) toolscache.SharedIndexInformer {
-	if kind := obj.GetObjectKind().GroupVersionKind().GroupKind(); !kind.Empty() {
-		in := toolscache.ToListerWatcherWithContext(lw)
-		lw = &toolscache.ListWatch{
-			ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-				list, err := in.ListWithContext(ctx, o)
-				a.observe(kind, err)
-				return list, err
-			},
-			WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-				w, err := in.WatchWithContext(ctx, o)
-				a.observe(kind, err)
-				return w, err
-			},
-		}
+	return toolscache.NewSharedIndexInformer(a.ListerWatcher(lw, obj), obj, resync, indexers)
+}
+
+// ListerWatcher is lw, for obj's kind, with its list and watch calls reported to a.
+func (a *AccessLoss) ListerWatcher(lw toolscache.ListerWatcher, obj runtime.Object) toolscache.ListerWatcher {
+	kind := obj.GetObjectKind().GroupVersionKind().GroupKind()
+	if kind.Empty() {
+		return lw
 	}
-	return toolscache.NewSharedIndexInformer(lw, obj, resync, indexers)
+	in := toolscache.ToListerWatcherWithContext(lw)
+	return &toolscache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			list, err := in.ListWithContext(ctx, o)
+			a.observe(kind, err)
+			return list, err
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			w, err := in.WatchWithContext(ctx, o)
+			a.observe(kind, err)
+			return w, err
+		},
+	}
 }

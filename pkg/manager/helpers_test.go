@@ -17,7 +17,13 @@ import (
 // startEngine starts a manager on cfg for watches and waits for its caches to sync.
 func startEngine(t *testing.T, cfg *rest.Config, watches []config.ResolvedWatch) manager.Manager {
 	t.Helper()
-	mgr, err := mwmanager.New(cfg, watches, mwmanager.Options{MetricsBindAddress: "0", HealthProbeBindAddress: "0"})
+	return startEngineWith(t, cfg, watches, mwmanager.Options{MetricsBindAddress: "0", HealthProbeBindAddress: "0"})
+}
+
+// startEngineWith is startEngine with opts.
+func startEngineWith(t *testing.T, cfg *rest.Config, watches []config.ResolvedWatch, opts mwmanager.Options) manager.Manager {
+	t.Helper()
+	mgr, err := mwmanager.New(cfg, watches, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

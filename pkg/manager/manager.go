@@ -43,6 +43,8 @@ type Options struct {
 	LeaseLock resourcelock.Interface
 	// AccessLoss, if not nil, learns of every kind whose list or watch becomes forbidden.
 	AccessLoss *access.AccessLoss
+	// Shards, if not nil, is this replica's share of the namespaced objects (sharding).
+	Shards *metacache.Shards
 }
 
 // DefaultLeaderElectionID is the default name of the leader-election Lease.
@@ -53,7 +55,7 @@ func New(cfg *rest.Config, watches []config.ResolvedWatch, opts Options) (manage
 	// Lease renewal keeps cfg as given; everything else gets metadata without
 	// other managers' managedFields, stripped before decoding.
 	mgr, err := manager.New(wire.StripManagedFields(cfg, metacache.FieldManager), manager.Options{
-		Cache:                               metacache.CacheOptions(watches, opts.AccessLoss),
+		Cache:                               metacache.CacheOptions(watches, opts.AccessLoss, opts.Shards),
 		Client:                              client.Options{Cache: &client.CacheOptions{Unstructured: false}},
 		Metrics:                             metricsOptions(opts),
 		HealthProbeBindAddress:              opts.HealthProbeBindAddress,

@@ -13,6 +13,12 @@
 // would otherwise silently start a second, full informer
 // (controller-runtime#1660) and cost the memory metawatch exists to save.
 //
+// With Shards, each namespaced kind's list and watch are restricted to the
+// replica's buckets (sharding.ListerWatcher, through cache.Options'
+// NewInformer: controller-runtime has no ByObject field for a shard
+// selector). Cluster-scoped kinds, Namespaces and Nodes, are few and stay
+// whole on every replica, so the Namespace fan-out still reads its cache.
+//
 // # What an object keeps
 //
 // The transform (transformFor, Shrink) keeps only metawatch's own managedFields

@@ -66,6 +66,15 @@ func Selector(buckets []Bucket) string {
 	return apisharding.NewSelector(reqs...).String()
 }
 
+// Range is the buckets from..to-1, in order.
+func Range(from, to Bucket) []Bucket {
+	var out []Bucket
+	for b := max(from, 0); b < min(to, Buckets); b++ {
+		out = append(out, b)
+	}
+	return out
+}
+
 // contiguousRuns are the first and last bucket of each run of consecutive
 // buckets, in order, with duplicates and out-of-range buckets ignored.
 func contiguousRuns(buckets []Bucket) [][2]Bucket {

@@ -39,10 +39,7 @@ func TestSelector(t *testing.T) {
 }
 
 func TestEveryBucketIsOneTermCoveringTheWholeSpace(t *testing.T) {
-	all := make([]Bucket, Buckets)
-	for b := range all {
-		all[b] = Bucket(b)
-	}
+	all := Range(0, Buckets)
 	want := "shardRange(object.metadata.uid, '0x0000000000000000', '0x10000000000000000')"
 	if got := Selector(all); got != want {
 		t.Errorf("Selector(all) = %s, want %s", got, want)

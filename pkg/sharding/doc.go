@@ -47,7 +47,11 @@
 // and client-side in every case, as a defence against a server with the gate
 // off and 1.36's unfiltered watches straight from etcd (kubernetes#140510).
 //
-// Not yet done (#13): wiring the Ring into the write path and the cache
-// (a new generation per change of buckets), its metrics, the chart and the
-// bench's shards scenario.
+// # Where it plugs in
+//
+// controller.Options.Shards takes the Ring as the ShardGate of every write;
+// manager.Options.Shards (metacache.Shards) restricts the cache to a share.
+// Not yet done (#13): running the Ring in the process (flags, a new
+// generation per change of buckets), its metrics, the chart and the bench's
+// shards scenario.
 package sharding

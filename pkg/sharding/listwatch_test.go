@@ -75,7 +75,7 @@ func TestListerWatcherListsOnlyItsBuckets(t *testing.T) {
 		all = append(all, cm.UID)
 	}
 	mc := metadata.NewForConfigOrDie(cp.Config)
-	first, second := bucketsRange(0, 21), bucketsRange(21, Buckets)
+	first, second := Range(0, 21), Range(21, Buckets)
 	tests := map[string]struct {
 		buckets    []Bucket
 		serverSide bool
@@ -121,7 +121,7 @@ func TestListerWatcherWatchesOnlyItsBuckets(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := &counting{client: metadata.NewForConfigOrDie(cp.Config), namespace: ns.Name}
-	mine := bucketsRange(0, 32)
+	mine := Range(0, 32)
 	w, err := toolscache.ToListerWatcherWithContext(ListerWatcher(c.lw(), mine, true)).WatchWithContext(ctx, metav1.ListOptions{AllowWatchBookmarks: true})
 	if err != nil {
 		t.Fatal(err)
@@ -153,14 +153,6 @@ func TestListerWatcherWatchesOnlyItsBuckets(t *testing.T) {
 			t.Fatalf("saw %d of the %d objects of the watched buckets", len(seen), len(want))
 		}
 	}
-}
-
-func bucketsRange(from, to Bucket) []Bucket {
-	var out []Bucket
-	for b := from; b < to; b++ {
-		out = append(out, b)
-	}
-	return out
 }
 
 func sameSet(a, b []types.UID) bool {
@@ -195,7 +187,7 @@ func TestGateOffIsDetectedAndFilteredByTheClient(t *testing.T) {
 		all = append(all, cm.UID)
 	}
 	c := &counting{client: metadata.NewForConfigOrDie(off.Config), namespace: "default"}
-	mine := bucketsRange(0, 16)
+	mine := Range(0, 16)
 	list, err := toolscache.ToListerWatcherWithContext(ListerWatcher(c.lw(), mine, true)).ListWithContext(ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)

@@ -1,0 +1,103 @@
+package manager_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"path"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/metawatch/metawatch/pkg/controlplane"
+	mwmanager "github.com/metawatch/metawatch/pkg/manager"
+	"github.com/metawatch/metawatch/pkg/metacache"
+	"github.com/metawatch/metawatch/pkg/sharding"
+	"github.com/metawatch/metawatch/pkg/testkit"
+)
+
+const shardConfig = `
+watches:
+- kind: Pod
+  namespaces: [shards-a]
+- kind: Namespace
+`
+
+// Two managers with complementary shares of the buckets: each caches the pods
+// of its own buckets and no other, between them every pod once, pods created
+// after the sync included; every pod list and watch asked the server for the
+// share; both cache every Namespace (cluster-scoped kinds are not sharded).
+func TestShardedCachesSplitThePods(t *testing.T) {
+	controlplane.SkipIfShort(t)
+	c := testkit.Client(t, cp.Config)
+	testkit.Namespace(t, c, "shards-a", nil)
+	for i := range 40 {
+		testkit.Pod(t, c, "shards-a", fmt.Sprintf("pod-%02d", i), nil)
+	}
+	watches := testkit.Resolve(t, cp.Config, shardConfig)
+	shares := [][]sharding.Bucket{sharding.Range(0, 24), sharding.Range(24, sharding.Buckets)}
+	var recs [2]recorder
+	var caches [2]client.Reader
+	for i, share := range shares {
+		mgr := startEngineWith(t, recs[i].wrap(cp.Config), watches, mwmanager.Options{MetricsBindAddress: "0", HealthProbeBindAddress: "0",
+			Shards: &metacache.Shards{Buckets: share, ServerSide: true}})
+		caches[i] = mgr.GetCache()
+	}
+	for i := range 10 {
+		testkit.Pod(t, c, "shards-a", fmt.Sprintf("late-%02d", i), nil)
+	}
+	var pods corev1.PodList
+	if err := c.List(context.Background(), &pods, client.InNamespace("shards-a")); err != nil {
+		t.Fatal(err)
+	}
+	for i, share := range shares {
+		want := sets.New[string]()
+		for _, p := range pods.Items {
+			if inShare(p.UID, share) {
+				want.Insert(p.Namespace + "/" + p.Name)
+			}
+		}
+		testkit.WaitFor(t, fmt.Sprintf("cache %d to hold exactly the %d pods of its buckets", i, want.Len()), func() bool {
+			return cachedPods(t, caches[i]).Equal(want)
+		})
+		assertShardSelectorSent(t, recs[i].all(), sharding.Selector(share))
+		var all corev1.NamespaceList
+		if err := c.List(context.Background(), &all); err != nil {
+			t.Fatal(err)
+		}
+		cached := metacache.NewList(corev1.SchemeGroupVersion.WithKind("Namespace"))
+		testkit.WaitFor(t, fmt.Sprintf("cache %d to hold all %d Namespaces", i, len(all.Items)), func() bool {
+			return caches[i].List(context.Background(), cached) == nil && len(cached.Items) == len(all.Items)
+		})
+	}
+	if a, b := cachedPods(t, caches[0]), cachedPods(t, caches[1]); a.Intersection(b).Len() > 0 || a.Union(b).Len() != len(pods.Items) {
+		t.Errorf("the caches share %d pods and hold %d between them, want none shared and all %d", a.Intersection(b).Len(), a.Union(b).Len(), len(pods.Items))
+	}
+}
+
+func assertShardSelectorSent(t *testing.T, requests []request, want string) {
+	t.Helper()
+	for _, r := range requests {
+		if r.Method != http.MethodGet {
+			continue
+		}
+		switch path.Base(r.Path) {
+		case "pods":
+			if got := r.Query.Get("shardSelector"); got != want {
+				t.Errorf("%s?%s: shardSelector %q, want %q", r.Path, r.Query.Encode(), got, want)
+			}
+		case "namespaces":
+			if got := r.Query.Get("shardSelector"); got != "" {
+				t.Errorf("%s: shardSelector %q, want none: Namespaces are not sharded", r.Path, got)
+			}
+		}
+	}
+}
+
+func inShare(uid types.UID, share []sharding.Bucket) bool {
+	b := sharding.BucketOf(uid)
+	return b >= share[0] && b <= share[len(share)-1]
+}
