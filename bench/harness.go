@@ -180,7 +180,7 @@ func (h *harness) grow(ctx context.Context, n int) error {
 			return err
 		}
 		if h.kwok != nil {
-			if err := h.kwok.WaitRunning(ctx, h.client, seed.Selector, 2*time.Minute, os.Stderr); err != nil {
+			if err := h.kwok.WaitRunning(ctx, seed.Selector, 2*time.Minute, os.Stderr); err != nil {
 				return err
 			}
 		}

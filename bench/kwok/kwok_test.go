@@ -56,7 +56,7 @@ func TestKwokPlaysTheKubelet(t *testing.T) {
 	if err := population.Grow(ctx, 0, pods); err != nil {
 		t.Fatal(err)
 	}
-	if err := k.WaitRunning(ctx, c, seed.Selector, time.Minute, testWriter{t}); err != nil {
+	if err := k.WaitRunning(ctx, seed.Selector, time.Minute, testWriter{t}); err != nil {
 		t.Fatal(err)
 	}
 	ns := seed.NamespaceName(0)

@@ -69,10 +69,10 @@ func DeleteNodes(ctx context.Context, c client.Client) error {
 }
 
 // waitReady polls until every node is Ready (kwok's node-initialize stage), for up to timeout.
-func (k *Kwok) waitReady(ctx context.Context, c client.Client, timeout time.Duration) error {
+func (k *Kwok) waitReady(ctx context.Context, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	for {
-		notReady, err := countNotReady(ctx, c, k.nodes)
+		notReady, err := countNotReady(ctx, k.client, k.nodes)
 		if err != nil || notReady == 0 {
 			return err
 		}

@@ -17,14 +17,14 @@ import (
 // so that no variant's figures include the seed's tail of Pending-to-Running
 // updates. kwok's pace depends on the machine (about 80 pods a second on two
 // cores), so it fails only when no pod became Running for stall.
-func (k *Kwok) WaitRunning(ctx context.Context, c client.Client, selector string, stall time.Duration, log io.Writer) error {
+func (k *Kwok) WaitRunning(ctx context.Context, selector string, stall time.Duration, log io.Writer) error {
 	sel, err := labels.Parse(selector)
 	if err != nil {
 		return err
 	}
 	best, lastProgress := -1, time.Now()
 	for {
-		pending, err := countNotRunning(ctx, c, sel)
+		pending, err := countNotRunning(ctx, k.client, sel)
 		if err != nil || pending == 0 {
 			return err
 		}

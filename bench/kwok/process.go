@@ -58,7 +58,7 @@ func Start(ctx context.Context, c client.Client, kubeconfig string, n int, log i
 	if err := k.start(defaultStages); err != nil {
 		return nil, err
 	}
-	if err := k.waitReady(ctx, c, time.Minute); err != nil {
+	if err := k.waitReady(ctx, time.Minute); err != nil {
 		_ = k.stop() // keeps the directory: the error names kwok's log in it
 		return nil, err
 	}
