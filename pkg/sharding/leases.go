@@ -39,8 +39,9 @@ func (r *Ring) round(ctx context.Context) {
 	}
 	r.mu.Lock()
 	alive := r.alive(members, buckets)
-	r.mu.Unlock()
 	desired := Assign(slices.Sorted(maps.Keys(alive)))
+	r.desired = Owned(desired, r.o.Identity)
+	r.mu.Unlock()
 	for b := range Bucket(Buckets) {
 		if err := r.balance(ctx, b, desired[b], buckets[b], alive); err != nil {
 			logger.V(1).Info("bucket not balanced this round", "bucket", b.String(), "reason", err.Error())
@@ -111,18 +112,23 @@ func (r *Ring) list(ctx context.Context) ([]coordinationv1.Lease, map[Bucket]*co
 // alive is the set of identities counted as live members: this replica while
 // its renewals are recent, and any other whose member Lease changed less than
 // LeaseDuration ago on this replica's clock. A holder of a bucket with no
-// member Lease is given LeaseDuration from when that was first seen. r.mu
-// must be held.
+// member Lease is given LeaseDuration from when that was first seen. A
+// member whose Lease is gone and who holds no bucket has left (a clean stop
+// releases its buckets, then deletes its Lease): it is forgotten at once, so
+// its buckets are taken without waiting. r.mu must be held.
 func (r *Ring) alive(members []coordinationv1.Lease, buckets map[Bucket]*coordinationv1.Lease) map[string]bool {
 	now := r.now()
+	listed, holders := map[string]bool{}, map[string]bool{}
 	for _, m := range members {
 		id := ptr.Deref(m.Spec.HolderIdentity, "")
+		listed[id] = true
 		if seen, ok := r.seen[id]; id != "" && (!ok || seen.resourceVersion != m.ResourceVersion) {
 			r.seen[id] = observation{resourceVersion: m.ResourceVersion, at: now}
 		}
 	}
 	for _, lease := range buckets {
 		if id := ptr.Deref(lease.Spec.HolderIdentity, ""); id != "" {
+			holders[id] = true
 			if _, ok := r.seen[id]; !ok {
 				r.seen[id] = observation{at: now}
 			}
@@ -130,7 +136,10 @@ func (r *Ring) alive(members []coordinationv1.Lease, buckets map[Bucket]*coordin
 	}
 	alive := map[string]bool{}
 	for id, seen := range r.seen {
-		if id != r.o.Identity && now.Sub(seen.at) < r.o.LeaseDuration {
+		switch {
+		case !listed[id] && !holders[id]:
+			delete(r.seen, id)
+		case id != r.o.Identity && now.Sub(seen.at) < r.o.LeaseDuration:
 			alive[id] = true
 		}
 	}
@@ -229,15 +238,15 @@ func (r *Ring) release(ctx context.Context, b Bucket, lease *coordinationv1.Leas
 	return nil
 }
 
-// notify calls the OnChange function if the buckets held changed since the last call.
+// notify calls the OnChange function if the buckets held or desired changed since the last call.
 func (r *Ring) notify() {
 	r.mu.Lock()
-	held, f := r.heldLocked(), r.onChange
-	changed := !slices.Equal(held, r.notified)
-	r.notified = held
+	held, desired, f := r.heldLocked(), slices.Clone(r.desired), r.onChange
+	changed := !slices.Equal(held, r.notified[0]) || !slices.Equal(desired, r.notified[1])
+	r.notified = [2][]Bucket{held, desired}
 	r.mu.Unlock()
 	if changed && f != nil {
-		f(held)
+		f(held, desired)
 	}
 }
 
@@ -246,7 +255,7 @@ func (r *Ring) notify() {
 // cannot release before ctx ends, the others take after LeaseDuration.
 func (r *Ring) stop(ctx context.Context) error {
 	r.mu.Lock()
-	r.stopping = true
+	r.stopping, r.desired = true, nil
 	r.mu.Unlock()
 	for r.inflight() > 0 {
 		select {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -59,8 +60,9 @@ type Ring struct {
 	held     map[Bucket]*heldBucket // buckets whose Lease names this replica
 	seen     map[string]observation // member identity → its Lease's last version and when it changed
 	stopping bool
-	onChange func(held []Bucket)
-	notified []Bucket // what onChange was last called with
+	desired  []Bucket // what the last round's live members give this replica
+	onChange func(held, desired []Bucket)
+	notified [2][]Bucket // what onChange was last called with
 }
 
 // heldBucket is a bucket this replica holds: its Lease's version and the writes in flight.
@@ -84,9 +86,11 @@ func NewRing(leases coordinationv1client.LeasesGetter, o Options) (*Ring, error)
 	return &Ring{o: o, leases: leases, now: time.Now, held: map[Bucket]*heldBucket{}, seen: map[string]observation{}}, nil
 }
 
-// OnChange sets f to be called, from Run, with the buckets held each time
-// they change: the cache widens or narrows its shard selector with them.
-func (r *Ring) OnChange(f func(held []Bucket)) {
+// OnChange sets f to be called, from Run, with the buckets held and the
+// buckets desired each time either changes. The cache should hold the
+// desired ones: they change only when members come or go, ahead of the
+// handovers, so a new owner's cache is synced when its Lease comes.
+func (r *Ring) OnChange(f func(held, desired []Bucket)) {
 	r.mu.Lock()
 	r.onChange = f
 	r.mu.Unlock()
@@ -128,6 +132,14 @@ func (r *Ring) heldLocked() []Bucket {
 		}
 	}
 	return out
+}
+
+// Desired are the buckets the live members, as of the last round, give
+// this replica: what it holds once the handovers are done.
+func (r *Ring) Desired() []Bucket {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.desired)
 }
 
 // renewedRecently reports whether this replica may still write on the

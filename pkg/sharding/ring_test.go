@@ -44,6 +44,7 @@ const maxReplicas = 4
 type writes struct {
 	inflight [Buckets][maxReplicas]atomic.Int32
 	overlaps atomic.Int32
+	changes  atomic.Int32       // OnChange calls, every replica's
 	uids     [Buckets]types.UID // one uid per bucket
 }
 
@@ -88,6 +89,12 @@ func startReplica(t *testing.T, cs kubernetes.Interface, w *writes, n int) *repl
 	if err != nil {
 		t.Fatal(err)
 	}
+	ring.OnChange(func(held, desired []Bucket) {
+		w.changes.Add(1)
+		if len(held) > Buckets || len(desired) > Buckets {
+			t.Errorf("OnChange(%v, %v): more buckets than there are", held, desired)
+		}
+	})
 	loopCtx, stopLoop := context.WithCancel(context.Background())
 	writeCtx, stopWrites := context.WithCancel(context.Background())
 	rep := &replica{ring: ring, stopLoop: stopLoop, stopWrites: stopWrites, graceful: make(chan struct{})}
@@ -122,14 +129,15 @@ func waitBalanced(t *testing.T, replicas ...*replica) time.Duration {
 	for deadline := start.Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 		balanced := true
 		for _, r := range replicas {
-			balanced = balanced && slices.Equal(r.ring.Held(), Owned(owners, r.ring.o.Identity))
+			mine := Owned(owners, r.ring.o.Identity)
+			balanced = balanced && slices.Equal(r.ring.Held(), mine) && slices.Equal(r.ring.Desired(), mine)
 		}
 		if balanced {
 			return time.Since(start)
 		}
 		if time.Now().After(deadline) {
 			for _, r := range replicas {
-				t.Logf("%s holds %v, should hold %v", r.ring.o.Identity, r.ring.Held(), Owned(owners, r.ring.o.Identity))
+				t.Logf("%s holds %v and desires %v, should hold %v", r.ring.o.Identity, r.ring.Held(), r.ring.Desired(), Owned(owners, r.ring.o.Identity))
 			}
 			t.Fatalf("not balanced over %v after 30 s", ids)
 		}
@@ -154,13 +162,21 @@ func TestRingHandsBucketsOverWithoutTwoWriters(t *testing.T) {
 	t.Logf("2→3: balanced after %s", waitBalanced(t, a, b, c).Round(time.Millisecond))
 
 	b.stopGracefully(t)
-	t.Logf("3→2, b stopped cleanly: balanced after %s", waitBalanced(t, a, c).Round(time.Millisecond))
+	took := waitBalanced(t, a, c)
+	t.Logf("3→2, b stopped cleanly: balanced after %s", took.Round(time.Millisecond))
+	// A clean stop releases everything: nobody waits for b's Lease to run out.
+	if took >= testOptions("").RenewDeadline {
+		t.Errorf("b's buckets were taken %s after its clean stop, as if it had died (lease duration %s)", took, testOptions("").LeaseDuration)
+	}
 
 	c.stopLoop() // killed: nothing released, its Lease must expire
-	took := waitBalanced(t, a)
+	took = waitBalanced(t, a)
 	t.Logf("2→1, c killed: a holds everything after %s (lease duration %s)", took.Round(time.Millisecond), testOptions("").LeaseDuration)
 	if took < testOptions("").RenewDeadline {
 		t.Errorf("a took the killed replica's buckets after %s, before its renew deadline: both may have written", took)
+	}
+	if w.changes.Load() < 5 {
+		t.Errorf("OnChange was called %d times over five changes of membership", w.changes.Load())
 	}
 	if n := w.overlaps.Load(); n > 0 {
 		t.Errorf("%d writes overlapped another replica's write to the same bucket", n)
