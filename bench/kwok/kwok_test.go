@@ -17,6 +17,7 @@ import (
 	"github.com/metawatch/metawatch/bench/scenario"
 	"github.com/metawatch/metawatch/bench/seed"
 	"github.com/metawatch/metawatch/pkg/controlplane"
+	"github.com/metawatch/metawatch/pkg/testkit"
 )
 
 var cp *controlplane.ControlPlane
@@ -70,10 +71,7 @@ func TestKwokPlaysTheKubelet(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 30*time.Second, func() bool { return observer.StatusUpdates() >= 2*pods },
-		func() string {
-			return fmt.Sprintf("%d status updates seen with probes on, want %d", observer.StatusUpdates(), 2*pods)
-		})
+	testkit.WaitFor(t, fmt.Sprintf("%d status updates with probes on", 2*pods), func() bool { return observer.StatusUpdates() >= 2*pods })
 	if err := stopProbes(); err != nil {
 		t.Fatal(err)
 	}
@@ -109,9 +107,9 @@ func checkLeases(t *testing.T, c client.Client, nodes []string) {
 	t.Helper()
 	for _, n := range nodes {
 		var lease coordinationv1.Lease
-		waitFor(t, 30*time.Second, func() bool {
+		testkit.WaitFor(t, "node "+n+"'s Lease in "+corev1.NamespaceNodeLease, func() bool {
 			return c.Get(t.Context(), client.ObjectKey{Namespace: corev1.NamespaceNodeLease, Name: n}, &lease) == nil
-		}, func() string { return "node " + n + " has no Lease in " + corev1.NamespaceNodeLease })
+		})
 		if lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity == "" || lease.Spec.RenewTime == nil {
 			t.Errorf("node %s: Lease %+v, want one held (by kwok) and renewed", n, lease.Spec)
 		}
@@ -151,18 +149,9 @@ func checkDeletionFinishes(t *testing.T, c client.Client, ns string) {
 	if err := c.Delete(t.Context(), pod, client.GracePeriodSeconds(30)); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 30*time.Second, func() bool {
+	testkit.WaitFor(t, "pod "+pod.Name+" to go after its graceful deletion (only its kubelet, kwok, can finish that)", func() bool {
 		return apierrors.IsNotFound(c.Get(t.Context(), client.ObjectKeyFromObject(pod), &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"}}))
-	}, func() string { return "pod " + pod.Name + " is still there 30 s after its graceful deletion" })
-}
-
-func waitFor(t *testing.T, timeout time.Duration, done func() bool, what func() string) {
-	t.Helper()
-	for deadline := time.Now().Add(timeout); !done(); time.Sleep(200 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal(what())
-		}
-	}
+	})
 }
 
 type testWriter struct{ t *testing.T }

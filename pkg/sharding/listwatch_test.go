@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
@@ -156,10 +157,7 @@ func TestListerWatcherWatchesOnlyItsBuckets(t *testing.T) {
 }
 
 func sameSet(a, b []types.UID) bool {
-	x, y := slices.Clone(a), slices.Clone(b)
-	slices.Sort(x)
-	slices.Sort(y)
-	return slices.Equal(slices.Compact(x), slices.Compact(y)) && len(x) == len(y)
+	return len(a) == len(b) && sets.New(a...).Equal(sets.New(b...))
 }
 
 // With the gate off, the server ignores the selector (even when asked) and
