@@ -40,6 +40,9 @@ func run(ctx context.Context, opts options) error {
 	if err != nil {
 		return err
 	}
+	if err := opts.sharding.validate(opts.manager); err != nil {
+		return err
+	}
 	budget := shutdownBudget(opts.manager.GracefulShutdownTimeout)
 	mgrOpts := opts.manager
 	mgrOpts.GracefulShutdownTimeout = budget.manager
@@ -57,6 +60,11 @@ func run(ctx context.Context, opts options) error {
 		Config: cfg, Source: opts.source, Controller: opts.controller, Initial: conf, ShutdownTimeout: budget.generation, WriteScope: &opts.writeScope,
 		Recorder: mgr.GetEventRecorder(controller.EventSource), Log: ctrl.Log.WithName("reload"),
 	}
+	if opts.sharding.enabled {
+		if reloader.Shards, err = addSharding(ctx, mgr, cfg, opts); err != nil {
+			return err
+		}
+	}
 	if err := reloader.AddTo(mgr); err != nil {
 		return err
 	}
@@ -65,7 +73,7 @@ func run(ctx context.Context, opts options) error {
 	}
 	setupLog.Info("stage 3/4: reloader and health checks added")
 	setupLog.Info("stage 4/4: starting", "version", version.Version(), "source", opts.source.String(), "dryRun", opts.controller.DryRun, "writeScope", opts.writeScope.String(),
-		"leaderElection", mgrOpts.LeaderElection, "gracefulShutdownTimeout", opts.manager.GracefulShutdownTimeout.String(), "metricsSecure", mgrOpts.MetricsSecure)
+		"leaderElection", mgrOpts.LeaderElection, "sharding", opts.sharding.enabled, "gracefulShutdownTimeout", opts.manager.GracefulShutdownTimeout.String(), "metricsSecure", mgrOpts.MetricsSecure)
 	if err := mgr.Start(ctx); err != nil {
 		return err
 	}

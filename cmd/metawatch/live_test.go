@@ -73,7 +73,16 @@ func kubeconfigVia(t *testing.T, address string) string {
 
 func start(t *testing.T, args ...string) (*exec.Cmd, *testkit.SyncBuffer) {
 	t.Helper()
+	return startWithEnv(t, nil, args...)
+}
+
+// startWithEnv is start with env added to the test's environment.
+func startWithEnv(t *testing.T, env []string, args ...string) (*exec.Cmd, *testkit.SyncBuffer) {
+	t.Helper()
 	cmd := exec.Command(bin, args...)
+	if env != nil {
+		cmd.Env = append(cmd.Environ(), env...)
+	}
 	stderr := &testkit.SyncBuffer{}
 	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {

@@ -22,13 +22,9 @@ const inClusterNamespacePath = "/var/run/secrets/kubernetes.io/serviceaccount/na
 // ReleaseLease): only once the writes of the running generation have
 // stopped, never on a timer that may fire while a write is in flight.
 func NewLeaseLock(cfg *rest.Config, opts Options) (resourcelock.Interface, error) {
-	ns := opts.LeaderElectionNamespace
-	if ns == "" {
-		b, err := os.ReadFile(inClusterNamespacePath)
-		if err != nil {
-			return nil, fmt.Errorf("--leader-election-namespace is required out of a cluster (no %s): %w", inClusterNamespacePath, err)
-		}
-		ns = string(b)
+	ns, err := LeaseNamespace(opts)
+	if err != nil {
+		return nil, err
 	}
 	host, err := os.Hostname()
 	if err != nil {
@@ -48,6 +44,19 @@ func NewLeaseLock(cfg *rest.Config, opts Options) (resourcelock.Interface, error
 	id := cmp.Or(opts.LeaderElectionID, DefaultLeaderElectionID)
 	return resourcelock.New(resourcelock.LeasesResourceLock, ns, id, core, coordination,
 		resourcelock.ResourceLockConfig{Identity: host + "_" + string(uuid.NewUUID())})
+}
+
+// LeaseNamespace is where metawatch's Leases live: --leader-election-namespace,
+// else the Pod's own namespace.
+func LeaseNamespace(opts Options) (string, error) {
+	if opts.LeaderElectionNamespace != "" {
+		return opts.LeaderElectionNamespace, nil
+	}
+	b, err := os.ReadFile(inClusterNamespacePath)
+	if err != nil {
+		return "", fmt.Errorf("--leader-election-namespace is required out of a cluster (no %s): %w", inClusterNamespacePath, err)
+	}
+	return string(b), nil
 }
 
 // ReleaseLease gives up the Lease if this process holds it, as client-go's

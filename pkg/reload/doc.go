@@ -23,4 +23,6 @@
 //   - generation.go: one generation: resolve, check access, build, freeze.
 //   - access.go: watches forbidden at build time or since, rechecked until allowed.
 //   - source.go: --config-file or --config-map.
+//   - shards.go: --sharding, where every replica runs generations on its
+//     share of the buckets and runs them anew when the share moves (#13).
 package reload

@@ -22,6 +22,7 @@ import (
 	"github.com/metawatch/metawatch/pkg/metacache"
 	"github.com/metawatch/metawatch/pkg/metrics"
 	"github.com/metawatch/metawatch/pkg/rules"
+	"github.com/metawatch/metawatch/pkg/sharding"
 )
 
 // generation is one configuration running: its own cache, informers and
@@ -43,8 +44,11 @@ type generation struct {
 	gate      chan struct{}
 	cancel    context.CancelFunc
 	done      chan error
-	// rebuild: a forbidden watch became allowed; run the same configuration anew.
+	// rebuild: a forbidden watch became allowed, or this replica's share of
+	// the buckets moved; run the same configuration anew.
 	rebuild bool
+	// buckets are the buckets its cache holds, when sharded.
+	buckets []sharding.Bucket
 }
 
 // resolved is a configuration checked against the cluster, ready to run.
@@ -84,6 +88,8 @@ type generationOptions struct {
 	shutdownTimeout time.Duration
 	// onLoss reports a kind whose list or watch became forbidden while running.
 	onLoss func(*generation, schema.GroupKind, error)
+	// shards, when set, restricts the generation to this replica's share.
+	shards *Shards
 }
 
 func newGeneration(ctx context.Context, cfg *rest.Config, number int64, r resolved, opts generationOptions) (*generation, error) {
@@ -95,8 +101,12 @@ func newGeneration(ctx context.Context, cfg *rest.Config, number int64, r resolv
 			opts.onLoss(g, kind, err)
 		}
 	})
-	mgr, err := mwmanager.New(cfg, r.watches, mwmanager.Options{MetricsBindAddress: "0", HealthProbeBindAddress: "0",
-		GracefulShutdownTimeout: opts.shutdownTimeout, AccessLoss: g.lost})
+	mopts := mwmanager.Options{MetricsBindAddress: "0", HealthProbeBindAddress: "0",
+		GracefulShutdownTimeout: opts.shutdownTimeout, AccessLoss: g.lost}
+	if opts.shards != nil {
+		mopts.Shards, g.buckets = opts.shards.cache()
+	}
+	mgr, err := mwmanager.New(cfg, r.watches, mopts)
 	if err != nil {
 		return nil, err
 	}
@@ -110,6 +120,9 @@ func newGeneration(ctx context.Context, cfg *rest.Config, number int64, r resolv
 	g.copiers = copyingKinds(r.watches, rulesByKind)
 	copts := opts.controller
 	copts.Gate, copts.Audits, copts.WritesFrozen, copts.Fence = g.gate, g.audits, g.writesFrozen, g.fence
+	if opts.shards != nil {
+		copts.Shards = opts.shards.Ring
+	}
 	copts.NamespacesUnreadable = g.forbiddenAtStart(namespaceKind) != nil
 	copts.InScope = func(ns string) bool { return opts.writeScope.Allows(ns) && r.conf.WriteScope.Allows(ns) }
 	if err := controller.Setup(mgr, r.watches, rulesByKind, copts); err != nil {

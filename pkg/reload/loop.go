@@ -40,6 +40,10 @@ func (r *Reloader) followConfigMap(ctx context.Context) {
 			if !r.forbiddenNowAllowed(ctx) {
 				continue
 			}
+		case <-r.shardChanges():
+			if !r.shareMoved() {
+				continue
+			}
 		}
 		retry = nil
 		err := r.sync(ctx)
@@ -65,11 +69,20 @@ func (r *Reloader) followFile(ctx context.Context) {
 		case <-r.accessLost:
 		case <-r.recheck():
 			if r.forbiddenNowAllowed(ctx) {
-				if err := r.apply(ctx, r.Initial, nil); err != nil && ctx.Err() == nil {
-					r.Log.Error(err, "running the configuration anew; the running generation keeps running")
-				}
+				r.runAnew(ctx)
+			}
+		case <-r.shardChanges():
+			if r.shareMoved() {
+				r.runAnew(ctx)
 			}
 		}
+	}
+}
+
+// runAnew runs the file's configuration in a new generation; on failure the running one keeps running.
+func (r *Reloader) runAnew(ctx context.Context) {
+	if err := r.apply(ctx, r.Initial, nil); err != nil && ctx.Err() == nil {
+		r.Log.Error(err, "running the configuration anew; the running generation keeps running")
 	}
 }
 

@@ -60,6 +60,9 @@ type Reloader struct {
 	// ShutdownTimeout bounds stopping a generation (on SIGTERM, or the old one
 	// in a swap): its writes in flight, then its controllers and cache. Zero: 30s.
 	ShutdownTimeout time.Duration
+	// Shards, when set, runs sharded: generations run on every replica, each
+	// on its share of the objects (see Shards). Nil: only the leader runs them.
+	Shards *Shards
 
 	follower      *follower
 	lastTransient *corev1.ConfigMap // the ConfigMap whose valid version is being retried
@@ -94,11 +97,15 @@ func (r *Reloader) AddTo(mgr manager.Manager) error {
 			return err
 		}
 	}
+	if r.Shards != nil {
+		r.Shards.watch()
+	}
 	return mgr.Add(r)
 }
 
-// NeedLeaderElection is true: generations write, so only the leader runs them.
-func (r *Reloader) NeedLeaderElection() bool { return true }
+// NeedLeaderElection is true unless sharded: generations write, so only the
+// leader runs them; sharded, every replica does, on its own share.
+func (r *Reloader) NeedLeaderElection() bool { return r.Shards == nil }
 
 // Start runs the configuration until ctx ends: the file's, or the ConfigMap's
 // as it is now and as it changes.
@@ -141,7 +148,8 @@ func (r *Reloader) swap(ctx context.Context, res resolved, superseded func() boo
 	if old != nil {
 		number = old.number + 1
 	}
-	next, err := newGeneration(ctx, r.Config, number, res, generationOptions{controller: r.Controller, onLoss: r.reportLoss, shutdownTimeout: r.shutdownTimeout(), writeScope: r.WriteScope})
+	next, err := newGeneration(ctx, r.Config, number, res, generationOptions{controller: r.Controller, onLoss: r.reportLoss, shutdownTimeout: r.shutdownTimeout(), writeScope: r.WriteScope,
+		shards: r.Shards})
 	if err != nil {
 		return err
 	}

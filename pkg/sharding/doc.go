@@ -50,8 +50,9 @@
 // # Where it plugs in
 //
 // controller.Options.Shards takes the Ring as the ShardGate of every write;
-// manager.Options.Shards (metacache.Shards) restricts the cache to a share.
-// Not yet done (#13): running the Ring in the process (flags, a new
-// generation per change of buckets), its metrics, the chart and the bench's
-// shards scenario.
+// manager.Options.Shards (metacache.Shards) restricts the cache to a share;
+// reload.Shards runs generations on every replica, on its desired buckets,
+// anew when they change; --sharding (cmd/metawatch/sharding.go) starts the
+// Ring. Not yet done (#13): its metrics, the chart and the bench's shards
+// scenario.
 package sharding

@@ -1,0 +1,69 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	ctrlmanager "sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"github.com/metawatch/metawatch/pkg/manager"
+	"github.com/metawatch/metawatch/pkg/reload"
+	"github.com/metawatch/metawatch/pkg/sharding"
+)
+
+// podNameEnv names this replica in the ring (the chart sets it from the Pod's
+// name); the host name otherwise, which is the Pod's name in a cluster too.
+const podNameEnv = "POD_NAME"
+
+// shardingOptions are the flags of --sharding.
+type shardingOptions struct {
+	enabled bool
+	ring    string
+}
+
+func (o shardingOptions) validate(mgr manager.Options) error {
+	if o.enabled && mgr.LeaderElection {
+		return errors.New("--sharding and --leader-elect exclude each other: sharded, every replica is active on its own share; drop --leader-elect")
+	}
+	return nil
+}
+
+// addSharding starts this replica's Ring (member and bucket Leases, with the
+// leader-election flags' timings) in mgr and returns what the Reloader needs
+// to run on its share. Whether the API server filters by shard is asked once,
+// here.
+func addSharding(ctx context.Context, mgr ctrlmanager.Manager, cfg *rest.Config, opts options) (*reload.Shards, error) {
+	ns, err := manager.LeaseNamespace(opts.manager)
+	if err != nil {
+		return nil, err
+	}
+	identity := os.Getenv(podNameEnv)
+	if identity == "" {
+		if identity, err = os.Hostname(); err != nil {
+			return nil, err
+		}
+	}
+	cs, err := kubernetes.NewForConfig(rest.AddUserAgent(rest.CopyConfig(cfg), "sharding"))
+	if err != nil {
+		return nil, err
+	}
+	ring, err := sharding.NewRing(cs.CoordinationV1(), sharding.Options{Namespace: ns, Ring: opts.sharding.ring, Identity: identity,
+		LeaseDuration: opts.manager.LeaseDuration, RenewDeadline: opts.manager.RenewDeadline, RetryPeriod: opts.manager.RetryPeriod})
+	if err != nil {
+		return nil, err
+	}
+	serverSide, err := sharding.ServerFilters(ctx, cs)
+	if err != nil {
+		return nil, err
+	}
+	if err := mgr.Add(ctrlmanager.RunnableFunc(ring.Run)); err != nil {
+		return nil, fmt.Errorf("adding the sharding ring: %w", err)
+	}
+	setupLog.Info("sharding: this replica takes its share of the buckets", "ring", opts.sharding.ring, "identity", identity, "namespace", ns,
+		"buckets", sharding.Buckets, "serverSideFiltering", serverSide)
+	return &reload.Shards{Ring: ring, ServerSide: serverSide}, nil
+}

@@ -1,0 +1,114 @@
+package main_test
+
+import (
+	"fmt"
+	"net/http"
+	"path"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/metawatch/metawatch/pkg/controlplane"
+	"github.com/metawatch/metawatch/pkg/testkit"
+)
+
+// shardedReplica is a metawatch process run with --sharding behind a
+// recording proxy of its own, so that its writes can be told apart.
+type shardedReplica struct {
+	*replica
+	proxy *testkit.Proxy
+}
+
+func startShardedReplica(t *testing.T, ns, name string) *shardedReplica {
+	t.Helper()
+	r := &shardedReplica{replica: &replica{probe: testkit.FreeAddress(t), done: make(chan error, 1)}, proxy: testkit.NewProxy(t, cp.Config)}
+	args := append([]string{"--kubeconfig", r.proxy.Kubeconfig, "--config-map", ns + "/selectors", "--sharding",
+		"--leader-election-namespace", ns, "--health-probe-bind-address", r.probe, "--metrics-bind-address", "0"}, leaseFlags...)
+	r.cmd, r.stderr = startWithEnv(t, []string{"POD_NAME=" + name}, args...)
+	go func() { r.done <- r.cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = r.cmd.Process.Kill()
+		<-r.done //nolint:errcheck // killed in cleanup: its exit status says nothing
+		r.done <- nil
+	})
+	return r
+}
+
+// podWrites are the replica's PATCH requests to pods, by pod name.
+func (r *shardedReplica) podWrites() map[string][]testkit.Exchange {
+	out := map[string][]testkit.Exchange{}
+	for _, e := range r.proxy.Exchanges() {
+		if e.Method == http.MethodPatch && strings.Contains(e.Path, "/pods/") && !e.Answered.IsZero() {
+			out[path.Base(e.Path)] = append(out[path.Base(e.Path)], e)
+		}
+	}
+	return out
+}
+
+// Two replicas with --sharding both write, each its own share of the pods;
+// no pod is ever written by both at once; when one is killed (-9), the other
+// takes its buckets after the lease expires and a Namespace label change
+// reaches every pod; no pod ever loses a key the rules want.
+func TestShardedReplicasSplitTheWrites(t *testing.T) {
+	controlplane.SkipIfShort(t)
+	c := testkit.Client(t, cp.Config)
+	const ns = "sharded"
+	testkit.Namespace(t, c, ns, map[string]string{"team": "a"})
+	for i := range 40 {
+		testkit.Pod(t, c, ns, fmt.Sprintf("p-%02d", i), nil)
+	}
+	applySelectors(t, c, ns, "watches:\n- kind: Pod\n  namespaces: [sharded]\n- kind: Namespace\nrules:\n- name: sharded-team\n  kinds: [Pod]\n  copyFromNamespace: {labels: [team]}\n")
+	replicas := []*shardedReplica{startShardedReplica(t, ns, "replica-a"), startShardedReplica(t, ns, "replica-b")}
+	for _, r := range replicas {
+		waitHTTP200(t, "http://"+r.probe+"/readyz", r.stderr)
+	}
+	waitPods(t, c, ns, "every pod to get its namespace's team", func(l map[string]string) bool { return l["team"] == "a" })
+	history := watchHistory(t, ns, func(l map[string]string) bool { return l["team"] != "" })
+	patchNamespace(t, c, ns, "b")
+	waitPods(t, c, ns, "both replicas to converge the namespace change", func(l map[string]string) bool { return l["team"] == "b" })
+	for i, r := range replicas {
+		n := len(r.podWrites())
+		t.Logf("replica %d wrote %d of the 40 pods", i, n)
+		if n == 0 || n == 40 {
+			t.Errorf("replica %d wrote %d of the 40 pods, want a share of them (both active):\n%s", i, n, r.stderr.String())
+		}
+	}
+
+	killed := time.Now()
+	replicas[1].stop(t, syscall.SIGKILL)
+	patchNamespace(t, c, ns, "c")
+	waitPods(t, c, ns, "the survivor to converge the namespace change after the other's kill -9", func(l map[string]string) bool { return l["team"] == "c" })
+	t.Logf("kill -9 of one of two sharded replicas (lease 4s, renew 3s, retry 500ms): the namespace change reached all 40 pods in %s",
+		time.Since(killed).Round(10*time.Millisecond))
+
+	for _, v := range history.violations() {
+		t.Errorf("a pod lost a key the rules want: %s", v)
+	}
+	assertNoConcurrentWriters(t, replicas[0].podWrites(), replicas[1].podWrites())
+}
+
+// assertNoConcurrentWriters fails for a pod that both replicas had a write in
+// flight to at the same moment (from reaching the proxy to the answer).
+func assertNoConcurrentWriters(t *testing.T, a, b map[string][]testkit.Exchange) {
+	t.Helper()
+	for pod, writesA := range a {
+		for _, x := range writesA {
+			for _, y := range b[pod] {
+				if x.Received.Before(y.Answered) && y.Received.Before(x.Answered) {
+					t.Errorf("pod %s: written by both replicas at once (%s-%s and %s-%s)", pod,
+						x.Received.Format(time.StampMilli), x.Answered.Format(time.StampMilli), y.Received.Format(time.StampMilli), y.Answered.Format(time.StampMilli))
+				}
+			}
+		}
+	}
+}
+
+// --sharding and --leader-elect exclude each other: the process says so and exits non-zero.
+func TestShardingExcludesLeaderElection(t *testing.T) {
+	controlplane.SkipIfShort(t)
+	out, err := runToExit(t, "--config-file", writeConfig(t, "watches:\n- kind: Pod\n"), "--sharding", "--leader-elect", "--leader-election-namespace", "default")
+	if err == nil || !strings.Contains(out, "--sharding and --leader-elect exclude each other") {
+		t.Errorf("metawatch --sharding --leader-elect: %v, output:\n%s\nwant a non-zero exit saying the flags exclude each other", err, out)
+	}
+}

@@ -1,0 +1,61 @@
+package reload
+
+import (
+	"slices"
+
+	"github.com/metawatch/metawatch/pkg/metacache"
+	"github.com/metawatch/metawatch/pkg/sharding"
+)
+
+// Shards runs the Reloader sharded (issue #13): every replica runs
+// generations, not only a leader. Each generation caches the replica's
+// desired buckets and writes through the Ring's gate, so it writes only the
+// objects of the buckets it holds. When the desired buckets change (a
+// replica came or went), the configuration runs anew through the same
+// make-before-break swap as a reload: the new share is synced before the old
+// generation stops.
+type Shards struct {
+	Ring *sharding.Ring
+	// ServerSide: the API server filters by shard (sharding.ServerFilters);
+	// else the client drops what is not the replica's.
+	ServerSide bool
+
+	changed chan struct{} // the Ring's buckets changed
+}
+
+// watch makes the Ring's changes wake the Reloader's loop.
+func (s *Shards) watch() {
+	s.changed = make(chan struct{}, 1)
+	s.Ring.OnChange(func(_, _ []sharding.Bucket) {
+		select {
+		case s.changed <- struct{}{}:
+		default:
+		}
+	})
+}
+
+// cache is what a new generation's cache holds, with its buckets.
+func (s *Shards) cache() (*metacache.Shards, []sharding.Bucket) {
+	desired := s.Ring.Desired()
+	return &metacache.Shards{Buckets: desired, ServerSide: s.ServerSide}, desired
+}
+
+// shardChanges wakes the loop when the Ring's buckets change; nil (never) unsharded.
+func (r *Reloader) shardChanges() <-chan struct{} {
+	if r.Shards == nil {
+		return nil
+	}
+	return r.Shards.changed
+}
+
+// shareMoved reports whether the running generation caches other buckets
+// than this replica's desired ones, and marks it for a rebuild if so.
+func (r *Reloader) shareMoved() bool {
+	g := r.running()
+	if g == nil || r.Shards == nil || slices.Equal(g.buckets, r.Shards.Ring.Desired()) {
+		return false
+	}
+	r.Log.Info("this replica's share of the buckets changed; running the configuration anew", "buckets", len(r.Shards.Ring.Desired()))
+	g.rebuild = true
+	return true
+}
