@@ -1,6 +1,7 @@
 package main_test
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"path"
@@ -9,7 +10,12 @@ import (
 	"testing"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
 	"github.com/metawatch/metawatch/pkg/controlplane"
+	"github.com/metawatch/metawatch/pkg/sharding"
 	"github.com/metawatch/metawatch/pkg/testkit"
 )
 
@@ -35,11 +41,11 @@ func startShardedReplica(t *testing.T, ns, name string) *shardedReplica {
 	return r
 }
 
-// podWrites are the replica's PATCH requests to pods, by pod name.
-func (r *shardedReplica) podWrites() map[string][]testkit.Exchange {
+// podWrites are the replica's PATCH requests to pods sent from since on, by pod name.
+func (r *shardedReplica) podWrites(since time.Time) map[string][]testkit.Exchange {
 	out := map[string][]testkit.Exchange{}
 	for _, e := range r.proxy.Exchanges() {
-		if e.Method == http.MethodPatch && strings.Contains(e.Path, "/pods/") && !e.Answered.IsZero() {
+		if e.Method == http.MethodPatch && strings.Contains(e.Path, "/pods/") && !e.Answered.IsZero() && !e.Received.Before(since) {
 			out[path.Base(e.Path)] = append(out[path.Base(e.Path)], e)
 		}
 	}
@@ -64,12 +70,14 @@ func TestShardedReplicasSplitTheWrites(t *testing.T) {
 		waitHTTP200(t, "http://"+r.probe+"/readyz", r.stderr)
 	}
 	waitPods(t, c, ns, "every pod to get its namespace's team", func(l map[string]string) bool { return l["team"] == "a" })
+	waitBucketsHeldAsAssigned(t, c, ns, "replica-a", "replica-b")
 	history := watchHistory(t, ns, func(l map[string]string) bool { return l["team"] != "" })
+	changed := time.Now()
 	patchNamespace(t, c, ns, "b")
 	waitPods(t, c, ns, "both replicas to converge the namespace change", func(l map[string]string) bool { return l["team"] == "b" })
 	for i, r := range replicas {
-		n := len(r.podWrites())
-		t.Logf("replica %d wrote %d of the 40 pods", i, n)
+		n := len(r.podWrites(changed))
+		t.Logf("replica %d wrote %d of the 40 pods for the namespace change", i, n)
 		if n == 0 || n == 40 {
 			t.Errorf("replica %d wrote %d of the 40 pods, want a share of them (both active):\n%s", i, n, r.stderr.String())
 		}
@@ -85,7 +93,41 @@ func TestShardedReplicasSplitTheWrites(t *testing.T) {
 	for _, v := range history.violations() {
 		t.Errorf("a pod lost a key the rules want: %s", v)
 	}
-	assertNoConcurrentWriters(t, replicas[0].podWrites(), replicas[1].podWrites())
+	assertNoConcurrentWriters(t, replicas[0].podWrites(time.Time{}), replicas[1].podWrites(time.Time{}))
+
+	// A clean stop exits 0 and hands everything on: no bucket Lease names it, its member Lease is gone.
+	replicas[0].stop(t, syscall.SIGTERM)
+	var leases coordinationv1.LeaseList
+	if err := c.List(context.Background(), &leases, client.InNamespace(ns), client.MatchingLabels{sharding.RingLabel: "metawatch"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range leases.Items {
+		if holder := ptr.Deref(l.Spec.HolderIdentity, ""); holder == "replica-a" {
+			t.Errorf("Lease %s still names replica-a after its clean stop", l.Name)
+		}
+	}
+}
+
+// waitBucketsHeldAsAssigned waits until every bucket Lease of the ring names
+// the replica rendezvous hashing gives the bucket among members.
+func waitBucketsHeldAsAssigned(t *testing.T, c client.Client, ns string, members ...string) {
+	t.Helper()
+	owners := sharding.Assign(members)
+	testkit.WaitFor(t, fmt.Sprintf("every bucket to be held by its owner among %v", members), func() bool {
+		var leases coordinationv1.LeaseList
+		if err := c.List(context.Background(), &leases, client.InNamespace(ns), client.MatchingLabels{sharding.RingLabel: "metawatch", sharding.KindLabel: "bucket"}); err != nil {
+			return false
+		}
+		held := 0
+		for b := range sharding.Bucket(sharding.Buckets) {
+			for _, l := range leases.Items {
+				if strings.HasSuffix(l.Name, "-bucket-"+b.String()) && ptr.Deref(l.Spec.HolderIdentity, "") == owners[b] {
+					held++
+				}
+			}
+		}
+		return held == sharding.Buckets
+	})
 }
 
 // assertNoConcurrentWriters fails for a pod that both replicas had a write in

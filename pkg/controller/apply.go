@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"maps"
 	"sort"
 
@@ -55,6 +56,9 @@ func (r *ruleReconciler) apply(ctx context.Context, obj *metav1.PartialObjectMet
 	if replacedOrGone(err) || notWritten(err) {
 		log.V(1).Info("not applied: the object is gone or was replaced (the watch will tell), this generation is stopping, or another replica holds its bucket", "uid", obj.UID)
 		return nil
+	}
+	if errors.Is(err, errShardPending) {
+		return err // not a failure: tried again once this replica holds the bucket
 	}
 	if err != nil {
 		r.count(changed.rules, metrics.ResultError)

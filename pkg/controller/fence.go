@@ -17,11 +17,22 @@ var errFenced = errors.New("this generation is stopping: no more writes")
 // does not hold: with sharding, the replica that holds it writes it.
 var errNotOurs = errors.New("another replica holds this object's bucket")
 
+// errShardPending is returned for a write to an object whose bucket is
+// coming to this replica but is not held yet (its holder is handing it on,
+// or dead and its Lease not expired): the write is tried again shortly.
+var errShardPending = errors.New("this object's bucket is coming to this replica")
+
+// shardPendingRetry is how soon a write waiting for its bucket is tried again.
+const shardPendingRetry = time.Second
+
 // ShardGate admits a write by the uid of the object written (sharding.Ring
 // is one): with several active replicas, only the one holding the object's
-// bucket writes it, and done is called when the write has ended.
+// bucket writes it, and done is called when the write has ended. Pending
+// tells a refusal that will pass once a handover is done (the write must
+// wait) from one that will not (another replica writes the object).
 type ShardGate interface {
 	Begin(uid types.UID) (done func(), ok bool)
+	Pending(uid types.UID) bool
 }
 
 // notWritten reports whether err means the write was not sent on purpose:
@@ -91,6 +102,9 @@ func (w fencedWriter) Patch(ctx context.Context, obj client.Object, patch client
 	}
 	if w.shards != nil {
 		done, ok := w.shards.Begin(obj.GetUID())
+		if !ok && w.shards.Pending(obj.GetUID()) {
+			return errShardPending
+		}
 		if !ok {
 			return errNotOurs
 		}

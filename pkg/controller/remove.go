@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"sort"
 
 	"github.com/go-logr/logr"
@@ -50,6 +51,9 @@ func (r *ruleReconciler) remove(ctx context.Context, obj *metav1.PartialObjectMe
 	if replacedOrGone(err) || notWritten(err) {
 		log.V(1).Info("not removed: the object is gone or was replaced (the watch will tell), this generation is stopping, or another replica holds its bucket", "uid", obj.UID)
 		return nil
+	}
+	if errors.Is(err, errShardPending) {
+		return err // not a failure: tried again once this replica holds the bucket
 	}
 	if err != nil {
 		r.count(involved, metrics.ResultError)

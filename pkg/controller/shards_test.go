@@ -3,7 +3,9 @@ package controller_test
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -32,6 +34,8 @@ func (g *bucketGate) Begin(uid types.UID) (func(), bool) {
 	g.mu.Unlock()
 	return func() {}, true
 }
+
+func (g *bucketGate) Pending(types.UID) bool { return false }
 
 // Two instances, each admitted to half of the buckets, converge every pod
 // between them, each writing only the pods of its own buckets, once.
@@ -74,3 +78,30 @@ func TestShardGateSplitsWritesBetweenReplicas(t *testing.T) {
 
 // The Ring is what gates writes when metawatch runs sharded.
 var _ controller.ShardGate = (*sharding.Ring)(nil)
+
+// pendingGate refuses every write as pending (the bucket is coming) until opened.
+type pendingGate struct{ open atomic.Bool }
+
+func (g *pendingGate) Begin(types.UID) (func(), bool) { return func() {}, g.open.Load() }
+func (g *pendingGate) Pending(types.UID) bool         { return !g.open.Load() }
+
+// A write refused because its bucket is still coming to this replica is
+// tried again, not dropped: once the bucket is held, every pod converges
+// without any new event.
+func TestWritesWaitingForTheirBucketAreRetried(t *testing.T) {
+	controlplane.SkipIfShort(t)
+	c := testkit.Client(t, cp.Config)
+	const ns = "shards-pending"
+	testkit.Namespace(t, c, ns, map[string]string{"team": "blue"})
+	createPods(t, c, ns, 20)
+	gate := &pendingGate{}
+	inst := startInstance(t, "watches:\n- kind: Pod\n  namespaces: [shards-pending]\nrules:\n- name: copy-team\n  kinds: [Pod]\n  copyFromNamespace: {labels: [team]}\n",
+		controller.Options{MaxConcurrentReconciles: 4, Shards: gate})
+	waitCached(t, inst, []string{ns}, 20)
+	time.Sleep(2 * time.Second) // the controller retries pending writes every second: two rounds refused
+	if n := inst.writes.Load(); n != 0 {
+		t.Fatalf("%d writes while every bucket was pending, want none", n)
+	}
+	gate.open.Store(true)
+	waitAllPods(t, c, "every pod to converge once its bucket is held", []string{ns}, func(_ string, l map[string]string) bool { return l["team"] == "blue" })
+}

@@ -117,6 +117,17 @@ func (r *Ring) Begin(uid types.UID) (done func(), ok bool) {
 	}, true
 }
 
+// Pending reports whether the bucket of uid should be this replica's (it is
+// desired) but is not held yet, or is held and not writable this moment:
+// a write to it refused now will pass once the handover is done.
+func (r *Ring) Pending(uid types.UID) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	b := BucketOf(uid)
+	h := r.held[b]
+	return !r.stopping && slices.Contains(r.desired, b) && (h == nil || !r.renewedRecently())
+}
+
 // Held are the buckets this replica holds, in order.
 func (r *Ring) Held() []Bucket {
 	r.mu.Lock()
