@@ -80,17 +80,27 @@ type replica struct {
 // selectors ConfigMap of ns (the Lease in ns too); it is stopped when the test ends.
 func startReplica(t *testing.T, ns string) *replica {
 	t.Helper()
-	r := &replica{probe: testkit.FreeAddress(t), done: make(chan error, 1)}
-	args := append([]string{"--kubeconfig", cp.KubeconfigPath, "--config-map", ns + "/selectors", "--leader-elect",
-		"--leader-election-namespace", ns, "--health-probe-bind-address", r.probe, "--metrics-bind-address", "0"}, leaseFlags...)
-	r.cmd, r.stderr = start(t, args...)
+	r := newReplica(t)
+	r.launch(t, nil, append([]string{"--kubeconfig", cp.KubeconfigPath, "--config-map", ns + "/selectors", "--leader-elect",
+		"--leader-election-namespace", ns, "--health-probe-bind-address", r.probe, "--metrics-bind-address", "0"}, leaseFlags...)...)
+	return r
+}
+
+// newReplica is a replica not started yet, with a free probe address.
+func newReplica(t *testing.T) *replica {
+	return &replica{probe: testkit.FreeAddress(t), done: make(chan error, 1)}
+}
+
+// launch starts r's process with args (env added to the test's) and kills it when the test ends.
+func (r *replica) launch(t *testing.T, env []string, args ...string) {
+	t.Helper()
+	r.cmd, r.stderr = startWithEnv(t, env, args...)
 	go func() { r.done <- r.cmd.Wait() }()
 	t.Cleanup(func() {
 		_ = r.cmd.Process.Kill()
 		<-r.done //nolint:errcheck // killed in cleanup: its exit status says nothing
 		r.done <- nil
 	})
-	return r
 }
 
 // stop sends sig to the replica and waits for it; after SIGTERM it must exit 0.

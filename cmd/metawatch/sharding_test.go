@@ -28,16 +28,9 @@ type shardedReplica struct {
 
 func startShardedReplica(t *testing.T, ns, name string) *shardedReplica {
 	t.Helper()
-	r := &shardedReplica{replica: &replica{probe: testkit.FreeAddress(t), done: make(chan error, 1)}, proxy: testkit.NewProxy(t, cp.Config)}
-	args := append([]string{"--kubeconfig", r.proxy.Kubeconfig, "--config-map", ns + "/selectors", "--sharding",
-		"--leader-election-namespace", ns, "--health-probe-bind-address", r.probe, "--metrics-bind-address", "0"}, leaseFlags...)
-	r.cmd, r.stderr = startWithEnv(t, []string{"POD_NAME=" + name}, args...)
-	go func() { r.done <- r.cmd.Wait() }()
-	t.Cleanup(func() {
-		_ = r.cmd.Process.Kill()
-		<-r.done //nolint:errcheck // killed in cleanup: its exit status says nothing
-		r.done <- nil
-	})
+	r := &shardedReplica{replica: newReplica(t), proxy: testkit.NewProxy(t, cp.Config)}
+	r.launch(t, []string{"POD_NAME=" + name}, append([]string{"--kubeconfig", r.proxy.Kubeconfig, "--config-map", ns + "/selectors", "--sharding",
+		"--leader-election-namespace", ns, "--health-probe-bind-address", r.probe, "--metrics-bind-address", "0"}, leaseFlags...)...)
 	return r
 }
 
