@@ -9,7 +9,6 @@ import (
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -26,16 +25,17 @@ func (r *Ring) memberLeaseName() string         { return r.o.Ring + "-member-" +
 func (r *Ring) bucketLeaseName(b Bucket) string { return r.o.Ring + "-bucket-" + b.String() }
 
 // round renews this replica's membership, then takes the free or abandoned
-// buckets it should have and hands on those it should not.
+// buckets it should have and hands on those it should not. One LIST a round
+// reads every Lease of the ring, this replica's member Lease included.
 func (r *Ring) round(ctx context.Context) {
 	logger := log.FromContext(ctx).WithName("sharding")
-	if err := r.renewMember(ctx); err != nil {
-		logger.Error(err, "renewing this replica's member Lease; it stops writing after the renew deadline", "renewDeadline", r.o.RenewDeadline)
-	}
 	members, buckets, err := r.list(ctx)
 	if err != nil {
-		logger.Error(err, "listing the ring's Leases")
+		logger.Error(err, "listing the ring's Leases; this replica stops writing after the renew deadline", "renewDeadline", r.o.RenewDeadline)
 		return
+	}
+	if err := r.renewMember(ctx, r.ownMemberLease(members)); err != nil {
+		logger.Error(err, "renewing this replica's member Lease; it stops writing after the renew deadline", "renewDeadline", r.o.RenewDeadline)
 	}
 	r.mu.Lock()
 	alive := r.alive(members, buckets)
@@ -50,17 +50,28 @@ func (r *Ring) round(ctx context.Context) {
 	r.notify()
 }
 
-// renewMember creates or renews this replica's member Lease.
-func (r *Ring) renewMember(ctx context.Context) error {
+// ownMemberLease is this replica's member Lease among members, or nil.
+func (r *Ring) ownMemberLease(members []coordinationv1.Lease) *coordinationv1.Lease {
+	for i := range members {
+		if members[i].Name == r.memberLeaseName() {
+			return members[i].DeepCopy()
+		}
+	}
+	return nil
+}
+
+// renewMember renews this replica's member Lease, as just listed, or creates
+// it when there is none.
+func (r *Ring) renewMember(ctx context.Context, lease *coordinationv1.Lease) error {
 	start := r.now()
 	leases := r.leases.Leases(r.o.Namespace)
-	lease, err := leases.Get(ctx, r.memberLeaseName(), metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
+	var err error
+	if lease == nil {
 		lease = &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: r.memberLeaseName(), Namespace: r.o.Namespace,
 			Labels: map[string]string{RingLabel: r.o.Ring, KindLabel: "member"}}}
 		r.stamp(lease, start, false)
 		_, err = leases.Create(ctx, lease, metav1.CreateOptions{})
-	} else if err == nil {
+	} else {
 		r.stamp(lease, start, false)
 		_, err = leases.Update(ctx, lease, metav1.UpdateOptions{})
 	}
