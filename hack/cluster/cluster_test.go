@@ -26,12 +26,7 @@ import (
 // leader's pod hands over to the other replica without a key lost; and Stop
 // leaves nothing behind.
 func TestChartOnARealNode(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a one-node cluster: not under go test -short")
-	}
-	if reason := cluster.CannotRun(); reason != "" {
-		t.Skip(reason)
-	}
+	skipUnlessANodeCanRun(t)
 	ctx := context.Background()
 	image := buildImage(t)
 	helm, err := controlplane.EnsureHelm(ctx, os.Stderr)
@@ -269,5 +264,17 @@ func assertNothingLeft(t *testing.T) {
 	t.Helper()
 	if left := cluster.Leftovers(); len(left) > 0 {
 		t.Errorf("the stopped cluster left behind: %s", strings.Join(left, "; "))
+	}
+}
+
+// skipUnlessANodeCanRun skips t under go test -short, and where this machine
+// cannot run a node (no root, no cgroups), saying why.
+func skipUnlessANodeCanRun(t *testing.T) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("starts a one-node cluster: not under go test -short")
+	}
+	if reason := cluster.CannotRun(); reason != "" {
+		t.Skip(reason)
 	}
 }

@@ -23,12 +23,7 @@ import (
 // signal on) and on Ctrl-C (SIGINT to the whole process group), whether it
 // is still starting or already up.
 func TestMakeClusterStopsOnSignals(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a one-node cluster: not under go test -short")
-	}
-	if reason := cluster.CannotRun(); reason != "" {
-		t.Skip(reason)
-	}
+	skipUnlessANodeCanRun(t)
 	for name, tc := range map[string]struct {
 		when   string // the progress line after which the signal is sent
 		signal syscall.Signal
@@ -62,12 +57,7 @@ func TestMakeClusterStopsOnSignals(t *testing.T) {
 // namespace) and starts; its Stop then leaves nothing, and does not wait for
 // pods bound to a node with no kubelet here (the bench's simulated nodes).
 func TestStartAfterAKilledRun(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a one-node cluster: not under go test -short")
-	}
-	if reason := cluster.CannotRun(); reason != "" {
-		t.Skip(reason)
-	}
+	skipUnlessANodeCanRun(t)
 	makeCluster, lines := startMakeCluster(t)
 	if !waitForLine(lines, "cluster: ready", 5*time.Minute) {
 		t.Fatal("make cluster never printed that it is ready")
