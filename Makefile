@@ -63,6 +63,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzEvaluate -fuzztime $(FUZZTIME) ./pkg/rules
 	$(GO) test -run '^$$' -fuzz FuzzStripManagedFields -fuzztime $(FUZZTIME) ./pkg/wire
 	$(GO) test -run '^$$' -fuzz FuzzFrameStripper -fuzztime $(FUZZTIME) ./pkg/wire
+	$(GO) test -run '^$$' -fuzz FuzzKeepUIDsInLists -fuzztime $(FUZZTIME) ./pkg/wire
 	$(GO) test -run '^$$' -fuzz FuzzSelectorMatchesItsBuckets -fuzztime $(FUZZTIME) ./pkg/sharding
 	$(GO) test -run '^$$' -fuzz FuzzMembershipChangeMovesOnlyTheChangedMembersBuckets -fuzztime $(FUZZTIME) ./pkg/sharding
 

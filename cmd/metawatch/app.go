@@ -68,7 +68,7 @@ func run(ctx context.Context, opts options) error {
 	if err := reloader.AddTo(mgr); err != nil {
 		return err
 	}
-	if err := addHealthChecks(mgr, reloader); err != nil {
+	if err := addHealthChecks(mgr, mgrOpts.HealthProbeBindAddress, reloader); err != nil {
 		return err
 	}
 	setupLog.Info("stage 3/4: reloader and health checks added")
@@ -147,14 +147,14 @@ func restConfig(opts options) (*rest.Config, error) {
 	return cfg, nil
 }
 
-func addHealthChecks(mgr ctrl.Manager, reloader *reload.Reloader) error {
-	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
-		return fmt.Errorf("adding healthz check: %w", err)
-	}
-	if err := mgr.AddReadyzCheck("configuration", reloader.Ready); err != nil {
-		return fmt.Errorf("adding readyz check: %w", err)
-	}
-	return nil
+// addHealthChecks serves /healthz and /readyz; /readyz/configuration also
+// says the sharding mode ("ok: sharding off" for a single leader).
+func addHealthChecks(mgr ctrl.Manager, addr string, reloader *reload.Reloader) error {
+	return manager.ServeProbes(mgr, addr, manager.Probes{
+		Live:     map[string]healthz.Checker{"ping": healthz.Ping},
+		Ready:    map[string]healthz.Checker{"configuration": reloader.Ready},
+		Describe: map[string]func() string{"configuration": reloader.Shards.Describe},
+	})
 }
 
 // logEffectiveFlags logs every flag with the value in effect, given or default,

@@ -24,7 +24,9 @@ type Options struct {
 	// MetricsSecure serves metrics over HTTPS to callers the API server
 	// authenticates (TokenReview) and authorizes (SubjectAccessReview, get on
 	// the /metrics non-resource URL), as a kubebuilder scaffold does.
-	MetricsSecure           bool
+	MetricsSecure bool
+	// HealthProbeBindAddress is where ServeProbes serves /healthz and /readyz;
+	// New does not bind it.
 	HealthProbeBindAddress  string
 	LeaderElection          bool
 	LeaderElectionNamespace string
@@ -58,7 +60,7 @@ func New(cfg *rest.Config, watches []config.ResolvedWatch, opts Options) (manage
 		Cache:                               metacache.CacheOptions(watches, opts.AccessLoss, opts.Shards),
 		Client:                              client.Options{Cache: &client.CacheOptions{Unstructured: false}},
 		Metrics:                             metricsOptions(opts),
-		HealthProbeBindAddress:              opts.HealthProbeBindAddress,
+		HealthProbeBindAddress:              "0", // ServeProbes
 		LeaderElection:                      opts.LeaderElection,
 		LeaderElectionID:                    cmp.Or(opts.LeaderElectionID, DefaultLeaderElectionID),
 		LeaderElectionNamespace:             opts.LeaderElectionNamespace,

@@ -7,6 +7,7 @@ import (
 	"path"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -15,42 +16,73 @@ import (
 	"github.com/metawatch/metawatch/pkg/controlplane"
 	mwmanager "github.com/metawatch/metawatch/pkg/manager"
 	"github.com/metawatch/metawatch/pkg/metacache"
+	"github.com/metawatch/metawatch/pkg/metrics"
 	"github.com/metawatch/metawatch/pkg/sharding"
 	"github.com/metawatch/metawatch/pkg/testkit"
 )
 
-const shardConfig = `
-watches:
-- kind: Pod
-  namespaces: [shards-a]
-- kind: Namespace
-`
-
 // Two managers with complementary shares of the buckets: each caches the pods
 // of its own buckets and no other, between them every pod once, pods created
-// after the sync included; every pod list and watch asked the server for the
-// share; both cache every Namespace (cluster-scoped kinds are not sharded).
+// after the sync included; both cache every Namespace (cluster-scoped kinds
+// are not sharded). Server-side, every pod list and watch asked the server
+// for the share; client-side (the API server's gate off), none did, and the
+// other share's pods were dropped before decoding, none after.
 func TestShardedCachesSplitThePods(t *testing.T) {
 	controlplane.SkipIfShort(t)
-	c := testkit.Client(t, cp.Config)
-	testkit.Namespace(t, c, "shards-a", nil)
-	for i := range 40 {
-		testkit.Pod(t, c, "shards-a", fmt.Sprintf("pod-%02d", i), nil)
+	for name, serverSide := range map[string]bool{"server-side": true, "client-side": false} {
+		t.Run(name, func(t *testing.T) {
+			ns := "shards-" + name
+			c := testkit.Client(t, cp.Config)
+			testkit.Namespace(t, c, ns, nil)
+			for i := range 40 {
+				testkit.Pod(t, c, ns, fmt.Sprintf("pod-%02d", i), nil)
+			}
+			watches := testkit.Resolve(t, cp.Config, "watches:\n- kind: Pod\n  namespaces: ["+ns+"]\n- kind: Namespace\n")
+			wire, decoded := droppedSoFar()
+			shares := [][]sharding.Bucket{sharding.Range(0, 24), sharding.Range(24, sharding.Buckets)}
+			var recs [2]recorder
+			var caches [2]client.Reader
+			for i, share := range shares {
+				mgr := startEngineWith(t, recs[i].wrap(cp.Config), watches, mwmanager.Options{MetricsBindAddress: "0", HealthProbeBindAddress: "0",
+					Shards: &metacache.Shards{Buckets: share, ServerSide: serverSide}})
+				caches[i] = mgr.GetCache()
+			}
+			for i := range 10 {
+				testkit.Pod(t, c, ns, fmt.Sprintf("late-%02d", i), nil)
+			}
+			pods := assertCachesSplit(t, c, ns, shares, caches)
+			for i, share := range shares {
+				want := sharding.Selector(share)
+				if !serverSide {
+					want = ""
+				}
+				assertShardSelectorSent(t, recs[i].all(), want)
+			}
+			wireNow, decodedNow := droppedSoFar()
+			switch {
+			case decodedNow != decoded:
+				t.Errorf("%v objects were dropped after decoding, want none: the server or the wire should have", decodedNow-decoded)
+			case serverSide && wireNow != wire:
+				t.Errorf("%v objects were dropped on the wire, want none: the server filters", wireNow-wire)
+			case !serverSide && wireNow-wire < float64(pods):
+				t.Errorf("%v objects were dropped on the wire, want at least the %d pods (each manager's list and watch drop the other's)", wireNow-wire, pods)
+			}
+		})
 	}
-	watches := testkit.Resolve(t, cp.Config, shardConfig)
-	shares := [][]sharding.Bucket{sharding.Range(0, 24), sharding.Range(24, sharding.Buckets)}
-	var recs [2]recorder
-	var caches [2]client.Reader
-	for i, share := range shares {
-		mgr := startEngineWith(t, recs[i].wrap(cp.Config), watches, mwmanager.Options{MetricsBindAddress: "0", HealthProbeBindAddress: "0",
-			Shards: &metacache.Shards{Buckets: share, ServerSide: true}})
-		caches[i] = mgr.GetCache()
-	}
-	for i := range 10 {
-		testkit.Pod(t, c, "shards-a", fmt.Sprintf("late-%02d", i), nil)
-	}
+}
+
+// droppedSoFar are the objects of other buckets dropped before and after decoding.
+func droppedSoFar() (wire, decoded float64) {
+	return testutil.ToFloat64(metrics.ShardDropped.WithLabelValues(metrics.StageWire)),
+		testutil.ToFloat64(metrics.ShardDropped.WithLabelValues(metrics.StageDecoded))
+}
+
+// assertCachesSplit waits until each cache holds exactly the pods of ns in its
+// share and every Namespace, checks no pod is in two, and returns how many pods there are.
+func assertCachesSplit(t *testing.T, c client.Client, ns string, shares [][]sharding.Bucket, caches [2]client.Reader) int {
+	t.Helper()
 	var pods corev1.PodList
-	if err := c.List(context.Background(), &pods, client.InNamespace("shards-a")); err != nil {
+	if err := c.List(context.Background(), &pods, client.InNamespace(ns)); err != nil {
 		t.Fatal(err)
 	}
 	for i, share := range shares {
@@ -63,7 +95,6 @@ func TestShardedCachesSplitThePods(t *testing.T) {
 		testkit.WaitFor(t, fmt.Sprintf("cache %d to hold exactly the %d pods of its buckets", i, want.Len()), func() bool {
 			return cachedPods(t, caches[i]).Equal(want)
 		})
-		assertShardSelectorSent(t, recs[i].all(), sharding.Selector(share))
 		var all corev1.NamespaceList
 		if err := c.List(context.Background(), &all); err != nil {
 			t.Fatal(err)
@@ -76,6 +107,7 @@ func TestShardedCachesSplitThePods(t *testing.T) {
 	if a, b := cachedPods(t, caches[0]), cachedPods(t, caches[1]); a.Intersection(b).Len() > 0 || a.Union(b).Len() != len(pods.Items) {
 		t.Errorf("the caches share %d pods and hold %d between them, want none shared and all %d", a.Intersection(b).Len(), a.Union(b).Len(), len(pods.Items))
 	}
+	return len(pods.Items)
 }
 
 func assertShardSelectorSent(t *testing.T, requests []request, want string) {

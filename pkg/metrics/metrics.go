@@ -101,7 +101,50 @@ var (
 	}, []string{"kind"})
 )
 
+// Sharding modes: the API server filters by shard, the client drops what is
+// not this replica's, or the replica is not sharded.
+const (
+	ShardingServer = "server"
+	ShardingClient = "client"
+	ShardingOff    = "off"
+)
+
+var (
+	// ShardingMode is 1 for the mode this replica runs in, 0 for the others.
+	ShardingMode = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "metawatch_sharding_mode",
+		Help: "1 for the sharding mode this replica runs in: server (the API server filters by shard), client (it does not; objects of other shards are dropped on receipt) or off (not sharded).",
+	}, []string{"mode"})
+	// ShardDropped counts objects of other replicas' buckets dropped on
+	// receipt, by stage: "wire" before decoding (the API server does not
+	// filter by shard), "decoded" after (it should have: kubernetes#140510).
+	ShardDropped = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "metawatch_sharding_dropped_objects_total",
+		Help: "Objects of other replicas' buckets this replica received and dropped: stage=wire before decoding (the API server does not filter by shard), stage=decoded after decoding (it should have filtered them).",
+	}, []string{"stage"})
+	// BucketsOwned is the number of hash buckets whose Lease this replica holds.
+	BucketsOwned = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "metawatch_buckets_owned",
+		Help: "Hash buckets (of 64) whose Lease this replica holds, so whose objects it writes; 0 when not sharded.",
+	})
+)
+
+// Stages at which ShardDropped drops an object.
+const (
+	StageWire    = "wire"
+	StageDecoded = "decoded"
+)
+
+// SetShardingMode marks mode as the one this replica runs in.
+func SetShardingMode(mode string) {
+	for _, m := range []string{ShardingServer, ShardingClient, ShardingOff} {
+		ShardingMode.WithLabelValues(m).Set(0)
+	}
+	ShardingMode.WithLabelValues(mode).Set(1)
+}
+
 func init() {
 	ctrlmetrics.Registry.MustRegister(Events, CachedObjects, RuleWrites, RuleConflicts, OwnershipFights, RuleViolations,
-		ConfigGeneration, ConfigLastReloadSuccessful, ConfigHash, ConfigReloadRetries, WritesFrozen, WatchReady)
+		ConfigGeneration, ConfigLastReloadSuccessful, ConfigHash, ConfigReloadRetries, WritesFrozen, WatchReady,
+		ShardingMode, ShardDropped, BucketsOwned)
 }

@@ -97,6 +97,7 @@ func (r *Reloader) AddTo(mgr manager.Manager) error {
 			return err
 		}
 	}
+	metrics.SetShardingMode(r.Shards.mode())
 	if r.Shards != nil {
 		r.Shards.watch()
 	}

@@ -1,9 +1,11 @@
 package reload
 
 import (
+	"fmt"
 	"slices"
 
 	"github.com/metawatch/metawatch/pkg/metacache"
+	"github.com/metawatch/metawatch/pkg/metrics"
 	"github.com/metawatch/metawatch/pkg/sharding"
 )
 
@@ -23,10 +25,37 @@ type Shards struct {
 	changed chan struct{} // the Ring's buckets changed
 }
 
-// watch makes the Ring's changes wake the Reloader's loop.
+// mode is the sharding mode's name, as the metric and /readyz say it; s may be nil (off).
+func (s *Shards) mode() string {
+	switch {
+	case s == nil:
+		return metrics.ShardingOff
+	case s.ServerSide:
+		return metrics.ShardingServer
+	}
+	return metrics.ShardingClient
+}
+
+// Describe says how this replica is sharded, for /readyz/configuration; s may be nil.
+func (s *Shards) Describe() string {
+	switch s.mode() {
+	case metrics.ShardingOff:
+		return "sharding off"
+	case metrics.ShardingServer:
+		return fmt.Sprintf("sharding server-side (the API server filters by shard), %s", s.share())
+	}
+	return fmt.Sprintf("sharding client-side (the API server does not filter by shard: ShardedListAndWatch is off; objects of other shards are dropped on receipt), %s", s.share())
+}
+
+func (s *Shards) share() string {
+	return fmt.Sprintf("%d of %d buckets held, %d desired", len(s.Ring.Held()), sharding.Buckets, len(s.Ring.Desired()))
+}
+
+// watch makes the Ring's changes wake the Reloader's loop and the metric follow the buckets held.
 func (s *Shards) watch() {
 	s.changed = make(chan struct{}, 1)
-	s.Ring.OnChange(func(_, _ []sharding.Bucket) {
+	s.Ring.OnChange(func(held, _ []sharding.Bucket) {
+		metrics.BucketsOwned.Set(float64(len(held)))
 		select {
 		case s.changed <- struct{}{}:
 		default:

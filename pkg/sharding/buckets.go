@@ -23,9 +23,12 @@ const uidField = "object.metadata.uid"
 type Bucket int
 
 // BucketOf is the bucket of the object with uid.
-func BucketOf(uid types.UID) Bucket {
+func BucketOf(uid types.UID) Bucket { return bucketOfBytes([]byte(uid)) }
+
+// bucketOfBytes is BucketOf of a uid still in the wire's bytes.
+func bucketOfBytes(uid []byte) Bucket {
 	h := fnv.New64a()
-	_, _ = h.Write([]byte(uid))
+	_, _ = h.Write(uid)
 	return Bucket(h.Sum64() >> (64 - bucketBits))
 }
 

@@ -11,11 +11,16 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	toolscache "k8s.io/client-go/tools/cache"
+
+	"github.com/metawatch/metawatch/pkg/metrics"
+	"github.com/metawatch/metawatch/pkg/wire"
 )
 
 // ListerWatcher restricts lw to the objects of buckets. With serverSide it
 // asks the API server for them (a ShardSelector on every list and watch,
-// watch-lists included); in any case it drops what comes back outside them,
+// watch-lists included); without, the stripping transport (wire.KeepUIDs)
+// drops the others before they are decoded. In any case it drops what comes
+// back outside them after decoding too,
 // because an API server with the ShardedListAndWatch gate off ignores the
 // selector, and 1.36 does not filter a watch served straight from etcd
 // (kubernetes#140510). Bookmarks and errors always pass: they belong to no
@@ -36,22 +41,24 @@ func ListerWatcher(lw toolscache.ListerWatcher, buckets []Bucket, serverSide boo
 		// filter drops even that.
 		selector = "shardRange(object.metadata.uid, '0x0000000000000000', '0x0000000000000001')"
 	}
-	withSelector := func(o metav1.ListOptions) metav1.ListOptions {
+	withSelector := func(ctx context.Context, o metav1.ListOptions) (context.Context, metav1.ListOptions) {
 		if serverSide {
 			o.ShardSelector = selector
+			return ctx, o
 		}
-		return o
+		// The server sends everything: drop the others' objects before decoding.
+		return wire.KeepUIDs(ctx, wire.UIDFilter{Keep: func(uid []byte) bool { return keep[bucketOfBytes(uid)] }, Dropped: droppedOnTheWire.Inc}), o
 	}
 	return &toolscache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			list, err := in.ListWithContext(ctx, withSelector(o))
+			list, err := in.ListWithContext(withSelector(ctx, o))
 			if err != nil {
 				return nil, err
 			}
 			return list, filterList(list, &keep)
 		},
 		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			w, err := in.WatchWithContext(ctx, withSelector(o))
+			w, err := in.WatchWithContext(withSelector(ctx, o))
 			if err != nil {
 				return nil, err
 			}
@@ -60,10 +67,19 @@ func ListerWatcher(lw toolscache.ListerWatcher, buckets []Bucket, serverSide boo
 	}
 }
 
-// inBuckets reports whether obj's uid falls in a kept bucket.
+var (
+	droppedOnTheWire = metrics.ShardDropped.WithLabelValues(metrics.StageWire)
+	droppedDecoded   = metrics.ShardDropped.WithLabelValues(metrics.StageDecoded)
+)
+
+// inBuckets reports whether obj's uid falls in a kept bucket, and counts it if not.
 func inBuckets(obj runtime.Object, keep *[Buckets]bool) bool {
 	m, err := meta.Accessor(obj)
-	return err == nil && keep[BucketOf(m.GetUID())]
+	if err == nil && keep[BucketOf(m.GetUID())] {
+		return true
+	}
+	droppedDecoded.Inc()
+	return false
 }
 
 // filterList removes the items of list outside the kept buckets.

@@ -100,16 +100,21 @@ var shapes = []shapeCase{
 }
 
 // The frame reader, over a stream cut into arbitrary reads: every frame comes
-// out as stripping it alone gives, in order, and the stream's end (a clean
-// io.EOF, or io.ErrUnexpectedEOF inside a frame) is passed on exactly.
+// out as stripping it alone gives, in order, frames of refused uids left out
+// when it filters, and the stream's end (a clean io.EOF, or
+// io.ErrUnexpectedEOF inside a frame) is passed on exactly.
 func FuzzFrameStripper(f *testing.F) {
 	frame := func(b []byte) []byte { return append(binary.BigEndian.AppendUint32(nil, uint32(len(b))), b...) }
 	event := encodeWatchEvent(f, &metav1.WatchEvent{Type: "ADDED", Object: runtime.RawExtension{Raw: encode(f, podMetadata("web-1"))}})
-	f.Add(append(frame(event), frame([]byte("garbage"))...), uint8(7))
-	f.Add(append(frame(event), frame(event)[:9]...), uint8(3))
-	f.Fuzz(func(t *testing.T, stream []byte, chunk uint8) {
-		want, wantErr := stripFramesOneByOne(stream)
-		r := &frameStripper{keep: keep, body: io.NopCloser(&choppy{data: stream, size: int(chunk%32) + 1})}
+	f.Add(append(frame(event), frame([]byte("garbage"))...), uint8(7), false)
+	f.Add(append(frame(event), frame(event)[:9]...), uint8(3), true)
+	f.Fuzz(func(t *testing.T, stream []byte, chunk uint8, filter bool) {
+		e := edit{manager: keep}
+		if filter {
+			e.uids = &UIDFilter{Keep: keepOdd}
+		}
+		want, wantErr := stripFramesOneByOne(stream, e)
+		r := &frameStripper{edit: e, body: io.NopCloser(&choppy{data: stream, size: int(chunk%32) + 1})}
 		var got []byte
 		buf := make([]byte, 13)
 		var err error
@@ -132,7 +137,7 @@ func FuzzFrameStripper(f *testing.F) {
 }
 
 // stripFramesOneByOne is what the frame reader must produce, and the error it ends with.
-func stripFramesOneByOne(stream []byte) ([]byte, error) {
+func stripFramesOneByOne(stream []byte, e edit) ([]byte, error) {
 	var out []byte
 	for {
 		if len(stream) == 0 {
@@ -149,11 +154,14 @@ func stripFramesOneByOne(stream []byte) ([]byte, error) {
 			return out, io.ErrUnexpectedEOF
 		}
 		b := append([]byte(nil), stream[4:4+size]...)
-		if n, ok := stripManagedFields(b, eventShape, keep); ok {
+		stream = stream[4+size:]
+		if e.uids != nil && !keepEvent(b, e.uids.Keep) {
+			continue
+		}
+		if n, ok := strip(b, eventShape, e); ok {
 			b = b[:n]
 		}
 		out = append(append(out, binary.BigEndian.AppendUint32(nil, uint32(len(b)))...), b...)
-		stream = stream[4+size:]
 	}
 }
 

@@ -29,12 +29,20 @@ type shape struct {
 	nested        map[protowire.Number]*shape
 	envelope      bool // the message is "k8s\x00" + runtime.Unknown
 	managedFields bool // the message is an ObjectMeta
+	items         bool // the message is a list: its items may be dropped (edit.uids)
+}
+
+// edit is what a rewrite drops: every managedFields entry but manager's and,
+// if uids is set, the list items whose uid it refuses.
+type edit struct {
+	manager []byte
+	uids    *UIDFilter
 }
 
 var (
 	metaShape   = &shape{managedFields: true}
 	objectShape = &shape{nested: map[protowire.Number]*shape{objectMeta: metaShape}}
-	listShape   = &shape{nested: map[protowire.Number]*shape{listItems: objectShape}}
+	listShape   = &shape{items: true, nested: map[protowire.Number]*shape{listItems: objectShape}}
 	// A watch event's object is itself an envelope of a PartialObjectMetadata.
 	eventShape = &shape{nested: map[protowire.Number]*shape{watchEventObject: {nested: map[protowire.Number]*shape{
 		rawExtensionRaw: {envelope: true, nested: map[protowire.Number]*shape{unknownRaw: objectShape}},
@@ -55,30 +63,35 @@ func envelopeOf(inner *shape) *shape {
 // walked once without writing before it is rewritten, because an in-place
 // rewrite cannot be undone once a later part turns out to be malformed.
 func stripManagedFields(b []byte, s *shape, keepManager []byte) (n int, ok bool) {
-	if _, ok := rewrite(b, s, keepManager, false); !ok {
+	return strip(b, s, edit{manager: keepManager})
+}
+
+// strip is stripManagedFields with list items dropped too (KeepUIDs).
+func strip(b []byte, s *shape, e edit) (n int, ok bool) {
+	if _, ok := rewrite(b, s, e, false); !ok {
 		return 0, false
 	}
-	return rewrite(b, s, keepManager, true)
+	return rewrite(b, s, e, true)
 }
 
 // rewrite is one pass over the message in b: with write it compacts b in
 // place; without, it only checks that b is what s describes (and computes the
 // length a write would leave).
-func rewrite(b []byte, s *shape, keepManager []byte, write bool) (int, bool) {
+func rewrite(b []byte, s *shape, e edit, write bool) (int, bool) {
 	if s.envelope {
 		if !bytes.HasPrefix(b, protobufMagic) {
 			return 0, false
 		}
-		n, ok := compact(b[len(protobufMagic):], s, keepManager, write)
+		n, ok := compact(b[len(protobufMagic):], s, e, write)
 		return len(protobufMagic) + n, ok
 	}
-	return compact(b, s, keepManager, write)
+	return compact(b, s, e, write)
 }
 
 // compact moves every kept field of the message in b left (only if write):
 // writes never overtake reads, because fields only shrink or go, so the
 // writing pass reads exactly the bytes the checking pass read.
-func compact(b []byte, s *shape, keepManager []byte, write bool) (int, bool) {
+func compact(b []byte, s *shape, e edit, write bool) (int, bool) {
 	w := 0
 	keep := func(from, to int) {
 		if write {
@@ -110,10 +123,14 @@ func compact(b []byte, s *shape, keepManager []byte, write bool) (int, bool) {
 			// its entry would decode bytes this pass may remove. Such a message
 			// (no API server sends one) is passed through untouched.
 			return 0, false
-		case s.managedFields && num == objectManagedFields && !ownEntry(value, keepManager):
+		case s.managedFields && num == objectManagedFields && !ownEntry(value, e.manager):
+		case s.items && num == listItems && e.uids != nil && !keepObject(value, e.uids.Keep):
+			if write {
+				e.uids.dropped()
+			}
 		case inner != nil:
 			valueStart := r + n + lenSize
-			newLen, ok := rewrite(b[valueStart:end], inner, keepManager, write)
+			newLen, ok := rewrite(b[valueStart:end], inner, e, write)
 			if !ok {
 				return 0, false
 			}

@@ -262,7 +262,7 @@ func TestFrameStripperReturnsConnectionErrorsUnwrapped(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			f := &frameStripper{keep: keep, body: io.NopCloser(io.MultiReader(bytes.NewReader(tc.body), errReader{tc.err}))}
+			f := &frameStripper{edit: edit{manager: keep}, body: io.NopCloser(io.MultiReader(bytes.NewReader(tc.body), errReader{tc.err}))}
 			_, err := io.ReadAll(readerOnly{f})
 			if err == nil && tc.want == io.EOF { //nolint:errorlint // a sentinel from the table, not a returned error
 				return // ReadAll turns io.EOF into nil

@@ -31,15 +31,16 @@ func (t stripTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		!strings.HasPrefix(resp.Header.Get("Content-Type"), "application/vnd.kubernetes.protobuf") {
 		return resp, err
 	}
+	e := edit{manager: t.keep, uids: keepUIDsOf(req.Context())}
 	if w := req.URL.Query().Get("watch"); w == "true" || w == "1" {
-		resp.Body = &frameStripper{body: resp.Body, keep: t.keep}
+		resp.Body = &frameStripper{body: resp.Body, edit: e}
 		return resp, nil
 	}
-	return stripWhole(resp, strings.HasPrefix(req.Header.Get("Accept"), metadataProtobuf+"List"), t.keep)
+	return stripWhole(resp, strings.HasPrefix(req.Header.Get("Accept"), metadataProtobuf+"List"), e)
 }
 
 // stripWhole rewrites a LIST (or single object) response read in full.
-func stripWhole(resp *http.Response, list bool, keep []byte) (*http.Response, error) {
+func stripWhole(resp *http.Response, list bool, e edit) (*http.Response, error) {
 	b, err := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	if err != nil {
@@ -49,7 +50,7 @@ func stripWhole(resp *http.Response, list bool, keep []byte) (*http.Response, er
 	if list {
 		inner = listShape
 	}
-	if n, ok := stripManagedFields(b, envelopeOf(inner), keep); ok {
+	if n, ok := strip(b, envelopeOf(inner), e); ok {
 		b = b[:n]
 	}
 	resp.Body = io.NopCloser(bytes.NewReader(b))
@@ -61,10 +62,11 @@ func stripWhole(resp *http.Response, list bool, keep []byte) (*http.Response, er
 // frameStripper rewrites a protobuf watch stream frame by frame: each frame is
 // a 4-byte big-endian length and a bare WatchEvent (no envelope) whose object
 // is an envelope of a PartialObjectMetadata. The frame buffer
-// is reused, so stripping allocates nothing per event.
+// is reused, so stripping allocates nothing per event. With edit.uids, a
+// frame of an object it refuses is skipped whole.
 type frameStripper struct {
 	body    io.ReadCloser
-	keep    []byte // the manager whose entry is kept
+	edit    edit
 	buf     []byte
 	pending []byte
 }
@@ -89,13 +91,24 @@ func (f *frameStripper) Read(p []byte) (int, error) {
 // which makes the reflector list the whole kind again instead of resuming the
 // watch from its last resourceVersion.
 func (f *frameStripper) next() error {
+	for {
+		keep, err := f.read()
+		if err != nil || keep {
+			return err
+		}
+	}
+}
+
+// read reads and strips one frame into f.pending; keep is false for a frame
+// of an object edit.uids refuses (f.pending is then empty).
+func (f *frameStripper) read() (keep bool, err error) {
 	var header [4]byte
 	if _, err := io.ReadFull(f.body, header[:]); err != nil {
-		return err // io.EOF between frames, io.ErrUnexpectedEOF inside a header
+		return false, err // io.EOF between frames, io.ErrUnexpectedEOF inside a header
 	}
 	size := int(binary.BigEndian.Uint32(header[:]))
 	if size > maxFrame {
-		return fmt.Errorf("watch frame of %d bytes exceeds %d", size, maxFrame)
+		return false, fmt.Errorf("watch frame of %d bytes exceeds %d", size, maxFrame)
 	}
 	if cap(f.buf) < 4+size {
 		f.buf = make([]byte, 4+size)
@@ -105,14 +118,18 @@ func (f *frameStripper) next() error {
 		if err == io.EOF {
 			err = io.ErrUnexpectedEOF // the header promised a frame
 		}
-		return err
+		return false, err
 	}
-	if n, ok := stripManagedFields(frame, eventShape, f.keep); ok {
+	if f.edit.uids != nil && !keepEvent(frame, f.edit.uids.Keep) {
+		f.edit.uids.dropped()
+		return false, nil
+	}
+	if n, ok := strip(frame, eventShape, f.edit); ok {
 		size = n
 	}
 	binary.BigEndian.PutUint32(f.buf[:4], uint32(size))
 	f.pending = f.buf[:4+size]
-	return nil
+	return true, nil
 }
 
 func (f *frameStripper) Close() error { return f.body.Close() }
