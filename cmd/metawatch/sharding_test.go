@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"path"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -23,15 +24,31 @@ import (
 // recording proxy of its own, so that its writes can be told apart.
 type shardedReplica struct {
 	*replica
-	proxy *testkit.Proxy
+	name    string
+	proxy   *testkit.Proxy
+	metrics string // host:port of its plain-HTTP /metrics
 }
 
 func startShardedReplica(t *testing.T, ns, name string) *shardedReplica {
 	t.Helper()
-	r := &shardedReplica{replica: newReplica(t), proxy: testkit.NewProxy(t, cp.Config)}
+	r := &shardedReplica{replica: newReplica(t), name: name, proxy: testkit.NewProxy(t, cp.Config), metrics: testkit.FreeAddress(t)}
 	r.launch(t, []string{"POD_NAME=" + name}, append([]string{"--kubeconfig", r.proxy.Kubeconfig, "--config-map", ns + "/selectors", "--sharding",
-		"--leader-election-namespace", ns, "--health-probe-bind-address", r.probe, "--metrics-bind-address", "0"}, leaseFlags...)...)
+		"--leader-election-namespace", ns, "--health-probe-bind-address", r.probe, "--metrics-bind-address", r.metrics, "--metrics-secure=false"}, leaseFlags...)...)
 	return r
+}
+
+// metric is the value of the sample named exactly series ("name{labels}") on
+// the replica's /metrics, or -1 if it has none.
+func (r *shardedReplica) metric(series string) float64 {
+	_, body := testkit.HTTPGet("http://" + r.metrics + "/metrics")
+	for line := range strings.Lines(body) {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), series+" "); ok {
+			if f, err := strconv.ParseFloat(v, 64); err == nil {
+				return f
+			}
+		}
+	}
+	return -1
 }
 
 // podWrites are the replica's PATCH requests to pods sent from since on, by pod name.
