@@ -56,7 +56,7 @@ func addSharding(ctx context.Context, mgr ctrlmanager.Manager, cfg *rest.Config,
 	if err != nil {
 		return nil, err
 	}
-	serverSide, err := sharding.ServerFilters(ctx, cs)
+	serverSide, err := sharding.ServerFilters(ctx, cs, ns)
 	if err != nil {
 		return nil, err
 	}

@@ -78,9 +78,13 @@ func runAsChart(t *testing.T) {
 }
 
 // chartArgs are the metawatch flags the rendered Deployment runs with.
-func chartArgs(t *testing.T) []string {
+func chartArgs(t *testing.T) []string { return deploymentArgs(t, releaseNS, "metawatch") }
+
+// deploymentArgs are the metawatch flags of a release's Deployment, but its
+// metrics and probe addresses (the test's processes share one host).
+func deploymentArgs(t *testing.T, ns, deployment string) []string {
 	t.Helper()
-	raw := kubectl(t, "", "get", "deployment", "-n", releaseNS, "metawatch", "-o", "jsonpath={.spec.template.spec.containers[0].args}")
+	raw := kubectl(t, "", "get", "deployment", "-n", ns, deployment, "-o", "jsonpath={.spec.template.spec.containers[0].args}")
 	raw = strings.Trim(raw, "[]")
 	var args []string
 	for _, a := range strings.Split(raw, ",") {

@@ -141,11 +141,13 @@ func (w *filteredWatch) Stop() {
 // ServerFilters reports whether the API server filters by shard: a typed
 // LIST (limit 1) with a selector comes back with its shardInfo only then.
 // Metadata-only lists never carry it, whatever the gate, so the metadata
-// client cannot tell.
-func ServerFilters(ctx context.Context, cs kubernetes.Interface) (bool, error) {
-	list, err := cs.CoreV1().Namespaces().List(ctx, metav1.ListOptions{Limit: 1, ShardSelector: Selector([]Bucket{0})})
+// client cannot tell. It lists the Leases of namespace, which the ring must
+// be allowed to list anyway (the chart's Role grants nothing cluster-wide
+// for it); an empty list says it as well.
+func ServerFilters(ctx context.Context, cs kubernetes.Interface, namespace string) (bool, error) {
+	list, err := cs.CoordinationV1().Leases(namespace).List(ctx, metav1.ListOptions{Limit: 1, ShardSelector: Selector([]Bucket{0})})
 	if err != nil {
-		return false, fmt.Errorf("sharding: probing the API server for ShardedListAndWatch: %w", err)
+		return false, fmt.Errorf("sharding: probing the API server for ShardedListAndWatch (a list of the Leases in %s): %w", namespace, err)
 	}
 	return list.ShardInfo != nil, nil
 }

@@ -59,7 +59,7 @@ func TestListerWatcherListsOnlyItsBuckets(t *testing.T) {
 	controlplane.SkipIfShort(t)
 	ctx := t.Context()
 	cs := kubernetes.NewForConfigOrDie(cp.Config)
-	serverSide, err := ServerFilters(ctx, cs)
+	serverSide, err := ServerFilters(ctx, cs, "no-leases-here")
 	if err != nil || !serverSide {
 		t.Fatalf("ServerFilters = %v, %v; the local control plane runs with the gate on", serverSide, err)
 	}
@@ -173,7 +173,7 @@ func TestGateOffIsDetectedAndFilteredByTheClient(t *testing.T) {
 	defer func() { _ = off.Stop() }()
 	ctx := t.Context()
 	cs := kubernetes.NewForConfigOrDie(off.Config)
-	if serverSide, err := ServerFilters(ctx, cs); err != nil || serverSide {
+	if serverSide, err := ServerFilters(ctx, cs, "default"); err != nil || serverSide {
 		t.Fatalf("ServerFilters = %v, %v with the gate off, want false", serverSide, err)
 	}
 	var all []types.UID

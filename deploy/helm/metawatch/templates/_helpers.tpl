@@ -54,3 +54,25 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- define "metawatch.image" -}}
 {{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) }}
 {{- end }}
+
+{{/*
+The sharding ring's name: its Leases are <ring>-member-<pod> and <ring>-bucket-NN.
+*/}}
+{{- define "metawatch.ringName" -}}
+{{- .Values.sharding.ring | default (include "metawatch.fullname" . | trunc 40 | trimSuffix "-") }}
+{{- end }}
+
+{{/*
+The PodDisruptionBudget's minAvailable: as set; else 1, or with sharding a
+majority of the replicas, capped at replicas - 1 so that a drain can proceed
+(0 for a single replica).
+*/}}
+{{- define "metawatch.minAvailable" -}}
+{{- if ne (toString .Values.podDisruptionBudget.minAvailable) "" }}
+{{- .Values.podDisruptionBudget.minAvailable }}
+{{- else if .Values.sharding.enabled }}
+{{- min (add (div (int .Values.replicaCount) 2) 1) (sub (int .Values.replicaCount) 1) }}
+{{- else }}
+{{- 1 }}
+{{- end }}
+{{- end }}
