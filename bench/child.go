@@ -34,6 +34,7 @@ type synced struct {
 	AllocatedBytes              uint64
 	ReceivedBytes               map[string]int64
 	Events, Reconciles          int64
+	PodUIDs                     []string `json:",omitempty"` // the cached pods' uids, of a sharded replica
 }
 
 // snapshot is what the child counted so far.
@@ -61,6 +62,9 @@ func runChild(ctx context.Context, o options) error {
 	}
 	wire, counters := probe.NewWire(), &variant.Counters{}
 	spec := variant.Spec{Selector: seed.Selector, Label: costCenter, Concurrency: o.concurrency}
+	if spec.Shard, err = parseShard(o.shard, o.shardServerSide); err != nil {
+		return err
+	}
 	running, err := v.Start(ctx, wire.Wrap(cfg), spec, counters)
 	if err != nil {
 		return fmt.Errorf("starting %s: %w", v.Name, err)
@@ -69,6 +73,11 @@ func runChild(ctx context.Context, o options) error {
 	if err != nil {
 		return err
 	}
+	if spec.Shard != nil {
+		if s.PodUIDs, err = running.CachedPodUIDs(ctx); err != nil {
+			return err
+		}
+	}
 	if err := writeHeapProfile(o, v); err != nil {
 		return err
 	}
@@ -76,6 +85,19 @@ func runChild(ctx context.Context, o options) error {
 		return err
 	}
 	return serveSnapshots(os.Stdin, counters, wire)
+}
+
+// parseShard reads --shard I/N; "" is not sharded.
+func parseShard(s string, serverSide bool) (*variant.Shard, error) {
+	if s == "" {
+		return nil, nil
+	}
+	var shard variant.Shard
+	if _, err := fmt.Sscanf(s, "%d/%d", &shard.Index, &shard.Of); err != nil || shard.Index < 0 || shard.Index >= shard.Of {
+		return nil, fmt.Errorf("--shard %q: want I/N with 0 <= I < N", s)
+	}
+	shard.ServerSide = serverSide
+	return &shard, nil
 }
 
 func childConfig() (*rest.Config, error) {
@@ -147,13 +169,13 @@ type child struct {
 	out *json.Decoder
 }
 
-func startChild(ctx context.Context, o options, kubeconfig, name string, n int) (*child, synced, error) {
+func startChild(ctx context.Context, o options, kubeconfig, name string, n int, extra ...string) (*child, synced, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return nil, synced{}, err
 	}
-	cmd := exec.CommandContext(ctx, self, "--child", name, "--kubeconfig", kubeconfig, "--concurrency", fmt.Sprint(o.concurrency),
-		"--heap-profiles", o.heapProfiles, "--sizes", fmt.Sprint(n))
+	cmd := exec.CommandContext(ctx, self, append([]string{"--child", name, "--kubeconfig", kubeconfig, "--concurrency", fmt.Sprint(o.concurrency),
+		"--heap-profiles", o.heapProfiles, "--sizes", fmt.Sprint(n)}, extra...)...)
 	cmd.Stderr = os.Stderr
 	in, err := cmd.StdinPipe()
 	if err != nil {

@@ -36,9 +36,10 @@ type harness struct {
 	observer   *scenario.Observer // the first namespace's pods, once seeded
 	variants   []variant.Variant
 	run        report.Run
-	node       *cluster.Cluster // --local-cluster's node, where the chart variant runs
-	chart      *chartSetup      // set up by the chart variant's first run
-	kwok       *kwok.Kwok       // the simulated nodes of --kwok-nodes, if any
+	node       *cluster.Cluster    // --local-cluster's node, where the chart variant runs
+	chart      *chartSetup         // set up by the chart variant's first run
+	kwok       *kwok.Kwok          // the simulated nodes of --kwok-nodes, if any
+	shardGate  func(on bool) error // restarts the API server with ShardedListAndWatch on or off; nil if not ours
 }
 
 // run is the whole benchmark: open the target, then for each size grow the
@@ -114,7 +115,7 @@ func newHarness(ctx context.Context, o options, tgt *target.Cluster, variants []
 	if err := seed.Leftover(ctx, c); err != nil {
 		return nil, err
 	}
-	h := &harness{o: o, kubeconfig: tgt.Kubeconfig, local: tgt.Local, cfg: cfg, client: c, variants: variants, node: tgt.Node,
+	h := &harness{o: o, kubeconfig: tgt.Kubeconfig, local: tgt.Local, cfg: cfg, client: c, variants: variants, node: tgt.Node, shardGate: tgt.ShardGate,
 		population: seed.Population{Client: c, PerNamespace: o.perNamespace, Concurrency: o.seedConcurrency, Log: os.Stderr}}
 	h.run = report.Run{Machine: describeMachine(cfg, tgt), Options: reportOptions(o), Baseline: variants[0].Name}
 	return h, nil
@@ -167,6 +168,9 @@ func (h *harness) measureSize(ctx context.Context, n int) error {
 			return fmt.Errorf("variant %s: %w", v.Name, err)
 		}
 		h.run.Results = append(h.run.Results, r)
+	}
+	if h.o.has("shards") {
+		return h.shards(ctx, n)
 	}
 	return nil
 }

@@ -41,6 +41,8 @@ type options struct {
 	kind, out, heapProfiles   string
 	keep, localCluster        bool
 	child                     string // set in a variant's own process
+	shard                     string // "i/N": the child is sharded replica i of N
+	shardServerSide           bool   // the sharded child asks the API server to filter
 	render                    string // re-render the report of this results.json
 }
 
@@ -68,7 +70,8 @@ func main() {
 func parseFlags() options {
 	var o options
 	sizes := flag.String("sizes", "10000,50000,100000", "Pods in the cluster, one run of every variant per size (the population grows between sizes).")
-	scenarios := flag.String("scenarios", "sync,converge,churn", "Scenarios: sync (always: every variant starts with it), converge, churn.")
+	scenarios := flag.String("scenarios", "sync,converge,churn", "Scenarios: sync (always: every variant starts with it), converge, churn, shards "+
+		"(1, 2 and 3 sharded metawatch replicas against the same pods, filtered by the API server and, with its gate off, on receipt).")
 	variants := flag.String("variants", strings.Join(variant.Names(variant.All()), ","), "Variants to run, each in its own process; the first is the baseline of the ratios.")
 	flag.IntVar(&o.perNamespace, "pods-per-namespace", 10000, "Pods per namespace; converge and churn use the first namespace's.")
 	flag.IntVar(&o.concurrency, "concurrency", 16, "Concurrent reconciles of every variant, and workers of the bare client.")
@@ -84,6 +87,8 @@ func parseFlags() options {
 	flag.BoolVar(&o.keep, "keep", false, "Keep the seeded namespaces at the end (on a kind cluster or kubeconfig; the local control plane is thrown away).")
 	flag.StringVar(&o.render, "render", "", "Only write the report (README.md, plots) of results.json FILE into --out, e.g. after changing the report's code.")
 	flag.StringVar(&o.child, "child", "", "Internal: run this variant in this process and report to the harness on stdout.")
+	flag.StringVar(&o.shard, "shard", "", "Internal: with --child metawatch, run as sharded replica I/N.")
+	flag.BoolVar(&o.shardServerSide, "shard-server-side", false, "Internal: with --shard, send the API server a shard selector.")
 	flag.Parse()
 	o.sizes, o.scenarios, o.variants = mustInts(*sizes), split(*scenarios), split(*variants)
 	if o.localCluster && !flagSet("variants") {

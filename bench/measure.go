@@ -73,31 +73,45 @@ func (h *harness) churn(ctx context.Context, c measured, r *report.Result) error
 		return err
 	}
 	opts := scenario.ChurnOptions{StatusPerSecond: h.o.statusRate, LabelsPerSecond: h.o.labelRate, Duration: h.o.churnDuration}
-	stopProbes := func() error { return nil }
-	if h.kwok != nil {
-		// The pods' kubelet (kwok) sends the status updates, not the churn.
-		if stopProbes, err = h.kwok.Probe(ctx, seed.NamespaceName(0), len(h.observer.Pods()), opts.StatusPerSecond); err != nil {
-			return err
-		}
-		opts.StatusPerSecond = 0
-	}
-	res, err := scenario.Churn(ctx, h.client, h.observer, seed.NamespaceName(0), opts)
-	if err := errors.Join(err, stopProbes()); err != nil {
-		return fmt.Errorf("churn: %w", err)
+	res, statusUpdates, err := h.sendChurn(ctx, opts)
+	if err != nil {
+		return err
 	}
 	after, err := quietSnapshot(c)
 	if err != nil {
 		return err
 	}
-	r.Churn = &report.Churn{Seconds: opts.Duration.Seconds(), StatusUpdates: res.StatusUpdates, LabelChanges: res.LabelChanges,
+	r.Churn = &report.Churn{Seconds: opts.Duration.Seconds(), StatusUpdates: statusUpdates, LabelChanges: res.LabelChanges,
 		Activity: activity(before, after), Missed: res.Missed}
 	if h.kwok != nil {
-		r.Churn.StatusUpdates, r.Churn.StatusBy = res.StatusUpdatesSeen, "kwok"
+		r.Churn.StatusBy = "kwok"
 	}
 	for _, l := range res.Latencies {
 		r.Churn.LatenciesMillis = append(r.Churn.LatenciesMillis, float64(l.Microseconds())/1000)
 	}
 	return nil
+}
+
+// sendChurn runs the churn on the first namespace's pods; with kwok, the
+// pods' kubelet (kwok) sends the status updates, not the churn. It returns
+// the status updates sent (or, with kwok, seen).
+func (h *harness) sendChurn(ctx context.Context, opts scenario.ChurnOptions) (scenario.ChurnResult, int, error) {
+	stopProbes := func() error { return nil }
+	if h.kwok != nil {
+		var err error
+		if stopProbes, err = h.kwok.Probe(ctx, seed.NamespaceName(0), len(h.observer.Pods()), opts.StatusPerSecond); err != nil {
+			return scenario.ChurnResult{}, 0, err
+		}
+		opts.StatusPerSecond = 0
+	}
+	res, err := scenario.Churn(ctx, h.client, h.observer, seed.NamespaceName(0), opts)
+	if err := errors.Join(err, stopProbes()); err != nil {
+		return res, 0, fmt.Errorf("churn: %w", err)
+	}
+	if h.kwok != nil {
+		return res, res.StatusUpdatesSeen, nil
+	}
+	return res, res.StatusUpdates, nil
 }
 
 func syncFigures(s synced) report.Sync {

@@ -14,6 +14,8 @@ type Run struct {
 	Bare     []Bare   `json:"bareClientConverge,omitempty"`
 	Results  []Result `json:"results"`
 	Baseline string   `json:"baseline"` // the variant ratios are against
+	// Shards are the shards scenario's runs: N sharded replicas at once.
+	Shards []ShardRun `json:"shards,omitempty"`
 }
 
 // Machine describes where the run was made.

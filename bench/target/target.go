@@ -31,6 +31,10 @@ type Cluster struct {
 	// Node is the one-node cluster of --local-cluster (nil otherwise): the
 	// chart's Deployment can run there.
 	Node *cluster.Cluster
+	// ShardGate, where the harness runs the API server (the local control
+	// plane), restarts it with its ShardedListAndWatch feature gate on or
+	// off; nil elsewhere.
+	ShardGate func(on bool) error
 }
 
 // OpenLocalCluster starts the one-node cluster of `make cluster` (package
@@ -61,7 +65,10 @@ func Open(ctx context.Context, kindName string) (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Cluster{Kubeconfig: cp.KubeconfigPath, Stop: func() { _ = cp.Stop() }, Local: true,
+	shardGate := func(on bool) error {
+		return cp.RestartAPIServer(map[string]string{"feature-gates": fmt.Sprintf("ShardedListAndWatch=%t", on)})
+	}
+	return &Cluster{Kubeconfig: cp.KubeconfigPath, Stop: func() { _ = cp.Stop() }, Local: true, ShardGate: shardGate,
 		Description: "the local control plane (kube-apiserver and etcd on this machine, no nodes)"}, nil
 }
 

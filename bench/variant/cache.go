@@ -27,8 +27,19 @@ func startCounted(ctx context.Context, c cache.Cache, start func(context.Context
 	return &Running{
 		Run:        func() { go func() { _ = start(ctx) }() },
 		WaitSynced: func(ctx context.Context) error { return waitSynced(ctx, c) },
-		CachedPods: func(ctx context.Context) (int, error) { return countCached(ctx, c, podList()) },
+		CachedPods:    func(ctx context.Context) (int, error) { return countCached(ctx, c, podList()) },
+		CachedPodUIDs: func(ctx context.Context) ([]string, error) { return cachedUIDs(ctx, c, podList()) },
 	}, nil
+}
+
+// cachedUIDs lists the uids in the cache, without copies.
+func cachedUIDs(ctx context.Context, c cache.Cache, list client.ObjectList) ([]string, error) {
+	if err := c.List(ctx, list, client.UnsafeDisableDeepCopy); err != nil {
+		return nil, err
+	}
+	var uids []string
+	err := metaEach(list, func(m metav1.Object) { uids = append(uids, string(m.GetUID())) })
+	return uids, err
 }
 
 func waitSynced(ctx context.Context, c cache.Cache) error {

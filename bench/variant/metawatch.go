@@ -54,7 +54,11 @@ func startMetawatch(ctx context.Context, cfg *rest.Config, spec Spec, counters *
 	if err != nil {
 		return nil, err
 	}
-	mgr, err := manager.New(cfg, watches, manager.Options{MetricsBindAddress: "0", HealthProbeBindAddress: "0"})
+	opts := manager.Options{MetricsBindAddress: "0"}
+	if spec.Shard != nil {
+		opts.Shards = &metacache.Shards{Buckets: spec.Shard.Buckets(), ServerSide: spec.Shard.ServerSide}
+	}
+	mgr, err := manager.New(cfg, watches, opts)
 	if err != nil {
 		return nil, err
 	}

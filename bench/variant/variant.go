@@ -8,6 +8,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
+
+	"github.com/metawatch/metawatch/pkg/sharding"
 )
 
 // Spec is what every variant is given.
@@ -18,6 +20,25 @@ type Spec struct {
 	Label string
 	// Concurrency is the number of reconciles a variant runs at once.
 	Concurrency int
+	// Shard, if set, runs the metawatch variant as one of several sharded replicas.
+	Shard *Shard
+}
+
+// Shard is one replica's share: replica Index of Of, each with the buckets
+// rendezvous hashing gives it among replica-0..replica-(Of-1), as a settled
+// ring does, filtered by the API server (ServerSide) or on receipt.
+type Shard struct {
+	Index, Of  int
+	ServerSide bool
+}
+
+// Buckets are the replica's buckets.
+func (s Shard) Buckets() []sharding.Bucket {
+	members := make([]string, s.Of)
+	for i := range members {
+		members[i] = fmt.Sprintf("replica-%d", i)
+	}
+	return sharding.Owned(sharding.Assign(members), members[s.Index])
 }
 
 // Counters are what every variant counts the same way: watch events
@@ -48,6 +69,8 @@ type Running struct {
 	WaitSynced func(context.Context) error
 	// CachedPods is the number of pods in the variant's cache.
 	CachedPods func(context.Context) (int, error)
+	// CachedPodUIDs are the uids of the pods in the variant's cache.
+	CachedPodUIDs func(context.Context) ([]string, error)
 }
 
 // Variant is one way to run the rule (or, CacheOnly, to cache the pods).

@@ -55,7 +55,7 @@ func run(ctx context.Context, opts options) error {
 	if err != nil {
 		return err
 	}
-	setupLog.Info("stage 2/4: manager built", "leaderElection", mgrOpts.LeaderElection, "metrics", mgrOpts.MetricsBindAddress, "probes", mgrOpts.HealthProbeBindAddress)
+	setupLog.Info("stage 2/4: manager built", "leaderElection", mgrOpts.LeaderElection, "metrics", mgrOpts.MetricsBindAddress, "probes", opts.probeAddress)
 	reloader := &reload.Reloader{
 		Config: cfg, Source: opts.source, Controller: opts.controller, Initial: conf, ShutdownTimeout: budget.generation, WriteScope: &opts.writeScope,
 		Recorder: mgr.GetEventRecorder(controller.EventSource), Log: ctrl.Log.WithName("reload"),
@@ -68,7 +68,7 @@ func run(ctx context.Context, opts options) error {
 	if err := reloader.AddTo(mgr); err != nil {
 		return err
 	}
-	if err := addHealthChecks(mgr, mgrOpts.HealthProbeBindAddress, reloader); err != nil {
+	if err := addHealthChecks(mgr, opts.probeAddress, reloader); err != nil {
 		return err
 	}
 	setupLog.Info("stage 3/4: reloader and health checks added")

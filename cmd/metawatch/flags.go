@@ -23,6 +23,7 @@ type options struct {
 	burst         int
 	source        reload.Source
 	manager       manager.Options
+	probeAddress  string // --health-probe-bind-address, served by manager.ServeProbes
 	controller    controller.Options
 	zap           zap.Options
 	sharding      shardingOptions
@@ -55,7 +56,7 @@ func parseFlags(args []string) options {
 	fs.BoolVar(&o.waitForConfig, "wait-for-config", false, "Start without a valid --config-map configuration and wait for one, instead of exiting non-zero.")
 	fs.StringVar(&o.manager.MetricsBindAddress, "metrics-bind-address", ":8443", "Address of the Prometheus metrics endpoint; 0 disables it.")
 	fs.BoolVar(&o.manager.MetricsSecure, "metrics-secure", true, "Serve metrics over HTTPS, only to callers the API server authenticates and authorizes (get on /metrics); false serves plain HTTP to anyone who can connect.")
-	fs.StringVar(&o.manager.HealthProbeBindAddress, "health-probe-bind-address", ":8081", "Address of /healthz and /readyz; 0 disables them.")
+	fs.StringVar(&o.probeAddress, "health-probe-bind-address", ":8081", "Address of /healthz and /readyz; 0 disables them.")
 	fs.Float64Var(&o.qps, "kube-api-qps", 50, "Requests per second to the API server (writes and start-up lists); leader election has its own budget.")
 	fs.IntVar(&o.burst, "kube-api-burst", 100, "Burst above --kube-api-qps.")
 	fs.BoolVar(&o.manager.LeaderElection, "leader-elect", false, "Elect a leader so that one replica of several is active.")

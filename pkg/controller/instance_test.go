@@ -56,7 +56,7 @@ func startInstanceVia(t *testing.T, configYAML string, opts controller.Options, 
 	if wrap != nil {
 		cfg = wrap(cfg)
 	}
-	mgr, err := manager.New(cfg, watches, manager.Options{MetricsBindAddress: "0", HealthProbeBindAddress: "0"})
+	mgr, err := manager.New(cfg, watches, manager.Options{MetricsBindAddress: "0"})
 	if err != nil {
 		t.Fatal(err)
 	}

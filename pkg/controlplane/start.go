@@ -150,6 +150,20 @@ func (cp *ControlPlane) StartAPIServer() error {
 	return cp.env.ControlPlane.GetAPIServer().Start()
 }
 
+// RestartAPIServer stops kube-apiserver and starts it again with args set
+// (e.g. "feature-gates"), on the same etcd, address and certificates: the
+// same objects behind an API server configured otherwise.
+func (cp *ControlPlane) RestartAPIServer(args map[string]string) error {
+	if err := cp.StopAPIServer(); err != nil {
+		return err
+	}
+	configured := cp.env.ControlPlane.GetAPIServer().Configure()
+	for k, v := range args {
+		configured.Set(k, v)
+	}
+	return cp.StartAPIServer()
+}
+
 var errExisting = errors.New("an existing cluster (USE_EXISTING_CLUSTER) is not stopped or started by the tests")
 
 // binaries are $KUBEBUILDER_ASSETS's, as envtest users expect, else the cached build.

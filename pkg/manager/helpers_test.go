@@ -17,7 +17,7 @@ import (
 // startEngine starts a manager on cfg for watches and waits for its caches to sync.
 func startEngine(t *testing.T, cfg *rest.Config, watches []config.ResolvedWatch) manager.Manager {
 	t.Helper()
-	return startEngineWith(t, cfg, watches, mwmanager.Options{MetricsBindAddress: "0", HealthProbeBindAddress: "0"})
+	return startEngineWith(t, cfg, watches, mwmanager.Options{MetricsBindAddress: "0"})
 }
 
 // startEngineWith is startEngine with opts.

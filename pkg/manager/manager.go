@@ -24,10 +24,7 @@ type Options struct {
 	// MetricsSecure serves metrics over HTTPS to callers the API server
 	// authenticates (TokenReview) and authorizes (SubjectAccessReview, get on
 	// the /metrics non-resource URL), as a kubebuilder scaffold does.
-	MetricsSecure bool
-	// HealthProbeBindAddress is where ServeProbes serves /healthz and /readyz;
-	// New does not bind it.
-	HealthProbeBindAddress  string
+	MetricsSecure           bool
 	LeaderElection          bool
 	LeaderElectionNamespace string
 	// LeaderElectionID names the Lease replicas compete for; defaults to DefaultLeaderElectionID.
@@ -60,7 +57,7 @@ func New(cfg *rest.Config, watches []config.ResolvedWatch, opts Options) (manage
 		Cache:                               metacache.CacheOptions(watches, opts.AccessLoss, opts.Shards),
 		Client:                              client.Options{Cache: &client.CacheOptions{Unstructured: false}},
 		Metrics:                             metricsOptions(opts),
-		HealthProbeBindAddress:              "0", // ServeProbes
+		HealthProbeBindAddress:              "0", // ServeProbes serves them
 		LeaderElection:                      opts.LeaderElection,
 		LeaderElectionID:                    cmp.Or(opts.LeaderElectionID, DefaultLeaderElectionID),
 		LeaderElectionNamespace:             opts.LeaderElectionNamespace,

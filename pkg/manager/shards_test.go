@@ -43,7 +43,7 @@ func TestShardedCachesSplitThePods(t *testing.T) {
 			var recs [2]recorder
 			var caches [2]client.Reader
 			for i, share := range shares {
-				mgr := startEngineWith(t, recs[i].wrap(cp.Config), watches, mwmanager.Options{MetricsBindAddress: "0", HealthProbeBindAddress: "0",
+				mgr := startEngineWith(t, recs[i].wrap(cp.Config), watches, mwmanager.Options{MetricsBindAddress: "0",
 					Shards: &metacache.Shards{Buckets: share, ServerSide: serverSide}})
 				caches[i] = mgr.GetCache()
 			}

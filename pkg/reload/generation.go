@@ -101,7 +101,7 @@ func newGeneration(ctx context.Context, cfg *rest.Config, number int64, r resolv
 			opts.onLoss(g, kind, err)
 		}
 	})
-	mopts := mwmanager.Options{MetricsBindAddress: "0", HealthProbeBindAddress: "0",
+	mopts := mwmanager.Options{MetricsBindAddress: "0",
 		GracefulShutdownTimeout: opts.shutdownTimeout, AccessLoss: g.lost}
 	if opts.shards != nil {
 		mopts.Shards, g.buckets = opts.shards.cache()

@@ -29,7 +29,7 @@ type instance struct {
 func startInstance(t *testing.T, cfg *rest.Config, configMap string, tune ...func(*reload.Reloader)) *instance {
 	t.Helper()
 	inst := &instance{probe: testkit.FreeAddress(t)}
-	mgr, err := manager.New(cfg, nil, manager.Options{MetricsBindAddress: "0", HealthProbeBindAddress: inst.probe})
+	mgr, err := manager.New(cfg, nil, manager.Options{MetricsBindAddress: "0"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,10 +44,11 @@ func startInstance(t *testing.T, cfg *rest.Config, configMap string, tune ...fun
 	if err := reloader.AddTo(mgr); err != nil {
 		t.Fatal(err)
 	}
-	if err := mgr.AddReadyzCheck("configuration", reloader.Ready); err != nil {
+	if err := manager.ServeProbes(mgr, inst.probe, manager.Probes{
+		Live: map[string]healthz.Checker{"ping": healthz.Ping}, Ready: map[string]healthz.Checker{"configuration": reloader.Ready},
+	}); err != nil {
 		t.Fatal(err)
 	}
-	_ = mgr.AddHealthzCheck("ping", healthz.Ping)
 	inst.stop = testkit.Start(t, mgr)
 	return inst
 }

@@ -1,0 +1,82 @@
+package report
+
+import (
+	"fmt"
+	"strings"
+)
+
+// ShardRun is N sharded metawatch replicas running at once on the same pods.
+type ShardRun struct {
+	N int `json:"n"` // pods in the cluster
+	// Mode is "server" (the API server filters by shard) or "client" (it
+	// does not, its ShardedListAndWatch gate off: each replica drops the
+	// others' objects on receipt).
+	Mode     string         `json:"mode"`
+	Replicas []ShardReplica `json:"replicas"`
+	// Union and Overlap are the pods cached by any replica and by more than one.
+	Union   int `json:"cachedUnion"`
+	Overlap int `json:"cachedOverlap"`
+	// ChurnSeconds and StatusUpdates are the status-only churn all replicas saw at once.
+	ChurnSeconds  float64 `json:"churnSeconds"`
+	StatusUpdates int     `json:"statusUpdates"`
+}
+
+// ShardReplica is one replica's figures: its sync, then its share of the churn.
+type ShardReplica struct {
+	Buckets       int     `json:"buckets"`
+	CachedPods    int     `json:"cachedPods"`
+	SyncSeconds   float64 `json:"syncSeconds"`
+	SyncBytes     int64   `json:"syncReceivedPodBytes"` // pod lists and watches, off the wire
+	SyncEvents    int64   `json:"syncEvents"`           // pod and namespace events its informers were handed
+	ChurnBytes    int64   `json:"churnReceivedPodBytes"`
+	ChurnEvents   int64   `json:"churnEvents"`
+	ChurnCPU      float64 `json:"churnCPUSeconds"`
+	RetainedBytes float64 `json:"retainedHeapBytesPerPod"`
+}
+
+// shardsTable is every replica's share of what a single replica (N=1, the
+// same mode, the same run) received, decoded and cached.
+func shardsTable(b *strings.Builder, run Run) {
+	if len(run.Shards) == 0 {
+		return
+	}
+	b.WriteString("\n## Sharding: N replicas on the same pods\n\n")
+	b.WriteString("Each replica's figures as a share of one replica's (N = 1, same mode, same run); 1/N is the goal. " +
+		"server: the API server filters by shard; client: its ShardedListAndWatch gate is off, every replica receives every pod and drops the others' before decoding them.\n\n")
+	b.WriteString("| pods | mode | N | replica | buckets | pods cached | sync bytes received | sync events | churn bytes received | churn events | churn CPU s | sync s | cached union / overlap |\n")
+	b.WriteString("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
+	for _, s := range run.Shards {
+		base := run.shardBase(s.N, s.Mode)
+		for i, r := range s.Replicas {
+			fmt.Fprintf(b, "| %d | %s | %d | %d | %d | %d (%s) | %s | %s | %s | %s | %.2f | %.1f | %d / %d |\n", s.N, s.Mode, len(s.Replicas), i, r.Buckets,
+				r.CachedPods, share(float64(r.CachedPods), float64(base.CachedPods)), mib(r.SyncBytes, base.SyncBytes),
+				counted(r.SyncEvents, base.SyncEvents), mib(r.ChurnBytes, base.ChurnBytes), counted(r.ChurnEvents, base.ChurnEvents),
+				r.ChurnCPU, r.SyncSeconds, s.Union, s.Overlap)
+		}
+	}
+}
+
+// shardBase is the single replica of n pods in mode (zero if none ran).
+func (run Run) shardBase(n int, mode string) ShardReplica {
+	for _, s := range run.Shards {
+		if s.N == n && s.Mode == mode && len(s.Replicas) == 1 {
+			return s.Replicas[0]
+		}
+	}
+	return ShardReplica{}
+}
+
+func share(v, base float64) string {
+	if base == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.1f%%", 100*v/base)
+}
+
+func mib(v, base int64) string {
+	return fmt.Sprintf("%.1f MiB (%s)", float64(v)/(1<<20), share(float64(v), float64(base)))
+}
+
+func counted(v, base int64) string {
+	return fmt.Sprintf("%d (%s)", v, share(float64(v), float64(base)))
+}

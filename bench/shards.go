@@ -1,0 +1,150 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/metawatch/metawatch/bench/report"
+	"github.com/metawatch/metawatch/bench/scenario"
+	"github.com/metawatch/metawatch/bench/variant"
+	"github.com/metawatch/metawatch/pkg/sharding"
+)
+
+// maxShards is the largest number of sharded replicas the scenario runs at once.
+const maxShards = 3
+
+// Modes of the shards scenario, as the report names them.
+const (
+	shardsServer = "server"
+	// The API server's ShardedListAndWatch gate off (the local control plane, restarted so).
+	shardsClientGateOff = "client (gate off)"
+	// Elsewhere the harness cannot restart the API server: the replicas send
+	// no selector, so the server sends them everything, as with the gate off.
+	shardsClientNoSelector = "client (no selector sent)"
+)
+
+// shards runs the shards scenario at n pods: 1, 2 and 3 sharded metawatch
+// replicas at once, filtered by the API server, then on receipt with its
+// gate off (the local control plane is restarted with it off, and on again
+// after).
+func (h *harness) shards(ctx context.Context, n int) error {
+	if err := h.shardsMode(ctx, n, shardsServer); err != nil {
+		return err
+	}
+	if h.shardGate == nil {
+		return h.shardsMode(ctx, n, shardsClientNoSelector)
+	}
+	fmt.Fprintln(os.Stderr, "bench: shards: restarting kube-apiserver with ShardedListAndWatch=false")
+	if err := h.switchShardGate(ctx, false); err != nil {
+		return err
+	}
+	err := h.shardsMode(ctx, n, shardsClientGateOff)
+	fmt.Fprintln(os.Stderr, "bench: shards: restarting kube-apiserver with ShardedListAndWatch=true")
+	return errors.Join(err, h.switchShardGate(ctx, true))
+}
+
+// switchShardGate restarts the API server with the gate on or off and checks it took.
+func (h *harness) switchShardGate(ctx context.Context, on bool) error {
+	if err := h.shardGate(on); err != nil {
+		return fmt.Errorf("restarting kube-apiserver with ShardedListAndWatch=%t: %w", on, err)
+	}
+	serverSide, err := sharding.ServerFilters(ctx, kubernetes.NewForConfigOrDie(h.cfg), "default")
+	if err == nil && serverSide != on {
+		err = fmt.Errorf("kube-apiserver restarted with ShardedListAndWatch=%t filters by shard: %t", on, serverSide)
+	}
+	return err
+}
+
+func (h *harness) shardsMode(ctx context.Context, n int, mode string) error {
+	for replicas := 1; replicas <= maxShards; replicas++ {
+		fmt.Fprintf(os.Stderr, "bench: %d pods: shards, %d replicas, %s\n", n, replicas, mode)
+		run, err := h.shardRun(ctx, n, replicas, mode)
+		h.run.Shards = append(h.run.Shards, run)
+		if err != nil {
+			return fmt.Errorf("shards, %d replicas, %s: %w", replicas, mode, err)
+		}
+	}
+	return nil
+}
+
+// shardRun starts the replicas one after the other (each one's sync alone),
+// checks that between them they cache every pod once, then runs a
+// status-only churn that all of them see at once.
+func (h *harness) shardRun(ctx context.Context, n, replicas int, mode string) (report.ShardRun, error) {
+	run := report.ShardRun{N: n, Mode: mode}
+	var children []*child
+	defer func() {
+		for _, c := range children {
+			_, _ = c.stop()
+		}
+	}()
+	cached := map[string]int{}
+	for i := range replicas {
+		shard := variant.Shard{Index: i, Of: replicas, ServerSide: mode == shardsServer}
+		c, s, err := startChild(ctx, h.o, h.kubeconfig, "metawatch", n, "--shard", fmt.Sprintf("%d/%d", i, replicas),
+			fmt.Sprintf("--shard-server-side=%t", shard.ServerSide))
+		if err != nil {
+			return run, err
+		}
+		children = append(children, c)
+		run.Replicas = append(run.Replicas, report.ShardReplica{Buckets: len(shard.Buckets()), CachedPods: s.Objects, SyncSeconds: s.SyncSeconds,
+			SyncBytes: podBytes(s.ReceivedBytes), SyncEvents: s.Events, RetainedBytes: float64(s.RetainedBytes) / float64(max(s.Objects, 1))})
+		for _, uid := range s.PodUIDs {
+			cached[uid]++
+		}
+	}
+	run.Union = len(cached)
+	for _, k := range cached {
+		if k > 1 {
+			run.Overlap++
+		}
+	}
+	if run.Union != n || run.Overlap != 0 {
+		return run, fmt.Errorf("the replicas cached %d pods between them, %d of them more than once; want all %d, each once", run.Union, run.Overlap, n)
+	}
+	return run, h.shardChurn(ctx, children, &run)
+}
+
+// shardChurn sends a status-only churn to the first namespace's pods and
+// records each replica's share of it.
+func (h *harness) shardChurn(ctx context.Context, children []*child, run *report.ShardRun) error {
+	before := make([]snapshot, len(children))
+	for i, c := range children {
+		s, err := c.snapshot()
+		if err != nil {
+			return err
+		}
+		before[i] = s
+	}
+	_, updates, err := h.sendChurn(ctx, scenario.ChurnOptions{StatusPerSecond: h.o.statusRate, Duration: h.o.churnDuration})
+	if err != nil {
+		return err
+	}
+	run.ChurnSeconds, run.StatusUpdates = h.o.churnDuration.Seconds(), updates
+	for i, c := range children {
+		after, err := quietSnapshot(c)
+		if err != nil {
+			return err
+		}
+		r := &run.Replicas[i]
+		r.ChurnBytes, r.ChurnEvents = podBytes(after.Bytes)-podBytes(before[i].Bytes), after.Events-before[i].Events
+		r.ChurnCPU = after.CPUSeconds - before[i].CPUSeconds
+	}
+	return nil
+}
+
+// podBytes are the bytes of pod lists and watches among bytes by probe.Key.
+func podBytes(byKey map[string]int64) int64 {
+	var total int64
+	for key, b := range byKey {
+		if strings.HasPrefix(key, "LIST pods ") || strings.HasPrefix(key, "WATCH pods ") {
+			total += b
+		}
+	}
+	return total
+}
