@@ -25,8 +25,8 @@ func startCounted(ctx context.Context, c cache.Cache, start func(context.Context
 		}
 	}
 	return &Running{
-		Run:        func() { go func() { _ = start(ctx) }() },
-		WaitSynced: func(ctx context.Context) error { return waitSynced(ctx, c) },
+		Run:           func() { go func() { _ = start(ctx) }() },
+		WaitSynced:    func(ctx context.Context) error { return waitSynced(ctx, c) },
 		CachedPods:    func(ctx context.Context) (int, error) { return countCached(ctx, c, podList()) },
 		CachedPodUIDs: func(ctx context.Context) ([]string, error) { return cachedUIDs(ctx, c, podList()) },
 	}, nil
