@@ -14,8 +14,10 @@ import (
 )
 
 // The shards scenario on a local control plane the harness starts itself,
-// so that it can restart its API server with the gate off: for 1, 2 and 3
-// replicas in both modes, the replicas cache every pod once between them;
+// so that it can restart its API server with the gate off, with pods on
+// kwok's nodes (which send the churn's status updates, and reconnect after
+// the restarts): for 1, 2 and 3 replicas in both modes, the replicas cache
+// every pod once between them and each sees its share of the churn;
 // filtered by the server, each of several receives less than a single
 // replica does; with the gate off, each receives everything and decodes
 // only its share. No size is asserted beyond that: the harness reports them.
@@ -28,7 +30,7 @@ func TestHarnessShards(t *testing.T) {
 	defer remove()
 	out := t.TempDir()
 	cmd := exec.Command(bin, "--sizes", "200", "--pods-per-namespace", "100", "--scenarios", "shards", "--variants", "metawatch",
-		"--churn-duration", "3s", "--churn-status-rate", "20", "--out", out)
+		"--kwok-nodes", "2", "--churn-duration", "3s", "--churn-status-rate", "20", "--out", out)
 	cmd.Env = slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "KUBECONFIG=") }) // its own control plane
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	if err := cmd.Run(); err != nil {
@@ -60,6 +62,11 @@ func checkShardRun(t *testing.T, run report.Run, s report.ShardRun) {
 	for _, o := range run.Shards {
 		if o.Mode == s.Mode && len(o.Replicas) == 1 {
 			single = o.Replicas[0]
+		}
+	}
+	for i, r := range s.Replicas {
+		if r.ChurnEvents == 0 || r.ChurnBytes == 0 {
+			t.Errorf("%s, replica %d of %d saw no event or byte of the status churn (%d status updates)", s.Mode, i, len(s.Replicas), s.StatusUpdates)
 		}
 	}
 	if len(s.Replicas) == 1 {

@@ -35,35 +35,42 @@ type ShardReplica struct {
 }
 
 // shardsTable is every replica's share of what a single replica (N=1, the
-// same mode, the same run) received, decoded and cached.
+// same mode, the same run) received, decoded and cached; of the churn, its
+// share of the status updates of its own run (runs differ a little in how
+// many kwok sent), and its bytes per status update against a single replica's.
 func shardsTable(b *strings.Builder, run Run) {
 	if len(run.Shards) == 0 {
 		return
 	}
 	b.WriteString("\n## Sharding: N replicas on the same pods\n\n")
 	b.WriteString("Each replica's figures as a share of one replica's (N = 1, same mode, same run); 1/N is the goal. " +
+		"Churn events are a share of the status updates of the replicas' own churn, churn bytes per status update a share of a single replica's. " +
 		"server: the API server filters by shard; client: its ShardedListAndWatch gate is off, every replica receives every pod and drops the others' before decoding them.\n\n")
-	b.WriteString("| pods | mode | N | replica | buckets | pods cached | sync bytes received | sync events | churn bytes received | churn events | churn CPU s | sync s | cached union / overlap |\n")
-	b.WriteString("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
+	b.WriteString("| pods | mode | N | replica | buckets | pods cached | sync bytes received | sync events | churn status updates | churn events | churn bytes received | churn CPU s | sync s | cached union / overlap |\n")
+	b.WriteString("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
 	for _, s := range run.Shards {
-		base := run.shardBase(s.N, s.Mode)
+		base, baseUpdates := run.shardBase(s.N, s.Mode)
 		for i, r := range s.Replicas {
-			fmt.Fprintf(b, "| %d | %s | %d | %d | %d | %d (%s) | %s | %s | %s | %s | %.2f | %.1f | %d / %d |\n", s.N, s.Mode, len(s.Replicas), i, r.Buckets,
-				r.CachedPods, share(float64(r.CachedPods), float64(base.CachedPods)), mib(r.SyncBytes, base.SyncBytes),
-				counted(r.SyncEvents, base.SyncEvents), mib(r.ChurnBytes, base.ChurnBytes), counted(r.ChurnEvents, base.ChurnEvents),
+			perUpdate := func(bytes int64, updates int) float64 { return float64(bytes) / float64(max(updates, 1)) }
+			fmt.Fprintf(b, "| %d | %s | %d | %d | %d | %d (%s) | %s | %s | %d | %d (%s) | %.1f MiB (%s) | %.2f | %.1f | %d / %d |\n",
+				s.N, s.Mode, len(s.Replicas), i, r.Buckets, r.CachedPods, share(float64(r.CachedPods), float64(base.CachedPods)),
+				mib(r.SyncBytes, base.SyncBytes), counted(r.SyncEvents, base.SyncEvents), s.StatusUpdates,
+				r.ChurnEvents, share(float64(r.ChurnEvents), float64(s.StatusUpdates)),
+				float64(r.ChurnBytes)/(1<<20), share(perUpdate(r.ChurnBytes, s.StatusUpdates), perUpdate(base.ChurnBytes, baseUpdates)),
 				r.ChurnCPU, r.SyncSeconds, s.Union, s.Overlap)
 		}
 	}
 }
 
-// shardBase is the single replica of n pods in mode (zero if none ran).
-func (run Run) shardBase(n int, mode string) ShardReplica {
+// shardBase is the single replica of n pods in mode and its churn's status
+// updates (zero if none ran).
+func (run Run) shardBase(n int, mode string) (ShardReplica, int) {
 	for _, s := range run.Shards {
 		if s.N == n && s.Mode == mode && len(s.Replicas) == 1 {
-			return s.Replicas[0]
+			return s.Replicas[0], s.StatusUpdates
 		}
 	}
-	return ShardReplica{}
+	return ShardReplica{}, 0
 }
 
 func share(v, base float64) string {

@@ -64,6 +64,7 @@ func Churn(ctx context.Context, c client.Client, o *Observer, namespace string, 
 			}
 		})
 	})
+	<-ctx.Done() // the whole duration, even when neither rate sends anything (kwok sends the status updates)
 	wg.Wait()
 	seen := o.StatusUpdates() - seenBefore
 	latencies, missed := o.drain(context.WithoutCancel(ctx), drainTimeout)

@@ -144,6 +144,11 @@ func restConfig(opts options) (*rest.Config, error) {
 		return nil, fmt.Errorf("loading kubeconfig (set --kubeconfig or $KUBECONFIG): %w", err)
 	}
 	cfg.QPS, cfg.Burst = float32(opts.qps), opts.burst
+	if opts.sharding.enabled {
+		if cfg.UserAgent, err = opts.sharding.userAgent(); err != nil {
+			return nil, err
+		}
+	}
 	return cfg, nil
 }
 

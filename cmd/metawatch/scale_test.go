@@ -25,8 +25,8 @@ import (
 // replica Ready, then an old one stopped, as the chart's Deployment does it)
 // while the Namespace's label changes every 700 ms, so that every replica
 // writes its share of the pods all along. Throughout: no pod is written by
-// two replicas at once (their requests, each through its own proxy, grouped
-// by pod and time); no pod ever loses the label or goes back to an older
+// two replicas at once (their requests, each through its own proxy and with
+// its own User-Agent, grouped by pod and time); no pod ever loses the label or goes back to an older
 // value; each replica caches exactly the pods of the buckets it is assigned
 // and holds those buckets, so between them they cache every pod once; the
 // last change reaches every pod.
@@ -72,7 +72,13 @@ func TestShardedReplicasScaleAndRollWithoutDoubleWrites(t *testing.T) {
 		t.Errorf("a pod's team went wrong: %s", v)
 	}
 	for i, x := range all {
-		t.Logf("replica %s wrote %d pods", x.name, len(x.podWrites(time.Time{})))
+		writes := x.podWrites(time.Time{})
+		t.Logf("replica %s wrote %d pods", x.name, len(writes))
+		for pod, ws := range writes {
+			if ua := ws[0].UserAgent; !strings.Contains(ua, "ring-member/"+x.name) {
+				t.Errorf("replica %s wrote pod %s with User-Agent %q, want one naming it (ring-member/%s)", x.name, pod, ua, x.name)
+			}
+		}
 		for _, y := range all[i+1:] {
 			assertNoConcurrentWriters(t, x.podWrites(time.Time{}), y.podWrites(time.Time{}))
 		}

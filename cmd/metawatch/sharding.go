@@ -25,6 +25,24 @@ type shardingOptions struct {
 	ring    string
 }
 
+// ringIdentity is this replica's name in the ring: $POD_NAME, else the host name.
+func ringIdentity() (string, error) {
+	if id := os.Getenv(podNameEnv); id != "" {
+		return id, nil
+	}
+	return os.Hostname()
+}
+
+// userAgent names the replica in every request's User-Agent, so that the API
+// server's audit log tells the writes of the ring's replicas apart.
+func (o shardingOptions) userAgent() (string, error) {
+	id, err := ringIdentity()
+	if err != nil {
+		return "", err
+	}
+	return rest.DefaultKubernetesUserAgent() + " ring-member/" + id, nil
+}
+
 func (o shardingOptions) validate(mgr manager.Options) error {
 	if o.enabled && mgr.LeaderElection {
 		return errors.New("--sharding and --leader-elect exclude each other: sharded, every replica is active on its own share; drop --leader-elect")
@@ -41,13 +59,11 @@ func addSharding(ctx context.Context, mgr ctrlmanager.Manager, cfg *rest.Config,
 	if err != nil {
 		return nil, err
 	}
-	identity := os.Getenv(podNameEnv)
-	if identity == "" {
-		if identity, err = os.Hostname(); err != nil {
-			return nil, err
-		}
+	identity, err := ringIdentity()
+	if err != nil {
+		return nil, err
 	}
-	cs, err := kubernetes.NewForConfig(rest.AddUserAgent(rest.CopyConfig(cfg), "sharding"))
+	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, err
 	}

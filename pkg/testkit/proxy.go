@@ -22,6 +22,7 @@ import (
 // Exchange is one request that went through a Proxy.
 type Exchange struct {
 	Method, Path string
+	UserAgent    string
 	Body         []byte    // the request body
 	Received     time.Time // when the client sent it
 	Sent         time.Time // when the proxy sent it on to the API server (zero: held)
@@ -76,7 +77,7 @@ func (p *Proxy) transport(next http.RoundTripper) http.RoundTripper {
 			body, _ = io.ReadAll(req.Body)
 			req.Body = io.NopCloser(bytes.NewReader(body))
 		}
-		ex := &Exchange{Method: req.Method, Path: req.URL.Path, Body: body, Received: time.Now()}
+		ex := &Exchange{Method: req.Method, Path: req.URL.Path, UserAgent: req.UserAgent(), Body: body, Received: time.Now()}
 		p.mu.Lock()
 		p.exchanges = append(p.exchanges, ex)
 		p.mu.Unlock()

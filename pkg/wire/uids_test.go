@@ -78,7 +78,7 @@ func TestKeepUIDsDropsOtherObjectsBeforeDecoding(t *testing.T) {
 			if tc.keep != nil {
 				ctx = KeepUIDs(ctx, UIDFilter{Keep: tc.keep, Dropped: func() { dropped++ }})
 			}
-			got := roundTrip(t, ctx, url, accept, body)
+			got := roundTrip(ctx, t, url, accept, body)
 			var names []string
 			if tc.watch != nil {
 				names = eventNames(t, got)
@@ -95,7 +95,7 @@ func TestKeepUIDsDropsOtherObjectsBeforeDecoding(t *testing.T) {
 	}
 }
 
-func roundTrip(t *testing.T, ctx context.Context, url, accept string, body []byte) []byte {
+func roundTrip(ctx context.Context, t *testing.T, url, accept string, body []byte) []byte {
 	t.Helper()
 	rt := stripTransport{keep: keep, next: roundTripFunc(func(*http.Request) (*http.Response, error) {
 		return &http.Response{StatusCode: http.StatusOK, Header: http.Header{"Content-Type": {"application/vnd.kubernetes.protobuf"}},
