@@ -126,7 +126,7 @@ func measureSync(ctx context.Context, v variant.Variant, running *variant.Runnin
 	if !v.CacheOnly {
 		settle(ctx, counters, n)
 	}
-	after := probe.HeapAfterGC()
+	after := probe.SettledHeap(5)
 	s.Objects, s.RetainedBytes = n, int64(after.HeapAlloc)-int64(before.HeapAlloc)
 	s.ReceivedBytes, s.Events, s.Reconciles = wire.Bytes(), counters.Events.Load(), counters.Reconciles()
 	return s, nil

@@ -19,6 +19,23 @@ func HeapAfterGC() runtime.MemStats {
 	return m
 }
 
+// SettledHeap is the lowest HeapAfterGC of samples taken a second apart: what
+// the process holds, not what a piece of work still in progress holds for a
+// moment. A controller whose map function deep-copies a whole namespace's
+// pods when a Namespace event arrives (the typed variant's) can be in the
+// middle of one when a single sample is taken, which made the typed
+// variant's retained heap per pod grow with the number of pods (issue #14).
+func SettledHeap(samples int) runtime.MemStats {
+	lowest := HeapAfterGC()
+	for range samples - 1 {
+		time.Sleep(time.Second)
+		if m := HeapAfterGC(); m.HeapAlloc < lowest.HeapAlloc {
+			lowest = m
+		}
+	}
+	return lowest
+}
+
 // PeakRSS is the process's high-water resident set (VmHWM), 0 where /proc is not.
 func PeakRSS() int64 { return PeakRSSOf("self") }
 

@@ -94,7 +94,7 @@ var (
 
 // All is every variant: the controllers first, typed (the baseline) at the head.
 func All() []Variant {
-	return append([]Variant{typed(), metadataOnly(), metadataInformer(), metawatch()}, shrinkSteps()...)
+	return append([]Variant{typed(), metadataOnly(), metadataInformer(), metawatch(), typedCache()}, shrinkSteps()...)
 }
 
 // Names returns the names of vs.
