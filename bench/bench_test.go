@@ -19,8 +19,8 @@ var cp *controlplane.ControlPlane
 
 func TestMain(m *testing.M) { os.Exit(controlplane.RunTests(m, &cp)) }
 
-// A tiny run of the whole harness, every variant and scenario, so it keeps
-// working: results are produced, complete and consistent. No timing or size
+// A tiny run of the whole harness, every variant and scenario but shards
+// (TestHarnessShards), so it keeps working: results are produced, complete and consistent. No timing or size
 // is asserted: that is what the harness itself reports.
 func TestHarnessSmoke(t *testing.T) {
 	controlplane.SkipIfShort(t)
@@ -30,8 +30,8 @@ func TestHarnessSmoke(t *testing.T) {
 	}
 	defer remove()
 	out := t.TempDir()
-	cmd := exec.Command(bin, "--kubeconfig", cp.KubeconfigPath, "--sizes", "30,50", "--pods-per-namespace", "20",
-		"--churn-duration", "2s", "--churn-status-rate", "10", "--churn-label-rate", "4", "--out", out)
+	cmd := exec.Command(bin, "--kubeconfig", cp.KubeconfigPath, "--sizes", "30,50", "--pods-per-namespace", "20", "--scenarios", "sync,converge,churn,firehose",
+		"--churn-duration", "2s", "--churn-status-rate", "10", "--churn-label-rate", "4", "--firehose-duration", "2s", "--firehose-rate", "50", "--out", out)
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("bench: %v", err)
@@ -109,6 +109,9 @@ func checkResult(t *testing.T, r report.Result) {
 				t.Errorf("a metadata variant received JSON for pods: %q", key)
 			}
 		}
+	}
+	if f := r.Firehose; f == nil || f.StatusUpdates == 0 || f.Events < int64(f.StatusUpdates)/2 || f.CPUSeconds <= 0 || f.Mallocs == 0 {
+		t.Errorf("firehose %+v, want status updates sent, most of them delivered as events, and the CPU and allocations they cost", f)
 	}
 	if r.CacheOnly {
 		return

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
+	"strings"
 	"time"
 
 	"k8s.io/client-go/rest"
@@ -43,6 +44,9 @@ type snapshot struct {
 	Requests, Bytes    map[string]int64
 	CPUSeconds         float64
 	PeakRSSBytes       int64
+	// Mallocs, AllocatedBytes and GCCycles are the Go runtime's counts so far.
+	Mallocs, AllocatedBytes uint64
+	GCCycles                uint32
 }
 
 // settleTimeout bounds the wait for a controller's initial reconciles.
@@ -150,11 +154,29 @@ func settle(ctx context.Context, counters *variant.Counters, pods int) {
 	}
 }
 
+// serveSnapshots answers every line with a snapshot; a line "profile FILE"
+// first starts a CPU profile into FILE, a line "stop-profile" first ends it.
 func serveSnapshots(in io.Reader, counters *variant.Counters, wire *probe.Wire) error {
 	lines := bufio.NewScanner(in)
+	var profile *os.File
 	for lines.Scan() {
+		var err error
+		switch line := lines.Text(); {
+		case strings.HasPrefix(line, "profile "):
+			if profile, err = os.Create(strings.TrimPrefix(line, "profile ")); err == nil {
+				err = pprof.StartCPUProfile(profile)
+			}
+		case line == "stop-profile" && profile != nil:
+			pprof.StopCPUProfile()
+			err, profile = profile.Close(), nil
+		}
+		if err != nil {
+			return fmt.Errorf("CPU profile: %w", err)
+		}
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
 		s := snapshot{Events: counters.Events.Load(), Reconciles: counters.Reconciles(), Requests: wire.Requests(), Bytes: wire.Bytes(),
-			CPUSeconds: probe.CPUSeconds(), PeakRSSBytes: probe.PeakRSS()}
+			CPUSeconds: probe.CPUSeconds(), PeakRSSBytes: probe.PeakRSS(), Mallocs: m.Mallocs, AllocatedBytes: m.TotalAlloc, GCCycles: m.NumGC}
 		if err := json.NewEncoder(os.Stdout).Encode(s); err != nil {
 			return err
 		}
@@ -197,9 +219,17 @@ func startChild(ctx context.Context, o options, kubeconfig, name string, n int, 
 }
 
 // snapshot asks the child for its counters.
-func (c *child) snapshot() (snapshot, error) {
+func (c *child) snapshot() (snapshot, error) { return c.ask("") }
+
+// profile starts a CPU profile of the child into path (stopProfile ends it) and takes a snapshot.
+func (c *child) profile(path string) (snapshot, error) { return c.ask("profile " + path) }
+
+func (c *child) stopProfile() (snapshot, error) { return c.ask("stop-profile") }
+
+// ask sends the child a line and reads the snapshot it answers with.
+func (c *child) ask(line string) (snapshot, error) {
 	var s snapshot
-	if _, err := io.WriteString(c.in, "\n"); err != nil {
+	if _, err := io.WriteString(c.in, line+"\n"); err != nil {
 		return s, c.failed("snapshot", err)
 	}
 	if err := c.out.Decode(&s); err != nil {

@@ -4,6 +4,7 @@ go 1.26.8
 
 require (
 	github.com/go-logr/logr v1.4.3
+	github.com/google/pprof v0.0.0-20250403155104-27863c87afa6
 	github.com/metawatch/metawatch v0.0.0
 	github.com/prometheus/client_model v0.6.2
 	github.com/prometheus/common v0.70.0

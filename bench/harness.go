@@ -213,7 +213,8 @@ func (h *harness) bare(ctx context.Context, n int) error {
 
 func reportOptions(o options) report.Options {
 	return report.Options{Sizes: slices.Clone(o.sizes), PerNamespace: o.perNamespace, Concurrency: o.concurrency, Scenarios: o.scenarios,
-		ChurnStatusPerSec: o.statusRate, ChurnLabelsPerSec: o.labelRate, ChurnSeconds: o.churnDuration.Seconds(), KwokNodes: o.kwokNodes}
+		ChurnStatusPerSec: o.statusRate, ChurnLabelsPerSec: o.labelRate, ChurnSeconds: o.churnDuration.Seconds(), KwokNodes: o.kwokNodes,
+		FirehosePerSec: o.firehoseRate, FirehoseSeconds: o.firehoseDuration.Seconds()}
 }
 
 // render writes the report of an earlier run's results.json into out.

@@ -38,6 +38,8 @@ type options struct {
 	kwokNodes                 int
 	statusRate, labelRate     float64
 	churnDuration             time.Duration
+	firehoseRate              float64
+	firehoseDuration          time.Duration
 	kind, out, heapProfiles   string
 	keep, localCluster        bool
 	child                     string // set in a variant's own process
@@ -70,7 +72,7 @@ func main() {
 func parseFlags() options {
 	var o options
 	sizes := flag.String("sizes", "10000,50000,100000", "Pods in the cluster, one run of every variant per size (the population grows between sizes).")
-	scenarios := flag.String("scenarios", "sync,converge,churn", "Scenarios: sync (always: every variant starts with it), converge, churn, shards "+
+	scenarios := flag.String("scenarios", "sync,converge,churn", "Scenarios: sync (always: every variant starts with it), converge, churn, firehose (status-only updates as fast as the API server takes them: CPU, allocations and GC per event, a CPU profile; every variant, cache-only ones too), shards "+
 		"(1, 2 and 3 sharded metawatch replicas against the same pods, filtered by the API server and, with its gate off, on receipt).")
 	variants := flag.String("variants", strings.Join(variant.Names(variant.All()), ","), "Variants to run, each in its own process; the first is the baseline of the ratios.")
 	flag.IntVar(&o.perNamespace, "pods-per-namespace", 10000, "Pods per namespace; converge and churn use the first namespace's.")
@@ -79,6 +81,8 @@ func parseFlags() options {
 	flag.Float64Var(&o.statusRate, "churn-status-rate", 100, "Status-only pod updates per second during churn.")
 	flag.Float64Var(&o.labelRate, "churn-label-rate", 10, "Label changes per second (the rule's label removed from a pod) during churn.")
 	flag.DurationVar(&o.churnDuration, "churn-duration", 30*time.Second, "How long churn runs per variant.")
+	flag.Float64Var(&o.firehoseRate, "firehose-rate", 1000, "Status-only pod updates per second the firehose tries (it skips what would exceed 64 requests in flight, so the API server sets the real rate).")
+	flag.DurationVar(&o.firehoseDuration, "firehose-duration", 30*time.Second, "How long the firehose runs per variant.")
 	flag.StringVar(&o.kind, "kind", "", "Run against kind cluster NAME (created from "+target.KindConfig+" if missing).")
 	flag.StringVar(&o.out, "out", "bench/out", "Directory for results.json, README.md and the plots.")
 	flag.StringVar(&o.heapProfiles, "heap-profiles", "", "Write each variant's heap profile after its initial sync to DIR/VARIANT-N.pprof (go tool pprof).")

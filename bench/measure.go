@@ -31,6 +31,12 @@ func (h *harness) measureVariant(ctx context.Context, v variant.Variant, n int) 
 			return r, err
 		}
 	}
+	if h.o.has("firehose") {
+		if err := h.firehose(ctx, c, &r); err != nil {
+			_, _ = c.stop()
+			return r, err
+		}
+	}
 	final, err := c.stop()
 	r.PeakRSSBytes, r.CPUSeconds = final.PeakRSSBytes, final.CPUSeconds
 	return r, err

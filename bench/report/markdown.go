@@ -19,6 +19,7 @@ func Markdown(run Run) string {
 	receivedTable(&b, run)
 	churnTable(&b, run)
 	convergeTable(&b, run)
+	firehoseTable(&b, run)
 	shardsTable(&b, run)
 	b.WriteString("\n![retained heap per cached pod against pods in the cluster](memory.png)\n\n![label change to write latency](latency.png)\n")
 	return b.String()

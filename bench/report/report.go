@@ -34,6 +34,8 @@ type Options struct {
 	ChurnStatusPerSec float64  `json:"churnStatusUpdatesPerSecond"`
 	ChurnLabelsPerSec float64  `json:"churnLabelChangesPerSecond"`
 	ChurnSeconds      float64  `json:"churnSeconds"`
+	FirehosePerSec    float64  `json:"firehoseStatusUpdatesPerSecond,omitempty"`
+	FirehoseSeconds   float64  `json:"firehoseSeconds,omitempty"`
 	// KwokNodes are the simulated nodes the pods ran on (0: none, the harness wrote their status).
 	KwokNodes int `json:"kwokNodes,omitempty"`
 }
@@ -59,6 +61,7 @@ type Result struct {
 	Sync     Sync      `json:"sync"`
 	Converge *Converge `json:"converge,omitempty"`
 	Churn    *Churn    `json:"churn,omitempty"`
+	Firehose *Firehose `json:"firehose,omitempty"`
 	// PeakRSSBytes and CPUSeconds are the whole process's, at its end.
 	PeakRSSBytes int64   `json:"peakRSSBytes"`
 	CPUSeconds   float64 `json:"cpuSeconds"`

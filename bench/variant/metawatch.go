@@ -106,6 +106,10 @@ func shrinkSteps() []Variant {
 				return startShrunkCache(ctx, cfg, spec, counters, s, st)
 			}})
 	}
+	steps = append(steps, Variant{Name: "metadata-cache", Description: "cache only: stock controller-runtime metadata-only cache, no transform, no controller (the least a stock user can run)",
+		CacheOnly: true, Start: func(ctx context.Context, cfg *rest.Config, spec Spec, counters *Counters) (*Running, error) {
+			return startShrunkCache(ctx, cfg, spec, counters, metacache.Shrink{}, false)
+		}})
 	add("step1-managedfields", "cache only: metadata, other managers' managedFields dropped by a transform", func() { shrink.ManagedFields = true })
 	add("step2-strip-before-decode", "cache only: + managedFields stripped from the protobuf before decoding", func() { strip = true })
 	add("step3-annotations", "cache only: + annotations no rule reads dropped", func() { shrink.Annotations = true })

@@ -1,0 +1,111 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+
+	"github.com/google/pprof/profile"
+
+	"github.com/metawatch/metawatch/bench/report"
+	"github.com/metawatch/metawatch/bench/scenario"
+	"github.com/metawatch/metawatch/bench/seed"
+)
+
+// profiler is a measured variant whose process can be CPU-profiled (a child, not the chart's pods).
+type profiler interface {
+	profile(path string) (snapshot, error)
+	stopProfile() (snapshot, error)
+}
+
+// firehose sends status-only updates to the first namespace's pods at
+// --firehose-rate (as many as the API server sustains: requests beyond 64 in
+// flight are skipped) for --firehose-duration, always from the harness, and
+// records what the variant spent on the events until it was quiet again,
+// with a CPU profile of that time where the variant is a process of ours.
+func (h *harness) firehose(ctx context.Context, c measured, r *report.Result) error {
+	prof, profiled := c.(profiler)
+	path := filepath.Join(os.TempDir(), fmt.Sprintf("metawatch-bench-%s-%d.cpu.pprof", r.Variant, r.N))
+	var before snapshot
+	var err error
+	if profiled {
+		before, err = prof.profile(path)
+	} else {
+		before, err = c.snapshot()
+	}
+	if err != nil {
+		return err
+	}
+	opts := scenario.ChurnOptions{StatusPerSecond: h.o.firehoseRate, Duration: h.o.firehoseDuration}
+	res, err := scenario.Churn(ctx, h.client, h.observer, seed.NamespaceName(0), opts)
+	if err != nil {
+		return fmt.Errorf("firehose: %w", err)
+	}
+	after, err := quietSnapshot(c)
+	if err != nil {
+		return err
+	}
+	f := &report.Firehose{Seconds: opts.Duration.Seconds(), StatusUpdates: res.StatusUpdates, Events: after.Events - before.Events,
+		CPUSeconds: after.CPUSeconds - before.CPUSeconds, Mallocs: after.Mallocs - before.Mallocs,
+		AllocatedBytes: after.AllocatedBytes - before.AllocatedBytes, GCCycles: after.GCCycles - before.GCCycles}
+	if profiled {
+		if _, err := prof.stopProfile(); err != nil {
+			return err
+		}
+		if f.TopCPU, err = topFunctions(path, 20); err != nil {
+			return err
+		}
+		_ = os.Remove(path)
+	}
+	r.Firehose = f
+	return nil
+}
+
+// topFunctions are the n functions of a CPU profile with the most samples of
+// their own, with their own and cumulative shares of all samples.
+func topFunctions(path string, n int) ([]report.ProfileLine, error) {
+	file, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer file.Close()
+	p, err := profile.Parse(file)
+	if err != nil {
+		return nil, fmt.Errorf("CPU profile %s: %w", path, err)
+	}
+	flat, cum := map[string]int64{}, map[string]int64{}
+	var total int64
+	for _, s := range p.Sample {
+		v := s.Value[len(s.Value)-1] // cpu nanoseconds
+		total += v
+		seen := map[string]bool{}
+		for i, loc := range s.Location {
+			for j, line := range loc.Line {
+				name := line.Function.Name
+				if i == 0 && j == 0 {
+					flat[name] += v
+				}
+				if !seen[name] {
+					cum[name] += v
+					seen[name] = true
+				}
+			}
+		}
+	}
+	names := make([]string, 0, len(flat))
+	for name := range flat {
+		names = append(names, name)
+	}
+	sort.Slice(names, func(i, j int) bool {
+		return flat[names[i]] > flat[names[j]] || flat[names[i]] == flat[names[j]] && names[i] < names[j]
+	})
+	var out []report.ProfileLine
+	for _, name := range names[:min(n, len(names))] {
+		out = append(out, report.ProfileLine{Function: name, FlatPercent: percent(flat[name], total), CumPercent: percent(cum[name], total)})
+	}
+	return out, nil
+}
+
+func percent(v, total int64) float64 { return 100 * float64(v) / float64(max(total, 1)) }

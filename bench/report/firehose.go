@@ -1,0 +1,81 @@
+package report
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Firehose is a variant under status-only updates at the highest rate the
+// API server sustains: what each event costs it.
+type Firehose struct {
+	Seconds       float64 `json:"seconds"`
+	StatusUpdates int     `json:"statusUpdates"`
+	// Events are the pod events the variant's informers delivered meanwhile
+	// (until it was quiet again).
+	Events         int64   `json:"events"`
+	CPUSeconds     float64 `json:"cpuSeconds"`
+	Mallocs        uint64  `json:"mallocs"`
+	AllocatedBytes uint64  `json:"allocatedBytes"`
+	GCCycles       uint32  `json:"gcCycles"`
+	// TopCPU is the CPU profile of that time: the 20 functions with the most
+	// samples of their own (none for the chart variant, measured from outside).
+	TopCPU []ProfileLine `json:"topCPU,omitempty"`
+}
+
+// ProfileLine is one function of a CPU profile: its own share of the samples and its cumulative one.
+type ProfileLine struct {
+	Function    string  `json:"function"`
+	FlatPercent float64 `json:"flatPercent"`
+	CumPercent  float64 `json:"cumPercent"`
+}
+
+// FirehoseFloor is the variant CPU per event is compared with: a stock
+// metadata-only cache and nothing else, the least a stock user can run.
+const FirehoseFloor = "metadata-cache"
+
+// firehoseTable is every variant's cost per event under the firehose, and
+// the CPU profiles of metawatch and the floor.
+func firehoseTable(b *strings.Builder, run Run) {
+	var rows []Result
+	for _, r := range run.Results {
+		if r.Firehose != nil {
+			rows = append(rows, r)
+		}
+	}
+	if len(rows) == 0 {
+		return
+	}
+	b.WriteString("\n## Firehose: what a status-only event costs\n\n")
+	b.WriteString("Status-only updates (a kubelet's condition message) to the first namespace's pods at the highest rate the API server sustained, all variants measured the same way; " +
+		"CPU, allocations and GC cycles of the variant's whole process from the first update until it was quiet again, per pod event its informers delivered. " +
+		"The last column is CPU per event against `" + FirehoseFloor + "` (a stock metadata-only cache, no controller) at the same size: below 1 is cheaper.\n\n")
+	b.WriteString("| pods | variant | status updates | events | CPU s / 1000 events | allocations / event | bytes allocated / event | GC cycles | CPU / event vs " + FirehoseFloor + " |\n")
+	b.WriteString("|---:|---|---:|---:|---:|---:|---:|---:|---:|\n")
+	for _, r := range rows {
+		f := r.Firehose
+		events := float64(max(f.Events, 1))
+		vs := "-"
+		if floor := run.find(FirehoseFloor, r.N); floor != nil && floor.Firehose != nil && floor.Firehose.CPUSeconds > 0 {
+			vs = fmt.Sprintf("%.2fx", (f.CPUSeconds/events)/(floor.Firehose.CPUSeconds/float64(max(floor.Firehose.Events, 1))))
+		}
+		fmt.Fprintf(b, "| %d | %s | %d | %d | %.3f | %s | %s | %s | %s |\n", r.N, r.Variant, f.StatusUpdates, f.Events, 1000*f.CPUSeconds/events,
+			perEvent(r, float64(f.Mallocs)/events, "%.0f"), perEvent(r, float64(f.AllocatedBytes)/events, "%.0f B"), perEvent(r, float64(f.GCCycles), "%.0f"), vs)
+	}
+	for _, r := range rows {
+		if (r.Variant == "metawatch" || r.Variant == FirehoseFloor) && r.N == run.largest() && len(r.Firehose.TopCPU) > 0 {
+			fmt.Fprintf(b, "\n### CPU profile under the firehose: %s, %d pods (top %d by own samples)\n\n| function | flat | cum |\n|---|---:|---:|\n",
+				r.Variant, r.N, len(r.Firehose.TopCPU))
+			for _, l := range r.Firehose.TopCPU {
+				fmt.Fprintf(b, "| `%s` | %.1f%% | %.1f%% |\n", l.Function, l.FlatPercent, l.CumPercent)
+			}
+		}
+	}
+}
+
+// perEvent formats a process figure, "-" for the chart variant (measured from outside: no Go runtime figures).
+func perEvent(r Result, v float64, format string) string {
+	if r.Deployed {
+		return "-"
+	}
+	return fmt.Sprintf(format, v)
+}
