@@ -24,19 +24,8 @@ func TestMain(m *testing.M) { os.Exit(controlplane.RunTests(m, &cp)) }
 // is asserted: that is what the harness itself reports.
 func TestHarnessSmoke(t *testing.T) {
 	controlplane.SkipIfShort(t)
-	bin, remove, err := testkit.Build(".", "bench")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer remove()
-	out := t.TempDir()
-	cmd := exec.Command(bin, "--kubeconfig", cp.KubeconfigPath, "--sizes", "30,50", "--pods-per-namespace", "20", "--scenarios", "sync,converge,churn,firehose",
-		"--churn-duration", "2s", "--churn-status-rate", "10", "--churn-label-rate", "4", "--firehose-duration", "2s", "--firehose-rate", "50", "--out", out)
-	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("bench: %v", err)
-	}
-	run := readRun(t, filepath.Join(out, "results.json"))
+	run, out := runBench(t, nil, "--kubeconfig", cp.KubeconfigPath, "--sizes", "30,50", "--pods-per-namespace", "20", "--scenarios", "sync,converge,churn,firehose",
+		"--churn-duration", "2s", "--churn-status-rate", "10", "--churn-label-rate", "4", "--firehose-duration", "2s", "--firehose-rate", "50")
 	all := variant.All()
 	if len(run.Results) != 2*len(all) {
 		t.Fatalf("%d results, want one per variant (%d) and size (2)", len(run.Results), len(all))
@@ -60,19 +49,8 @@ func TestHarnessWithKwokNodes(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = own.Stop() }()
-	bin, remove, err := testkit.Build(".", "bench")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer remove()
-	out := t.TempDir()
-	cmd := exec.Command(bin, "--kubeconfig", own.KubeconfigPath, "--kwok-nodes", "2", "--sizes", "20", "--pods-per-namespace", "20",
-		"--variants", "metawatch", "--churn-duration", "4s", "--churn-status-rate", "10", "--churn-label-rate", "2", "--out", out)
-	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("bench: %v", err)
-	}
-	run := readRun(t, filepath.Join(out, "results.json"))
+	run, out := runBench(t, nil, "--kubeconfig", own.KubeconfigPath, "--kwok-nodes", "2", "--sizes", "20", "--pods-per-namespace", "20",
+		"--variants", "metawatch", "--churn-duration", "4s", "--churn-status-rate", "10", "--churn-label-rate", "2")
 	if run.Options.KwokNodes != 2 || len(run.Results) != 1 {
 		t.Fatalf("options %+v and %d results, want 2 simulated nodes and one result", run.Options, len(run.Results))
 	}
@@ -84,6 +62,25 @@ func TestHarnessWithKwokNodes(t *testing.T) {
 	if page, err := os.ReadFile(filepath.Join(out, "README.md")); err != nil || !strings.Contains(string(page), "(kwok)") {
 		t.Errorf("the report does not say kwok sent the status updates (%v)", err)
 	}
+}
+
+// runBench builds and runs the harness with args (and env, if not nil) into
+// a directory of its own, and returns its results and that directory.
+func runBench(t *testing.T, env []string, args ...string) (report.Run, string) {
+	t.Helper()
+	bin, remove, err := testkit.Build(".", "bench")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer remove()
+	out := t.TempDir()
+	cmd := exec.Command(bin, append(args, "--out", out)...)
+	cmd.Env = env
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("bench: %v", err)
+	}
+	return readRun(t, filepath.Join(out, "results.json")), out
 }
 
 func readRun(t *testing.T, path string) report.Run {

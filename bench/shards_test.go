@@ -2,7 +2,6 @@ package main_test
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -10,7 +9,6 @@ import (
 
 	"github.com/metawatch/metawatch/bench/report"
 	"github.com/metawatch/metawatch/pkg/controlplane"
-	"github.com/metawatch/metawatch/pkg/testkit"
 )
 
 // The shards scenario on a local control plane the harness starts itself,
@@ -23,20 +21,9 @@ import (
 // only its share. No size is asserted beyond that: the harness reports them.
 func TestHarnessShards(t *testing.T) {
 	controlplane.SkipIfShort(t)
-	bin, remove, err := testkit.Build(".", "bench")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer remove()
-	out := t.TempDir()
-	cmd := exec.Command(bin, "--sizes", "200", "--pods-per-namespace", "100", "--scenarios", "shards", "--variants", "metawatch",
-		"--kwok-nodes", "2", "--churn-duration", "3s", "--churn-status-rate", "20", "--out", out)
-	cmd.Env = slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "KUBECONFIG=") }) // its own control plane
-	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("bench: %v", err)
-	}
-	run := readRun(t, filepath.Join(out, "results.json"))
+	withoutKubeconfig := slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "KUBECONFIG=") }) // its own control plane
+	run, out := runBench(t, withoutKubeconfig, "--sizes", "200", "--pods-per-namespace", "100", "--scenarios", "shards", "--variants", "metawatch",
+		"--kwok-nodes", "2", "--churn-duration", "3s", "--churn-status-rate", "20")
 	if len(run.Shards) != 6 {
 		t.Fatalf("%d shard runs, want 1, 2 and 3 replicas in two modes", len(run.Shards))
 	}

@@ -59,7 +59,7 @@ func firehoseTable(b *strings.Builder, run Run) {
 			vs = fmt.Sprintf("%.2fx", (f.CPUSeconds/events)/(floor.Firehose.CPUSeconds/float64(max(floor.Firehose.Events, 1))))
 		}
 		fmt.Fprintf(b, "| %d | %s | %d | %d | %.3f | %s | %s | %s | %s |\n", r.N, r.Variant, f.StatusUpdates, f.Events, 1000*f.CPUSeconds/events,
-			perEvent(r, float64(f.Mallocs)/events, "%.0f"), perEvent(r, float64(f.AllocatedBytes)/events, "%.0f B"), perEvent(r, float64(f.GCCycles), "%.0f"), vs)
+			inProcess(r, float64(f.Mallocs)/events, "%.0f"), inProcess(r, float64(f.AllocatedBytes)/events, "%.0f B"), inProcess(r, float64(f.GCCycles), "%.0f"), vs)
 	}
 	for _, r := range rows {
 		if (r.Variant == "metawatch" || r.Variant == FirehoseFloor) && r.N == run.largest() && len(r.Firehose.TopCPU) > 0 {
@@ -72,8 +72,8 @@ func firehoseTable(b *strings.Builder, run Run) {
 	}
 }
 
-// perEvent formats a process figure, "-" for the chart variant (measured from outside: no Go runtime figures).
-func perEvent(r Result, v float64, format string) string {
+// inProcess formats a figure read inside the variant's process, "-" for the chart variant (measured from outside: no Go runtime figures).
+func inProcess(r Result, v float64, format string) string {
 	if r.Deployed {
 		return "-"
 	}

@@ -85,12 +85,7 @@ func ratio(base *Result, r Result) string {
 
 // bytes is a per-pod figure, "-" for the chart variant, which is measured
 // from outside its process (no heap, no wire).
-func bytes(r Result, perPod float64) string {
-	if r.Deployed {
-		return "-"
-	}
-	return fmt.Sprintf("%.0f B", perPod)
-}
+func bytes(r Result, perPod float64) string { return inProcess(r, perPod, "%.0f B") }
 
 // times is how many times less than the baseline's a figure is, "-" where not measured.
 func times(r Result, base, this float64) string {

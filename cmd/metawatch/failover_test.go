@@ -155,6 +155,23 @@ type history struct {
 
 func watchHistory(t *testing.T, ns string, want func(map[string]string) bool) *history {
 	t.Helper()
+	h := &history{}
+	watchPods(t, ns, nil, func(pod *corev1.Pod) {
+		if want(pod.Labels) {
+			return
+		}
+		h.mu.Lock()
+		h.failed = append(h.failed, fmt.Sprintf("%s at resourceVersion %s: %v", pod.Name, pod.ResourceVersion, pod.Labels))
+		h.mu.Unlock()
+	})
+	return h
+}
+
+// watchPods lists the pods of ns, hands them to listed (if not nil), then
+// calls each, from a goroutine, with every version of a pod the watch from
+// that list sees, deletions left out, until the test ends.
+func watchPods(t *testing.T, ns string, listed func([]corev1.Pod), each func(*corev1.Pod)) {
+	t.Helper()
 	clientset := kubernetes.NewForConfigOrDie(cp.Config)
 	pods, err := clientset.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{})
 	if err != nil {
@@ -165,19 +182,16 @@ func watchHistory(t *testing.T, ns string, want func(map[string]string) bool) *h
 		t.Fatal(err)
 	}
 	t.Cleanup(w.Stop)
-	h := &history{}
+	if listed != nil {
+		listed(pods.Items)
+	}
 	go func() {
 		for e := range w.ResultChan() {
-			pod, ok := e.Object.(*corev1.Pod)
-			if !ok || e.Type == watch.Deleted || want(pod.Labels) {
-				continue
+			if pod, ok := e.Object.(*corev1.Pod); ok && e.Type != watch.Deleted {
+				each(pod)
 			}
-			h.mu.Lock()
-			h.failed = append(h.failed, fmt.Sprintf("%s at resourceVersion %s: %v", pod.Name, pod.ResourceVersion, pod.Labels))
-			h.mu.Unlock()
 		}
 	}()
-	return h
 }
 
 func (h *history) violations() []string {

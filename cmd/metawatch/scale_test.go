@@ -11,9 +11,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/metawatch/metawatch/pkg/controlplane"
@@ -34,11 +31,7 @@ func TestShardedReplicasScaleAndRollWithoutDoubleWrites(t *testing.T) {
 	controlplane.SkipIfShort(t)
 	c := testkit.Client(t, cp.Config)
 	const ns = "scale"
-	testkit.Namespace(t, c, ns, map[string]string{"team": teamValue(0)})
-	for i := range 60 {
-		testkit.Pod(t, c, ns, fmt.Sprintf("p-%02d", i), nil)
-	}
-	applySelectors(t, c, ns, "watches:\n- kind: Pod\n  namespaces: [scale]\n- kind: Namespace\nrules:\n- name: scale-team\n  kinds: [Pod]\n  copyFromNamespace: {labels: [team]}\n")
+	teamNamespace(t, c, ns, teamValue(0), 60)
 	var all []*shardedReplica
 	run := func(name string) *shardedReplica {
 		r := startShardedReplica(t, ns, name)
@@ -169,27 +162,12 @@ type teams struct {
 
 func watchTeams(t *testing.T, ns string) *teams {
 	t.Helper()
-	clientset := kubernetes.NewForConfigOrDie(cp.Config)
-	pods, err := clientset.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := clientset.CoreV1().Pods(ns).Watch(context.Background(), metav1.ListOptions{ResourceVersion: pods.ResourceVersion})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(w.Stop)
 	h := &teams{latest: map[string]string{}}
-	for _, p := range pods.Items {
-		h.latest[p.Name] = p.Labels["team"]
-	}
-	go func() {
-		for e := range w.ResultChan() {
-			if pod, ok := e.Object.(*corev1.Pod); ok && e.Type != watch.Deleted {
-				h.see(pod)
-			}
+	watchPods(t, ns, func(pods []corev1.Pod) {
+		for _, p := range pods {
+			h.latest[p.Name] = p.Labels["team"]
 		}
-	}()
+	}, h.see)
 	return h
 }
 
@@ -221,11 +199,7 @@ func TestShardedFailoverAfterKill(t *testing.T) {
 	controlplane.SkipIfShort(t)
 	c := testkit.Client(t, cp.Config)
 	const ns = "shard-failover"
-	testkit.Namespace(t, c, ns, map[string]string{"team": teamValue(0)})
-	for i := range 30 {
-		testkit.Pod(t, c, ns, fmt.Sprintf("p-%02d", i), nil)
-	}
-	applySelectors(t, c, ns, "watches:\n- kind: Pod\n  namespaces: [shard-failover]\n- kind: Namespace\nrules:\n- name: failover-team\n  kinds: [Pod]\n  copyFromNamespace: {labels: [team]}\n")
+	teamNamespace(t, c, ns, teamValue(0), 30)
 	replicas := make([]*shardedReplica, 3)
 	for i := range replicas {
 		replicas[i] = startShardedReplica(t, ns, fmt.Sprintf("r%d", i))

@@ -70,11 +70,7 @@ func TestShardedReplicasSplitTheWrites(t *testing.T) {
 	controlplane.SkipIfShort(t)
 	c := testkit.Client(t, cp.Config)
 	const ns = "sharded"
-	testkit.Namespace(t, c, ns, map[string]string{"team": "a"})
-	for i := range 40 {
-		testkit.Pod(t, c, ns, fmt.Sprintf("p-%02d", i), nil)
-	}
-	applySelectors(t, c, ns, "watches:\n- kind: Pod\n  namespaces: [sharded]\n- kind: Namespace\nrules:\n- name: sharded-team\n  kinds: [Pod]\n  copyFromNamespace: {labels: [team]}\n")
+	teamNamespace(t, c, ns, "a", 40)
 	replicas := []*shardedReplica{startShardedReplica(t, ns, "replica-a"), startShardedReplica(t, ns, "replica-b")}
 	for _, r := range replicas {
 		waitHTTP200(t, "http://"+r.probe+"/readyz", r.stderr)
@@ -116,6 +112,18 @@ func TestShardedReplicasSplitTheWrites(t *testing.T) {
 			t.Errorf("Lease %s still names replica-a after its clean stop", l.Name)
 		}
 	}
+}
+
+// teamNamespace creates namespace ns labelled team, pods p-00 onwards in it,
+// and a selectors ConfigMap there whose rule copies team from the Namespace to
+// its pods.
+func teamNamespace(t *testing.T, c client.Client, ns, team string, pods int) {
+	t.Helper()
+	testkit.Namespace(t, c, ns, map[string]string{"team": team})
+	for i := range pods {
+		testkit.Pod(t, c, ns, fmt.Sprintf("p-%02d", i), nil)
+	}
+	applySelectors(t, c, ns, fmt.Sprintf("watches:\n- kind: Pod\n  namespaces: [%[1]s]\n- kind: Namespace\nrules:\n- name: %[1]s-team\n  kinds: [Pod]\n  copyFromNamespace: {labels: [team]}\n", ns))
 }
 
 // waitBucketsHeldAsAssigned waits until every bucket Lease of the ring names

@@ -177,26 +177,41 @@ func TestStripTransport(t *testing.T) {
 
 func assertFramesDecode(t *testing.T, body []byte, want int) {
 	t.Helper()
-	frames := 0
-	for len(body) > 0 {
-		size := int(binary.BigEndian.Uint32(body))
+	frames := decodeFrames(t, body)
+	for _, f := range frames {
+		if len(f.object.ManagedFields) != 1 || f.object.ManagedFields[0].Manager != manager {
+			t.Errorf("managedFields after the transport: %v", f.object.ManagedFields)
+		}
+	}
+	if len(frames) != want {
+		t.Errorf("%d frames, want %d", len(frames), want)
+	}
+}
+
+// frame is one decoded frame of a protobuf watch stream.
+type frame struct {
+	typ    string
+	object *metav1.PartialObjectMetadata
+}
+
+// decodeFrames decodes every frame of a protobuf watch stream.
+func decodeFrames(t *testing.T, stream []byte) []frame {
+	t.Helper()
+	var out []frame
+	for len(stream) > 0 {
+		size := int(binary.BigEndian.Uint32(stream))
 		e := &metav1.WatchEvent{}
-		if err := e.Unmarshal(body[4 : 4+size]); err != nil {
+		if err := e.Unmarshal(stream[4 : 4+size]); err != nil {
 			t.Fatal(err)
 		}
 		obj := &metav1.PartialObjectMetadata{}
 		if _, _, err := protobufCodec(t).Decode(e.Object.Raw, nil, obj); err != nil {
 			t.Fatal(err)
 		}
-		if len(obj.ManagedFields) != 1 || obj.ManagedFields[0].Manager != manager {
-			t.Errorf("managedFields after the transport: %v", obj.ManagedFields)
-		}
-		body = body[4+size:]
-		frames++
+		out = append(out, frame{typ: e.Type, object: obj})
+		stream = stream[4+size:]
 	}
-	if frames != want {
-		t.Errorf("%d frames, want %d", frames, want)
-	}
+	return out
 }
 
 type roundTripFunc func(*http.Request) (*http.Response, error)

@@ -118,18 +118,8 @@ func roundTrip(ctx context.Context, t *testing.T, url, accept string, body []byt
 func eventNames(t *testing.T, stream []byte) []string {
 	t.Helper()
 	var out []string
-	for len(stream) > 0 {
-		size := int(binary.BigEndian.Uint32(stream))
-		e := &metav1.WatchEvent{}
-		if err := e.Unmarshal(stream[4 : 4+size]); err != nil {
-			t.Fatal(err)
-		}
-		obj := &metav1.PartialObjectMetadata{}
-		if _, _, err := protobufCodec(t).Decode(e.Object.Raw, nil, obj); err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, e.Type+" "+obj.Name)
-		stream = stream[4+size:]
+	for _, f := range decodeFrames(t, stream) {
+		out = append(out, f.typ+" "+f.object.Name)
 	}
 	return out
 }
