@@ -27,6 +27,9 @@ var setupLog = ctrl.Log.WithName("setup")
 func run(ctx context.Context, opts options) error {
 	setupLog.Info(version.String())
 	logEffectiveFlags()
+	if err := applyMemoryLimit(opts.containerMemoryLimit); err != nil {
+		return err
+	}
 	// One client config for the whole process (--kubeconfig is read once).
 	getConfig := sync.OnceValues(func() (*rest.Config, error) { return restConfig(opts) })
 	conf, err := loadInitial(ctx, opts, getConfig)
@@ -58,6 +61,7 @@ func run(ctx context.Context, opts options) error {
 	setupLog.Info("stage 2/4: manager built", "leaderElection", mgrOpts.LeaderElection, "metrics", mgrOpts.MetricsBindAddress, "probes", opts.probeAddress)
 	reloader := &reload.Reloader{
 		Config: cfg, Source: opts.source, Controller: opts.controller, Initial: conf, ShutdownTimeout: budget.generation, WriteScope: &opts.writeScope,
+		UnchangedEvents: reload.UnchangedEvents{Decode: opts.manager.DecodeUnchangedEvents, BookmarkInterval: opts.manager.UnchangedBookmarkInterval},
 		Recorder: mgr.GetEventRecorder(controller.EventSource), Log: ctrl.Log.WithName("reload"),
 	}
 	if opts.sharding.enabled {
@@ -73,7 +77,8 @@ func run(ctx context.Context, opts options) error {
 	}
 	setupLog.Info("stage 3/4: reloader and health checks added")
 	setupLog.Info("stage 4/4: starting", "version", version.Version(), "source", opts.source.String(), "dryRun", opts.controller.DryRun, "writeScope", opts.writeScope.String(),
-		"leaderElection", mgrOpts.LeaderElection, "sharding", opts.sharding.enabled, "gracefulShutdownTimeout", opts.manager.GracefulShutdownTimeout.String(), "metricsSecure", mgrOpts.MetricsSecure)
+		"leaderElection", mgrOpts.LeaderElection, "sharding", opts.sharding.enabled, "gracefulShutdownTimeout", opts.manager.GracefulShutdownTimeout.String(), "metricsSecure", mgrOpts.MetricsSecure,
+		"decodeUnchangedEvents", mgrOpts.DecodeUnchangedEvents, "unchangedBookmarkInterval", mgrOpts.UnchangedBookmarkInterval.String())
 	if err := mgr.Start(ctx); err != nil {
 		return err
 	}

@@ -28,6 +28,8 @@ type options struct {
 	zap           zap.Options
 	sharding      shardingOptions
 	version       bool
+	// containerMemoryLimit is --container-memory-limit (applyMemoryLimit).
+	containerMemoryLimit string
 }
 
 // namespaceList parses a flag's comma-separated namespace names into dst.
@@ -73,6 +75,9 @@ func parseFlags(args []string) options {
 	fs.Func("exclude-write-namespaces", "Comma-separated namespaces rules never write in, e.g. kube-system.",
 		namespaceList(&o.writeScope.ExcludeNamespaces))
 	fs.IntVar(&o.controller.MaxConcurrentReconciles, "max-concurrent-reconciles", 4, "Reconciles run at once, per kind.")
+	fs.BoolVar(&o.manager.DecodeUnchangedEvents, "decode-unchanged-events", false, "Decode and deliver to the cache every watch event, status-only updates too. By default an event whose object is unchanged but for its resourceVersion is left out before decoding: the cache keeps the object as it was, and a bookmark carries the newest resourceVersion to the informer (see --unchanged-bookmark-interval).")
+	fs.DurationVar(&o.manager.UnchangedBookmarkInterval, "unchanged-bookmark-interval", manager.DefaultUnchangedBookmarkInterval, "The most the bookmark standing for unchanged events left out is held back while events flow: the informer's resourceVersion lags by at most that, and is exact whenever a watch ends (which is when it resumes). 0 sends one per event.")
+	fs.StringVar(&o.containerMemoryLimit, "container-memory-limit", "", "The container's memory limit (bytes, or a quantity such as 1Gi); the Go runtime's soft memory limit is set to 90% of it, so the GC works harder as the heap nears it instead of the container being OOM-killed. The chart sets it from resources.limits.memory. Ignored when GOMEMLIMIT is set.")
 	fs.BoolVar(&o.controller.DryRun, "dry-run", false, "Compute every rule's writes, log and count them (result=\"dry-run\"), and write nothing.")
 	fs.BoolVar(&o.version, "version", false, "Print the version and exit.")
 	// Errors are explained in their message; stack traces are for panics (--zap-stacktrace-level overrides).

@@ -91,3 +91,33 @@ spec:
     storage: true
     schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}
 `
+
+// The container's resources pace the Go runtime: the memory limit sets the
+// GC's soft limit (--container-memory-limit from the downward API), the CPU
+// request GOMAXPROCS; without them nothing is set.
+func TestResourcesPaceTheRuntime(t *testing.T) {
+	controlplane.SkipIfShort(t)
+	paced := []string{
+		"--container-memory-limit=$(CONTAINER_MEMORY_LIMIT)",
+		"resourceFieldRef: {containerName: metawatch, resource: limits.memory}",
+		"- name: GOMAXPROCS",
+		`resourceFieldRef: {containerName: metawatch, resource: requests.cpu, divisor: "1"}`,
+	}
+	cases := map[string]struct {
+		set  []string
+		want bool
+	}{
+		"the default resources pace it": {want: true},
+		"no resources pace nothing":     {set: []string{"--set", "resources.requests=null", "--set", "resources.limits=null"}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			manifests := helm(t, append([]string{"template", "metawatch", chart, "--show-only", "templates/deployment.yaml"}, tc.set...)...)
+			for _, line := range paced {
+				if strings.Contains(manifests, line) != tc.want {
+					t.Errorf("rendered %q: %v, want %v:\n%s", line, !tc.want, tc.want, manifests)
+				}
+			}
+		})
+	}
+}

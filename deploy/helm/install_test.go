@@ -6,10 +6,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/metawatch/metawatch/pkg/controlplane"
 	"github.com/metawatch/metawatch/pkg/testkit"
@@ -75,20 +78,27 @@ func runAsChart(t *testing.T) {
 	if strings.Contains(stderr.String(), "is forbidden") {
 		t.Errorf("metawatch hit a forbidden request as the chart's ServiceAccount:\n%s", stderr.String())
 	}
+	// The default 1Gi limit paces the GC at 90% of it.
+	if !strings.Contains(stderr.String(), `"goMemoryLimitBytes":966367641`) {
+		t.Errorf("the chart's memory limit did not set the GC's soft limit to 90%% of 1Gi:\n%s", stderr.String())
+	}
 }
 
 // chartArgs are the metawatch flags the rendered Deployment runs with.
 func chartArgs(t *testing.T) []string { return deploymentArgs(t, releaseNS, "metawatch") }
 
 // deploymentArgs are the metawatch flags of a release's Deployment, but its
-// metrics and probe addresses (the test's processes share one host).
+// metrics and probe addresses (the test's processes share one host), with
+// $(CONTAINER_MEMORY_LIMIT) expanded as the kubelet does (the downward API
+// gives the container's memory limit in bytes).
 func deploymentArgs(t *testing.T, ns, deployment string) []string {
 	t.Helper()
 	raw := kubectl(t, "", "get", "deployment", "-n", ns, deployment, "-o", "jsonpath={.spec.template.spec.containers[0].args}")
 	raw = strings.Trim(raw, "[]")
+	limit := resource.MustParse(kubectl(t, "", "get", "deployment", "-n", ns, deployment, "-o", "jsonpath={.spec.template.spec.containers[0].resources.limits.memory}"))
 	var args []string
 	for _, a := range strings.Split(raw, ",") {
-		a = strings.Trim(a, `"`)
+		a = strings.ReplaceAll(strings.Trim(a, `"`), "$(CONTAINER_MEMORY_LIMIT)", strconv.FormatInt(limit.Value(), 10))
 		if !strings.HasPrefix(a, "--metrics-bind-address") && !strings.HasPrefix(a, "--health-probe-bind-address") {
 			args = append(args, a)
 		}

@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -86,15 +89,25 @@ func startStockMetadataCache(t *testing.T, cfg *rest.Config, ns string) cache.Ca
 }
 
 // relistCounter counts the requests that list pods in full: a LIST, or a
-// watch that asks for the initial events (client-go's watch-list).
-type relistCounter struct{ n atomic.Int64 }
+// watch that asks for the initial events (client-go's watch-list), and
+// records the resourceVersion every other pod watch resumes from.
+type relistCounter struct {
+	n       atomic.Int64
+	mu      sync.Mutex
+	resumes []string
+}
 
 func (r *relistCounter) wrap(cfg *rest.Config) *rest.Config {
 	cfg = rest.CopyConfig(cfg)
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
 		return roundTripFunc(func(req *http.Request) (*http.Response, error) {
-			if isPodRelist(req.Method, req.URL) {
+			switch {
+			case isPodRelist(req.Method, req.URL):
 				r.n.Add(1)
+			case req.Method == http.MethodGet && strings.HasSuffix(req.URL.Path, "/pods"):
+				r.mu.Lock()
+				r.resumes = append(r.resumes, req.URL.Query().Get("resourceVersion"))
+				r.mu.Unlock()
 			}
 			return rt.RoundTrip(req)
 		})
@@ -110,5 +123,18 @@ func isPodRelist(method string, u *url.URL) bool {
 	return q.Get("watch") != "true" && q.Get("watch") != "1" || q.Get("sendInitialEvents") == "true"
 }
 
-func (r *relistCounter) reset()       { r.n.Store(0) }
+func (r *relistCounter) reset() {
+	r.n.Store(0)
+	r.mu.Lock()
+	r.resumes = nil
+	r.mu.Unlock()
+}
+
 func (r *relistCounter) count() int64 { return r.n.Load() }
+
+// resumedFrom are the resourceVersions of the pod watches resumed since the last reset.
+func (r *relistCounter) resumedFrom() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.resumes)
+}

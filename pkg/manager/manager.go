@@ -44,7 +44,20 @@ type Options struct {
 	AccessLoss *access.AccessLoss
 	// Shards, if not nil, is this replica's share of the namespaced objects (sharding).
 	Shards *metacache.Shards
+	// DecodeUnchangedEvents delivers every watch event to the cache, status-only
+	// updates too, instead of leaving out an unchanged object's event before
+	// decoding (wire.Options).
+	DecodeUnchangedEvents bool
+	// UnchangedBookmarkInterval is the most the bookmark standing for events
+	// left out is held back (wire.Options.BookmarkInterval); zero sends one
+	// per event. The flag's default is DefaultUnchangedBookmarkInterval.
+	UnchangedBookmarkInterval time.Duration
 }
+
+// DefaultUnchangedBookmarkInterval is --unchanged-bookmark-interval's default:
+// during a flood of status updates the reflector gets one bookmark a second
+// instead of one per update, and never more than a second behind.
+const DefaultUnchangedBookmarkInterval = time.Second
 
 // DefaultLeaderElectionID is the default name of the leader-election Lease.
 const DefaultLeaderElectionID = "metawatch-leader"
@@ -53,7 +66,7 @@ const DefaultLeaderElectionID = "metawatch-leader"
 func New(cfg *rest.Config, watches []config.ResolvedWatch, opts Options) (manager.Manager, error) {
 	// Lease renewal keeps cfg as given; everything else gets metadata without
 	// other managers' managedFields, stripped before decoding.
-	mgr, err := manager.New(wire.StripManagedFields(cfg, metacache.FieldManager), manager.Options{
+	mgr, err := manager.New(wire.StripManagedFields(cfg, metacache.FieldManager, wire.Options{DecodeUnchanged: opts.DecodeUnchangedEvents, BookmarkInterval: opts.UnchangedBookmarkInterval}), manager.Options{
 		Cache:                               metacache.CacheOptions(watches, opts.AccessLoss, opts.Shards),
 		Client:                              client.Options{Cache: &client.CacheOptions{Unstructured: false}},
 		Metrics:                             metricsOptions(opts),

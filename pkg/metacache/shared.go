@@ -1,8 +1,10 @@
 package metacache
 
 import (
+	"reflect"
 	"slices"
 	"sync"
+	"unsafe"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -22,12 +24,22 @@ const maxShared = 1 << 15
 // Sharing is safe because nothing modifies an object in an informer's store in
 // place: updates replace the object, and controller-runtime's cache reads
 // return deep copies.
+//
+// held also knows the values by identity (where their data lives), so that a
+// value the table handed out is recognised without building its key: client-go
+// 0.37 runs a cache's transform a second time on every object of a watch-list
+// sync (the reflector's temporary store, then the informer's queue), and that
+// second run must cost next to nothing.
 type table[V any] struct {
-	mu     sync.Mutex
-	values map[string]V
+	mu       sync.Mutex
+	values   map[string]V
+	held     map[unsafe.Pointer]struct{}
+	identity func(V) unsafe.Pointer
 }
 
-func newTable[V any]() *table[V] { return &table[V]{values: map[string]V{}} }
+func newTable[V any](identity func(V) unsafe.Pointer) *table[V] {
+	return &table[V]{values: map[string]V{}, held: map[unsafe.Pointer]struct{}{}, identity: identity}
+}
 
 // share returns the value an earlier call stored for key, or stores and returns newValue().
 func (t *table[V]) share(key []byte, newValue func() V) V {
@@ -38,15 +50,25 @@ func (t *table[V]) share(key []byte, newValue func() V) V {
 	}
 	if len(t.values) >= maxShared {
 		clear(t.values)
+		clear(t.held) // the values may be freed now, and their addresses reused
 	}
 	v := newValue()
 	t.values[string(key)] = v
+	t.held[t.identity(v)] = struct{}{}
 	return v
 }
 
+// holds reports whether v is a value the table handed out (and still holds).
+func (t *table[V]) holds(v V) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	_, ok := t.held[t.identity(v)]
+	return ok
+}
+
 var (
-	sharedLabels = newTable[map[string]string]()
-	sharedOwn    = newTable[[]metav1.ManagedFieldsEntry]()
+	sharedLabels = newTable(func(m map[string]string) unsafe.Pointer { return reflect.ValueOf(m).UnsafePointer() })
+	sharedOwn    = newTable(func(s []metav1.ManagedFieldsEntry) unsafe.Pointer { return unsafe.Pointer(unsafe.SliceData(s)) })
 )
 
 // shareLabels returns the map equal to m that an earlier call returned, or
@@ -54,6 +76,9 @@ var (
 func shareLabels(m map[string]string, intern bool) map[string]string {
 	if len(m) == 0 {
 		return nil
+	}
+	if sharedLabels.holds(m) {
+		return m // shared already: the transform's second run
 	}
 	return sharedLabels.share(encodeMap(m), func() map[string]string {
 		if intern {

@@ -2,6 +2,7 @@ package metacache
 
 import (
 	"unique"
+	"unsafe"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -91,6 +92,9 @@ func (s Shrink) shrinkLabels(obj metav1.Object) {
 // own returns the entry of FieldManager's applies, or nil; shared between
 // objects with the same one when s shares (ShareLabels).
 func (s Shrink) own(fields []metav1.ManagedFieldsEntry) []metav1.ManagedFieldsEntry {
+	if s.ShareLabels && sharedOwn.holds(fields) {
+		return fields // shared already: the transform's second run
+	}
 	for _, f := range fields {
 		if f.Manager == FieldManager && f.Operation == metav1.ManagedFieldsOperationApply && f.Subresource == "" {
 			if s.ShareLabels {
@@ -123,10 +127,14 @@ func intern(s string) string {
 }
 
 // internMap returns m with interned keys (and values, if internValues: label
-// values repeat, annotation values are rarely shared and can be large).
+// values repeat, annotation values are rarely shared and can be large); m
+// itself if they are already (the transform's second run).
 func internMap(m map[string]string, internValues bool) map[string]string {
 	if len(m) == 0 {
 		return nil
+	}
+	if interned(m, internValues) {
+		return m
 	}
 	out := make(map[string]string, len(m))
 	for k, v := range m {
@@ -136,6 +144,17 @@ func internMap(m map[string]string, internValues bool) map[string]string {
 		out[intern(k)] = v
 	}
 	return out
+}
+
+// interned reports whether m's keys (and values, if values) are the interned copies.
+func interned(m map[string]string, values bool) bool {
+	same := func(s string) bool { return s == "" || unsafe.StringData(s) == unsafe.StringData(intern(s)) }
+	for k, v := range m {
+		if !same(k) || values && !same(v) {
+			return false
+		}
+	}
+	return true
 }
 
 func internOwners(obj metav1.Object) {

@@ -105,7 +105,7 @@ func TestTransformSharesLabelSets(t *testing.T) {
 
 // The table of shared sets starts over when full, so unique labels cannot grow it without bound.
 func TestSharedTablesAreBounded(t *testing.T) {
-	l := newTable[int]()
+	l := newTable(func(int) unsafe.Pointer { return nil })
 	for i := range maxShared + 10 {
 		l.share([]byte(strconv.Itoa(i)), func() int { return i })
 	}
@@ -139,5 +139,39 @@ func TestTransformSharesOwnEntry(t *testing.T) {
 	}
 	if objects[0].ManagedFields[0].Time != nil {
 		t.Error("the entry's time is kept")
+	}
+}
+
+// client-go 0.37 runs a cache's transform twice on every object of a
+// watch-list sync. The second run finds the object shrunk and changes
+// nothing: the same maps and entry, and not one allocation.
+func TestTheTransformsSecondRunChangesNothingAndAllocatesNothing(t *testing.T) {
+	own := metav1.ManagedFieldsEntry{Manager: FieldManager, Operation: metav1.ManagedFieldsOperationApply, APIVersion: "v1",
+		FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(`{"f:metadata":{"f:labels":{"f:team":{}}}}`)}
+	obj := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{
+		Name: "p", Namespace: "shop", UID: "u", ResourceVersion: "42",
+		Labels:        map[string]string{"app": "web", "pod-template-hash": "5d8f9", "team": "a"},
+		Annotations:   map[string]string{"example.com/owner": "alice", "unread": "x"},
+		ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubectl"}, own},
+	}}
+	transform := transformFor(sets.New("example.com/owner"))
+	if _, err := transform(obj); err != nil {
+		t.Fatal(err)
+	}
+	labels, annotations, entry := reflect.ValueOf(obj.Labels).UnsafePointer(), reflect.ValueOf(obj.Annotations).UnsafePointer(), &obj.ManagedFields[0]
+	before := obj.DeepCopy()
+	allocs := testing.AllocsPerRun(100, func() {
+		if _, err := transform(obj); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if allocs != 0 {
+		t.Errorf("the second run allocated %v times, want 0", allocs)
+	}
+	if reflect.ValueOf(obj.Labels).UnsafePointer() != labels || reflect.ValueOf(obj.Annotations).UnsafePointer() != annotations || &obj.ManagedFields[0] != entry {
+		t.Error("the second run rebuilt the labels, annotations or managedFields")
+	}
+	if !reflect.DeepEqual(obj, before) {
+		t.Errorf("the second run changed the object:\n got %+v\nwant %+v", obj.ObjectMeta, before.ObjectMeta)
 	}
 }

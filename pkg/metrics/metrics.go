@@ -129,6 +129,16 @@ var (
 	})
 )
 
+// UnchangedEvents counts, per resource, the watch events the transport left
+// out before decoding because the object was unchanged but for its
+// resourceVersion (a status-only update, once managedFields are stripped):
+// they never reach an informer's store or a predicate, so
+// metawatch_events_total does not count them.
+var UnchangedEvents = prometheus.NewCounterVec(prometheus.CounterOpts{
+	Name: "metawatch_watch_events_unchanged_total",
+	Help: "Watch events left out before decoding, per resource, because the object's metadata was unchanged but for its resourceVersion (status-only updates); bookmarks carry their resourceVersion.",
+}, []string{"resource"})
+
 // Stages at which ShardDropped drops an object.
 const (
 	StageWire    = "wire"
@@ -146,5 +156,5 @@ func SetShardingMode(mode string) {
 func init() {
 	ctrlmetrics.Registry.MustRegister(Events, CachedObjects, RuleWrites, RuleConflicts, OwnershipFights, RuleViolations,
 		ConfigGeneration, ConfigLastReloadSuccessful, ConfigHash, ConfigReloadRetries, WritesFrozen, WatchReady,
-		ShardingMode, ShardDropped, BucketsOwned)
+		ShardingMode, ShardDropped, BucketsOwned, UnchangedEvents)
 }

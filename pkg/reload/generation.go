@@ -90,6 +90,8 @@ type generationOptions struct {
 	onLoss func(*generation, schema.GroupKind, error)
 	// shards, when set, restricts the generation to this replica's share.
 	shards *Shards
+	// unchangedEvents is what the transport does with unchanged objects' events.
+	unchangedEvents UnchangedEvents
 }
 
 func newGeneration(ctx context.Context, cfg *rest.Config, number int64, r resolved, opts generationOptions) (*generation, error) {
@@ -102,7 +104,8 @@ func newGeneration(ctx context.Context, cfg *rest.Config, number int64, r resolv
 		}
 	})
 	mopts := mwmanager.Options{MetricsBindAddress: "0",
-		GracefulShutdownTimeout: opts.shutdownTimeout, AccessLoss: g.lost}
+		GracefulShutdownTimeout: opts.shutdownTimeout, AccessLoss: g.lost, DecodeUnchangedEvents: opts.unchangedEvents.Decode,
+		UnchangedBookmarkInterval: opts.unchangedEvents.BookmarkInterval}
 	if opts.shards != nil {
 		mopts.Shards, g.buckets = opts.shards.cache()
 	}

@@ -42,6 +42,14 @@ var SyncTimeout = 10 * time.Minute
 //
 // It is a leader-election Runnable: only the leader runs generations. Add it
 // with AddTo, which also adds the follower every replica runs.
+// UnchangedEvents is what the caches' transport does with the watch events of
+// unchanged objects: leave them out, with a bookmark at most BookmarkInterval
+// apart (zero: one per event), unless Decode (see wire.Options).
+type UnchangedEvents struct {
+	Decode           bool
+	BookmarkInterval time.Duration
+}
+
 type Reloader struct {
 	// Config reaches the API server; required (AddTo says so).
 	Config *rest.Config
@@ -63,6 +71,9 @@ type Reloader struct {
 	// Shards, when set, runs sharded: generations run on every replica, each
 	// on its share of the objects (see Shards). Nil: only the leader runs them.
 	Shards *Shards
+	// UnchangedEvents is what the caches' transport does with the watch events
+	// of unchanged objects (status-only updates).
+	UnchangedEvents UnchangedEvents
 
 	follower      *follower
 	lastTransient *corev1.ConfigMap // the ConfigMap whose valid version is being retried
@@ -150,7 +161,7 @@ func (r *Reloader) swap(ctx context.Context, res resolved, superseded func() boo
 		number = old.number + 1
 	}
 	next, err := newGeneration(ctx, r.Config, number, res, generationOptions{controller: r.Controller, onLoss: r.reportLoss, shutdownTimeout: r.shutdownTimeout(), writeScope: r.WriteScope,
-		shards: r.Shards})
+		shards: r.Shards, unchangedEvents: r.UnchangedEvents})
 	if err != nil {
 		return err
 	}

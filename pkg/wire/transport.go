@@ -6,7 +6,11 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"path"
 	"strings"
+	"time"
+
+	"github.com/metawatch/metawatch/pkg/metrics"
 )
 
 // newStripTransport wraps next so that metadata-only protobuf responses lose
@@ -14,13 +18,17 @@ import (
 // (see stripManagedFields). Only responses to requests that ask for
 // application/vnd.kubernetes.protobuf;as=PartialObjectMetadata are touched;
 // anything it cannot parse passes through unchanged.
-func newStripTransport(next http.RoundTripper, keepManager string) http.RoundTripper {
-	return stripTransport{next: next, keep: []byte(keepManager)}
+func newStripTransport(next http.RoundTripper, keepManager string, o Options) http.RoundTripper {
+	return stripTransport{next: next, keep: []byte(keepManager), replaceUnchanged: !o.DecodeUnchanged, bookmarkInterval: o.BookmarkInterval}
 }
 
 type stripTransport struct {
 	next http.RoundTripper
 	keep []byte
+	// replaceUnchanged makes watch streams leave out unchanged objects'
+	// events, with bookmarks at most bookmarkInterval apart (unchangedEvents).
+	replaceUnchanged bool
+	bookmarkInterval time.Duration
 }
 
 const metadataProtobuf = "application/vnd.kubernetes.protobuf;as=PartialObjectMetadata"
@@ -33,7 +41,11 @@ func (t stripTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	e := edit{manager: t.keep, uids: keepUIDsOf(req.Context())}
 	if w := req.URL.Query().Get("watch"); w == "true" || w == "1" {
-		resp.Body = &frameStripper{body: resp.Body, edit: e}
+		f := &frameStripper{body: resp.Body, edit: e}
+		if t.replaceUnchanged {
+			f.unchanged = newUnchangedEvents(t.bookmarkInterval, metrics.UnchangedEvents.WithLabelValues(path.Base(req.URL.Path)).Inc)
+		}
+		resp.Body = f
 		return resp, nil
 	}
 	return stripWhole(resp, strings.HasPrefix(req.Header.Get("Accept"), metadataProtobuf+"List"), e)
@@ -63,12 +75,16 @@ func stripWhole(resp *http.Response, list bool, e edit) (*http.Response, error) 
 // a 4-byte big-endian length and a bare WatchEvent (no envelope) whose object
 // is an envelope of a PartialObjectMetadata. The frame buffer
 // is reused, so stripping allocates nothing per event. With edit.uids, a
-// frame of an object it refuses is skipped whole.
+// frame of an object it refuses is skipped whole; with unchanged, an
+// unchanged object's event is left out, and bookmarks (built in out) stand
+// for those. err is the stream's end, once reached.
 type frameStripper struct {
-	body    io.ReadCloser
-	edit    edit
-	buf     []byte
-	pending []byte
+	body      io.ReadCloser
+	edit      edit
+	unchanged *unchangedEvents
+	buf, out  []byte
+	pending   []byte
+	err       error
 }
 
 // maxFrame bounds a frame, as client-go's own reader does (16 MiB objects and then some).
@@ -102,9 +118,12 @@ func (f *frameStripper) next() error {
 // read reads and strips one frame into f.pending; keep is false for a frame
 // of an object edit.uids refuses (f.pending is then empty).
 func (f *frameStripper) read() (keep bool, err error) {
+	if f.err != nil {
+		return false, f.err
+	}
 	var header [4]byte
 	if _, err := io.ReadFull(f.body, header[:]); err != nil {
-		return false, err // io.EOF between frames, io.ErrUnexpectedEOF inside a header
+		return f.end(err) // io.EOF between frames, io.ErrUnexpectedEOF inside a header
 	}
 	size := int(binary.BigEndian.Uint32(header[:]))
 	if size > maxFrame {
@@ -118,18 +137,44 @@ func (f *frameStripper) read() (keep bool, err error) {
 		if err == io.EOF {
 			err = io.ErrUnexpectedEOF // the header promised a frame
 		}
-		return false, err
+		return f.end(err)
 	}
 	if f.edit.uids != nil && !keepEvent(frame, f.edit.uids.Keep) {
 		f.edit.uids.dropped()
 		return false, nil
 	}
-	if n, ok := strip(frame, eventShape, f.edit); ok {
+	n, stripped := strip(frame, eventShape, f.edit)
+	if stripped {
 		size = n
+	}
+	if f.unchanged != nil {
+		if !stripped {
+			f.unchanged.rejected() // a frame the stripper rejects is the decoder's to judge
+		} else if bookmark, skip := f.unchanged.next(frame[:size], f.out); skip {
+			return false, nil
+		} else if bookmark != nil {
+			f.out, f.pending = bookmark, bookmark
+			return true, nil
+		}
 	}
 	binary.BigEndian.PutUint32(f.buf[:4], uint32(size))
 	f.pending = f.buf[:4+size]
 	return true, nil
+}
+
+// end is the stream's end, err exactly as the connection gave it: first,
+// though, the bookmark of the unchanged events held back, so that the
+// reflector resumes after them.
+func (f *frameStripper) end(err error) (keep bool, _ error) {
+	if f.unchanged == nil {
+		return false, err
+	}
+	f.err = err
+	if bookmark := f.unchanged.flush(f.out); bookmark != nil {
+		f.out, f.pending = bookmark, bookmark
+		return true, nil
+	}
+	return false, err
 }
 
 func (f *frameStripper) Close() error { return f.body.Close() }
