@@ -132,7 +132,7 @@ func measureSync(ctx context.Context, v variant.Variant, running *variant.Runnin
 	}
 	after := probe.SettledHeap(5)
 	s.Objects, s.RetainedBytes = n, int64(after.HeapAlloc)-int64(before.HeapAlloc)
-	s.ReceivedBytes, s.Events, s.Reconciles = wire.Bytes(), counters.Events.Load(), counters.Reconciles()
+	s.ReceivedBytes, s.Events, s.Reconciles = wire.Bytes(), counters.Received(), counters.Reconciles()
 	return s, nil
 }
 
@@ -147,7 +147,7 @@ func settle(ctx context.Context, counters *variant.Counters, pods int) {
 		n := counters.Reconciles()
 		if n != last {
 			last, quietSince = n, time.Now()
-		} else if counters.Events.Load() >= int64(pods) && time.Since(quietSince) > 2*time.Second {
+		} else if counters.Received() >= int64(pods) && time.Since(quietSince) > 2*time.Second {
 			return
 		}
 		time.Sleep(50 * time.Millisecond)
@@ -175,7 +175,7 @@ func serveSnapshots(in io.Reader, counters *variant.Counters, wire *probe.Wire) 
 		}
 		var m runtime.MemStats
 		runtime.ReadMemStats(&m)
-		s := snapshot{Events: counters.Events.Load(), Reconciles: counters.Reconciles(), Requests: wire.Requests(), Bytes: wire.Bytes(),
+		s := snapshot{Events: counters.Received(), Reconciles: counters.Reconciles(), Requests: wire.Requests(), Bytes: wire.Bytes(),
 			CPUSeconds: probe.CPUSeconds(), PeakRSSBytes: probe.PeakRSS(), Mallocs: m.Mallocs, AllocatedBytes: m.TotalAlloc, GCCycles: m.NumGC}
 		if err := json.NewEncoder(os.Stdout).Encode(s); err != nil {
 			return err

@@ -119,7 +119,7 @@ func (h *harness) startDeployed(ctx context.Context, n int) (*deployed, synced, 
 		return nil, synced{}, err
 	}
 	s.Objects = int(m.sum("metawatch_cached_objects", "kind", "Pod"))
-	s.Events, s.Reconciles = int64(m.sum("metawatch_events_total", "", "")), int64(m.sum("controller_runtime_reconcile_total", "", ""))
+	s.Events, s.Reconciles = m.received(), int64(m.sum("controller_runtime_reconcile_total", "", ""))
 	return d, s, nil
 }
 
@@ -158,7 +158,7 @@ func (d *deployed) snapshot() (snapshot, error) {
 	if err != nil {
 		return snapshot{}, err
 	}
-	return snapshot{Events: int64(m.sum("metawatch_events_total", "", "")), Reconciles: int64(m.sum("controller_runtime_reconcile_total", "", "")),
+	return snapshot{Events: m.received(), Reconciles: int64(m.sum("controller_runtime_reconcile_total", "", "")),
 		Requests:   map[string]int64{"PATCH pods (metawatch_rule_writes_total)": int64(m.sum("metawatch_rule_writes_total", "", ""))},
 		CPUSeconds: probe.CPUSecondsOf(d.pid), PeakRSSBytes: probe.PeakRSSOf(d.pid)}, nil
 }
@@ -262,4 +262,10 @@ func hasLabel(m *dto.Metric, name, value string) bool {
 		}
 	}
 	return false
+}
+
+// received is the watch events the leader received: delivered to its
+// informers, or replaced by a bookmark as unchanged before decoding.
+func (e exposition) received() int64 {
+	return int64(e.sum("metawatch_events_total", "", "") + e.sum("metawatch_watch_events_unchanged_total", "", ""))
 }

@@ -95,6 +95,16 @@ func times(r Result, base, this float64) string {
 	return fmt.Sprintf("%.1fx", base/this)
 }
 
+// has reports whether the run measured variant at any size.
+func (run Run) has(variant string) bool {
+	for _, r := range run.Results {
+		if r.Variant == variant {
+			return true
+		}
+	}
+	return false
+}
+
 func (run Run) find(variant string, n int) *Result {
 	for i := range run.Results {
 		if run.Results[i].Variant == variant && run.Results[i].N == n {

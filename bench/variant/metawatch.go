@@ -3,7 +3,10 @@ package variant
 import (
 	"context"
 	"fmt"
+	"runtime"
+	"runtime/debug"
 
+	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/rest"
@@ -16,6 +19,7 @@ import (
 	"github.com/metawatch/metawatch/pkg/controller"
 	"github.com/metawatch/metawatch/pkg/manager"
 	"github.com/metawatch/metawatch/pkg/metacache"
+	"github.com/metawatch/metawatch/pkg/metrics"
 	"github.com/metawatch/metawatch/pkg/rules"
 	"github.com/metawatch/metawatch/pkg/wire"
 )
@@ -24,7 +28,53 @@ const fieldManager = metacache.FieldManager
 
 func metawatch() Variant {
 	return Variant{Name: "metawatch", Description: "metawatch: its Manager and controllers, configured by the ConfigMap below",
-		Start: startMetawatch}
+		Start: func(ctx context.Context, cfg *rest.Config, spec Spec, counters *Counters) (*Running, error) {
+			return startMetawatch(ctx, cfg, spec, counters, manager.Options{UnchangedBookmarkInterval: manager.DefaultUnchangedBookmarkInterval})
+		}}
+}
+
+// metawatchBookmarkEach shows what holding back the bookmarks for unchanged
+// events saves: here every event left out gets one.
+func metawatchBookmarkEach() Variant {
+	return Variant{Name: "metawatch-bookmark-each", Description: "metawatch with --unchanged-bookmark-interval=0: a bookmark for every status-only event left out",
+		Start: func(ctx context.Context, cfg *rest.Config, spec Spec, counters *Counters) (*Running, error) {
+			return startMetawatch(ctx, cfg, spec, counters, manager.Options{})
+		}}
+}
+
+// metawatchOneProc shows what one P (GOMAXPROCS=1) saves per event: a
+// process woken for each event on a machine of several CPUs hands it from
+// the network poller to a goroutine on another P, and idle Ps spin.
+func metawatchOneProc() Variant {
+	return Variant{Name: "metawatch-gomaxprocs1", Description: "metawatch with GOMAXPROCS=1",
+		Start: func(ctx context.Context, cfg *rest.Config, spec Spec, counters *Counters) (*Running, error) {
+			runtime.GOMAXPROCS(1)
+			return startMetawatch(ctx, cfg, spec, counters, manager.Options{UnchangedBookmarkInterval: manager.DefaultUnchangedBookmarkInterval})
+		}}
+}
+
+// gcByLimitBytes is the soft memory limit of metawatch-gc-by-limit: a
+// quarter of the chart's default memory limit, far above what metawatch holds
+// at the bench's sizes, so the GC almost never runs.
+const gcByLimitBytes = 256 << 20
+
+// metawatchGCByLimit shows what GC pacing by a memory limit alone saves per
+// event, and what it costs in memory (peak RSS).
+func metawatchGCByLimit() Variant {
+	return Variant{Name: "metawatch-gc-by-limit", Description: "metawatch with GOGC=off and GOMEMLIMIT=256MiB: the GC runs only as the heap nears the limit",
+		Start: func(ctx context.Context, cfg *rest.Config, spec Spec, counters *Counters) (*Running, error) {
+			debug.SetGCPercent(-1)
+			debug.SetMemoryLimit(gcByLimitBytes)
+			return startMetawatch(ctx, cfg, spec, counters, manager.Options{UnchangedBookmarkInterval: manager.DefaultUnchangedBookmarkInterval})
+		}}
+}
+
+// metawatchDecodeAll shows what replacing unchanged objects' events before decoding saves.
+func metawatchDecodeAll() Variant {
+	return Variant{Name: "metawatch-decode-all", Description: "metawatch with --decode-unchanged-events: every status-only event decoded, stored and handed to the predicates",
+		Start: func(ctx context.Context, cfg *rest.Config, spec Spec, counters *Counters) (*Running, error) {
+			return startMetawatch(ctx, cfg, spec, counters, manager.Options{DecodeUnchangedEvents: true})
+		}}
 }
 
 // Config is the configuration the metawatch variant runs: the rule as a
@@ -41,7 +91,7 @@ rules:
 `, spec.Selector, spec.Label)
 }
 
-func startMetawatch(ctx context.Context, cfg *rest.Config, spec Spec, counters *Counters) (*Running, error) {
+func startMetawatch(ctx context.Context, cfg *rest.Config, spec Spec, counters *Counters, opts manager.Options) (*Running, error) {
 	conf, err := config.Parse([]byte(Config(spec)))
 	if err != nil {
 		return nil, err
@@ -54,7 +104,7 @@ func startMetawatch(ctx context.Context, cfg *rest.Config, spec Spec, counters *
 	if err != nil {
 		return nil, err
 	}
-	opts := manager.Options{MetricsBindAddress: "0"}
+	opts.MetricsBindAddress = "0"
 	if spec.Shard != nil {
 		opts.Shards = &metacache.Shards{Buckets: spec.Shard.Buckets(), ServerSide: spec.Shard.ServerSide}
 	}
@@ -65,20 +115,41 @@ func startMetawatch(ctx context.Context, cfg *rest.Config, spec Spec, counters *
 	if err := controller.Setup(mgr, watches, rulesByKind, controller.Options{MaxConcurrentReconciles: spec.Concurrency}); err != nil {
 		return nil, err
 	}
-	counters.readReconciles = reconcileTotal
+	counters.readReconciles = func() int64 { return counterTotal("controller_runtime_reconcile_total") }
+	counters.readUnchanged = unchangedTotal
 	return startCounted(ctx, mgr.GetCache(), mgr.Start, counters, metadataPodList, metacache.NewObject(podGVK), metacache.NewObject(namespaceGVK))
 }
 
-// reconcileTotal is controller_runtime_reconcile_total summed over metawatch's controllers.
-func reconcileTotal() int64 {
+// counterTotal is the counter called name on controller-runtime's registry,
+// summed over its labels (for reconciles: over metawatch's controllers).
+func counterTotal(name string) int64 {
 	families, err := crmetrics.Registry.Gather()
 	if err != nil {
 		return 0
 	}
 	var total float64
 	for _, f := range families {
-		if f.GetName() == "controller_runtime_reconcile_total" {
+		if f.GetName() == name {
 			total += sum(f.GetMetric())
+		}
+	}
+	return int64(total)
+}
+
+// unchangedTotal is metawatch_watch_events_unchanged_total summed over its
+// resources, collected from the counter itself: a Gather of the whole
+// registry at every snapshot would be CPU of the measured process.
+func unchangedTotal() int64 {
+	ch := make(chan prometheus.Metric)
+	go func() {
+		metrics.UnchangedEvents.Collect(ch)
+		close(ch)
+	}()
+	var total float64
+	for m := range ch {
+		var d dto.Metric
+		if m.Write(&d) == nil {
+			total += d.GetCounter().GetValue()
 		}
 	}
 	return int64(total)
@@ -110,6 +181,11 @@ func shrinkSteps() []Variant {
 		CacheOnly: true, Start: func(ctx context.Context, cfg *rest.Config, spec Spec, counters *Counters) (*Running, error) {
 			return startShrunkCache(ctx, cfg, spec, counters, metacache.Shrink{}, false)
 		}})
+	steps = append(steps, Variant{Name: "metadata-cache-gomaxprocs1", Description: "cache only: metadata-cache with GOMAXPROCS=1 (the floor, one P)",
+		CacheOnly: true, Start: func(ctx context.Context, cfg *rest.Config, spec Spec, counters *Counters) (*Running, error) {
+			runtime.GOMAXPROCS(1)
+			return startShrunkCache(ctx, cfg, spec, counters, metacache.Shrink{}, false)
+		}})
 	add("step1-managedfields", "cache only: metadata, other managers' managedFields dropped by a transform", func() { shrink.ManagedFields = true })
 	add("step2-strip-before-decode", "cache only: + managedFields stripped from the protobuf before decoding", func() { strip = true })
 	add("step3-annotations", "cache only: + annotations no rule reads dropped", func() { shrink.Annotations = true })
@@ -121,7 +197,7 @@ func shrinkSteps() []Variant {
 
 func startShrunkCache(ctx context.Context, cfg *rest.Config, spec Spec, counters *Counters, shrink metacache.Shrink, strip bool) (*Running, error) {
 	if strip {
-		cfg = wire.StripManagedFields(cfg, metacache.FieldManager)
+		cfg = wire.StripManagedFields(cfg, metacache.FieldManager, wire.Options{})
 	}
 	selector, err := labels.Parse(spec.Selector)
 	if err != nil {

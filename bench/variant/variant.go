@@ -50,6 +50,20 @@ type Counters struct {
 	// readReconciles, when set, reads reconciles from elsewhere (metawatch's
 	// controller-runtime metrics) instead of the counter.
 	readReconciles func() int64
+	// readUnchanged, when set, reads the watch events replaced by a bookmark
+	// before decoding (metawatch's metawatch_watch_events_unchanged_total).
+	readUnchanged func() int64
+}
+
+// Received is the number of watch events received so far: those delivered
+// to the informers, and those metawatch's transport replaced by a bookmark
+// because the object was unchanged (they arrived, and cost, all the same).
+func (c *Counters) Received() int64 {
+	n := c.Events.Load()
+	if c.readUnchanged != nil {
+		n += c.readUnchanged()
+	}
+	return n
 }
 
 // Reconciles is the number of reconciles run so far.
@@ -94,7 +108,7 @@ var (
 
 // All is every variant: the controllers first, typed (the baseline) at the head.
 func All() []Variant {
-	return append([]Variant{typed(), metadataOnly(), metadataInformer(), metawatch(), typedCache()}, shrinkSteps()...)
+	return append([]Variant{typed(), metadataOnly(), metadataInformer(), metawatch(), metawatchBookmarkEach(), metawatchDecodeAll(), metawatchGCByLimit(), metawatchOneProc(), typedCache()}, shrinkSteps()...)
 }
 
 // Names returns the names of vs.
