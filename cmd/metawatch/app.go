@@ -62,7 +62,7 @@ func run(ctx context.Context, opts options) error {
 	reloader := &reload.Reloader{
 		Config: cfg, Source: opts.source, Controller: opts.controller, Initial: conf, ShutdownTimeout: budget.generation, WriteScope: &opts.writeScope,
 		UnchangedEvents: reload.UnchangedEvents{Decode: opts.manager.DecodeUnchangedEvents, BookmarkInterval: opts.manager.UnchangedBookmarkInterval},
-		Recorder: mgr.GetEventRecorder(controller.EventSource), Log: ctrl.Log.WithName("reload"),
+		Recorder:        mgr.GetEventRecorder(controller.EventSource), Log: ctrl.Log.WithName("reload"),
 	}
 	if opts.sharding.enabled {
 		if reloader.Shards, err = addSharding(ctx, mgr, cfg, opts); err != nil {
