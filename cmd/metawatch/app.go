@@ -61,9 +61,9 @@ func run(ctx context.Context, opts options) error {
 	setupLog.Info("stage 2/4: manager built", "leaderElection", mgrOpts.LeaderElection, "metrics", mgrOpts.MetricsBindAddress, "probes", opts.probeAddress)
 	reloader := &reload.Reloader{
 		Config: cfg, Source: opts.source, Controller: opts.controller, Initial: conf, ShutdownTimeout: budget.generation, WriteScope: &opts.writeScope,
-		UnchangedEvents: reload.UnchangedEvents{Decode: opts.manager.DecodeUnchangedEvents, BookmarkInterval: opts.manager.UnchangedBookmarkInterval},
-		Recorder:        mgr.GetEventRecorder(controller.EventSource), Log: ctrl.Log.WithName("reload"),
+		Recorder: mgr.GetEventRecorder(controller.EventSource), Log: ctrl.Log.WithName("reload"),
 	}
+	reloader.UnchangedEvents = reload.UnchangedEvents{Decode: opts.manager.DecodeUnchangedEvents, BookmarkInterval: opts.manager.UnchangedBookmarkInterval}
 	if opts.sharding.enabled {
 		if reloader.Shards, err = addSharding(ctx, mgr, cfg, opts); err != nil {
 			return err
