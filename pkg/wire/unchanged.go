@@ -29,9 +29,10 @@ var seed = maphash.MakeSeed()
 // connection), which is when the reflector resumes. The next delivered event
 // (a newer resourceVersion) makes a held-back bookmark unnecessary.
 //
-// It remembers only what this stream delivered, and the stream's frames reach
-// the reflector in order: an event is left out only if the object the cache
-// will hold once the stream's earlier events are applied is this one. A new
+// It remembers only what this stream delivered in MODIFIED events, and the
+// stream's frames reach the reflector in order: an event is left out only if
+// the object the cache will hold once the stream's earlier events are
+// applied is this one. A new
 // stream (a resumed watch, a relist) starts with nothing remembered, so events
 // lost when a stream breaks can never make it leave one out.
 type unchangedEvents struct {
@@ -105,11 +106,15 @@ func (u *unchangedEvents) unchanged(e event) bool {
 		return false
 	}
 	key := maphash.Bytes(seed, e.uid)
-	if e.typ == "DELETED" {
+	if e.typ != "MODIFIED" {
+		// Only objects that change are remembered: most of a big cluster's
+		// objects come once (an ADDED of the initial events) and stay
+		// unchanged, and remembering each would cost every cached object a
+		// map entry. An object's first update on a stream is delivered.
 		delete(u.last, key)
 		return false
 	}
-	if last, ok := u.last[key]; ok && last == e.fingerprint && e.typ == "MODIFIED" && len(e.rv) > 0 {
+	if last, ok := u.last[key]; ok && last == e.fingerprint && len(e.rv) > 0 {
 		return true
 	}
 	u.last[key] = e.fingerprint
