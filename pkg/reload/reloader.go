@@ -33,6 +33,14 @@ const (
 // attempt is given up (and retried) and the running generation kept.
 var SyncTimeout = 10 * time.Minute
 
+// UnchangedEvents is what the caches' transport does with the watch events of
+// unchanged objects: leave them out, with a bookmark at most BookmarkInterval
+// apart (zero: one per event), unless Decode (see wire.Options).
+type UnchangedEvents struct {
+	Decode           bool
+	BookmarkInterval time.Duration
+}
+
 // Reloader runs the configuration as generations and swaps them when the
 // selectors ConfigMap changes: parse and validate; if valid, build the new
 // generation, start it, wait for its sync, stop the old one, then let the new
@@ -42,14 +50,6 @@ var SyncTimeout = 10 * time.Minute
 //
 // It is a leader-election Runnable: only the leader runs generations. Add it
 // with AddTo, which also adds the follower every replica runs.
-// UnchangedEvents is what the caches' transport does with the watch events of
-// unchanged objects: leave them out, with a bookmark at most BookmarkInterval
-// apart (zero: one per event), unless Decode (see wire.Options).
-type UnchangedEvents struct {
-	Decode           bool
-	BookmarkInterval time.Duration
-}
-
 type Reloader struct {
 	// Config reaches the API server; required (AddTo says so).
 	Config *rest.Config
