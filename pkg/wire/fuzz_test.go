@@ -114,15 +114,7 @@ func FuzzFrameStripper(f *testing.F) {
 			e.uids = &UIDFilter{Keep: keepOdd}
 		}
 		want, wantErr := stripFramesOneByOne(stream, e)
-		r := &frameStripper{edit: e, body: io.NopCloser(&choppy{data: stream, size: int(chunk%32) + 1})}
-		var got []byte
-		buf := make([]byte, 13)
-		var err error
-		for err == nil {
-			var n int
-			n, err = r.Read(buf)
-			got = append(got, buf[:n]...)
-		}
+		got, err := readToEnd(&frameStripper{edit: e, body: io.NopCloser(&choppy{data: stream, size: int(chunk%32) + 1})}, 13)
 		// client-go compares a stream's end with ==, so the exact value is the property under test.
 		switch {
 		case wantErr == errFrameTooLarge && (err == io.EOF || err == io.ErrUnexpectedEOF): //nolint:errorlint // client-go compares with ==: the exact value is the property
@@ -166,6 +158,20 @@ func stripFramesOneByOne(stream []byte, e edit) ([]byte, error) {
 }
 
 var errFrameTooLarge = errors.New("frame too large")
+
+// readToEnd reads r in reads of size bytes until it fails, and returns what
+// it read and the very error it ended with (io.ReadAll swallows io.EOF).
+func readToEnd(r io.Reader, size int) ([]byte, error) {
+	var out []byte
+	buf := make([]byte, size)
+	for {
+		n, err := r.Read(buf)
+		out = append(out, buf[:n]...)
+		if err != nil {
+			return out, err
+		}
+	}
+}
 
 // choppy returns data in reads of at most size bytes, then io.EOF.
 type choppy struct {

@@ -172,16 +172,5 @@ func ownEntry(entry, keepManager []byte) bool {
 
 // wellFormed reports whether every field of the message in b ends inside b.
 func wellFormed(b []byte) bool {
-	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
-		if n < 0 {
-			return false
-		}
-		m := protowire.ConsumeFieldValue(num, typ, b[n:])
-		if m < 0 {
-			return false
-		}
-		b = b[n+m:]
-	}
-	return true
+	return eachField(b, func(protowire.Number, protowire.Type, []byte, []byte) bool { return true })
 }

@@ -304,14 +304,7 @@ func TestTheStreamsEndComesAfterTheHeldBackBookmark(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			f := &frameStripper{edit: edit{manager: keep}, body: io.NopCloser(tc.body), unchanged: newUnchangedEvents(time.Hour, nil)}
-			var out []byte
-			buf := make([]byte, 5)
-			var err error
-			for err == nil {
-				var n int
-				n, err = f.Read(buf)
-				out = append(out, buf[:n]...)
-			}
+			out, err := readToEnd(f, 5)
 			if err != tc.wantErr { //nolint:errorlint // client-go compares with ==: the exact value is the property
 				t.Errorf("the stream ended with %v, want exactly %v", err, tc.wantErr)
 			}
@@ -321,7 +314,7 @@ func TestTheStreamsEndComesAfterTheHeldBackBookmark(t *testing.T) {
 			if frames := decodeFrames(t, out); frames[len(frames)-1].object.ResourceVersion != "4" {
 				t.Errorf("the bookmark carries %q, want the last event's resourceVersion 4", frames[len(frames)-1].object.ResourceVersion)
 			}
-			if _, again := f.Read(buf); again != tc.wantErr { //nolint:errorlint // as above
+			if _, again := f.Read(make([]byte, 5)); again != tc.wantErr { //nolint:errorlint // as above
 				t.Errorf("a read after the end gave %v, want %v again", again, tc.wantErr)
 			}
 		})
