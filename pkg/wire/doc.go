@@ -27,8 +27,7 @@
 // costs as much as the stock metadata cache spends on an event, and so does
 // a bookmark for each: every event delivered wakes the reflector and the
 // informer's queue. So a watch stream remembers a fingerprint of each object
-// it delivered an update of (by uid) and leaves out the event of an
-// unchanged one; a
+// it delivered (by uid) and leaves out the event of an unchanged one; a
 // bookmark carries the newest resourceVersion left out to the reflector at
 // most once per interval, and always before the stream ends, which is when
 // the reflector resumes from it. The store keeps the object of its last

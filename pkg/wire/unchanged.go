@@ -29,10 +29,12 @@ var seed = maphash.MakeSeed()
 // connection), which is when the reflector resumes. The next delivered event
 // (a newer resourceVersion) makes a held-back bookmark unnecessary.
 //
-// It remembers only what this stream delivered in MODIFIED events, and the
-// stream's frames reach the reflector in order: an event is left out only if
-// the object the cache will hold once the stream's earlier events are
-// applied is this one. A new
+// It remembers only what this stream delivered, and the stream's frames
+// reach the reflector in order: an event is left out only if the object the
+// cache will hold once the stream's earlier events are applied is this one.
+// It remembers the objects of ADDED events too (the initial events of a
+// watch-list), so that an object's first update is left out as well: a map
+// entry per object, about 30 B, for as long as the stream lasts. A new
 // stream (a resumed watch, a relist) starts with nothing remembered, so events
 // lost when a stream breaks can never make it leave one out.
 type unchangedEvents struct {
@@ -106,15 +108,11 @@ func (u *unchangedEvents) unchanged(e event) bool {
 		return false
 	}
 	key := maphash.Bytes(seed, e.uid)
-	if e.typ != "MODIFIED" {
-		// Only objects that change are remembered: most of a big cluster's
-		// objects come once (an ADDED of the initial events) and stay
-		// unchanged, and remembering each would cost every cached object a
-		// map entry. An object's first update on a stream is delivered.
+	if e.typ == "DELETED" {
 		delete(u.last, key)
 		return false
 	}
-	if last, ok := u.last[key]; ok && last == e.fingerprint && len(e.rv) > 0 {
+	if last, ok := u.last[key]; ok && last == e.fingerprint && e.typ == "MODIFIED" && len(e.rv) > 0 {
 		return true
 	}
 	u.last[key] = e.fingerprint
