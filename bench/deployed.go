@@ -265,7 +265,7 @@ func hasLabel(m *dto.Metric, name, value string) bool {
 }
 
 // received is the watch events the leader received: delivered to its
-// informers, or replaced by a bookmark as unchanged before decoding.
+// informers, or left out as unchanged before decoding.
 func (e exposition) received() int64 {
 	return int64(e.sum("metawatch_events_total", "", "") + e.sum("metawatch_watch_events_unchanged_total", "", ""))
 }

@@ -69,7 +69,7 @@ func metawatchGCByLimit() Variant {
 		}}
 }
 
-// metawatchDecodeAll shows what replacing unchanged objects' events before decoding saves.
+// metawatchDecodeAll shows what leaving out unchanged objects' events before decoding saves.
 func metawatchDecodeAll() Variant {
 	return Variant{Name: "metawatch-decode-all", Description: "metawatch with --decode-unchanged-events: every status-only event decoded, stored and handed to the predicates",
 		Start: func(ctx context.Context, cfg *rest.Config, spec Spec, counters *Counters) (*Running, error) {
@@ -115,21 +115,20 @@ func startMetawatch(ctx context.Context, cfg *rest.Config, spec Spec, counters *
 	if err := controller.Setup(mgr, watches, rulesByKind, controller.Options{MaxConcurrentReconciles: spec.Concurrency}); err != nil {
 		return nil, err
 	}
-	counters.readReconciles = func() int64 { return counterTotal("controller_runtime_reconcile_total") }
+	counters.readReconciles = reconcileTotal
 	counters.readUnchanged = unchangedTotal
 	return startCounted(ctx, mgr.GetCache(), mgr.Start, counters, metadataPodList, metacache.NewObject(podGVK), metacache.NewObject(namespaceGVK))
 }
 
-// counterTotal is the counter called name on controller-runtime's registry,
-// summed over its labels (for reconciles: over metawatch's controllers).
-func counterTotal(name string) int64 {
+// reconcileTotal is controller_runtime_reconcile_total summed over metawatch's controllers.
+func reconcileTotal() int64 {
 	families, err := crmetrics.Registry.Gather()
 	if err != nil {
 		return 0
 	}
 	var total float64
 	for _, f := range families {
-		if f.GetName() == name {
+		if f.GetName() == "controller_runtime_reconcile_total" {
 			total += sum(f.GetMetric())
 		}
 	}

@@ -50,13 +50,13 @@ type Counters struct {
 	// readReconciles, when set, reads reconciles from elsewhere (metawatch's
 	// controller-runtime metrics) instead of the counter.
 	readReconciles func() int64
-	// readUnchanged, when set, reads the watch events replaced by a bookmark
-	// before decoding (metawatch's metawatch_watch_events_unchanged_total).
+	// readUnchanged, when set, reads the watch events left out before
+	// decoding as unchanged (metawatch's metawatch_watch_events_unchanged_total).
 	readUnchanged func() int64
 }
 
 // Received is the number of watch events received so far: those delivered
-// to the informers, and those metawatch's transport replaced by a bookmark
+// to the informers, and those metawatch's transport left out
 // because the object was unchanged (they arrived, and cost, all the same).
 func (c *Counters) Received() int64 {
 	n := c.Events.Load()

@@ -15,7 +15,7 @@ import (
 )
 
 // Status churn is most of a big cluster's events; it must never reach the
-// queue (the transport replaces most of it by bookmarks, predicates filter
+// queue (the transport leaves most of it out before decoding, predicates filter
 // the rest), while each label or annotation change is reconciled exactly once.
 func TestOnlyLabelAndAnnotationChangesAreReconciled(t *testing.T) {
 	controlplane.SkipIfShort(t)
@@ -92,7 +92,7 @@ func reconciles(t *testing.T) float64 {
 }
 
 // statusOnly is the pod events the predicates filtered or the transport
-// replaced by a bookmark as unchanged.
+// left out as unchanged before decoding.
 func statusOnly(t *testing.T) float64 {
 	return events(t, "filtered") + testkit.Metric(t, "metawatch_watch_events_unchanged_total", map[string]string{"resource": "pods"})
 }
