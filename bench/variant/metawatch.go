@@ -197,6 +197,7 @@ func shrinkSteps() []Variant {
 func startShrunkCache(ctx context.Context, cfg *rest.Config, spec Spec, counters *Counters, shrink metacache.Shrink, strip bool) (*Running, error) {
 	if strip {
 		cfg = wire.StripManagedFields(cfg, metacache.FieldManager, wire.Options{})
+		counters.readUnchanged = unchangedTotal // the transport leaves unchanged objects' events out
 	}
 	selector, err := labels.Parse(spec.Selector)
 	if err != nil {
