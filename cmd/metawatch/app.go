@@ -27,6 +27,9 @@ var setupLog = ctrl.Log.WithName("setup")
 func run(ctx context.Context, opts options) error {
 	setupLog.Info(version.String())
 	logEffectiveFlags()
+	if err := bookmarkIntervalValid(opts.manager.UnchangedBookmarkInterval); err != nil {
+		return err
+	}
 	if err := applyMemoryLimit(opts.containerMemoryLimit); err != nil {
 		return err
 	}

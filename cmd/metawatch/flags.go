@@ -32,6 +32,15 @@ type options struct {
 	containerMemoryLimit string
 }
 
+// bookmarkIntervalValid refuses a negative --unchanged-bookmark-interval,
+// which would otherwise silently mean 0.
+func bookmarkIntervalValid(d time.Duration) error {
+	if d < 0 {
+		return fmt.Errorf("--unchanged-bookmark-interval=%s: want 0 (a bookmark for every unchanged event left out) or a positive duration such as 1s (the default)", d)
+	}
+	return nil
+}
+
 // namespaceList parses a flag's comma-separated namespace names into dst.
 func namespaceList(dst *[]string) func(string) error {
 	return func(v string) error {
