@@ -6,7 +6,9 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -30,6 +32,22 @@ func startCounted(ctx context.Context, c cache.Cache, start func(context.Context
 		CachedPods:    func(ctx context.Context) (int, error) { return countCached(ctx, c, podList()) },
 		CachedPodUIDs: func(ctx context.Context) ([]string, error) { return cachedUIDs(ctx, c, podList()) },
 	}, nil
+}
+
+// startCache is a cache-only variant: a controller-runtime cache with o, of
+// the pods spec selects (server side), counted by startCounted.
+func startCache(ctx context.Context, cfg *rest.Config, spec Spec, counters *Counters, o cache.Options,
+	podList func() client.ObjectList, pod client.Object) (*Running, error) {
+	selector, err := labels.Parse(spec.Selector)
+	if err != nil {
+		return nil, err
+	}
+	o.DefaultLabelSelector = selector
+	c, err := cache.New(cfg, o)
+	if err != nil {
+		return nil, err
+	}
+	return startCounted(ctx, c, c.Start, counters, podList, pod)
 }
 
 // cachedUIDs lists the uids in the cache, without copies.

@@ -46,15 +46,7 @@ func typedCache() Variant {
 	return Variant{Name: "typed-cache", CacheOnly: true,
 		Description: "cache only: stock controller-runtime typed corev1.Pod cache, no controller (what a typed informer holds)",
 		Start: func(ctx context.Context, cfg *rest.Config, spec Spec, counters *Counters) (*Running, error) {
-			selector, err := labels.Parse(spec.Selector)
-			if err != nil {
-				return nil, err
-			}
-			c, err := cache.New(cfg, cache.Options{DefaultLabelSelector: selector})
-			if err != nil {
-				return nil, err
-			}
-			return startCounted(ctx, c, c.Start, counters, func() client.ObjectList { return &corev1.PodList{} }, &corev1.Pod{})
+			return startCache(ctx, cfg, spec, counters, cache.Options{}, func() client.ObjectList { return &corev1.PodList{} }, &corev1.Pod{})
 		}}
 }
 

@@ -8,7 +8,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -42,15 +41,18 @@ func metawatchBookmarkEach() Variant {
 		}}
 }
 
-// metawatchOneProc shows what one P (GOMAXPROCS=1) saves per event: a
-// process woken for each event on a machine of several CPUs hands it from
-// the network poller to a goroutine on another P, and idle Ps spin.
-func metawatchOneProc() Variant {
-	return Variant{Name: "metawatch-gomaxprocs1", Description: "metawatch with GOMAXPROCS=1",
-		Start: func(ctx context.Context, cfg *rest.Config, spec Spec, counters *Counters) (*Running, error) {
-			runtime.GOMAXPROCS(1)
-			return startMetawatch(ctx, cfg, spec, counters, manager.Options{UnchangedBookmarkInterval: manager.DefaultUnchangedBookmarkInterval})
-		}}
+// onOneP is v with GOMAXPROCS=1, named NAME-gomaxprocs1: what one P saves
+// per event. A process woken for each event on a machine of several CPUs
+// hands it from the network poller to a goroutine on another P, and idle Ps
+// spin; the chart runs metawatch with one P (its default CPU request).
+func onOneP(v Variant, description string) Variant {
+	start := v.Start
+	v.Name, v.Description = v.Name+"-gomaxprocs1", description
+	v.Start = func(ctx context.Context, cfg *rest.Config, spec Spec, counters *Counters) (*Running, error) {
+		runtime.GOMAXPROCS(1)
+		return start(ctx, cfg, spec, counters)
+	}
+	return v
 }
 
 // gcByLimitBytes is the soft memory limit of metawatch-gc-by-limit: a
@@ -116,7 +118,6 @@ func startMetawatch(ctx context.Context, cfg *rest.Config, spec Spec, counters *
 		return nil, err
 	}
 	counters.readReconciles = reconcileTotal
-	counters.readUnchanged = unchangedTotal
 	return startCounted(ctx, mgr.GetCache(), mgr.Start, counters, metadataPodList, metacache.NewObject(podGVK), metacache.NewObject(namespaceGVK))
 }
 
@@ -176,15 +177,11 @@ func shrinkSteps() []Variant {
 				return startShrunkCache(ctx, cfg, spec, counters, s, st)
 			}})
 	}
-	steps = append(steps, Variant{Name: "metadata-cache", Description: "cache only: stock controller-runtime metadata-only cache, no transform, no controller (the least a stock user can run)",
+	floor := Variant{Name: "metadata-cache", Description: "cache only: stock controller-runtime metadata-only cache, no transform, no controller (the least a stock user can run)",
 		CacheOnly: true, Start: func(ctx context.Context, cfg *rest.Config, spec Spec, counters *Counters) (*Running, error) {
 			return startShrunkCache(ctx, cfg, spec, counters, metacache.Shrink{}, false)
-		}})
-	steps = append(steps, Variant{Name: "metadata-cache-gomaxprocs1", Description: "cache only: metadata-cache with GOMAXPROCS=1 (the floor, one P)",
-		CacheOnly: true, Start: func(ctx context.Context, cfg *rest.Config, spec Spec, counters *Counters) (*Running, error) {
-			runtime.GOMAXPROCS(1)
-			return startShrunkCache(ctx, cfg, spec, counters, metacache.Shrink{}, false)
-		}})
+		}}
+	steps = append(steps, floor, onOneP(floor, "cache only: metadata-cache with GOMAXPROCS=1 (the floor, one P)"))
 	add("step1-managedfields", "cache only: metadata, other managers' managedFields dropped by a transform", func() { shrink.ManagedFields = true })
 	add("step2-strip-before-decode", "cache only: + managedFields stripped from the protobuf before decoding", func() { strip = true })
 	add("step3-annotations", "cache only: + annotations no rule reads dropped", func() { shrink.Annotations = true })
@@ -197,17 +194,8 @@ func shrinkSteps() []Variant {
 func startShrunkCache(ctx context.Context, cfg *rest.Config, spec Spec, counters *Counters, shrink metacache.Shrink, strip bool) (*Running, error) {
 	if strip {
 		cfg = wire.StripManagedFields(cfg, metacache.FieldManager, wire.Options{})
-		counters.readUnchanged = unchangedTotal // the transport leaves unchanged objects' events out
 	}
-	selector, err := labels.Parse(spec.Selector)
-	if err != nil {
-		return nil, err
-	}
-	c, err := cache.New(cfg, cache.Options{DefaultLabelSelector: selector, DefaultTransform: shrink.Transform()})
-	if err != nil {
-		return nil, err
-	}
-	return startCounted(ctx, c, c.Start, counters, metadataPodList, metacache.NewObject(podGVK))
+	return startCache(ctx, cfg, spec, counters, cache.Options{DefaultTransform: shrink.Transform()}, metadataPodList, metacache.NewObject(podGVK))
 }
 
 func metadataPodList() client.ObjectList { return metacache.NewList(podGVK) }
