@@ -70,9 +70,16 @@ func TestConnectionDropResumesTheWatchWithoutARelist(t *testing.T) {
 // builder.OnlyMetadata on Pods: a metadata-only informer, no transport of ours.
 func startStockMetadataCache(t *testing.T, cfg *rest.Config, ns string) cache.Cache {
 	t.Helper()
-	c, err := cache.New(cfg, cache.Options{ByObject: map[client.Object]cache.ByObject{
+	return startPodCache(t, cfg, cache.Options{ByObject: map[client.Object]cache.ByObject{
 		podMetadata(): {Namespaces: map[string]cache.Config{ns: {}}},
 	}})
+}
+
+// startPodCache starts a cache with o and its metadata-only pod informer, and
+// waits for it to sync.
+func startPodCache(t *testing.T, cfg *rest.Config, o cache.Options) cache.Cache {
+	t.Helper()
+	c, err := cache.New(cfg, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +90,7 @@ func startStockMetadataCache(t *testing.T, cfg *rest.Config, ns string) cache.Ca
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if !c.WaitForCacheSync(ctx) {
-		t.Fatal("the stock cache did not sync")
+		t.Fatal("the cache did not sync")
 	}
 	return c
 }

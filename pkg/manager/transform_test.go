@@ -1,17 +1,14 @@
 package manager_test
 
 import (
-	"context"
 	"fmt"
 	"reflect"
 	"sync"
 	"testing"
-	"time"
 	"unsafe"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 
 	"github.com/metawatch/metawatch/pkg/controlplane"
 	"github.com/metawatch/metawatch/pkg/metacache"
@@ -56,19 +53,7 @@ func TestTheTransformsSecondRunOnTheInitialSyncRebuildsNothing(t *testing.T) {
 		}
 		opts.ByObject[obj] = by
 	}
-	cc, err := cache.New(wire.StripManagedFields(cp.Config, metacache.FieldManager, wire.Options{}), opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := cc.GetInformer(context.Background(), podMetadata()); err != nil {
-		t.Fatal(err)
-	}
-	testkit.Start(t, cc)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if !cc.WaitForCacheSync(ctx) {
-		t.Fatal("the cache did not sync")
-	}
+	startPodCache(t, wire.StripManagedFields(cp.Config, metacache.FieldManager, wire.Options{}), opts)
 	mu.Lock()
 	defer mu.Unlock()
 	if len(calls) != pods {
