@@ -78,20 +78,14 @@ func keepObject(b []byte, keep func(uid []byte) bool) bool {
 // message in b (the one a decoder keeps); ok is false if there is none or b
 // is malformed.
 func lastBytesField(b []byte, num protowire.Number) (value []byte, ok bool) {
-	for len(b) > 0 {
-		n, typ, tagLen := protowire.ConsumeTag(b)
-		if tagLen < 0 {
-			return nil, false
-		}
-		m := protowire.ConsumeFieldValue(n, typ, b[tagLen:])
-		if m < 0 {
-			return nil, false
-		}
+	wellFormed := eachField(b, func(n protowire.Number, typ protowire.Type, _, v []byte) bool {
 		if n == num && typ == protowire.BytesType {
-			value, _ = protowire.ConsumeBytes(b[tagLen : tagLen+m])
-			ok = true
+			value, ok = v, true
 		}
-		b = b[tagLen+m:]
+		return true
+	})
+	if !wellFormed {
+		return nil, false
 	}
 	return value, ok
 }
