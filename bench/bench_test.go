@@ -25,7 +25,7 @@ func TestMain(m *testing.M) { os.Exit(controlplane.RunTests(m, &cp)) }
 func TestHarnessSmoke(t *testing.T) {
 	controlplane.SkipIfShort(t)
 	run, out := runBench(t, nil, "--kubeconfig", cp.KubeconfigPath, "--sizes", "30,50", "--pods-per-namespace", "20", "--scenarios", "sync,converge,churn,firehose",
-		"--churn-duration", "2s", "--churn-status-rate", "10", "--churn-label-rate", "4", "--firehose-duration", "2s", "--firehose-rate", "50")
+		"--churn-duration", "2s", "--churn-status-rate", "10", "--churn-label-rate", "4", "--firehose-duration", "2s", "--firehose-rate", "50", "--steady-window", "1s")
 	all := variant.All()
 	if len(run.Results) != 2*len(all) {
 		t.Fatalf("%d results, want one per variant (%d) and size (2)", len(run.Results), len(all))
@@ -50,7 +50,7 @@ func TestHarnessWithKwokNodes(t *testing.T) {
 	}
 	defer func() { _ = own.Stop() }()
 	run, out := runBench(t, nil, "--kubeconfig", own.KubeconfigPath, "--kwok-nodes", "2", "--sizes", "20", "--pods-per-namespace", "20",
-		"--variants", "metawatch", "--churn-duration", "4s", "--churn-status-rate", "10", "--churn-label-rate", "2")
+		"--variants", "metawatch", "--churn-duration", "4s", "--churn-status-rate", "10", "--churn-label-rate", "2", "--steady-window", "1s")
 	if run.Options.KwokNodes != 2 || len(run.Results) != 1 {
 		t.Fatalf("options %+v and %d results, want 2 simulated nodes and one result", run.Options, len(run.Results))
 	}
@@ -100,6 +100,10 @@ func checkResult(t *testing.T, r report.Result, firehose bool) {
 	if r.Objects != r.N || r.Sync.ReceivedBytesPerObject <= 0 || r.Sync.AllocatedBytesPerObject <= 0 || r.Sync.Seconds <= 0 ||
 		r.PeakRSSBytes <= 0 || r.CPUSeconds <= 0 || r.Sync.Events < int64(r.N) {
 		t.Errorf("incomplete or inconsistent sync: %+v (want all %d pods cached, each an event, and positive figures)", r.Sync, r.N)
+	}
+	if r.Sync.ReadySeconds < r.Sync.Seconds || r.SteadyRSSBytes <= 0 || r.SteadyRSSBytes > r.PeakRSSBytes {
+		t.Errorf("ready after %.2f s for a sync of %.2f s, steady RSS %d B of peak %d B: want ready no sooner than synced, and a steady RSS within the peak",
+			r.Sync.ReadySeconds, r.Sync.Seconds, r.SteadyRSSBytes, r.PeakRSSBytes)
 	}
 	if r.Variant != "typed" {
 		for key := range r.Sync.ReceivedBytesPerObjectByKey {

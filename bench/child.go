@@ -31,11 +31,14 @@ import (
 type synced struct {
 	Objects                     int
 	SyncSeconds, SyncCPUSeconds float64
-	RetainedBytes               int64
-	AllocatedBytes              uint64
-	ReceivedBytes               map[string]int64
-	Events, Reconciles          int64
-	PodUIDs                     []string `json:",omitempty"` // the cached pods' uids, of a sharded replica
+	// ReadySeconds is from the process's start to synced caches: what
+	// metawatch's readiness probe waits for, startup (clients, discovery) included.
+	ReadySeconds       float64
+	RetainedBytes      int64
+	AllocatedBytes     uint64
+	ReceivedBytes      map[string]int64
+	Events, Reconciles int64
+	PodUIDs            []string `json:",omitempty"` // the cached pods' uids, of a sharded replica
 }
 
 // snapshot is what the child counted so far.
@@ -44,10 +47,15 @@ type snapshot struct {
 	Requests, Bytes    map[string]int64
 	CPUSeconds         float64
 	PeakRSSBytes       int64
+	RSSBytes           int64 // resident now (VmRSS)
 	// Mallocs, AllocatedBytes and GCCycles are the Go runtime's counts so far.
 	Mallocs, AllocatedBytes uint64
 	GCCycles                uint32
 }
+
+// processStarted is about when this process started: package variables are
+// set before main runs, a few milliseconds after exec.
+var processStarted = time.Now()
 
 // settleTimeout bounds the wait for a controller's initial reconciles.
 const settleTimeout = 10 * time.Minute
@@ -122,7 +130,8 @@ func measureSync(ctx context.Context, v variant.Variant, running *variant.Runnin
 	if err := running.WaitSynced(ctx); err != nil {
 		return synced{}, err
 	}
-	s := synced{SyncSeconds: time.Since(start).Seconds(), SyncCPUSeconds: probe.CPUSeconds() - cpu, AllocatedBytes: totalAlloc() - before.TotalAlloc}
+	s := synced{SyncSeconds: time.Since(start).Seconds(), SyncCPUSeconds: probe.CPUSeconds() - cpu, AllocatedBytes: totalAlloc() - before.TotalAlloc,
+		ReadySeconds: time.Since(processStarted).Seconds()}
 	n, err := running.CachedPods(ctx)
 	if err != nil {
 		return synced{}, err
@@ -176,7 +185,7 @@ func serveSnapshots(in io.Reader, counters *variant.Counters, wire *probe.Wire) 
 		var m runtime.MemStats
 		runtime.ReadMemStats(&m)
 		s := snapshot{Events: counters.Received(), Reconciles: counters.Reconciles(), Requests: wire.Requests(), Bytes: wire.Bytes(),
-			CPUSeconds: probe.CPUSeconds(), PeakRSSBytes: probe.PeakRSS(), Mallocs: m.Mallocs, AllocatedBytes: m.TotalAlloc, GCCycles: m.NumGC}
+			CPUSeconds: probe.CPUSeconds(), PeakRSSBytes: probe.PeakRSS(), RSSBytes: probe.RSS(), Mallocs: m.Mallocs, AllocatedBytes: m.TotalAlloc, GCCycles: m.NumGC}
 		if err := json.NewEncoder(os.Stdout).Encode(s); err != nil {
 			return err
 		}

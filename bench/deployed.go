@@ -105,6 +105,7 @@ func (h *harness) startDeployed(ctx context.Context, n int) (*deployed, synced, 
 		return nil, synced{}, err
 	}
 	s := synced{SyncSeconds: time.Since(start).Seconds()}
+	s.ReadySeconds = s.SyncSeconds // helm install to the leader Ready is both
 	pid, err := cluster.PodProcess(leader.UID, "/metawatch")
 	if err != nil {
 		return nil, synced{}, err
@@ -160,7 +161,7 @@ func (d *deployed) snapshot() (snapshot, error) {
 	}
 	return snapshot{Events: m.received(), Reconciles: int64(m.sum("controller_runtime_reconcile_total", "", "")),
 		Requests:   map[string]int64{"PATCH pods (metawatch_rule_writes_total)": int64(m.sum("metawatch_rule_writes_total", "", ""))},
-		CPUSeconds: probe.CPUSecondsOf(d.pid), PeakRSSBytes: probe.PeakRSSOf(d.pid)}, nil
+		CPUSeconds: probe.CPUSecondsOf(d.pid), PeakRSSBytes: probe.PeakRSSOf(d.pid), RSSBytes: probe.RSSOf(d.pid)}, nil
 }
 
 // stop takes a last snapshot and uninstalls the chart, waiting for its pods

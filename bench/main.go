@@ -40,8 +40,10 @@ type options struct {
 	churnDuration             time.Duration
 	firehoseRate              float64
 	firehoseDuration          time.Duration
+	steadyWindow              time.Duration
 	kind, out, heapProfiles   string
 	keep, localCluster        bool
+	leanPods                  bool
 	child                     string // set in a variant's own process
 	shard                     string // "i/N": the child is sharded replica i of N
 	shardServerSide           bool   // the sharded child asks the API server to filter
@@ -83,11 +85,14 @@ func parseFlags() options {
 	flag.DurationVar(&o.churnDuration, "churn-duration", 30*time.Second, "How long churn runs per variant.")
 	flag.Float64Var(&o.firehoseRate, "firehose-rate", 1000, "Status-only pod updates per second the firehose tries (it skips what would exceed 64 requests in flight, so the API server sets the real rate).")
 	flag.DurationVar(&o.firehoseDuration, "firehose-duration", 30*time.Second, "How long the firehose runs per variant.")
+	flag.DurationVar(&o.steadyWindow, "steady-window", 15*time.Second, "How long each variant runs idle after its sync before its steady RSS is taken (0: not taken).")
 	flag.StringVar(&o.kind, "kind", "", "Run against kind cluster NAME (created from "+target.KindConfig+" if missing).")
 	flag.StringVar(&o.out, "out", "bench/out", "Directory for results.json, README.md and the plots.")
 	flag.StringVar(&o.heapProfiles, "heap-profiles", "", "Write each variant's heap profile after its initial sync to DIR/VARIANT-N.pprof (go tool pprof).")
 	flag.BoolVar(&o.localCluster, "local-cluster", false, "Run on the one-node cluster of `make cluster` (root), started and thrown away here, and add the chart variant: metawatch deployed by its Helm chart, and 10 simulated nodes (--kwok-nodes).")
 	flag.IntVar(&o.kwokNodes, "kwok-nodes", 0, "Simulated nodes (kwok, built once) to bind the pods to: kwok makes them Running and sends the churn's status updates, as kubelets would. 0: none, the harness writes pod status itself (default 10 with --local-cluster).")
+	flag.BoolVar(&o.leanPods, "lean-pods", false, "Seed pods with the same metadata but one bare container (no env, probes, resources or volumes): "+
+		"kube-apiserver holds about 61 KB per realistic pod, so a 24 GiB machine cannot hold 300k of them (see bench/README.md).")
 	flag.BoolVar(&o.keep, "keep", false, "Keep the seeded namespaces at the end (on a kind cluster or kubeconfig; the local control plane is thrown away).")
 	flag.StringVar(&o.render, "render", "", "Only write the report (README.md, plots) of results.json FILE into --out, e.g. after changing the report's code.")
 	flag.StringVar(&o.child, "child", "", "Internal: run this variant in this process and report to the harness on stdout.")

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/metawatch/metawatch/bench/report"
 	"github.com/metawatch/metawatch/bench/scenario"
@@ -25,6 +26,10 @@ func (h *harness) measureVariant(ctx context.Context, v variant.Variant, n int) 
 		_, _ = c.stop()
 		return r, fmt.Errorf("cached %d pods, the cluster has %d", s.Objects, n)
 	}
+	if err := h.steady(ctx, c, &r); err != nil {
+		_, _ = c.stop()
+		return r, err
+	}
 	if !v.CacheOnly {
 		if err := h.scenarios(ctx, c, v, &r); err != nil {
 			_, _ = c.stop()
@@ -40,6 +45,23 @@ func (h *harness) measureVariant(ctx context.Context, v variant.Variant, n int) 
 	final, err := c.stop()
 	r.PeakRSSBytes, r.CPUSeconds = final.PeakRSSBytes, final.CPUSeconds
 	return r, err
+}
+
+// steady lets the variant run idle for --steady-window after its sync, then
+// takes its resident set: what it holds once the sync's garbage is collected
+// and returned to the kernel, the figure a container's memory limit is set by.
+func (h *harness) steady(ctx context.Context, c measured, r *report.Result) error {
+	if h.o.steadyWindow <= 0 {
+		return nil
+	}
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(h.o.steadyWindow):
+	}
+	s, err := c.snapshot()
+	r.SteadyRSSBytes = s.RSSBytes
+	return err
 }
 
 // start starts v at size n: in a process of its own, or from the chart.
@@ -122,7 +144,7 @@ func (h *harness) sendChurn(ctx context.Context, opts scenario.ChurnOptions) (sc
 
 func syncFigures(s synced) report.Sync {
 	per := func(v float64) float64 { return v / float64(max(s.Objects, 1)) }
-	out := report.Sync{Seconds: s.SyncSeconds, CPUSeconds: s.SyncCPUSeconds, Events: s.Events, Reconciles: s.Reconciles,
+	out := report.Sync{Seconds: s.SyncSeconds, ReadySeconds: s.ReadySeconds, CPUSeconds: s.SyncCPUSeconds, Events: s.Events, Reconciles: s.Reconciles,
 		RetainedBytesPerObject: per(float64(s.RetainedBytes)), AllocatedBytesPerObject: per(float64(s.AllocatedBytes)),
 		ReceivedBytesPerObjectByKey: map[string]float64{}}
 	for key, b := range s.ReceivedBytes {

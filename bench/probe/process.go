@@ -40,13 +40,23 @@ func SettledHeap(samples int) runtime.MemStats {
 func PeakRSS() int64 { return PeakRSSOf("self") }
 
 // PeakRSSOf is PeakRSS of process pid ("self" for this one).
-func PeakRSSOf(pid string) int64 {
+func PeakRSSOf(pid string) int64 { return statusBytes(pid, "VmHWM:") }
+
+// RSS is the process's resident set now (VmRSS), 0 where /proc is not.
+func RSS() int64 { return RSSOf("self") }
+
+// RSSOf is RSS of process pid ("self" for this one).
+func RSSOf(pid string) int64 { return statusBytes(pid, "VmRSS:") }
+
+// statusBytes is the field of /proc/PID/status that starts with key, in
+// bytes (the kernel gives kB), 0 if it cannot be read.
+func statusBytes(pid, key string) int64 {
 	data, err := os.ReadFile("/proc/" + pid + "/status")
 	if err != nil {
 		return 0
 	}
 	for _, line := range strings.Split(string(data), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+		if rest, ok := strings.CutPrefix(line, key); ok {
 			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
 			return kb << 10
 		}

@@ -20,6 +20,7 @@ func Markdown(run Run) string {
 	churnTable(&b, run)
 	convergeTable(&b, run)
 	firehoseTable(&b, run)
+	scalingTable(&b, run)
 	shardsTable(&b, run)
 	b.WriteString("\n![retained heap per cached pod against pods in the cluster](memory.png)\n\n![label change to write latency](latency.png)\n")
 	return b.String()
@@ -32,6 +33,12 @@ func header(b *strings.Builder, run Run) {
 		m.Date, m.OS, m.Arch, m.CPUs, m.CPU, float64(m.MemoryBytes)/(1<<30), m.GoVersion, m.KubernetesVersion, m.Target)
 	fmt.Fprintf(b, "Sizes %v pods (%d per namespace), scenarios %s, concurrency %d; churn %.0f status updates/s and %.0f label changes/s for %.0f s. ",
 		o.Sizes, o.PerNamespace, strings.Join(o.Scenarios, ","), o.Concurrency, o.ChurnStatusPerSec, o.ChurnLabelsPerSec, o.ChurnSeconds)
+	if o.SteadySeconds > 0 {
+		fmt.Fprintf(b, "Steady RSS is each variant's resident set after %.0f s idle after its sync. ", o.SteadySeconds)
+	}
+	if o.LeanPods {
+		b.WriteString("Pods were lean (`--lean-pods`): the same metadata, one bare container instead of a production-shaped spec. ")
+	}
 	if o.KwokNodes > 0 {
 		fmt.Fprintf(b, "Pods ran on %d simulated nodes (kwok): kwok made them Running and sent the churn's status updates. ", o.KwokNodes)
 	}
@@ -63,16 +70,16 @@ func syncTable(b *strings.Builder, run Run, cacheOnly bool) {
 	} else {
 		b.WriteString("\n## Memory, bytes and time of the initial sync\n\n")
 	}
-	b.WriteString("| pods | variant | cached | retained heap / pod | " + run.Baseline + " / this | allocated in sync / pod | received / pod | sync s | sync CPU s | peak RSS | CPU s |\n")
-	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("| pods | variant | cached | retained heap / pod | " + run.Baseline + " / this | allocated in sync / pod | received / pod | sync s | ready s | sync CPU s | peak RSS | steady RSS | CPU s |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range run.Results {
 		if r.CacheOnly != cacheOnly && (!cacheOnly || r.Variant != "metadata") {
 			continue
 		}
 		base := run.find(run.Baseline, r.N)
-		fmt.Fprintf(b, "| %d | %s | %d | %s | %s | %s | %s | %.2f | %.2f | %d MiB | %.1f |\n", r.N, r.Variant, r.Objects,
+		fmt.Fprintf(b, "| %d | %s | %d | %s | %s | %s | %s | %.2f | %s | %.2f | %d MiB | %s | %.1f |\n", r.N, r.Variant, r.Objects,
 			bytes(r, r.Sync.RetainedBytesPerObject), ratio(base, r), bytes(r, r.Sync.AllocatedBytesPerObject), bytes(r, r.Sync.ReceivedBytesPerObject),
-			r.Sync.Seconds, r.Sync.CPUSeconds, r.PeakRSSBytes>>20, r.CPUSeconds)
+			r.Sync.Seconds, orDash(r.Sync.ReadySeconds, "%.2f"), r.Sync.CPUSeconds, r.PeakRSSBytes>>20, orDash(float64(r.SteadyRSSBytes>>20), "%.0f MiB"), r.CPUSeconds)
 	}
 }
 
@@ -86,6 +93,14 @@ func ratio(base *Result, r Result) string {
 // bytes is a per-pod figure, "-" for the chart variant, which is measured
 // from outside its process (no heap, no wire).
 func bytes(r Result, perPod float64) string { return inProcess(r, perPod, "%.0f B") }
+
+// orDash formats v, or "-" where it was not measured (0).
+func orDash(v float64, format string) string {
+	if v <= 0 {
+		return "-"
+	}
+	return fmt.Sprintf(format, v)
+}
 
 // times is how many times less than the baseline's a figure is, "-" where not measured.
 func times(r Result, base, this float64) string {

@@ -36,6 +36,10 @@ type Options struct {
 	ChurnSeconds      float64  `json:"churnSeconds"`
 	FirehosePerSec    float64  `json:"firehoseStatusUpdatesPerSecond,omitempty"`
 	FirehoseSeconds   float64  `json:"firehoseSeconds,omitempty"`
+	// LeanPods: pods had one bare container instead of a production-shaped spec (seed.LeanPod).
+	LeanPods bool `json:"leanPods,omitempty"`
+	// SteadySeconds is how long each variant ran idle after its sync before its steady RSS was taken.
+	SteadySeconds float64 `json:"steadySeconds,omitempty"`
 	// KwokNodes are the simulated nodes the pods ran on (0: none, the harness wrote their status).
 	KwokNodes int `json:"kwokNodes,omitempty"`
 }
@@ -65,11 +69,17 @@ type Result struct {
 	// PeakRSSBytes and CPUSeconds are the whole process's, at its end.
 	PeakRSSBytes int64   `json:"peakRSSBytes"`
 	CPUSeconds   float64 `json:"cpuSeconds"`
+	// SteadyRSSBytes is the process's resident set after it ran idle for
+	// Options.SteadySeconds after its sync (0: not taken).
+	SteadyRSSBytes int64 `json:"steadyRSSBytes,omitempty"`
 }
 
 // Sync is the initial list and watch: from start to synced caches.
 type Sync struct {
-	Seconds                 float64 `json:"seconds"`
+	Seconds float64 `json:"seconds"`
+	// ReadySeconds is from the process's start to synced caches (what the
+	// readiness probe waits for): Seconds plus starting up.
+	ReadySeconds            float64 `json:"readySeconds,omitempty"`
 	CPUSeconds              float64 `json:"cpuSeconds"`
 	RetainedBytesPerObject  float64 `json:"retainedHeapBytesPerPod"`
 	AllocatedBytesPerObject float64 `json:"allocatedBytesPerPod"`

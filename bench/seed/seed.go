@@ -36,6 +36,8 @@ type Population struct {
 	// (kwok's simulated nodes): that node's kubelet then writes its status.
 	// Unset, the harness writes a running status itself, as no kubelet will.
 	Schedule func(pod *corev1.Pod, i int)
+	// Lean pods have the same metadata but one bare container (LeanPod).
+	Lean bool
 	// owners are the uids of the pods' owner ReplicaSets by namespace/name,
 	// recorded as Grow creates them.
 	owners sync.Map
@@ -59,6 +61,9 @@ func (p *Population) Grow(ctx context.Context, from, to int) error {
 		defer done.Add(1)
 		i += from
 		pod := Pod(NamespaceName(i/p.PerNamespace), i%p.PerNamespace)
+		if p.Lean {
+			pod = LeanPod(pod)
+		}
 		if uid, ok := p.owners.Load(pod.Namespace + "/" + pod.OwnerReferences[0].Name); ok {
 			pod.OwnerReferences[0].UID = uid.(types.UID)
 		}

@@ -71,6 +71,26 @@ func metawatchGCByLimit() Variant {
 		}}
 }
 
+// containerMemoryLimitBytes is the container memory limit of
+// metawatch-limit256mi: issue #14's goal for the steady RSS at 300k pods, as
+// a platform engineer would set it in resources.limits.memory. The bench
+// runs no container, so it shows what the soft limit does to the process,
+// not whether a real 256Mi container would survive its sync's peak (at 300k
+// it would not: bench/results/300k).
+const containerMemoryLimitBytes = 256 << 20
+
+// metawatchMemoryLimit is metawatch with the soft memory limit
+// --container-memory-limit=256Mi sets: 90% of it, as cmd/metawatch's
+// memoryLimitShare. It shows what such a limit costs in sync time and CPU,
+// and that the process stays within it.
+func metawatchMemoryLimit() Variant {
+	return Variant{Name: "metawatch-limit256mi", Description: "metawatch with --container-memory-limit=256Mi: the GC paced by GOGC and a soft limit of 90% of 256 MiB",
+		Start: func(ctx context.Context, cfg *rest.Config, spec Spec, counters *Counters) (*Running, error) {
+			debug.SetMemoryLimit(containerMemoryLimitBytes * 9 / 10)
+			return startMetawatch(ctx, cfg, spec, counters, manager.Options{UnchangedBookmarkInterval: manager.DefaultUnchangedBookmarkInterval})
+		}}
+}
+
 // metawatchDecodeAll shows what leaving out unchanged objects' events before decoding saves.
 func metawatchDecodeAll() Variant {
 	return Variant{Name: "metawatch-decode-all", Description: "metawatch with --decode-unchanged-events: every status-only event decoded, stored and handed to the predicates",
@@ -188,7 +208,7 @@ func shrinkSteps() []Variant {
 	add("step4-intern", "cache only: + repeated strings interned", func() { shrink.Intern = true })
 	add("step5-share-labels", "cache only: + equal label sets share one map", func() { shrink.ShareLabels = true })
 	add("step6-unread-fields", "cache only: + ownerReferences, finalizers, generateName dropped (= metawatch's cache)", func() { shrink.UnreadFields = true })
-	return steps
+	return append(steps, compactObjects())
 }
 
 func startShrunkCache(ctx context.Context, cfg *rest.Config, spec Spec, counters *Counters, shrink metacache.Shrink, strip bool) (*Running, error) {

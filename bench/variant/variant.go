@@ -102,7 +102,9 @@ var (
 // All is every variant: the controllers first, typed (the baseline) at the head.
 func All() []Variant {
 	return append([]Variant{typed(), metadataOnly(), metadataInformer(), metawatch(), metawatchBookmarkEach(), metawatchDecodeAll(), metawatchGCByLimit(),
-		onOneP(metawatch(), "metawatch with GOMAXPROCS=1, as the chart runs it"), typedCache()}, shrinkSteps()...)
+		onOneP(metawatch(), "metawatch with GOMAXPROCS=1, as the chart runs it"),
+		onOneP(metawatchMemoryLimit(), "metawatch as the chart runs it with resources.limits.memory 256Mi: GOMAXPROCS=1 and --container-memory-limit=256Mi"),
+		typedCache()}, shrinkSteps()...)
 }
 
 // Names returns the names of vs.

@@ -38,6 +38,9 @@ type Options struct {
 	KubeconfigPath string
 	// ExtraAPIServerArgs are appended to the kube-apiserver flags.
 	ExtraAPIServerArgs map[string]string
+	// ExtraEtcdArgs are appended to the etcd flags (the bench's 300k pods
+	// need more than etcd's default 2 GiB quota, see bench/README.md).
+	ExtraEtcdArgs map[string]string
 }
 
 // Start builds the binaries if needed and starts etcd and kube-apiserver.
@@ -94,6 +97,10 @@ func newEnvironment(bins Binaries, opts Options) *envtest.Environment {
 	args.Append("feature-gates", FeatureGates)
 	for k, v := range opts.ExtraAPIServerArgs {
 		args.Set(k, v)
+	}
+	etcdArgs := env.ControlPlane.Etcd.Configure()
+	for k, v := range opts.ExtraEtcdArgs {
+		etcdArgs.Set(k, v)
 	}
 	return env
 }

@@ -1,0 +1,110 @@
+package report
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// ProjectedPods is the cluster size the scaling table projects to, and
+// projectedName its name in the report.
+const (
+	ProjectedPods = 1_000_000
+	projectedName = "1M"
+)
+
+// figure is one per-run figure of a variant that grows with the cluster.
+type figure struct {
+	name   string
+	unit   string
+	format string
+	of     func(Result) float64 // 0: not measured
+}
+
+var scalingFigures = []figure{
+	{"sync", "s", "%.1f", func(r Result) float64 { return r.Sync.Seconds }},
+	{"ready", "s", "%.1f", func(r Result) float64 { return r.Sync.ReadySeconds }},
+	{"peak RSS", "MiB", "%.0f", func(r Result) float64 { return inMiB(r.PeakRSSBytes) }},
+	{"steady RSS", "MiB", "%.0f", func(r Result) float64 { return inMiB(r.SteadyRSSBytes) }},
+	{"retained heap", "MiB", "%.0f", func(r Result) float64 {
+		return r.Sync.RetainedBytesPerObject * float64(r.Objects) / (1 << 20)
+	}},
+}
+
+func inMiB(b int64) float64 { return float64(b) / (1 << 20) }
+
+// scalingTable projects each variant measured at two sizes or more to
+// ProjectedPods: a straight line fitted to (pods, figure) by least squares.
+// Memory and sync time of a cache grow linearly with what it holds; the
+// fit's intercept is what the process costs with nothing cached.
+func scalingTable(b *strings.Builder, run Run) {
+	var rows []string
+	for _, name := range run.variantNames() {
+		results := run.resultsOf(name)
+		for _, f := range scalingFigures {
+			if row, ok := scalingRow(name, f, results); ok {
+				rows = append(rows, row)
+			}
+		}
+	}
+	if len(rows) == 0 {
+		return
+	}
+	fmt.Fprintf(b, "\n## Scaling: a line through every size, projected to %s pods\n\n", projectedName)
+	b.WriteString("Least-squares fit of each figure against pods cached; measured values in the order of the sizes.\n\n")
+	fmt.Fprintf(b, "| variant | figure | measured | per 100k pods | with none | at %s |\n|---|---|---|---|---|---|\n", projectedName)
+	b.WriteString(strings.Join(rows, ""))
+}
+
+func scalingRow(variant string, f figure, results []Result) (string, bool) {
+	var measured []string
+	var px, py []float64
+	for _, r := range results {
+		if v := f.of(r); v > 0 && r.Objects > 0 {
+			px, py = append(px, float64(r.Objects)), append(py, v)
+			measured = append(measured, fmt.Sprintf(f.format, v))
+		}
+	}
+	if len(px) < 2 {
+		return "", false
+	}
+	slope, intercept := fitLine(px, py)
+	return fmt.Sprintf("| %s | %s (%s) | %s | "+f.format+" | "+f.format+" | **"+f.format+"** |\n", variant, f.name, f.unit,
+		strings.Join(measured, " / "), slope*100_000, intercept, intercept+slope*ProjectedPods), true
+}
+
+// fitLine is the least-squares line y = slope*x + intercept through the points.
+func fitLine(xs, ys []float64) (slope, intercept float64) {
+	n := float64(len(xs))
+	var sx, sy, sxx, sxy float64
+	for i := range xs {
+		sx, sy, sxx, sxy = sx+xs[i], sy+ys[i], sxx+xs[i]*xs[i], sxy+xs[i]*ys[i]
+	}
+	if d := n*sxx - sx*sx; d != 0 {
+		slope = (n*sxy - sx*sy) / d
+	}
+	return slope, (sy - slope*sx) / n
+}
+
+// variantNames are the run's variants in the order they were first measured.
+func (run Run) variantNames() []string {
+	var names []string
+	for _, r := range run.Results {
+		if !slices.Contains(names, r.Variant) {
+			names = append(names, r.Variant)
+		}
+	}
+	return names
+}
+
+// resultsOf are variant's results, smallest size first.
+func (run Run) resultsOf(variant string) []Result {
+	var out []Result
+	for _, r := range run.Results {
+		if r.Variant == variant {
+			out = append(out, r)
+		}
+	}
+	slices.SortFunc(out, func(a, b Result) int { return a.N - b.N })
+	return out
+}
