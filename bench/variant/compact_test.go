@@ -99,21 +99,32 @@ func FuzzPackRoundTrips(f *testing.F) {
 }
 
 // BenchmarkWhatAPackedPodCosts reports the heap a packed pod costs alone
-// (object-B/pod) and what client-go's store and namespace index add to it
-// (store-B/pod): the part a compact object cannot shrink (issue #14, item 3).
+// (object-B/pod), the same pod unpacked (unpacked-B/pod), and what
+// client-go's store and namespace index add (store-B/pod): the part a
+// compact object cannot shrink (issue #14, item 3).
 // go test ./variant -run XXX -bench WhatAPackedPodCosts -benchtime 1x
 func BenchmarkWhatAPackedPodCosts(b *testing.B) {
 	const pods = 100_000
 	shared := packable() // its label and annotation maps and managedFields, shared as metacache shares them
-	pack := func(i int) *compactPod {
+	unpacked := func(i int) *metav1.PartialObjectMetadata {
 		p := *shared
 		p.Name, p.UID = fmt.Sprintf("app-%d-%08d", i%50, i), types.UID(uuid.NewString())
-		c, _ := pack(&p)
+		return &p
+	}
+	pack := func(i int) *compactPod {
+		c, _ := pack(unpacked(i))
 		return c
 	}
 	for range b.N {
-		objects := make([]*compactPod, pods)
+		plain := make([]*metav1.PartialObjectMetadata, pods)
 		before := heapAfterGC()
+		for i := range plain {
+			plain[i] = unpacked(i)
+		}
+		b.ReportMetric(float64(heapAfterGC()-before)/pods, "unpacked-B/pod")
+		runtime.KeepAlive(plain)
+		objects := make([]*compactPod, pods)
+		before = heapAfterGC()
 		for i := range objects {
 			objects[i] = pack(i)
 		}
