@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/metawatch/metawatch/bench/report"
 	"github.com/metawatch/metawatch/bench/scenario"
@@ -54,10 +53,8 @@ func (h *harness) steady(ctx context.Context, c measured, r *report.Result) erro
 	if h.o.steadyWindow <= 0 {
 		return nil
 	}
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-time.After(h.o.steadyWindow):
+	if err := sleep(ctx, h.o.steadyWindow); err != nil {
+		return err
 	}
 	s, err := c.snapshot()
 	r.SteadyRSSBytes = s.RSSBytes

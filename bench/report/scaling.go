@@ -42,7 +42,7 @@ func inMiB(b int64) float64 { return float64(b) / (1 << 20) }
 // machine's two CPUs with the variant, so their projections are floors.
 func scalingTable(b *strings.Builder, run Run) {
 	var rows []string
-	for _, name := range run.variantNames() {
+	for _, name := range variantNames(run) {
 		results := run.resultsOf(name)
 		for _, f := range scalingFigures {
 			if row, ok := scalingRow(name, f, results); ok {
@@ -87,17 +87,6 @@ func fitLine(xs, ys []float64) (slope, intercept float64) {
 		slope = (n*sxy - sx*sy) / d
 	}
 	return slope, (sy - slope*sx) / n
-}
-
-// variantNames are the run's variants in the order they were first measured.
-func (run Run) variantNames() []string {
-	var names []string
-	for _, r := range run.Results {
-		if !slices.Contains(names, r.Variant) {
-			names = append(names, r.Variant)
-		}
-	}
-	return names
 }
 
 // resultsOf are variant's results, smallest size first.

@@ -27,9 +27,11 @@ func startCounted(ctx context.Context, c cache.Cache, start func(context.Context
 		}
 	}
 	return &Running{
-		Run:           func() { go func() { _ = start(ctx) }() },
-		WaitSynced:    func(ctx context.Context) error { return waitSynced(ctx, c) },
-		CachedPods:    func(ctx context.Context) (int, error) { return countCached(ctx, c, podList()) },
+		Run:        func() { go func() { _ = start(ctx) }() },
+		WaitSynced: func(ctx context.Context) error { return waitSynced(ctx, c) },
+		CachedPods: func(ctx context.Context) (int, error) {
+			return countCached(ctx, c, podList(), client.UnsafeDisableDeepCopy)
+		},
 		CachedPodUIDs: func(ctx context.Context) ([]string, error) { return cachedUIDs(ctx, c, podList()) },
 	}, nil
 }
@@ -38,16 +40,21 @@ func startCounted(ctx context.Context, c cache.Cache, start func(context.Context
 // the pods spec selects (server side), counted by startCounted.
 func startCache(ctx context.Context, cfg *rest.Config, spec Spec, counters *Counters, o cache.Options,
 	podList func() client.ObjectList, pod client.Object) (*Running, error) {
+	c, err := newCache(cfg, spec, o)
+	if err != nil {
+		return nil, err
+	}
+	return startCounted(ctx, c, c.Start, counters, podList, pod)
+}
+
+// newCache is a controller-runtime cache with o, of the pods spec selects (server side).
+func newCache(cfg *rest.Config, spec Spec, o cache.Options) (cache.Cache, error) {
 	selector, err := labels.Parse(spec.Selector)
 	if err != nil {
 		return nil, err
 	}
 	o.DefaultLabelSelector = selector
-	c, err := cache.New(cfg, o)
-	if err != nil {
-		return nil, err
-	}
-	return startCounted(ctx, c, c.Start, counters, podList, pod)
+	return cache.New(cfg, o)
 }
 
 // cachedUIDs lists the uids in the cache, without copies.
@@ -67,9 +74,10 @@ func waitSynced(ctx context.Context, c cache.Cache) error {
 	return nil
 }
 
-// countCached lists the cache without copies.
-func countCached(ctx context.Context, c cache.Cache, list client.ObjectList) (int, error) {
-	if err := c.List(ctx, list, client.UnsafeDisableDeepCopy); err != nil {
+// countCached lists the cache with opts (without copies, as the variants
+// but step7 count) and counts what it got.
+func countCached(ctx context.Context, c cache.Cache, list client.ObjectList, opts ...client.ListOption) (int, error) {
+	if err := c.List(ctx, list, opts...); err != nil {
 		return 0, err
 	}
 	return meta.LenList(list), nil

@@ -7,9 +7,7 @@ import (
 	"unsafe"
 
 	"github.com/google/uuid"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -19,7 +17,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/metawatch/metawatch/pkg/metacache"
-	"github.com/metawatch/metawatch/pkg/wire"
 )
 
 // compactObjects is issue #14's item 3 measured: metawatch's cache (step6)
@@ -28,18 +25,13 @@ import (
 // materialised again as a PartialObjectMetadata by every cache read (a read
 // deep-copies anyway). The informer, its store and its namespace index are
 // client-go's, unchanged.
+// step6 is step6-unread-fields' Shrink, so the two differ only by the packing.
 // Cache only: an experiment, not what metawatch runs (see bench/README.md).
-func compactObjects() Variant {
+func compactObjects(step6 metacache.Shrink) Variant {
 	return Variant{Name: "step7-compact-objects", CacheOnly: true,
 		Description: "cache only: + each stored object packed into 128 bytes, materialised on every read (an experiment: not metawatch's cache)",
 		Start: func(ctx context.Context, cfg *rest.Config, spec Spec, counters *Counters) (*Running, error) {
-			cfg = wire.StripManagedFields(cfg, metacache.FieldManager, wire.Options{}) // as step6
-			shrink := metacache.Shrink{ManagedFields: true, Annotations: true, Intern: true, ShareLabels: true, UnreadFields: true}.Transform()
-			selector, err := labels.Parse(spec.Selector)
-			if err != nil {
-				return nil, err
-			}
-			c, err := cache.New(cfg, cache.Options{DefaultLabelSelector: selector, DefaultTransform: compacting(shrink)})
+			c, err := newCache(stripped(cfg), spec, cache.Options{DefaultTransform: compacting(step6.Transform())})
 			if err != nil {
 				return nil, err
 			}
@@ -48,13 +40,7 @@ func compactObjects() Variant {
 				return nil, err
 			}
 			// Read through the cache as a controller does: every item materialised.
-			running.CachedPods = func(ctx context.Context) (int, error) {
-				list := metadataPodList()
-				if err := c.List(ctx, list); err != nil {
-					return 0, err
-				}
-				return meta.LenList(list), nil
-			}
+			running.CachedPods = func(ctx context.Context) (int, error) { return countCached(ctx, c, metadataPodList()) }
 			return running, nil
 		}}
 }

@@ -208,14 +208,19 @@ func shrinkSteps() []Variant {
 	add("step4-intern", "cache only: + repeated strings interned", func() { shrink.Intern = true })
 	add("step5-share-labels", "cache only: + equal label sets share one map", func() { shrink.ShareLabels = true })
 	add("step6-unread-fields", "cache only: + ownerReferences, finalizers, generateName dropped (= metawatch's cache)", func() { shrink.UnreadFields = true })
-	return append(steps, compactObjects())
+	return append(steps, compactObjects(shrink))
 }
 
 func startShrunkCache(ctx context.Context, cfg *rest.Config, spec Spec, counters *Counters, shrink metacache.Shrink, strip bool) (*Running, error) {
 	if strip {
-		cfg = wire.StripManagedFields(cfg, metacache.FieldManager, wire.Options{})
+		cfg = stripped(cfg)
 	}
 	return startCache(ctx, cfg, spec, counters, cache.Options{DefaultTransform: shrink.Transform()}, metadataPodList, metacache.NewObject(podGVK))
+}
+
+// stripped is cfg through the stripping transport, as the steps from step2 on use it.
+func stripped(cfg *rest.Config) *rest.Config {
+	return wire.StripManagedFields(cfg, metacache.FieldManager, wire.Options{})
 }
 
 func metadataPodList() client.ObjectList { return metacache.NewList(podGVK) }
