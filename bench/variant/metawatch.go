@@ -17,6 +17,7 @@ import (
 	"github.com/metawatch/metawatch/pkg/config"
 	"github.com/metawatch/metawatch/pkg/controller"
 	"github.com/metawatch/metawatch/pkg/manager"
+	"github.com/metawatch/metawatch/pkg/memlimit"
 	"github.com/metawatch/metawatch/pkg/metacache"
 	"github.com/metawatch/metawatch/pkg/metrics"
 	"github.com/metawatch/metawatch/pkg/rules"
@@ -71,22 +72,26 @@ func metawatchGCByLimit() Variant {
 		}}
 }
 
-// containerMemoryLimitBytes is the container memory limit of
+// containerMemoryLimit is the container memory limit of
 // metawatch-limit256mi: issue #14's goal for the steady RSS at 300k pods, as
 // a platform engineer would set it in resources.limits.memory. The bench
 // runs no container, so it shows what the soft limit does to the process,
 // not whether a real 256Mi container would survive its sync's peak (at 300k
 // it would not: bench/results/300k).
-const containerMemoryLimitBytes = 256 << 20
+const containerMemoryLimit = "256Mi"
 
 // metawatchMemoryLimit is metawatch with the soft memory limit
-// --container-memory-limit=256Mi sets: 90% of it, as cmd/metawatch's
-// memoryLimitShare. It shows what such a limit costs in sync time and CPU,
-// and that the process stays within it.
+// --container-memory-limit=256Mi sets, by the binary's own arithmetic
+// (memlimit). It shows what such a limit costs in sync time and CPU, and
+// that the process stays within it.
 func metawatchMemoryLimit() Variant {
 	return Variant{Name: "metawatch-limit256mi", Description: "metawatch with --container-memory-limit=256Mi: the GC paced by GOGC and a soft limit of 90% of 256 MiB",
 		Start: func(ctx context.Context, cfg *rest.Config, spec Spec, counters *Counters) (*Running, error) {
-			debug.SetMemoryLimit(containerMemoryLimitBytes * 9 / 10)
+			limit, err := memlimit.FromContainer(containerMemoryLimit, "")
+			if err != nil {
+				return nil, err
+			}
+			debug.SetMemoryLimit(limit)
 			return startMetawatch(ctx, cfg, spec, counters, manager.Options{UnchangedBookmarkInterval: manager.DefaultUnchangedBookmarkInterval})
 		}}
 }
