@@ -33,6 +33,16 @@ func metawatch() Variant {
 		}}
 }
 
+// metawatchHTTP2 shows what watching over HTTP/1.1, a connection per watch,
+// saves per event: here the cache's lists and watches share the writes'
+// HTTP/2 connection, as they did before #14.
+func metawatchHTTP2() Variant {
+	return Variant{Name: "metawatch-http2", Description: "metawatch with --watch-http2: lists and watches multiplexed over HTTP/2 instead of a connection each over HTTP/1.1",
+		Start: func(ctx context.Context, cfg *rest.Config, spec Spec, counters *Counters) (*Running, error) {
+			return startMetawatch(ctx, cfg, spec, counters, manager.Options{UnchangedBookmarkInterval: manager.DefaultUnchangedBookmarkInterval, WatchOverHTTP2: true})
+		}}
+}
+
 // metawatchBookmarkEach shows what holding back the bookmarks for unchanged
 // events saves: here every event left out gets one.
 func metawatchBookmarkEach() Variant {

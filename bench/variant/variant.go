@@ -101,8 +101,9 @@ var (
 
 // All is every variant: the controllers first, typed (the baseline) at the head.
 func All() []Variant {
-	return append([]Variant{typed(), metadataOnly(), metadataInformer(), metawatch(), metawatchBookmarkEach(), metawatchDecodeAll(), metawatchGCByLimit(),
+	return append([]Variant{typed(), metadataOnly(), metadataInformer(), metawatch(), metawatchHTTP2(), metawatchBookmarkEach(), metawatchDecodeAll(), metawatchGCByLimit(),
 		onOneP(metawatch(), "metawatch with GOMAXPROCS=1, as the chart runs it"),
+		onOneP(metawatchHTTP2(), "metawatch-http2 with GOMAXPROCS=1: HTTP/2 watches as the chart ran them before #14"),
 		onOneP(metawatchMemoryLimit(), "metawatch as the chart runs it with resources.limits.memory 256Mi: GOMAXPROCS=1 and --container-memory-limit=256Mi"),
 		typedCache()}, shrinkSteps()...)
 }

@@ -67,6 +67,7 @@ func run(ctx context.Context, opts options) error {
 		Recorder: mgr.GetEventRecorder(controller.EventSource), Log: ctrl.Log.WithName("reload"),
 	}
 	reloader.UnchangedEvents = reload.UnchangedEvents{Decode: opts.manager.DecodeUnchangedEvents, BookmarkInterval: opts.manager.UnchangedBookmarkInterval}
+	reloader.WatchOverHTTP2 = opts.manager.WatchOverHTTP2
 	if opts.sharding.enabled {
 		if reloader.Shards, err = addSharding(ctx, mgr, cfg, opts); err != nil {
 			return err
@@ -81,7 +82,7 @@ func run(ctx context.Context, opts options) error {
 	setupLog.Info("stage 3/4: reloader and health checks added")
 	setupLog.Info("stage 4/4: starting", "version", version.Version(), "source", opts.source.String(), "dryRun", opts.controller.DryRun, "writeScope", opts.writeScope.String(),
 		"leaderElection", mgrOpts.LeaderElection, "sharding", opts.sharding.enabled, "gracefulShutdownTimeout", opts.manager.GracefulShutdownTimeout.String(), "metricsSecure", mgrOpts.MetricsSecure,
-		"decodeUnchangedEvents", mgrOpts.DecodeUnchangedEvents, "unchangedBookmarkInterval", mgrOpts.UnchangedBookmarkInterval.String())
+		"decodeUnchangedEvents", mgrOpts.DecodeUnchangedEvents, "unchangedBookmarkInterval", mgrOpts.UnchangedBookmarkInterval.String(), "watchOverHTTP2", mgrOpts.WatchOverHTTP2)
 	if err := mgr.Start(ctx); err != nil {
 		return err
 	}

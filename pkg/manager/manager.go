@@ -52,6 +52,9 @@ type Options struct {
 	// left out is held back (wire.Options.BookmarkInterval); zero sends one
 	// per event. The flag's default is DefaultUnchangedBookmarkInterval.
 	UnchangedBookmarkInterval time.Duration
+	// WatchOverHTTP2 lists and watches over the writes' HTTP/2 connection
+	// instead of a connection each over HTTP/1.1 (cacheHTTPClient says why).
+	WatchOverHTTP2 bool
 }
 
 // DefaultUnchangedBookmarkInterval is --unchanged-bookmark-interval's default:
@@ -66,8 +69,14 @@ const DefaultLeaderElectionID = "metawatch-leader"
 func New(cfg *rest.Config, watches []config.ResolvedWatch, opts Options) (manager.Manager, error) {
 	// Lease renewal keeps cfg as given; everything else gets metadata without
 	// other managers' managedFields, stripped before decoding.
-	mgr, err := manager.New(wire.StripManagedFields(cfg, metacache.FieldManager, wire.Options{DecodeUnchanged: opts.DecodeUnchangedEvents, BookmarkInterval: opts.UnchangedBookmarkInterval}), manager.Options{
-		Cache:                               metacache.CacheOptions(watches, opts.AccessLoss, opts.Shards),
+	stripped := wire.StripManagedFields(cfg, metacache.FieldManager, wire.Options{DecodeUnchanged: opts.DecodeUnchangedEvents, BookmarkInterval: opts.UnchangedBookmarkInterval})
+	cacheOpts := metacache.CacheOptions(watches, opts.AccessLoss, opts.Shards)
+	var err error
+	if cacheOpts.HTTPClient, err = cacheHTTPClient(stripped, opts.WatchOverHTTP2); err != nil {
+		return nil, fmt.Errorf("creating the cache's HTTP client: %w", err)
+	}
+	mgr, err := manager.New(stripped, manager.Options{
+		Cache:                               cacheOpts,
 		Client:                              client.Options{Cache: &client.CacheOptions{Unstructured: false}},
 		Metrics:                             metricsOptions(opts),
 		HealthProbeBindAddress:              "0", // ServeProbes serves them

@@ -92,6 +92,8 @@ type generationOptions struct {
 	shards *Shards
 	// unchangedEvents is what the transport does with unchanged objects' events.
 	unchangedEvents UnchangedEvents
+	// watchOverHTTP2 lists and watches over HTTP/2 (manager.Options.WatchOverHTTP2).
+	watchOverHTTP2 bool
 }
 
 func newGeneration(ctx context.Context, cfg *rest.Config, number int64, r resolved, opts generationOptions) (*generation, error) {
@@ -105,7 +107,7 @@ func newGeneration(ctx context.Context, cfg *rest.Config, number int64, r resolv
 	})
 	mopts := mwmanager.Options{MetricsBindAddress: "0",
 		GracefulShutdownTimeout: opts.shutdownTimeout, AccessLoss: g.lost, DecodeUnchangedEvents: opts.unchangedEvents.Decode,
-		UnchangedBookmarkInterval: opts.unchangedEvents.BookmarkInterval}
+		UnchangedBookmarkInterval: opts.unchangedEvents.BookmarkInterval, WatchOverHTTP2: opts.watchOverHTTP2}
 	if opts.shards != nil {
 		mopts.Shards, g.buckets = opts.shards.cache()
 	}

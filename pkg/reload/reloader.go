@@ -74,6 +74,9 @@ type Reloader struct {
 	// UnchangedEvents is what the caches' transport does with the watch events
 	// of unchanged objects (status-only updates).
 	UnchangedEvents UnchangedEvents
+	// WatchOverHTTP2 lists and watches over HTTP/2 instead of a connection
+	// each over HTTP/1.1 (manager.Options.WatchOverHTTP2).
+	WatchOverHTTP2 bool
 
 	follower      *follower
 	lastTransient *corev1.ConfigMap // the ConfigMap whose valid version is being retried
@@ -161,7 +164,7 @@ func (r *Reloader) swap(ctx context.Context, res resolved, superseded func() boo
 		number = old.number + 1
 	}
 	next, err := newGeneration(ctx, r.Config, number, res, generationOptions{controller: r.Controller, onLoss: r.reportLoss, shutdownTimeout: r.shutdownTimeout(), writeScope: r.WriteScope,
-		shards: r.Shards, unchangedEvents: r.UnchangedEvents})
+		shards: r.Shards, unchangedEvents: r.UnchangedEvents, watchOverHTTP2: r.WatchOverHTTP2})
 	if err != nil {
 		return err
 	}

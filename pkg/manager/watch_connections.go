@@ -1,0 +1,47 @@
+package manager
+
+import (
+	"net"
+	"net/http"
+	"time"
+
+	"k8s.io/client-go/rest"
+)
+
+// cacheHTTPClient is the HTTP client of the cache's lists and watches: a
+// connection of their own each, over HTTP/1.1, unless overHTTP2 (the writes,
+// discovery and the Lease keep HTTP/2 either way).
+//
+// Why (#14): on HTTP/2, every watch event costs the client more than the
+// event itself. Each 4 KB or so read from a stream makes Go's HTTP/2 client
+// write a WINDOW_UPDATE back (encrypted, flushed: a syscall), and the
+// connection's read loop hands the bytes to the informer's goroutine through
+// a pipe (a futex wake-up each time). Under a firehose of status-only events,
+// which metawatch leaves out before decoding, that was most of what an event
+// still cost. Over HTTP/1.1 the informer reads its stream straight off the
+// connection and acknowledges nothing. A watch is one long request, so it
+// loses nothing by not being multiplexed; the price is a TCP connection per
+// watched kind (a few, against an API server that serves thousands).
+//
+// HTTP/2 also finds a dead connection by pinging it (client-go: after 30 s
+// without a frame, 15 s for the answer). A watch over HTTP/1.1 has only TCP
+// keepalive for that, which client-go's own dialer would let run for five
+// minutes; deadConnection finds it in about as long as the pings do.
+func cacheHTTPClient(cfg *rest.Config, overHTTP2 bool) (*http.Client, error) {
+	if overHTTP2 || cfg.Transport != nil {
+		// A transport given by the caller decides its own protocols.
+		return rest.HTTPClientFor(cfg)
+	}
+	cfg = rest.CopyConfig(cfg)
+	cfg.NextProtos = []string{"http/1.1"}
+	if cfg.Dial == nil {
+		cfg.Dial = (&net.Dialer{Timeout: 30 * time.Second, KeepAliveConfig: deadConnection}).DialContext
+	}
+	return rest.HTTPClientFor(cfg)
+}
+
+// deadConnection is the TCP keepalive of a cache connection: probed after 15 s
+// without a byte from the API server (a watch gets a bookmark a minute or an
+// event far more often), declared dead after 3 unanswered probes 5 s apart.
+// The watch then fails and the reflector resumes it on a new connection.
+var deadConnection = net.KeepAliveConfig{Enable: true, Idle: 15 * time.Second, Interval: 5 * time.Second, Count: 3}
