@@ -17,8 +17,8 @@ import (
 // write a WINDOW_UPDATE back (encrypted, flushed: a syscall), and the
 // connection's read loop hands the bytes to the informer's goroutine through
 // a pipe (a futex wake-up each time). Under a firehose of status-only events,
-// which metawatch leaves out before decoding, that was most of what an event
-// still cost. Over HTTP/1.1 the informer reads its stream straight off the
+// which metawatch leaves out before decoding, that was almost half of what an
+// event still cost (0.152 against 0.084 ms of CPU at 10k pods). Over HTTP/1.1 the informer reads its stream straight off the
 // connection and acknowledges nothing. A watch is one long request, so it
 // loses nothing by not being multiplexed; the price is a TCP connection per
 // watched kind (a few, against an API server that serves thousands).
@@ -35,7 +35,10 @@ func cacheHTTPClient(cfg *rest.Config, overHTTP2 bool) (*http.Client, error) {
 	cfg = rest.CopyConfig(cfg)
 	cfg.NextProtos = []string{"http/1.1"}
 	if cfg.Dial == nil {
-		cfg.Dial = (&net.Dialer{Timeout: 30 * time.Second, KeepAliveConfig: deadConnection}).DialContext
+		// A Dial of its own gives each generation's cache a transport of its
+		// own in client-go's TLS cache, which lets go of it with the
+		// generation (ClientsAllowTLSCacheGC, on by default since 1.36).
+		cfg.Dial = dialCacheConnection
 	}
 	return rest.HTTPClientFor(cfg)
 }
@@ -45,3 +48,6 @@ func cacheHTTPClient(cfg *rest.Config, overHTTP2 bool) (*http.Client, error) {
 // event far more often), declared dead after 3 unanswered probes 5 s apart.
 // The watch then fails and the reflector resumes it on a new connection.
 var deadConnection = net.KeepAliveConfig{Enable: true, Idle: 15 * time.Second, Interval: 5 * time.Second, Count: 3}
+
+// dialCacheConnection dials a cache connection, with deadConnection's keepalive.
+var dialCacheConnection = (&net.Dialer{Timeout: 30 * time.Second, KeepAliveConfig: deadConnection}).DialContext
