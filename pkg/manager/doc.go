@@ -7,8 +7,8 @@
 //
 // The cache's lists and watches have connections of their own, over HTTP/1.1
 // (watch_connections.go, #14): on HTTP/2 each event cost the client a
-// flow-control write and a hand-off between goroutines, almost half of what
-// a status-only event cost in all. The writes and discovery share one HTTP/2
+// flow-control write and a hand-off between goroutines, 36 to 56% of what a
+// status-only event cost in all. The writes and discovery share one HTTP/2
 // connection, as controller-runtime sets them up.
 //
 // Lease renewal goes through its own rest.Config, with its own rate limiter:
