@@ -18,10 +18,11 @@ import (
 // connection's read loop hands the bytes to the informer's goroutine through
 // a pipe (a futex wake-up each time). Under a firehose of status-only events,
 // which metawatch leaves out before decoding, that was 36 to 56% of what an
-// event still cost (bench/results/watch-http1). Over HTTP/1.1 the informer reads its stream straight off the
-// connection and acknowledges nothing. A watch is one long request, so it
-// loses nothing by not being multiplexed; the price is a TCP connection per
-// watched kind (a few, against an API server that serves thousands).
+// event still cost (bench/results/watch-http1). Over HTTP/1.1 the informer
+// reads its stream straight off the connection and acknowledges nothing. A
+// watch is one long request, so it loses nothing by not being multiplexed;
+// the price is a TCP connection per watched kind (a few, against an API
+// server that serves thousands).
 //
 // HTTP/2 also finds a dead connection by pinging it (client-go: after 30 s
 // without a frame, 15 s for the answer). A watch over HTTP/1.1 has only TCP

@@ -5,9 +5,13 @@ package manager
 import (
 	"context"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"syscall"
 	"testing"
 	"time"
+
+	"k8s.io/client-go/rest"
 )
 
 // A watch over HTTP/1.1 has no pings: TCP keepalive is what finds its
@@ -48,5 +52,45 @@ func TestACacheConnectionIsProbedForDeath(t *testing.T) {
 	}
 	if limit := deadConnection.Idle + deadConnection.Interval*time.Duration(deadConnection.Count); limit.Seconds() > 45 {
 		t.Errorf("a dead connection is found after %v, later than HTTP/2's pings would (45 s)", limit)
+	}
+}
+
+// The cache's client asks for HTTP/1.1 of a server that speaks HTTP/2 too,
+// and dials with dialCacheConnection; --watch-http2 keeps HTTP/2.
+func TestTheCacheClientSpeaksHTTP1OverItsOwnDialer(t *testing.T) {
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	srv.EnableHTTP2 = true
+	srv.StartTLS()
+	defer srv.Close()
+	cases := map[string]struct {
+		overHTTP2    bool
+		wantProtocol string
+		wantDials    int
+	}{
+		"by default: HTTP/1.1, dialed with the keepalive": {wantProtocol: "HTTP/1.1", wantDials: 1},
+		"--watch-http2: HTTP/2, client-go's own dialer":   {overHTTP2: true, wantProtocol: "HTTP/2.0"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			dials := 0
+			dial := dialCacheConnection
+			defer func() { dialCacheConnection = dial }()
+			dialCacheConnection = func(ctx context.Context, network, address string) (net.Conn, error) {
+				dials++
+				return dial(ctx, network, address)
+			}
+			c, err := cacheHTTPClient(&rest.Config{Host: srv.URL, TLSClientConfig: rest.TLSClientConfig{Insecure: true}}, tc.overHTTP2)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp, err := c.Get(srv.URL)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_ = resp.Body.Close()
+			if resp.Proto != tc.wantProtocol || dials != tc.wantDials {
+				t.Errorf("%s after %d dials of the cache's dialer, want %s after %d", resp.Proto, dials, tc.wantProtocol, tc.wantDials)
+			}
+		})
 	}
 }
