@@ -66,8 +66,8 @@ func run(ctx context.Context, opts options) error {
 		Config: cfg, Source: opts.source, Controller: opts.controller, Initial: conf, ShutdownTimeout: budget.generation, WriteScope: &opts.writeScope,
 		Recorder: mgr.GetEventRecorder(controller.EventSource), Log: ctrl.Log.WithName("reload"),
 	}
-	reloader.UnchangedEvents = reload.UnchangedEvents{Decode: opts.manager.DecodeUnchangedEvents, BookmarkInterval: opts.manager.UnchangedBookmarkInterval}
-	reloader.WatchOverHTTP2 = opts.manager.WatchOverHTTP2
+	reloader.CacheWire = reload.CacheWire{DecodeUnchanged: opts.manager.DecodeUnchangedEvents, BookmarkInterval: opts.manager.UnchangedBookmarkInterval,
+		WatchOverHTTP2: opts.manager.WatchOverHTTP2}
 	if opts.sharding.enabled {
 		if reloader.Shards, err = addSharding(ctx, mgr, cfg, opts); err != nil {
 			return err

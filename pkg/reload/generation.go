@@ -90,10 +90,8 @@ type generationOptions struct {
 	onLoss func(*generation, schema.GroupKind, error)
 	// shards, when set, restricts the generation to this replica's share.
 	shards *Shards
-	// unchangedEvents is what the transport does with unchanged objects' events.
-	unchangedEvents UnchangedEvents
-	// watchOverHTTP2 lists and watches over HTTP/2 (manager.Options.WatchOverHTTP2).
-	watchOverHTTP2 bool
+	// cacheWire is how the cache fetches (status-only updates, connections).
+	cacheWire CacheWire
 }
 
 func newGeneration(ctx context.Context, cfg *rest.Config, number int64, r resolved, opts generationOptions) (*generation, error) {
@@ -106,8 +104,8 @@ func newGeneration(ctx context.Context, cfg *rest.Config, number int64, r resolv
 		}
 	})
 	mopts := mwmanager.Options{MetricsBindAddress: "0",
-		GracefulShutdownTimeout: opts.shutdownTimeout, AccessLoss: g.lost, DecodeUnchangedEvents: opts.unchangedEvents.Decode,
-		UnchangedBookmarkInterval: opts.unchangedEvents.BookmarkInterval, WatchOverHTTP2: opts.watchOverHTTP2}
+		GracefulShutdownTimeout: opts.shutdownTimeout, AccessLoss: g.lost, DecodeUnchangedEvents: opts.cacheWire.DecodeUnchanged,
+		UnchangedBookmarkInterval: opts.cacheWire.BookmarkInterval, WatchOverHTTP2: opts.cacheWire.WatchOverHTTP2}
 	if opts.shards != nil {
 		mopts.Shards, g.buckets = opts.shards.cache()
 	}

@@ -33,12 +33,16 @@ const (
 // attempt is given up (and retried) and the running generation kept.
 var SyncTimeout = 10 * time.Minute
 
-// UnchangedEvents is what the caches' transport does with the watch events of
-// unchanged objects: leave them out, with a bookmark at most BookmarkInterval
-// apart (zero: one per event), unless Decode (see wire.Options).
-type UnchangedEvents struct {
-	Decode           bool
+// CacheWire is how the generations' caches fetch, as the process's flags say
+// (manager.Options): what the transport does with the watch events of
+// unchanged objects (leave them out, with a bookmark at most BookmarkInterval
+// apart, zero: one per event, unless DecodeUnchanged; see wire.Options), and
+// whether lists and watches share the writes' HTTP/2 connection instead of a
+// connection each over HTTP/1.1.
+type CacheWire struct {
+	DecodeUnchanged  bool
 	BookmarkInterval time.Duration
+	WatchOverHTTP2   bool
 }
 
 // Reloader runs the configuration as generations and swaps them when the
@@ -71,12 +75,9 @@ type Reloader struct {
 	// Shards, when set, runs sharded: generations run on every replica, each
 	// on its share of the objects (see Shards). Nil: only the leader runs them.
 	Shards *Shards
-	// UnchangedEvents is what the caches' transport does with the watch events
-	// of unchanged objects (status-only updates).
-	UnchangedEvents UnchangedEvents
-	// WatchOverHTTP2 lists and watches over HTTP/2 instead of a connection
-	// each over HTTP/1.1 (manager.Options.WatchOverHTTP2).
-	WatchOverHTTP2 bool
+	// CacheWire is how the generations' caches fetch (status-only updates,
+	// connections).
+	CacheWire CacheWire
 
 	follower      *follower
 	lastTransient *corev1.ConfigMap // the ConfigMap whose valid version is being retried
@@ -164,7 +165,7 @@ func (r *Reloader) swap(ctx context.Context, res resolved, superseded func() boo
 		number = old.number + 1
 	}
 	next, err := newGeneration(ctx, r.Config, number, res, generationOptions{controller: r.Controller, onLoss: r.reportLoss, shutdownTimeout: r.shutdownTimeout(), writeScope: r.WriteScope,
-		shards: r.Shards, unchangedEvents: r.UnchangedEvents, watchOverHTTP2: r.WatchOverHTTP2})
+		shards: r.Shards, cacheWire: r.CacheWire})
 	if err != nil {
 		return err
 	}
