@@ -14,6 +14,7 @@ import (
 	"github.com/metawatch/metawatch/pkg/apiserver"
 	"github.com/metawatch/metawatch/pkg/config"
 	"github.com/metawatch/metawatch/pkg/controller"
+	"github.com/metawatch/metawatch/pkg/fence"
 	"github.com/metawatch/metawatch/pkg/manager"
 	"github.com/metawatch/metawatch/pkg/reload"
 	"github.com/metawatch/metawatch/pkg/version"
@@ -52,10 +53,15 @@ func run(ctx context.Context, opts options) error {
 	budget := shutdownBudget(opts.manager.GracefulShutdownTimeout)
 	mgrOpts := opts.manager
 	mgrOpts.GracefulShutdownTimeout = budget.manager
+	controllerOpts := opts.controller
 	if mgrOpts.LeaderElection {
-		if mgrOpts.LeaseLock, err = manager.NewLeaseLock(cfg, mgrOpts); err != nil {
+		lock, err := manager.NewLeaseLock(cfg, mgrOpts)
+		if err != nil {
 			return err
 		}
+		// Writes leave only while the Lease's last renewal is recent (fence).
+		claim := fence.NewLeaderClaim(lock, manager.RenewDeadlineOf(mgrOpts))
+		mgrOpts.LeaseLock, controllerOpts.Claim = claim, claim
 	}
 	mgr, err := manager.New(cfg, nil, mgrOpts)
 	if err != nil {
@@ -63,7 +69,7 @@ func run(ctx context.Context, opts options) error {
 	}
 	setupLog.Info("stage 2/4: manager built", "leaderElection", mgrOpts.LeaderElection, "metrics", mgrOpts.MetricsBindAddress, "probes", opts.probeAddress)
 	reloader := &reload.Reloader{
-		Config: cfg, Source: opts.source, Controller: opts.controller, Initial: conf, ShutdownTimeout: budget.generation, WriteScope: &opts.writeScope,
+		Config: cfg, Source: opts.source, Controller: controllerOpts, Initial: conf, ShutdownTimeout: budget.generation, WriteScope: &opts.writeScope,
 		Recorder: mgr.GetEventRecorder(controller.EventSource), Log: ctrl.Log.WithName("reload"),
 	}
 	reloader.CacheWire = reload.CacheWire{DecodeUnchanged: opts.manager.DecodeUnchangedEvents, BookmarkInterval: opts.manager.UnchangedBookmarkInterval,

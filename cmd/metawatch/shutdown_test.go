@@ -40,12 +40,12 @@ func TestShutdownStopsWritesBeforeReleasingTheLease(t *testing.T) {
 			}
 			applySelectors(t, c, ns, fmt.Sprintf("watches:\n- kind: Pod\n  namespaces: [%s]\nrules:\n- {name: %s, kinds: [Pod], setLabels: {tier: gold}}\n", ns, ns))
 			proxy := testkit.NewProxy(t, cp.Config)
-			proxy.Hold = func(r *http.Request) time.Duration {
+			proxy.SetHold(func(r *http.Request) time.Duration {
 				if r.Method == http.MethodPatch && strings.Contains(r.URL.Path, "/pods/") {
 					return 1500 * time.Millisecond
 				}
 				return 0
-			}
+			})
 			args := append([]string{"--kubeconfig", proxy.Kubeconfig, "--config-map", ns + "/selectors", "--leader-elect", "--leader-election-namespace", ns,
 				"--graceful-shutdown-timeout", tc.timeout.String(), "--health-probe-bind-address", "0", "--metrics-bind-address", "0"}, leaseFlags...)
 			cmd, stderr := start(t, args...)

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/metawatch/metawatch/pkg/config"
+	"github.com/metawatch/metawatch/pkg/fence"
 	"github.com/metawatch/metawatch/pkg/metacache"
 	"github.com/metawatch/metawatch/pkg/rules"
 )
@@ -39,6 +40,14 @@ type Options struct {
 	Fence *WriteFence
 	// Shards, when set, admits each write by its object's uid; see ShardGate.
 	Shards ShardGate
+	// Claim, when set, is this replica's right to write (the leader Lease,
+	// or the Ring sharded): checked when a write is admitted and again as
+	// its request is sent; the request ends when the claim does (package
+	// fence). The manager's client must be built with fence.Wrap.
+	Claim fence.Claim
+	// Versions, when set, gives the newest resourceVersion of a cached
+	// object, for the precondition of every write (see wire.ResourceVersions).
+	Versions ResourceVersions
 	// Audits are the generation's require-rule audits; nil: a live set of its own.
 	Audits *Audits
 	// NamespacesUnreadable: Namespaces may not be listed, so copy rules get no
@@ -71,12 +80,10 @@ func setupKind(mgr manager.Manager, w config.ResolvedWatch, rs []rules.Rule, opt
 	var ruler *ruleReconciler
 	kr := &kindReconciler{reader: mgr.GetCache(), gvk: w.GVK, gate: opts.Gate, steps: []step{report}}
 	if len(rs) > 0 {
-		var writer client.Writer = mgr.GetClient()
-		if opts.Fence != nil || opts.Shards != nil {
-			writer = fencedWriter{Writer: writer, fence: opts.Fence, shards: opts.Shards}
-		}
+		writer := fencedWriter{client: mgr.GetClient(), fence: opts.Fence, shards: opts.Shards, claim: opts.Claim}
 		ruler = newRuleReconciler(mgr.GetCache(), writer, mgr.GetEventRecorder(EventSource), w.GVK, rs, opts.DryRun, mem)
 		ruler.writesFrozen, ruler.inScope = opts.WritesFrozen, opts.InScope
+		ruler.live, ruler.versions = mgr.GetAPIReader(), opts.Versions
 		ruler.audit = opts.Audits.forKind(kindLabel(w.GVK), mgr.GetEventRecorder(EventSource))
 		kr.steps = append(kr.steps, ruler)
 	}

@@ -3,7 +3,6 @@ package controller
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"maps"
 	"sort"
 
@@ -32,8 +31,10 @@ var namespaceGVK = corev1.SchemeGroupVersion.WithKind("Namespace")
 
 // apply server-side applies the labels and annotations the rules own, when
 // anything differs from the cached object: a value, or a key metawatch owns
-// that no rule wants any more (leaving it out of the apply deletes it).
-func (r *ruleReconciler) apply(ctx context.Context, obj *metav1.PartialObjectMetadata, res rules.Result) error {
+// that no rule wants any more (leaving it out of the apply deletes it). rv is
+// the apply's resourceVersion precondition: the server refuses it (409, see
+// staleVersion) if anyone wrote the object since.
+func (r *ruleReconciler) apply(ctx context.Context, obj *metav1.PartialObjectMetadata, rv string, res rules.Result) error {
 	key := types.NamespacedName{Namespace: obj.Namespace, Name: obj.Name}
 	res.Labels = r.memory.yielded.withoutSettled(key, config.Labels, res.Labels, obj.Labels)
 	res.Annotations = r.memory.yielded.withoutSettled(key, config.Annotations, res.Annotations, obj.Annotations)
@@ -47,20 +48,19 @@ func (r *ruleReconciler) apply(ctx context.Context, obj *metav1.PartialObjectMet
 		log.Info("dry run: would apply", changed.logValues()...)
 		return nil
 	}
-	err := r.applyManifest(ctx, obj, res.Labels, res.Annotations, false)
+	err := r.applyManifest(ctx, obj, rv, res.Labels, res.Annotations, false)
 	if conflicts, ok := conflictingKeys(err); ok {
 		var kept rules.Result
-		kept, err = r.resolveConflicts(ctx, obj, res, conflicts)
+		kept, err = r.resolveConflicts(ctx, obj, rv, res, conflicts)
 		changed = changeOf(obj, kept) // yielded keys were not written
 	}
-	if replacedOrGone(err) || notWritten(err) {
+	switch {
+	case replacedOrGone(err) || notWritten(err):
 		log.V(1).Info("not applied: the object is gone or was replaced (the watch will tell), this generation is stopping, or another replica holds its bucket", "uid", obj.UID)
 		return nil
-	}
-	if errors.Is(err, errShardPending) {
-		return err // not a failure: tried again once this replica holds the bucket
-	}
-	if err != nil {
+	case retrySoon(err), staleVersion(err):
+		return err // not a failure: tried again soon, or at once on the object as it is now
+	case err != nil:
 		r.count(changed.rules, metrics.ResultError)
 		return err
 	}
@@ -112,12 +112,12 @@ func diffOwned(involved sets.Set[string], current map[string]string, desired map
 // of a rule with force, or that metawatch owned until a hand edit, are taken
 // back; the others are left to their owner, with an Event and a count.
 // It returns what was applied.
-func (r *ruleReconciler) resolveConflicts(ctx context.Context, obj *metav1.PartialObjectMetadata, res rules.Result, conflicts owned) (rules.Result, error) {
+func (r *ruleReconciler) resolveConflicts(ctx context.Context, obj *metav1.PartialObjectMetadata, rv string, res rules.Result, conflicts owned) (rules.Result, error) {
 	reclaim := r.memory.reclaims.get(types.NamespacedName{Namespace: obj.Namespace, Name: obj.Name})
 	labels, forceLabels := r.yield(obj, config.Labels, res.Labels, conflicts.labels.UnsortedList(), reclaim.labels.Has)
 	annotations, forceAnnotations := r.yield(obj, config.Annotations, res.Annotations, conflicts.annotations.UnsortedList(), reclaim.annotations.Has)
 	res.Labels, res.Annotations = labels, annotations
-	return res, r.applyManifest(ctx, obj, labels, annotations, forceLabels || forceAnnotations)
+	return res, r.applyManifest(ctx, obj, rv, labels, annotations, forceLabels || forceAnnotations)
 }
 
 // yield removes from desired the conflicting keys metawatch may not take, and
@@ -159,11 +159,16 @@ func currentValue(obj *metav1.PartialObjectMetadata, what config.MetadataMap, ke
 	return what.Of(obj.Labels, obj.Annotations)[key]
 }
 
-// applyManifest server-side applies a metadata-only manifest: exactly the keys metawatch owns.
-func (r *ruleReconciler) applyManifest(ctx context.Context, obj *metav1.PartialObjectMetadata, labels, annotations map[string]rules.Owned, force bool) error {
+// applyManifest server-side applies a metadata-only manifest: exactly the
+// keys metawatch owns, on the object's version rv (empty: any).
+func (r *ruleReconciler) applyManifest(ctx context.Context, obj *metav1.PartialObjectMetadata, rv string, labels, annotations map[string]rules.Owned, force bool) error {
 	// The UID makes the apply fail, instead of landing on another object, when
-	// the cached object is gone or its name now belongs to a new object.
+	// the cached object is gone or its name now belongs to a new object; the
+	// resourceVersion, when anyone wrote it since this decision was made on it.
 	metadata := map[string]any{"name": obj.Name, "uid": obj.UID}
+	if rv != "" {
+		metadata["resourceVersion"] = rv
+	}
 	if obj.Namespace != "" {
 		metadata["namespace"] = obj.Namespace
 	}

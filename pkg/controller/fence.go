@@ -8,6 +8,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/metawatch/metawatch/pkg/fence"
 )
 
 // errFenced is returned for a write attempted after the fence closed.
@@ -39,6 +41,14 @@ type ShardGate interface {
 // the generation is stopping, or another replica holds the object.
 func notWritten(err error) bool { return errors.Is(err, errFenced) || errors.Is(err, errNotOurs) }
 
+// retrySoon reports whether err means the write was not sent for now and
+// should be tried again shortly, not with the error backoff: its bucket is
+// coming to this replica, or its claim lapsed (a renewal, or another holder,
+// settles it within the lease duration).
+func retrySoon(err error) bool {
+	return errors.Is(err, errShardPending) || errors.Is(err, fence.ErrLapsed)
+}
+
 // WriteFence stands between a generation's rules and the API server. Closing
 // it refuses new writes and waits for the ones in flight: after that, and
 // only after that, the Lease may be released and another replica, or the next
@@ -51,7 +61,8 @@ type WriteFence struct {
 	inflight sync.WaitGroup
 }
 
-// writeTimeout bounds one write that shutdown waits for.
+// writeTimeout bounds one write that shutdown waits for; under a claim, the
+// claim's end bounds it sooner.
 const writeTimeout = 30 * time.Second
 
 // NewWriteFence returns an open fence.
@@ -84,13 +95,20 @@ func (f *WriteFence) Close(ctx context.Context) bool {
 	}
 }
 
-// fencedWriter is a client.Writer whose patches pass the fence and the shard
-// gate, either of which may be nil (metawatch writes by patch and apply
-// only). obj must carry the uid of the object written.
+// patcher is the one write verb metawatch uses: patch (merge or apply).
+type patcher interface {
+	Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.PatchOption) error
+}
+
+// fencedWriter patches through the fence, the shard gate and the claim,
+// any of which may be nil. It has no other verb: a write that did not pass
+// all three could not be written by mistake. obj must carry the uid of the
+// object written.
 type fencedWriter struct {
-	client.Writer
+	client patcher
 	fence  *WriteFence
 	shards ShardGate
+	claim  fence.Claim
 }
 
 func (w fencedWriter) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
@@ -112,5 +130,13 @@ func (w fencedWriter) Patch(ctx context.Context, obj client.Object, patch client
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), writeTimeout)
 	defer cancel()
-	return w.Writer.Patch(ctx, obj, patch, opts...)
+	if w.claim != nil {
+		var err error
+		// Checked again as the request is sent (fence.Wrap, after the rate
+		// limiter), and the request ends when the claim does.
+		if ctx, err = fence.Admit(ctx, w.claim, obj.GetUID()); err != nil {
+			return err
+		}
+	}
+	return w.client.Patch(ctx, obj, patch, opts...)
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/metawatch/metawatch/pkg/metacache"
 	"github.com/metawatch/metawatch/pkg/rules"
 	"github.com/metawatch/metawatch/pkg/testkit"
+	"github.com/metawatch/metawatch/pkg/wire"
 )
 
 // instance is an in-process metawatch on the test control plane.
@@ -39,6 +40,14 @@ func startInstance(t *testing.T, configYAML string, opts controller.Options) *in
 // startInstanceVia is startInstance with wrap (if not nil) around its client config.
 func startInstanceVia(t *testing.T, configYAML string, opts controller.Options, wrap func(*rest.Config) *rest.Config) *instance {
 	t.Helper()
+	return startInstanceWith(t, configYAML, opts, manager.Options{}, wrap)
+}
+
+// startInstanceWith is startInstanceVia with the manager's options mopts. The
+// controllers get the newest resourceVersions the cache's streams saw, as a
+// generation's do, unless opts.Versions is set.
+func startInstanceWith(t *testing.T, configYAML string, opts controller.Options, mopts manager.Options, wrap func(*rest.Config) *rest.Config) *instance {
+	t.Helper()
 	conf, err := config.Parse([]byte(configYAML))
 	if err != nil {
 		t.Fatal(err)
@@ -56,7 +65,14 @@ func startInstanceVia(t *testing.T, configYAML string, opts controller.Options, 
 	if wrap != nil {
 		cfg = wrap(cfg)
 	}
-	mgr, err := manager.New(cfg, watches, manager.Options{MetricsBindAddress: "0"})
+	mopts.MetricsBindAddress = "0"
+	if mopts.Versions == nil {
+		mopts.Versions = wire.NewResourceVersions()
+	}
+	if opts.Versions == nil {
+		opts.Versions = mopts.Versions
+	}
+	mgr, err := manager.New(cfg, watches, mopts)
 	if err != nil {
 		t.Fatal(err)
 	}

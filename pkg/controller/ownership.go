@@ -117,3 +117,15 @@ func replacedOrGone(err error) bool {
 	}
 	return false
 }
+
+// staleVersion reports whether a write failed on its resourceVersion
+// precondition: the object changed on the server since the version the write
+// was decided on (409, and neither a field-manager conflict nor a uid
+// mismatch). It is decided again on the object as it is now.
+func staleVersion(err error) bool {
+	if !apierrors.IsConflict(err) || replacedOrGone(err) {
+		return false
+	}
+	_, fieldConflict := conflictingKeys(err)
+	return !fieldConflict
+}

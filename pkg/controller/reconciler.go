@@ -2,7 +2,6 @@ package controller
 
 import (
 	"context"
-	"errors"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -68,9 +67,10 @@ func (k *kindReconciler) Reconcile(ctx context.Context, req reconcile.Request) (
 		obj.SetGroupVersionKind(k.gvk) // Events need the kind of what they regard
 	}
 	for _, s := range k.steps {
-		if err := s.reconcileObject(ctx, req.NamespacedName, obj); errors.Is(err, errShardPending) {
-			// Its bucket is coming to this replica: try again soon, not with
-			// the error backoff (a dead holder's Lease takes its duration).
+		if err := s.reconcileObject(ctx, req.NamespacedName, obj); retrySoon(err) {
+			// Its bucket is coming to this replica, or its claim lapsed: try
+			// again soon, not with the error backoff (a dead holder's Lease
+			// takes its duration).
 			return reconcile.Result{RequeueAfter: shardPendingRetry}, nil
 		} else if err != nil {
 			return reconcile.Result{}, err

@@ -3,7 +3,6 @@ package controller
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"sort"
 
 	"github.com/go-logr/logr"
@@ -18,23 +17,25 @@ import (
 )
 
 // remove deletes the keys remove actions name, whoever set them, with a JSON
-// merge patch that carries the cached resourceVersion as a precondition: if
-// the object changed since, the patch fails (409), and the retry decides
-// again on the newer object.
-func (r *ruleReconciler) remove(ctx context.Context, obj *metav1.PartialObjectMetadata, res rules.Result) error {
+// merge patch that carries rv (obj's newest resourceVersion) as a
+// precondition: if the object changed since, the patch fails (409, see
+// staleVersion), and the caller decides again on the object as it is now.
+// It returns the resourceVersion the object has after it (rv if nothing was
+// written).
+func (r *ruleReconciler) remove(ctx context.Context, obj *metav1.PartialObjectMetadata, rv string, res rules.Result) (string, error) {
 	involved := sets.New[string]()
 	labels := present(obj.Labels, res.RemoveLabels, involved)
 	annotations := present(obj.Annotations, res.RemoveAnnotations, involved)
 	if len(labels)+len(annotations) == 0 {
-		return nil
+		return rv, nil
 	}
 	log := logr.FromContextOrDiscard(ctx)
 	if r.DryRun {
 		r.count(involved, metrics.ResultDryRun)
 		log.Info("dry run: would remove", "labels", labels, "annotations", annotations)
-		return nil
+		return rv, nil
 	}
-	metadata := map[string]any{"resourceVersion": obj.ResourceVersion, "uid": obj.UID}
+	metadata := map[string]any{"resourceVersion": rv, "uid": obj.UID}
 	if len(labels) > 0 {
 		metadata["labels"] = nulls(labels)
 	}
@@ -43,25 +44,24 @@ func (r *ruleReconciler) remove(ctx context.Context, obj *metav1.PartialObjectMe
 	}
 	patch, err := json.Marshal(map[string]any{"metadata": metadata})
 	if err != nil {
-		return err
+		return rv, err
 	}
 	target := metacache.NewObject(r.GVK)
 	target.Namespace, target.Name, target.UID = obj.Namespace, obj.Name, obj.UID // the UID for the shard gate
 	err = r.Writer.Patch(ctx, target, client.RawPatch(types.MergePatchType, patch), client.FieldOwner(metacache.FieldManager))
-	if replacedOrGone(err) || notWritten(err) {
+	switch {
+	case replacedOrGone(err) || notWritten(err):
 		log.V(1).Info("not removed: the object is gone or was replaced (the watch will tell), this generation is stopping, or another replica holds its bucket", "uid", obj.UID)
-		return nil
-	}
-	if errors.Is(err, errShardPending) {
-		return err // not a failure: tried again once this replica holds the bucket
-	}
-	if err != nil {
+		return rv, nil
+	case retrySoon(err), staleVersion(err):
+		return rv, err // not a failure: tried again soon, or at once on the object as it is now
+	case err != nil:
 		r.count(involved, metrics.ResultError)
-		return err
+		return rv, err
 	}
 	r.count(involved, metrics.ResultRemoved)
 	log.Info("removed", "labels", labels, "annotations", annotations)
-	return nil
+	return target.ResourceVersion, nil
 }
 
 // present returns the keys of toRemove the object has, and adds their rules to involved.

@@ -26,7 +26,7 @@ import (
 // precondition; require actions are audited.
 type ruleReconciler struct {
 	Reader   client.Reader // the cache
-	Writer   client.Writer // the API server
+	Writer   patcher       // the API server, through the fence (fencedWriter)
 	Recorder events.EventRecorder
 	GVK      schema.GroupVersionKind
 	Rules    []rules.Rule
@@ -36,10 +36,21 @@ type ruleReconciler struct {
 	memory       *memory
 	writesFrozen func(schema.GroupKind) error // see Options.WritesFrozen
 	inScope      func(namespace string) bool  // see Options.InScope
+	live         client.Reader                // the API server, uncached: the object as it is now, after a stale write
+	versions     ResourceVersions             // see Options.Versions; nil: the cached object's
+}
+
+// ResourceVersions gives the newest resourceVersion of a cached object: the
+// API server may have sent newer versions of it that were unchanged but for
+// their resourceVersion, and left out before decoding (wire.ResourceVersions).
+type ResourceVersions interface {
+	// Newest is the newest resourceVersion known of the object with uid
+	// whose cached version is cached, or cached itself.
+	Newest(uid types.UID, cached string) string
 }
 
 // newRuleReconciler returns a ruleReconciler for kind gvk.
-func newRuleReconciler(reader client.Reader, writer client.Writer, recorder events.EventRecorder, gvk schema.GroupVersionKind, rs []rules.Rule, dryRun bool, mem *memory) *ruleReconciler {
+func newRuleReconciler(reader client.Reader, writer patcher, recorder events.EventRecorder, gvk schema.GroupVersionKind, rs []rules.Rule, dryRun bool, mem *memory) *ruleReconciler {
 	return &ruleReconciler{
 		Reader: reader, Writer: writer, Recorder: recorder, GVK: gvk, Rules: rs, DryRun: dryRun,
 		audit: NewAudits(true).forKind(kindLabel(gvk), recorder), memory: mem,
@@ -79,13 +90,51 @@ func (r *ruleReconciler) reconcileObject(ctx context.Context, key types.Namespac
 			return nil
 		}
 	}
-	result := rules.Evaluate(r.Rules, rules.Metadata{Labels: obj.Labels, Annotations: obj.Annotations}, ns)
-	r.audit.observe(key, obj, result.Violations)
-	// Remove first: its precondition is the cached resourceVersion, which an apply would change.
-	if err := r.remove(ctx, obj, result); err != nil {
+	stale, err := r.decideAndWrite(ctx, key, obj, ns)
+	if !stale {
 		return err
 	}
-	return r.apply(ctx, obj, result)
+	// The object changed on the server since the version this decision was
+	// made on (the precondition failed): decide again on the object as it is
+	// now, read from the API server. The cache may never bring a newer
+	// version: one that changed only the status is left out before decoding.
+	fresh := metacache.NewObject(r.GVK)
+	switch err := r.live.Get(ctx, key, fresh); {
+	case apierrors.IsNotFound(err):
+		return nil // the watch brings the deletion
+	case err != nil:
+		return err
+	case fresh.UID != obj.UID:
+		return nil // replaced: the watch brings the new object
+	}
+	fresh.SetGroupVersionKind(r.GVK)
+	_, err = r.decideAndWrite(ctx, key, fresh, ns)
+	return err
+}
+
+// decideAndWrite evaluates the rules on obj and writes what differs: removes
+// first, then the keys metawatch owns, each with obj's newest resourceVersion
+// as a precondition (the apply with the one the remove left). A remove that
+// fails does not keep the other keys from being written. stale reports that a
+// precondition failed: obj is not the object as it is now.
+func (r *ruleReconciler) decideAndWrite(ctx context.Context, key types.NamespacedName, obj *metav1.PartialObjectMetadata, ns *rules.Metadata) (stale bool, err error) {
+	result := rules.Evaluate(r.Rules, rules.Metadata{Labels: obj.Labels, Annotations: obj.Annotations}, ns)
+	r.audit.observe(key, obj, result.Violations)
+	rv, removeErr := r.remove(ctx, obj, r.newestVersion(obj), result)
+	if staleVersion(removeErr) {
+		return true, removeErr
+	}
+	applyErr := r.apply(ctx, obj, rv, result)
+	return staleVersion(applyErr), errors.Join(removeErr, applyErr)
+}
+
+// newestVersion is the resourceVersion of obj's precondition: the newest the
+// API server sent of it (see ResourceVersions).
+func (r *ruleReconciler) newestVersion(obj *metav1.PartialObjectMetadata) string {
+	if r.versions == nil {
+		return obj.ResourceVersion
+	}
+	return r.versions.Newest(obj.UID, obj.ResourceVersion)
 }
 
 // namespaceOf returns the object's namespace metadata from the cache, when a

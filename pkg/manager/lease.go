@@ -32,7 +32,7 @@ func NewLeaseLock(cfg *rest.Config, opts Options) (resourcelock.Interface, error
 	}
 	le := rest.AddUserAgent(leaderElectionConfig(cfg), "leader-election")
 	// A hung request must not outlast the renew deadline (controller-runtime's heuristic).
-	le.Timeout = max(cmp.Or(opts.RenewDeadline, 10*time.Second)/2, time.Second)
+	le.Timeout = max(RenewDeadlineOf(opts)/2, time.Second)
 	core, err := corev1client.NewForConfig(le)
 	if err != nil {
 		return nil, err
@@ -45,6 +45,9 @@ func NewLeaseLock(cfg *rest.Config, opts Options) (resourcelock.Interface, error
 	return resourcelock.New(resourcelock.LeasesResourceLock, ns, id, core, coordination,
 		resourcelock.ResourceLockConfig{Identity: host + "_" + string(uuid.NewUUID())})
 }
+
+// RenewDeadlineOf is the leader's renew deadline: opts', or controller-runtime's default.
+func RenewDeadlineOf(opts Options) time.Duration { return cmp.Or(opts.RenewDeadline, 10*time.Second) }
 
 // LeaseNamespace is where metawatch's Leases live: --leader-election-namespace,
 // else the Pod's own namespace.

@@ -14,6 +14,7 @@ import (
 
 	"github.com/metawatch/metawatch/pkg/access"
 	"github.com/metawatch/metawatch/pkg/config"
+	"github.com/metawatch/metawatch/pkg/fence"
 	"github.com/metawatch/metawatch/pkg/metacache"
 	"github.com/metawatch/metawatch/pkg/wire"
 )
@@ -55,6 +56,9 @@ type Options struct {
 	// WatchOverHTTP2 lists and watches over the writes' HTTP/2 connection
 	// instead of a connection each over HTTP/1.1 (cacheHTTPClient says why).
 	WatchOverHTTP2 bool
+	// Versions, if not nil, learns the newest resourceVersion of the cached
+	// objects whose watch events were left out (wire.ResourceVersions).
+	Versions *wire.ResourceVersions
 }
 
 // DefaultUnchangedBookmarkInterval is --unchanged-bookmark-interval's default:
@@ -68,8 +72,10 @@ const DefaultLeaderElectionID = "metawatch-leader"
 // New builds a Manager whose cache watches exactly the given kinds, as metadata.
 func New(cfg *rest.Config, watches []config.ResolvedWatch, opts Options) (manager.Manager, error) {
 	// Lease renewal keeps cfg as given; everything else gets metadata without
-	// other managers' managedFields, stripped before decoding.
-	stripped := wire.StripManagedFields(cfg, metacache.FieldManager, wire.Options{DecodeUnchanged: opts.DecodeUnchangedEvents, BookmarkInterval: opts.UnchangedBookmarkInterval})
+	// other managers' managedFields, stripped before decoding, and writes
+	// admitted under a claim leave only while it holds (fence.Wrap).
+	stripped := wire.StripManagedFields(fence.Wrap(cfg), metacache.FieldManager,
+		wire.Options{DecodeUnchanged: opts.DecodeUnchangedEvents, BookmarkInterval: opts.UnchangedBookmarkInterval, Versions: opts.Versions})
 	cacheOpts := metacache.CacheOptions(watches, opts.AccessLoss, opts.Shards)
 	var err error
 	if cacheOpts.HTTPClient, err = cacheHTTPClient(stripped, opts.WatchOverHTTP2); err != nil {

@@ -127,7 +127,21 @@ var (
 		Name: "metawatch_buckets_owned",
 		Help: "Hash buckets (of 64) whose Lease this replica holds, so whose objects it writes; 0 when not sharded.",
 	})
+	// BucketsUnwritable is the number of buckets assigned to this replica
+	// that it has not been able to write for longer than a hand-over takes.
+	BucketsUnwritable = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "metawatch_buckets_unwritable",
+		Help: "Hash buckets assigned to this replica that it has not been able to write for longer than twice the lease duration (a hand-over stuck, or its Lease writes failing); 0 when not sharded.",
+	})
 )
+
+// WritesFenced counts writes not sent because this replica's claim (its
+// leader Lease, or its bucket's Lease and membership) had lapsed: at
+// admission, or as the request was to be sent (after the rate limiter).
+var WritesFenced = prometheus.NewCounterVec(prometheus.CounterOpts{
+	Name: "metawatch_writes_fenced_total",
+	Help: "Writes not sent because this replica's Lease had lapsed, by stage: admission (before the rate limiter) or send (as the request was to leave).",
+}, []string{"stage"})
 
 // UnchangedEvents counts, per resource, the watch events the transport left
 // out before decoding because the object was unchanged but for its
@@ -156,5 +170,5 @@ func SetShardingMode(mode string) {
 func init() {
 	ctrlmetrics.Registry.MustRegister(Events, CachedObjects, RuleWrites, RuleConflicts, OwnershipFights, RuleViolations,
 		ConfigGeneration, ConfigLastReloadSuccessful, ConfigHash, ConfigReloadRetries, WritesFrozen, WatchReady,
-		ShardingMode, ShardDropped, BucketsOwned, UnchangedEvents)
+		ShardingMode, ShardDropped, BucketsOwned, BucketsUnwritable, WritesFenced, UnchangedEvents)
 }

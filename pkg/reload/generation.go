@@ -23,6 +23,7 @@ import (
 	"github.com/metawatch/metawatch/pkg/metrics"
 	"github.com/metawatch/metawatch/pkg/rules"
 	"github.com/metawatch/metawatch/pkg/sharding"
+	"github.com/metawatch/metawatch/pkg/wire"
 )
 
 // generation is one configuration running: its own cache, informers and
@@ -103,9 +104,10 @@ func newGeneration(ctx context.Context, cfg *rest.Config, number int64, r resolv
 			opts.onLoss(g, kind, err)
 		}
 	})
+	versions := wire.NewResourceVersions()
 	mopts := mwmanager.Options{MetricsBindAddress: "0",
 		GracefulShutdownTimeout: opts.shutdownTimeout, AccessLoss: g.lost, DecodeUnchangedEvents: opts.cacheWire.DecodeUnchanged,
-		UnchangedBookmarkInterval: opts.cacheWire.BookmarkInterval, WatchOverHTTP2: opts.cacheWire.WatchOverHTTP2}
+		UnchangedBookmarkInterval: opts.cacheWire.BookmarkInterval, WatchOverHTTP2: opts.cacheWire.WatchOverHTTP2, Versions: versions}
 	if opts.shards != nil {
 		mopts.Shards, g.buckets = opts.shards.cache()
 	}
@@ -122,9 +124,9 @@ func newGeneration(ctx context.Context, cfg *rest.Config, number int64, r resolv
 	}
 	g.copiers = copyingKinds(r.watches, rulesByKind)
 	copts := opts.controller
-	copts.Gate, copts.Audits, copts.WritesFrozen, copts.Fence = g.gate, g.audits, g.writesFrozen, g.fence
+	copts.Gate, copts.Audits, copts.WritesFrozen, copts.Fence, copts.Versions = g.gate, g.audits, g.writesFrozen, g.fence, versions
 	if opts.shards != nil {
-		copts.Shards = opts.shards.Ring
+		copts.Shards, copts.Claim = opts.shards.Ring, opts.shards.Ring
 	}
 	copts.NamespacesUnreadable = g.forbiddenAtStart(namespaceKind) != nil
 	copts.InScope = func(ns string) bool { return opts.writeScope.Allows(ns) && r.conf.WriteScope.Allows(ns) }

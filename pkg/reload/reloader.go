@@ -262,7 +262,7 @@ func (r *Reloader) Ready(req *http.Request) error {
 	case g == nil:
 		return fmt.Errorf("no configuration running: %s", waiting)
 	}
-	return g.ready(req)
+	return errors.Join(g.ready(req), r.Shards.ready())
 }
 
 // setWaiting says why no generation runs (and that this replica leads).

@@ -1,8 +1,15 @@
 package reload
 
 import (
+	"errors"
 	"fmt"
 	"slices"
+	"strings"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/events"
 
 	"github.com/metawatch/metawatch/pkg/metacache"
 	"github.com/metawatch/metawatch/pkg/metrics"
@@ -21,9 +28,21 @@ type Shards struct {
 	// ServerSide: the API server filters by shard (sharding.ServerFilters);
 	// else the client drops what is not the replica's.
 	ServerSide bool
+	// Recorder, if set, records a Warning Event on Regarding (the replica's
+	// member Lease) when buckets assigned to it stay unwritable.
+	Recorder  events.EventRecorder
+	Regarding runtime.Object
 
 	changed chan struct{} // the Ring's buckets changed
+
+	mu         sync.Mutex
+	unwritable []sharding.Bucket // as of the Ring's last change
 }
+
+// ReasonBucketsUnwritable is the reason of the Warning Event saying that
+// buckets assigned to this replica have not been writable for longer than a
+// hand-over takes: their objects are written by no replica.
+const ReasonBucketsUnwritable = "BucketsUnwritable"
 
 // mode is the sharding mode's name, as the metric and /readyz say it; s may be nil (off).
 func (s *Shards) mode() string {
@@ -51,16 +70,53 @@ func (s *Shards) share() string {
 	return fmt.Sprintf("%d of %d buckets held, %d desired", len(s.Ring.Held()), sharding.Buckets, len(s.Ring.Desired()))
 }
 
-// watch makes the Ring's changes wake the Reloader's loop and the metric follow the buckets held.
+// watch makes the Ring's changes wake the Reloader's loop and the metrics
+// follow the buckets held and unwritable.
 func (s *Shards) watch() {
 	s.changed = make(chan struct{}, 1)
-	s.Ring.OnChange(func(held, _ []sharding.Bucket) {
-		metrics.BucketsOwned.Set(float64(len(held)))
+	s.Ring.OnChange(func(share sharding.Share) {
+		metrics.BucketsOwned.Set(float64(len(share.Held)))
+		s.noteUnwritable(share.Unwritable)
 		select {
 		case s.changed <- struct{}{}:
 		default:
 		}
 	})
+}
+
+// noteUnwritable publishes the unwritable buckets, with a Warning Event when
+// there are more than before.
+func (s *Shards) noteUnwritable(buckets []sharding.Bucket) {
+	metrics.BucketsUnwritable.Set(float64(len(buckets)))
+	s.mu.Lock()
+	more := len(buckets) > len(s.unwritable)
+	s.unwritable = buckets
+	s.mu.Unlock()
+	if more && s.Recorder != nil && s.Regarding != nil {
+		s.Recorder.Eventf(s.Regarding, nil, corev1.EventTypeWarning, ReasonBucketsUnwritable, "Shard", "%s", s.unwritableMessage(buckets))
+	}
+}
+
+func (s *Shards) unwritableMessage(buckets []sharding.Bucket) string {
+	names := make([]string, len(buckets))
+	for i, b := range buckets {
+		names[i] = b.String()
+	}
+	return fmt.Sprintf("%d buckets assigned to this replica have not been writable for over twice the lease duration, so no replica writes their objects: %s (its Lease writes fail, or a hand-over is stuck; see the log of the sharding ring)",
+		len(buckets), strings.Join(names, ", "))
+}
+
+// ready fails while buckets assigned to this replica are unwritable; s may be nil.
+func (s *Shards) ready() error {
+	if s == nil {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.unwritable) == 0 {
+		return nil
+	}
+	return errors.New(s.unwritableMessage(s.unwritable))
 }
 
 // cache is what a new generation's cache holds, with its buckets.

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -21,7 +22,12 @@ const (
 	KindLabel = "metawatch.dev/lease"
 )
 
-func (r *Ring) memberLeaseName() string         { return r.o.Ring + "-member-" + r.o.Identity }
+func (r *Ring) memberLeaseName() string { return r.o.Ring + "-member-" + r.o.Identity }
+
+// MemberLease refers to this replica's member Lease, for Events about it.
+func (r *Ring) MemberLease() *corev1.ObjectReference {
+	return &corev1.ObjectReference{APIVersion: "coordination.k8s.io/v1", Kind: "Lease", Namespace: r.o.Namespace, Name: r.memberLeaseName()}
+}
 func (r *Ring) bucketLeaseName(b Bucket) string { return r.o.Ring + "-bucket-" + b.String() }
 
 // round renews this replica's membership, then takes the free or abandoned
@@ -47,6 +53,9 @@ func (r *Ring) round(ctx context.Context) {
 			logger.V(1).Info("bucket not balanced this round", "bucket", b.String(), "reason", err.Error())
 		}
 	}
+	r.mu.Lock()
+	r.trackBlocked()
+	r.mu.Unlock()
 	r.notify()
 }
 
@@ -62,6 +71,15 @@ func (r *Ring) ownMemberLease(members []coordinationv1.Lease) *coordinationv1.Le
 
 // renewMember renews this replica's member Lease, as just listed, or creates
 // it when there is none.
+//
+// A renewal extends this replica's claim to RenewDeadline after it was sent:
+// the others count it alive until a lease duration after they see it change,
+// which is no earlier. But the buckets it holds were read from a list that
+// may be older than that. They are still its own only if the renewal
+// succeeded before the previous one could have expired in the others' eyes
+// (less than a lease duration after it was sent): then no other replica can
+// have counted it dead meanwhile, and taken its buckets. Otherwise every
+// bucket it holds is verified again (balance) before it writes it.
 func (r *Ring) renewMember(ctx context.Context, lease *coordinationv1.Lease) error {
 	start := r.now()
 	leases := r.leases.Leases(r.o.Namespace)
@@ -79,8 +97,13 @@ func (r *Ring) renewMember(ctx context.Context, lease *coordinationv1.Lease) err
 		return err
 	}
 	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.renewed.IsZero() || r.now().Sub(r.renewed) >= r.o.LeaseDuration {
+		for _, h := range r.held {
+			h.verified = false
+		}
+	}
 	r.renewed = start // when the request was sent: the others saw the renewal no earlier
-	r.mu.Unlock()
 	return nil
 }
 
@@ -176,10 +199,18 @@ func (r *Ring) balance(ctx context.Context, b Bucket, desired string, lease *coo
 		h = nil
 	}
 	if h == nil && holder == me {
-		// This replica's, from before a restart of its container (the same pod name).
+		// This replica's, as far as this list says: from before a restart of
+		// its container (the same pod name). Verified before it is written.
 		h = &heldBucket{resourceVersion: lease.ResourceVersion}
 		r.held[b] = h
 	}
+	if h != nil && desired == me && h.draining {
+		// Handed back before the hand-over was done (its release failed):
+		// abandoned. Verified again before it is written, as the release may
+		// have landed after all.
+		h.draining, h.verified = false, false
+	}
+	verify := h != nil && !h.verified
 	mayTake := r.renewedRecently() && !r.stopping
 	r.mu.Unlock()
 	switch {
@@ -193,6 +224,30 @@ func (r *Ring) balance(ctx context.Context, b Bucket, desired string, lease *coo
 		return r.acquire(ctx, b, lease)
 	case desired != me && h != nil:
 		return r.handOn(ctx, b, lease)
+	case verify:
+		if !mayTake {
+			return fmt.Errorf("this replica's membership is not renewed")
+		}
+		return r.confirm(ctx, b, lease)
+	}
+	return nil
+}
+
+// confirm writes bucket b's Lease, which names this replica (lease, as
+// listed), with its listed version as the precondition: if it succeeds, no
+// other replica took the bucket since the list, and none can take it from
+// now on without seeing this write, so the bucket is verified.
+func (r *Ring) confirm(ctx context.Context, b Bucket, lease *coordinationv1.Lease) error {
+	lease = lease.DeepCopy()
+	r.stamp(lease, r.now(), false)
+	lease, err := r.leases.Leases(r.o.Namespace).Update(ctx, lease, metav1.UpdateOptions{})
+	if err != nil {
+		return fmt.Errorf("confirming this replica still holds it: %w", err)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if h := r.held[b]; h != nil && !h.draining {
+		h.resourceVersion, h.verified = lease.ResourceVersion, true
 	}
 	return nil
 }
@@ -217,7 +272,7 @@ func (r *Ring) acquire(ctx context.Context, b Bucket, lease *coordinationv1.Leas
 		return err
 	}
 	r.mu.Lock()
-	r.held[b] = &heldBucket{resourceVersion: lease.ResourceVersion}
+	r.held[b] = &heldBucket{resourceVersion: lease.ResourceVersion, verified: true}
 	r.mu.Unlock()
 	return nil
 }
@@ -249,15 +304,15 @@ func (r *Ring) release(ctx context.Context, b Bucket, lease *coordinationv1.Leas
 	return nil
 }
 
-// notify calls the OnChange function if the buckets held or desired changed since the last call.
+// notify calls the OnChange function if this replica's Share changed since the last call.
 func (r *Ring) notify() {
 	r.mu.Lock()
-	held, desired, f := r.heldLocked(), slices.Clone(r.desired), r.onChange
-	changed := !slices.Equal(held, r.notified[0]) || !slices.Equal(desired, r.notified[1])
-	r.notified = [2][]Bucket{held, desired}
+	share, f := Share{Held: r.heldLocked(), Desired: slices.Clone(r.desired), Unwritable: r.unwritableLocked()}, r.onChange
+	changed := !share.equal(r.notified)
+	r.notified = share
 	r.mu.Unlock()
 	if changed && f != nil {
-		f(held, desired)
+		f(share)
 	}
 }
 

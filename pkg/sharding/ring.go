@@ -56,20 +56,40 @@ type Ring struct {
 	now    func() time.Time
 
 	mu       sync.Mutex
-	renewed  time.Time              // the last successful renewal of this replica's member Lease
+	renewed  time.Time              // when the last successful renewal of this replica's member Lease was sent
 	held     map[Bucket]*heldBucket // buckets whose Lease names this replica
 	seen     map[string]observation // member identity → its Lease's last version and when it changed
 	stopping bool
-	desired  []Bucket // what the last round's live members give this replica
-	onChange func(held, desired []Bucket)
-	notified [2][]Bucket // what onChange was last called with
+	desired  []Bucket             // what the last round's live members give this replica
+	blocked  map[Bucket]time.Time // desired buckets this replica cannot write, since when
+	onChange func(Share)
+	notified Share // what onChange was last called with
+}
+
+// Share is what a replica holds of the buckets and what it should.
+type Share struct {
+	// Held are the buckets whose Lease names this replica; Desired those the
+	// live members give it; Unwritable the desired ones it has not been able
+	// to write for longer than a hand-over takes (see Ring.Unwritable).
+	Held, Desired, Unwritable []Bucket
+}
+
+func (s Share) equal(o Share) bool {
+	return slices.Equal(s.Held, o.Held) && slices.Equal(s.Desired, o.Desired) && slices.Equal(s.Unwritable, o.Unwritable)
 }
 
 // heldBucket is a bucket this replica holds: its Lease's version and the writes in flight.
 type heldBucket struct {
 	resourceVersion string
-	draining        bool // no new writes: it is being given up
-	inflight        int
+	// verified: this replica's own write of the bucket's Lease succeeded
+	// (taking it, or confirming it), and its renewals have not lapsed for a
+	// lease duration since. A bucket that is not verified is not written: it
+	// was read from a list that may be stale (after a restart, after a
+	// renewal that came late, after a hand-over that was abandoned), and
+	// another replica may have taken it since.
+	verified bool
+	draining bool // no new writes: it is being given up
+	inflight int
 }
 
 // observation is when a member's Lease was last seen to change (this replica's clock).
@@ -83,14 +103,14 @@ func NewRing(leases coordinationv1client.LeasesGetter, o Options) (*Ring, error)
 	if err := o.validate(); err != nil {
 		return nil, err
 	}
-	return &Ring{o: o, leases: leases, now: time.Now, held: map[Bucket]*heldBucket{}, seen: map[string]observation{}}, nil
+	return &Ring{o: o, leases: leases, now: time.Now, held: map[Bucket]*heldBucket{}, seen: map[string]observation{}, blocked: map[Bucket]time.Time{}}, nil
 }
 
-// OnChange sets f to be called, from Run, with the buckets held and the
-// buckets desired each time either changes. The cache should hold the
-// desired ones: they change only when members come or go, ahead of the
-// handovers, so a new owner's cache is synced when its Lease comes.
-func (r *Ring) OnChange(f func(held, desired []Bucket)) {
+// OnChange sets f to be called, from Run, with this replica's Share each
+// time it changes. The cache should hold the desired buckets: they change
+// only when members come or go, ahead of the handovers, so a new owner's
+// cache is synced when its Lease comes.
+func (r *Ring) OnChange(f func(Share)) {
 	r.mu.Lock()
 	r.onChange = f
 	r.mu.Unlock()
@@ -101,9 +121,8 @@ func (r *Ring) OnChange(f func(held, desired []Bucket)) {
 func (r *Ring) Begin(uid types.UID) (done func(), ok bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	b := BucketOf(uid)
-	h := r.held[b]
-	if h == nil || h.draining || r.stopping || !r.renewedRecently() {
+	h := r.writable(BucketOf(uid))
+	if h == nil {
 		return nil, false
 	}
 	h.inflight++
@@ -117,6 +136,63 @@ func (r *Ring) Begin(uid types.UID) (done func(), ok bool) {
 	}, true
 }
 
+// Until is the end of this replica's claim on the object with uid: the
+// renew deadline after its last successful membership renewal was sent, if
+// it holds the object's bucket and may write it now (fence.Claim).
+func (r *Ring) Until(uid types.UID) (time.Time, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.writable(BucketOf(uid)) == nil {
+		return time.Time{}, false
+	}
+	return r.renewed.Add(r.o.RenewDeadline), true
+}
+
+// writable is bucket b if this replica may write it now, else nil. r.mu must be held.
+func (r *Ring) writable(b Bucket) *heldBucket {
+	h := r.held[b]
+	if h == nil || !h.verified || h.draining || r.stopping || !r.renewedRecently() {
+		return nil
+	}
+	return h
+}
+
+// Unwritable are the buckets the live members give this replica that it has
+// not been able to write for longer than twice the lease duration: a
+// hand-over takes at most one (a dead holder's Lease expiring) and a few
+// rounds. Such a bucket's objects are written by no replica.
+func (r *Ring) Unwritable() []Bucket {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.unwritableLocked()
+}
+
+func (r *Ring) unwritableLocked() []Bucket {
+	var out []Bucket
+	now := r.now()
+	for _, b := range r.desired {
+		if since, ok := r.blocked[b]; ok && now.Sub(since) > 2*r.o.LeaseDuration {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+// trackBlocked notes since when each desired bucket has not been writable. r.mu must be held.
+func (r *Ring) trackBlocked() {
+	now := r.now()
+	for b := range r.blocked {
+		if !slices.Contains(r.desired, b) || r.writable(b) != nil {
+			delete(r.blocked, b)
+		}
+	}
+	for _, b := range r.desired {
+		if _, ok := r.blocked[b]; !ok && r.writable(b) == nil {
+			r.blocked[b] = now
+		}
+	}
+}
+
 // Pending reports whether the bucket of uid should be this replica's (it is
 // desired) but is not held yet, or is held and not writable this moment:
 // a write to it refused now will pass once the handover is done.
@@ -124,8 +200,7 @@ func (r *Ring) Pending(uid types.UID) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	b := BucketOf(uid)
-	h := r.held[b]
-	return !r.stopping && slices.Contains(r.desired, b) && (h == nil || !r.renewedRecently())
+	return !r.stopping && slices.Contains(r.desired, b) && r.writable(b) == nil
 }
 
 // Held are the buckets this replica holds, in order.

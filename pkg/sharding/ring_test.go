@@ -89,10 +89,10 @@ func startReplica(t *testing.T, cs kubernetes.Interface, w *writes, n int) *repl
 	if err != nil {
 		t.Fatal(err)
 	}
-	ring.OnChange(func(held, desired []Bucket) {
+	ring.OnChange(func(s Share) {
 		w.changes.Add(1)
-		if len(held) > Buckets || len(desired) > Buckets {
-			t.Errorf("OnChange(%v, %v): more buckets than there are", held, desired)
+		if len(s.Held) > Buckets || len(s.Desired) > Buckets {
+			t.Errorf("OnChange(%+v): more buckets than there are", s)
 		}
 	})
 	loopCtx, stopLoop := context.WithCancel(context.Background())

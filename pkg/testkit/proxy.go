@@ -10,6 +10,7 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -27,6 +28,7 @@ type Exchange struct {
 	Received     time.Time // when the client sent it
 	Sent         time.Time // when the proxy sent it on to the API server (zero: held)
 	Answered     time.Time // when the API server answered it (zero: not yet)
+	Status       int       // the API server's answer (zero: none)
 }
 
 // Proxy is an HTTPS reverse proxy in front of the API server that records
@@ -38,11 +40,76 @@ type Exchange struct {
 type Proxy struct {
 	// Kubeconfig is a kubeconfig file for the proxy.
 	Kubeconfig string
-	// Hold, if set, says how long to hold a request before sending it on.
-	Hold func(*http.Request) time.Duration
+	mu         sync.Mutex
+	hold       func(*http.Request) time.Duration
+	refuse     func(*http.Request) bool
+	exchanges  []*Exchange
+	paused     chan struct{} // closed by Resume; nil while not paused
+}
 
-	mu        sync.Mutex
-	exchanges []*Exchange
+// SetHold makes the proxy hold each request as long as hold says before it
+// sends it on (nil: not at all). A held request is sent on even if its client
+// gave up on it meanwhile.
+func (p *Proxy) SetHold(hold func(*http.Request) time.Duration) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.hold = hold
+}
+
+// SetRefuse makes the proxy answer 500 to the requests refuse says (nil:
+// none), without sending them on: a failing webhook, etcd out of space.
+func (p *Proxy) SetRefuse(refuse func(*http.Request) bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.refuse = refuse
+}
+
+func (p *Proxy) refused(req *http.Request) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.refuse != nil && p.refuse(req)
+}
+
+// holding is how long to hold req, and whether the proxy is paused.
+func (p *Proxy) holding(req *http.Request) (time.Duration, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var d time.Duration
+	if p.hold != nil {
+		d = p.hold(req)
+	}
+	return d, p.paused != nil
+}
+
+// Pause holds every request that reaches the proxy from now on, and every
+// request it has not sent on yet, until Resume: a network that stalls. Held
+// requests are sent on at Resume, even those their client gave up on.
+func (p *Proxy) Pause() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.paused == nil {
+		p.paused = make(chan struct{})
+	}
+}
+
+// Resume sends the held requests on, and lets new ones through.
+func (p *Proxy) Resume() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.paused != nil {
+		close(p.paused)
+		p.paused = nil
+	}
+}
+
+// waitWhilePaused returns once the proxy is not paused.
+func (p *Proxy) waitWhilePaused() {
+	p.mu.Lock()
+	paused := p.paused
+	p.mu.Unlock()
+	if paused != nil {
+		<-paused
+	}
 }
 
 // NewProxy starts a proxy to the API server cfg points at, until the test ends.
@@ -81,16 +148,25 @@ func (p *Proxy) transport(next http.RoundTripper) http.RoundTripper {
 		p.mu.Lock()
 		p.exchanges = append(p.exchanges, ex)
 		p.mu.Unlock()
-		if p.Hold != nil {
-			time.Sleep(p.Hold(req))
-			req = req.WithContext(context.WithoutCancel(req.Context())) // in transit: the client's cancel no longer reaches it
+		if p.refused(req) {
+			return &http.Response{StatusCode: http.StatusInternalServerError, Request: req, Header: http.Header{"Content-Type": {"text/plain"}},
+				Body: io.NopCloser(strings.NewReader("refused (injected by the test)"))}, nil
 		}
+		if hold, paused := p.holding(req); hold > 0 || paused {
+			// Held in transit: the client's cancel no longer reaches the request.
+			req = req.WithContext(context.WithoutCancel(req.Context()))
+			time.Sleep(hold)
+		}
+		p.waitWhilePaused()
 		p.mu.Lock()
 		ex.Sent = time.Now()
 		p.mu.Unlock()
 		resp, err := next.RoundTrip(req)
 		p.mu.Lock()
 		ex.Answered = time.Now()
+		if resp != nil {
+			ex.Status = resp.StatusCode
+		}
 		p.mu.Unlock()
 		return resp, err
 	})

@@ -18,6 +18,9 @@ type Options struct {
 	// that much at most; it is exact whenever the stream ends, which is when
 	// the reflector resumes). Zero sends one for every event left out.
 	BookmarkInterval time.Duration
+	// Versions, if not nil, learns from every watch stream the newest
+	// resourceVersion of the objects whose events it left out.
+	Versions *ResourceVersions
 }
 
 // StripManagedFields returns cfg with a transport that removes every

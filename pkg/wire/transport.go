@@ -19,7 +19,7 @@ import (
 // application/vnd.kubernetes.protobuf;as=PartialObjectMetadata are touched;
 // anything it cannot parse passes through unchanged.
 func newStripTransport(next http.RoundTripper, keepManager string, o Options) http.RoundTripper {
-	return stripTransport{next: next, keep: []byte(keepManager), replaceUnchanged: !o.DecodeUnchanged, bookmarkInterval: o.BookmarkInterval}
+	return stripTransport{next: next, keep: []byte(keepManager), replaceUnchanged: !o.DecodeUnchanged, bookmarkInterval: o.BookmarkInterval, versions: o.Versions}
 }
 
 type stripTransport struct {
@@ -29,6 +29,7 @@ type stripTransport struct {
 	// events, with bookmarks at most bookmarkInterval apart (unchangedEvents).
 	replaceUnchanged bool
 	bookmarkInterval time.Duration
+	versions         *ResourceVersions
 }
 
 const metadataProtobuf = "application/vnd.kubernetes.protobuf;as=PartialObjectMetadata"
@@ -44,6 +45,8 @@ func (t stripTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		f := &frameStripper{body: resp.Body, edit: e}
 		if t.replaceUnchanged {
 			f.unchanged = newUnchangedEvents(t.bookmarkInterval, metrics.UnchangedEvents.WithLabelValues(path.Base(req.URL.Path)).Inc)
+			f.versions = t.versions
+			f.versions.add(f.unchanged)
 		}
 		resp.Body = f
 		return resp, nil
@@ -82,6 +85,7 @@ type frameStripper struct {
 	body      io.ReadCloser
 	edit      edit
 	unchanged *unchangedEvents
+	versions  *ResourceVersions // knows unchanged while the stream lasts
 	buf, out  []byte
 	pending   []byte
 	err       error
@@ -177,4 +181,9 @@ func (f *frameStripper) end(err error) (keep bool, _ error) {
 	return false, err
 }
 
-func (f *frameStripper) Close() error { return f.body.Close() }
+func (f *frameStripper) Close() error {
+	if f.unchanged != nil {
+		f.versions.remove(f.unchanged)
+	}
+	return f.body.Close()
+}

@@ -3,6 +3,7 @@ package wire
 import (
 	"encoding/binary"
 	"hash/maphash"
+	"sync"
 	"time"
 
 	"google.golang.org/protobuf/encoding/protowire"
@@ -38,7 +39,9 @@ var seed = maphash.MakeSeed()
 // stream (a resumed watch, a relist) starts with nothing remembered, so events
 // lost when a stream breaks can never make it leave one out.
 type unchangedEvents struct {
-	last map[uint64]uint64 // the uid's fingerprint -> the object's, without its resourceVersion
+	// mu guards last: ResourceVersions reads it from other goroutines.
+	mu   sync.Mutex
+	last map[uint64]delivered // the uid's fingerprint -> what the stream delivered of the object
 	hash maphash.Hash
 	// counted, if set, is called once for each event left out.
 	counted func()
@@ -54,8 +57,33 @@ type unchangedEvents struct {
 	sent             time.Time
 }
 
+// delivered is what a stream delivered of one object: the fingerprint of
+// everything but its resourceVersion; the low 32 bits of the delivered
+// version's resourceVersion (a cached version whose low bits match is that
+// one: another would be 2^32 revisions away); and how much newer the newest
+// version the stream carried is (a version left out as unchanged; 0: none).
+// 16 bytes, not 24, for an entry every cached object has.
+type delivered struct {
+	fingerprint uint64
+	versionLow  uint32
+	newer       uint32
+}
+
+// newDelivered is what the stream delivers of an object at version rv.
+func newDelivered(fingerprint, rv uint64) delivered {
+	return delivered{fingerprint: fingerprint, versionLow: uint32(rv)}
+}
+
+// leftOut notes that the stream carried version rv of the object, unchanged.
+// A version too far ahead to be said in 32 bits is not kept.
+func (d *delivered) leftOut(rv uint64) {
+	if ahead := uint32(rv) - d.versionLow; rv != 0 && uint64(ahead) > uint64(d.newer) && ahead < 1<<31 {
+		d.newer = ahead
+	}
+}
+
 func newUnchangedEvents(interval time.Duration, counted func()) *unchangedEvents {
-	u := &unchangedEvents{last: map[uint64]uint64{}, counted: counted, interval: interval, now: time.Now}
+	u := &unchangedEvents{last: map[uint64]delivered{}, counted: counted, interval: interval, now: time.Now}
 	u.hash.SetSeed(seed)
 	u.sent = u.now()
 	return u
@@ -108,15 +136,48 @@ func (u *unchangedEvents) unchanged(e event) bool {
 		return false
 	}
 	key := maphash.Bytes(seed, e.uid)
+	rv := decimal(e.rv)
+	u.mu.Lock()
+	defer u.mu.Unlock()
 	if e.typ == "DELETED" {
 		delete(u.last, key)
 		return false
 	}
-	if last, ok := u.last[key]; ok && last == e.fingerprint && e.typ == "MODIFIED" && len(e.rv) > 0 {
+	if last, ok := u.last[key]; ok && last.fingerprint == e.fingerprint && e.typ == "MODIFIED" && len(e.rv) > 0 {
+		last.leftOut(rv)
+		u.last[key] = last
 		return true
 	}
-	u.last[key] = e.fingerprint
+	u.last[key] = newDelivered(e.fingerprint, rv)
 	return false
+}
+
+// newest is the newest resourceVersion the stream carried of the object
+// with uid whose version the cache holds is version, if the stream
+// delivered that version and left newer ones out; else 0.
+func (u *unchangedEvents) newest(uid string, version uint64) uint64 {
+	key := maphash.String(seed, uid)
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if last, ok := u.last[key]; ok && last.versionLow == uint32(version) && last.newer > 0 {
+		return version + uint64(last.newer)
+	}
+	return 0
+}
+
+// decimal is the value of a decimal resourceVersion (etcd's revisions), or 0.
+func decimal(b []byte) uint64 {
+	if len(b) == 0 || len(b) > 19 {
+		return 0
+	}
+	var n uint64
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0
+		}
+		n = n*10 + uint64(c-'0')
+	}
+	return n
 }
 
 // flush returns the bookmark (built into buf) of the events held back, or
@@ -133,7 +194,11 @@ func (u *unchangedEvents) flush(buf []byte) []byte {
 // forget forgets every object: the stream delivers one whose content cannot
 // be known here (client-go will make of it what it can), so nothing it
 // delivers may be compared with what was remembered before.
-func (u *unchangedEvents) forget() { clear(u.last) }
+func (u *unchangedEvents) forget() {
+	u.mu.Lock()
+	clear(u.last)
+	u.mu.Unlock()
+}
 
 // rejected notes that the stream delivers a frame the stripper rejected.
 func (u *unchangedEvents) rejected() {
