@@ -68,7 +68,11 @@ func addSharding(ctx context.Context, mgr ctrlmanager.Manager, cfg *rest.Config,
 	if err != nil {
 		return nil, err
 	}
-	ring, err := sharding.NewRing(cs.CoordinationV1(), sharding.Options{Namespace: ns, Ring: opts.sharding.ring, Identity: identity,
+	leases, err := kubernetes.NewForConfig(manager.LeaseClientConfig(cfg, opts.manager, "sharding-ring"))
+	if err != nil {
+		return nil, err
+	}
+	ring, err := sharding.NewRing(leases.CoordinationV1(), sharding.Options{Namespace: ns, Ring: opts.sharding.ring, Identity: identity,
 		LeaseDuration: opts.manager.LeaseDuration, RenewDeadline: opts.manager.RenewDeadline, RetryPeriod: opts.manager.RetryPeriod})
 	if err != nil {
 		return nil, err

@@ -49,10 +49,11 @@ type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
 
-// Eight writes admitted at once under a claim that ends 1.2 s later queue in
-// a client limited to two requests a second: those whose turn comes after
+// Six writes admitted at once under a claim that ends 1.5 s later queue in
+// a client limited to one request a second: those whose turn comes after
 // the claim's end are not sent (admission is not sending), and none of them
-// reaches the server.
+// reaches the server. One sent in time but not answered before the claim's
+// end is given up (context deadline exceeded), whether or not it landed.
 func TestAWriteIsSentOnlyWhileItsClaimHolds(t *testing.T) {
 	controlplane.SkipIfShort(t)
 	c := testkit.Client(t, cp.Config)
@@ -62,12 +63,12 @@ func TestAWriteIsSentOnlyWhileItsClaimHolds(t *testing.T) {
 	}
 	sent := &sentAt{}
 	cfg := fence.Wrap(sent.wrap(cp.Config))
-	cfg.RateLimiter, cfg.QPS, cfg.Burst = nil, 2, 1
+	cfg.RateLimiter, cfg.QPS, cfg.Burst = nil, 1, 1
 	cs := kubernetes.NewForConfigOrDie(cfg)
-	claim := until(time.Now().Add(1200 * time.Millisecond))
+	claim := until(time.Now().Add(1500 * time.Millisecond))
 
 	var wg sync.WaitGroup
-	results := make([]error, 8)
+	results := make([]error, 6)
 	for i := range results {
 		ctx, err := fence.Admit(t.Context(), claim, "")
 		if err != nil {
@@ -91,6 +92,8 @@ func TestAWriteIsSentOnlyWhileItsClaimHolds(t *testing.T) {
 			written++
 		case errors.Is(err, fence.ErrLapsed) && !landed:
 			fenced++
+		case errors.Is(err, context.DeadlineExceeded):
+			written++ // sent in time, answered too late (a loaded machine)
 		default:
 			t.Errorf("write %d: error %v, landed %v; want it written, or refused with ErrLapsed and not landed", i, err, landed)
 		}
@@ -101,7 +104,7 @@ func TestAWriteIsSentOnlyWhileItsClaimHolds(t *testing.T) {
 		}
 	}
 	if written == 0 || fenced == 0 {
-		t.Errorf("%d written and %d fenced, want some of each (2 requests a second over a 1.2 s claim)", written, fenced)
+		t.Errorf("%d written and %d fenced, want some of each (1 request a second over a 1.5 s claim)", written, fenced)
 	}
 	t.Logf("%d writes sent within the claim, %d not sent once it had ended", written, fenced)
 }

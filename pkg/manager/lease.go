@@ -30,9 +30,7 @@ func NewLeaseLock(cfg *rest.Config, opts Options) (resourcelock.Interface, error
 	if err != nil {
 		return nil, err
 	}
-	le := rest.AddUserAgent(leaderElectionConfig(cfg), "leader-election")
-	// A hung request must not outlast the renew deadline (controller-runtime's heuristic).
-	le.Timeout = max(RenewDeadlineOf(opts)/2, time.Second)
+	le := LeaseClientConfig(cfg, opts, "leader-election")
 	core, err := corev1client.NewForConfig(le)
 	if err != nil {
 		return nil, err
@@ -44,6 +42,17 @@ func NewLeaseLock(cfg *rest.Config, opts Options) (resourcelock.Interface, error
 	id := cmp.Or(opts.LeaderElectionID, DefaultLeaderElectionID)
 	return resourcelock.New(resourcelock.LeasesResourceLock, ns, id, core, coordination,
 		resourcelock.ResourceLockConfig{Identity: host + "_" + string(uuid.NewUUID())})
+}
+
+// LeaseClientConfig is the client config of Lease writes (the leader's, or
+// the sharding ring's), named agent in the User-Agent: a rate limiter of its
+// own, so that a burst of reconciles can never starve a renewal, and a
+// timeout of half the renew deadline, so that a hung request does not
+// outlast it (controller-runtime's heuristic).
+func LeaseClientConfig(cfg *rest.Config, opts Options, agent string) *rest.Config {
+	le := rest.AddUserAgent(leaderElectionConfig(cfg), agent)
+	le.Timeout = max(RenewDeadlineOf(opts)/2, time.Second)
+	return le
 }
 
 // RenewDeadlineOf is the leader's renew deadline: opts', or controller-runtime's default.

@@ -136,10 +136,11 @@ func ownLeaderElectionConfig(cfg *rest.Config, opts Options) *rest.Config {
 }
 
 // leaderElectionConfig gives Lease renewal its own client rate limiter, so a
-// burst of reconciles can never starve it and cost the lease.
+// burst of reconciles can never starve it and cost the lease. Its budget
+// lets a sharding ring write every bucket Lease in one round.
 func leaderElectionConfig(cfg *rest.Config) *rest.Config {
 	le := rest.CopyConfig(cfg)
 	le.RateLimiter = nil
-	le.QPS, le.Burst = 5, 10
+	le.QPS, le.Burst = 20, 80
 	return le
 }

@@ -35,6 +35,13 @@ func (r *Ring) bucketLeaseName(b Bucket) string { return r.o.Ring + "-bucket-" +
 // reads every Lease of the ring, this replica's member Lease included.
 func (r *Ring) round(ctx context.Context) {
 	logger := log.FromContext(ctx).WithName("sharding")
+	listed := r.now() // before the list: what it says is at least this recent
+	defer func() {
+		r.mu.Lock()
+		r.trackBlocked()
+		r.mu.Unlock()
+		r.notify()
+	}()
 	members, buckets, err := r.list(ctx)
 	if err != nil {
 		logger.Error(err, "listing the ring's Leases; this replica stops writing after the renew deadline", "renewDeadline", r.o.RenewDeadline)
@@ -44,19 +51,21 @@ func (r *Ring) round(ctx context.Context) {
 		logger.Error(err, "renewing this replica's member Lease; it stops writing after the renew deadline", "renewDeadline", r.o.RenewDeadline)
 	}
 	r.mu.Lock()
-	alive := r.alive(members, buckets)
+	alive := r.alive(members, buckets, listed)
 	desired := Assign(slices.Sorted(maps.Keys(alive)))
 	r.desired = Owned(desired, r.o.Identity)
 	r.mu.Unlock()
 	for b := range Bucket(Buckets) {
+		if r.now().Sub(listed) > r.o.RenewDeadline/2 {
+			// Many Lease writes, or slow ones: renew first, the rest next round,
+			// so that they never cost this replica its membership.
+			logger.V(1).Info("round cut short to renew in time", "bucket", b.String())
+			break
+		}
 		if err := r.balance(ctx, b, desired[b], buckets[b], alive); err != nil {
 			logger.V(1).Info("bucket not balanced this round", "bucket", b.String(), "reason", err.Error())
 		}
 	}
-	r.mu.Lock()
-	r.trackBlocked()
-	r.mu.Unlock()
-	r.notify()
 }
 
 // ownMemberLease is this replica's member Lease among members, or nil.
@@ -145,17 +154,20 @@ func (r *Ring) list(ctx context.Context) ([]coordinationv1.Lease, map[Bucket]*co
 
 // alive is the set of identities counted as live members: this replica while
 // its renewals are recent, and any other whose member Lease changed less than
-// LeaseDuration ago on this replica's clock. A holder of a bucket with no
+// LeaseDuration before listed (when the list was sent, on this replica's
+// clock) after this replica first saw its current version. Judged as of when
+// the list was sent, not when its answer came: a late answer may predate a
+// renewal that another member made in time. A holder of a bucket with no
 // member Lease is given LeaseDuration from when that was first seen. A
 // member whose Lease is gone and who holds no bucket has left (a clean stop
 // releases its buckets, then deletes its Lease): it is forgotten at once, so
 // its buckets are taken without waiting. r.mu must be held.
-func (r *Ring) alive(members []coordinationv1.Lease, buckets map[Bucket]*coordinationv1.Lease) map[string]bool {
+func (r *Ring) alive(members []coordinationv1.Lease, buckets map[Bucket]*coordinationv1.Lease, listed time.Time) map[string]bool {
 	now := r.now()
-	listed, holders := map[string]bool{}, map[string]bool{}
+	inList, holders := map[string]bool{}, map[string]bool{}
 	for _, m := range members {
 		id := ptr.Deref(m.Spec.HolderIdentity, "")
-		listed[id] = true
+		inList[id] = true
 		if seen, ok := r.seen[id]; id != "" && (!ok || seen.resourceVersion != m.ResourceVersion) {
 			r.seen[id] = observation{resourceVersion: m.ResourceVersion, at: now}
 		}
@@ -171,9 +183,9 @@ func (r *Ring) alive(members []coordinationv1.Lease, buckets map[Bucket]*coordin
 	alive := map[string]bool{}
 	for id, seen := range r.seen {
 		switch {
-		case !listed[id] && !holders[id]:
+		case !inList[id] && !holders[id]:
 			delete(r.seen, id)
-		case id != r.o.Identity && now.Sub(seen.at) < r.o.LeaseDuration:
+		case id != r.o.Identity && listed.Sub(seen.at) < r.o.LeaseDuration:
 			alive[id] = true
 		}
 	}
