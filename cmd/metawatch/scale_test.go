@@ -3,6 +3,9 @@ package main_test
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"net/url"
+	"path"
 	"slices"
 	"strings"
 	"sync"
@@ -66,7 +69,7 @@ func TestShardedReplicasScaleAndRollWithoutDoubleWrites(t *testing.T) {
 	}
 	for i, x := range all {
 		writes := x.podWrites(time.Time{})
-		t.Logf("replica %s wrote %d pods", x.name, len(writes))
+		t.Logf("replica %s wrote %d pods; full lists (a LIST or a watch with initial events): %v", x.name, len(writes), x.fullLists())
 		for pod, ws := range writes {
 			if ua := ws[0].UserAgent; !strings.Contains(ua, "ring-member/"+x.name) {
 				t.Errorf("replica %s wrote pod %s with User-Agent %q, want one naming it (ring-member/%s)", x.name, pod, ua, x.name)
@@ -76,6 +79,23 @@ func TestShardedReplicasScaleAndRollWithoutDoubleWrites(t *testing.T) {
 			assertNoConcurrentWriters(t, x.podWrites(time.Time{}), y.podWrites(time.Time{}))
 		}
 	}
+}
+
+// fullLists counts, per resource, the requests of the replica that list the
+// whole resource: a LIST, or a watch that sends initial events (watch-list);
+// a watch that resumes from a resourceVersion is not one.
+func (r *shardedReplica) fullLists() map[string]int {
+	out := map[string]int{}
+	for _, e := range r.proxy.Exchanges() {
+		q, err := url.ParseQuery(e.Query)
+		if resource := path.Base(e.Path); e.Method != http.MethodGet || err != nil || (resource != "pods" && resource != "namespaces" && resource != "configmaps") {
+			continue
+		}
+		if watch := q.Get("watch"); (watch == "" && q.Get("limit") != "1") || q.Get("sendInitialEvents") == "true" {
+			out[path.Base(e.Path)]++
+		}
+	}
+	return out
 }
 
 // teamValue is the n-th value of the churned label: they sort in the order set.

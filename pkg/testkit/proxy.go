@@ -23,6 +23,7 @@ import (
 // Exchange is one request that went through a Proxy.
 type Exchange struct {
 	Method, Path string
+	Query        string // the URL's raw query
 	UserAgent    string
 	Body         []byte    // the request body
 	Received     time.Time // when the client sent it
@@ -144,7 +145,7 @@ func (p *Proxy) transport(next http.RoundTripper) http.RoundTripper {
 			body, _ = io.ReadAll(req.Body)
 			req.Body = io.NopCloser(bytes.NewReader(body))
 		}
-		ex := &Exchange{Method: req.Method, Path: req.URL.Path, UserAgent: req.UserAgent(), Body: body, Received: time.Now()}
+		ex := &Exchange{Method: req.Method, Path: req.URL.Path, Query: req.URL.RawQuery, UserAgent: req.UserAgent(), Body: body, Received: time.Now()}
 		p.mu.Lock()
 		p.exchanges = append(p.exchanges, ex)
 		p.mu.Unlock()
