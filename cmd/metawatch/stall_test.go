@@ -216,3 +216,44 @@ func TestAFailedHandOverLeavesNoBucketUnwritten(t *testing.T) {
 	}
 	assertNoConcurrentWriters(t, a.podWrites(time.Time{}), b.podWrites(time.Time{}))
 }
+
+// Every Lease write of one of two sharded replicas is refused (500: a
+// failing admission webhook on Leases, etcd out of space) for twice the
+// lease duration, then accepted again: the replica stops writing, the other
+// takes its buckets, and once it renews it gets its share back. Afterwards
+// every bucket is held by its assigned replica and a Namespace change reaches
+// every pod; no pod is written by both at once, none goes back.
+func TestARingRecoversFromRefusedLeaseWrites(t *testing.T) {
+	controlplane.SkipIfShort(t)
+	c := testkit.Client(t, cp.Config)
+	const ns = "lease-outage"
+	teamNamespace(t, c, ns, "a", 40)
+	a, b := startShardedReplica(t, ns, "replica-a"), startShardedReplica(t, ns, "replica-b")
+	for _, r := range []*shardedReplica{a, b} {
+		waitHTTP200(t, "http://"+r.probe+"/readyz", r.stderr)
+	}
+	waitPods(t, c, ns, "every pod to get team=a", func(l map[string]string) bool { return l["team"] == "a" })
+	waitBucketsHeldAsAssigned(t, c, ns, "replica-a", "replica-b")
+	history := watchTeams(t, ns)
+
+	a.proxy.SetRefuse(func(req *http.Request) bool {
+		return (req.Method == http.MethodPut || req.Method == http.MethodPost) && strings.Contains(req.URL.Path, "/leases")
+	})
+	waitBucketsHeldAsAssigned(t, c, ns, "replica-b") // replica-a counted dead: replica-b holds everything
+	patchNamespace(t, c, ns, "b")
+	waitPods(t, c, ns, "replica-b to converge team=b during the outage", func(l map[string]string) bool { return l["team"] == "b" })
+	a.proxy.SetRefuse(nil)
+
+	recovered := time.Now()
+	waitBucketsHeldAsAssigned(t, c, ns, "replica-a", "replica-b")
+	t.Logf("the ring was balanced again %s after replica-a's Lease writes were accepted again", time.Since(recovered).Round(10*time.Millisecond))
+	patchNamespace(t, c, ns, "c")
+	waitPods(t, c, ns, "the namespace change to reach every pod after the outage", func(l map[string]string) bool { return l["team"] == "c" })
+	testkit.WaitFor(t, "no bucket reported unwritable", func() bool {
+		return a.metric("metawatch_buckets_unwritable") == 0 && b.metric("metawatch_buckets_unwritable") == 0
+	})
+	for _, v := range history.violations() {
+		t.Errorf("a pod's team went back or was lost: %s", v)
+	}
+	assertNoConcurrentWriters(t, a.podWrites(time.Time{}), b.podWrites(time.Time{}))
+}
