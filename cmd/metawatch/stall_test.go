@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
 	"github.com/metawatch/metawatch/pkg/controlplane"
 	"github.com/metawatch/metawatch/pkg/testkit"
 )
@@ -180,14 +182,7 @@ func TestAFailedHandOverLeavesNoBucketUnwritten(t *testing.T) {
 	controlplane.SkipIfShort(t)
 	c := testkit.Client(t, cp.Config)
 	const ns = "failed-handover"
-	teamNamespace(t, c, ns, "a", 40)
-	a, b := startShardedReplica(t, ns, "replica-a"), startShardedReplica(t, ns, "replica-b")
-	for _, r := range []*shardedReplica{a, b} {
-		waitHTTP200(t, "http://"+r.probe+"/readyz", r.stderr)
-	}
-	waitPods(t, c, ns, "every pod to get team=a", func(l map[string]string) bool { return l["team"] == "a" })
-	waitBucketsHeldAsAssigned(t, c, ns, "replica-a", "replica-b")
-	history := watchTeams(t, ns)
+	a, b, history := twoShardedReplicas(t, c, ns)
 
 	a.proxy.SetRefuse(func(req *http.Request) bool {
 		return req.Method == http.MethodPut && strings.Contains(req.URL.Path, "/leases/") && strings.Contains(req.URL.Path, "-bucket-")
@@ -227,14 +222,7 @@ func TestARingRecoversFromRefusedLeaseWrites(t *testing.T) {
 	controlplane.SkipIfShort(t)
 	c := testkit.Client(t, cp.Config)
 	const ns = "lease-outage"
-	teamNamespace(t, c, ns, "a", 40)
-	a, b := startShardedReplica(t, ns, "replica-a"), startShardedReplica(t, ns, "replica-b")
-	for _, r := range []*shardedReplica{a, b} {
-		waitHTTP200(t, "http://"+r.probe+"/readyz", r.stderr)
-	}
-	waitPods(t, c, ns, "every pod to get team=a", func(l map[string]string) bool { return l["team"] == "a" })
-	waitBucketsHeldAsAssigned(t, c, ns, "replica-a", "replica-b")
-	history := watchTeams(t, ns)
+	a, b, history := twoShardedReplicas(t, c, ns)
 
 	a.proxy.SetRefuse(func(req *http.Request) bool {
 		return (req.Method == http.MethodPut || req.Method == http.MethodPost) && strings.Contains(req.URL.Path, "/leases")
@@ -256,4 +244,19 @@ func TestARingRecoversFromRefusedLeaseWrites(t *testing.T) {
 		t.Errorf("a pod's team went back or was lost: %s", v)
 	}
 	assertNoConcurrentWriters(t, a.podWrites(time.Time{}), b.podWrites(time.Time{}))
+}
+
+// twoShardedReplicas runs replica-a and replica-b, sharded, on namespace ns
+// with 40 pods and team=a, waits until they have converged it and hold their
+// buckets, and watches every version of the pods' team from then on.
+func twoShardedReplicas(t *testing.T, c client.Client, ns string) (a, b *shardedReplica, history *teams) {
+	t.Helper()
+	teamNamespace(t, c, ns, "a", 40)
+	a, b = startShardedReplica(t, ns, "replica-a"), startShardedReplica(t, ns, "replica-b")
+	for _, r := range []*shardedReplica{a, b} {
+		waitHTTP200(t, "http://"+r.probe+"/readyz", r.stderr)
+	}
+	waitPods(t, c, ns, "every pod to get team=a", func(l map[string]string) bool { return l["team"] == "a" })
+	waitBucketsHeldAsAssigned(t, c, ns, "replica-a", "replica-b")
+	return a, b, watchTeams(t, ns)
 }

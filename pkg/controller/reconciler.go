@@ -57,14 +57,9 @@ func (k *kindReconciler) Reconcile(ctx context.Context, req reconcile.Request) (
 			return reconcile.Result{}, nil
 		}
 	}
-	obj := metacache.NewObject(k.gvk)
-	switch err := k.reader.Get(ctx, req.NamespacedName, obj); {
-	case apierrors.IsNotFound(err):
-		obj = nil
-	case err != nil:
+	obj, err := readObject(ctx, k.reader, k.gvk, req.NamespacedName)
+	if err != nil {
 		return reconcile.Result{}, err
-	default:
-		obj.SetGroupVersionKind(k.gvk) // Events need the kind of what they regard
 	}
 	for _, s := range k.steps {
 		if err := s.reconcileObject(ctx, req.NamespacedName, obj); retrySoon(err) {
@@ -77,4 +72,18 @@ func (k *kindReconciler) Reconcile(ctx context.Context, req reconcile.Request) (
 		}
 	}
 	return reconcile.Result{}, nil
+}
+
+// readObject reads the object named key of kind gvk from reader (the cache,
+// or the API server); nil if it is not there.
+func readObject(ctx context.Context, reader client.Reader, gvk schema.GroupVersionKind, key types.NamespacedName) (*metav1.PartialObjectMetadata, error) {
+	obj := metacache.NewObject(gvk)
+	switch err := reader.Get(ctx, key, obj); {
+	case apierrors.IsNotFound(err):
+		return nil, nil
+	case err != nil:
+		return nil, err
+	}
+	obj.SetGroupVersionKind(gvk) // Events need the kind of what they regard
+	return obj, nil
 }

@@ -98,16 +98,10 @@ func (r *ruleReconciler) reconcileObject(ctx context.Context, key types.Namespac
 	// made on (the precondition failed): decide again on the object as it is
 	// now, read from the API server. The cache may never bring a newer
 	// version: one that changed only the status is left out before decoding.
-	fresh := metacache.NewObject(r.GVK)
-	switch err := r.live.Get(ctx, key, fresh); {
-	case apierrors.IsNotFound(err):
-		return nil // the watch brings the deletion
-	case err != nil:
-		return err
-	case fresh.UID != obj.UID:
-		return nil // replaced: the watch brings the new object
+	fresh, err := readObject(ctx, r.live, r.GVK, key)
+	if err != nil || fresh == nil || fresh.UID != obj.UID {
+		return err // gone or replaced: the watch brings the deletion or the new object
 	}
-	fresh.SetGroupVersionKind(r.GVK)
 	_, err = r.decideAndWrite(ctx, key, fresh, ns)
 	return err
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -34,9 +33,9 @@ type Shards struct {
 	Regarding runtime.Object
 
 	changed chan struct{} // the Ring's buckets changed
-
-	mu         sync.Mutex
-	unwritable []sharding.Bucket // as of the Ring's last change
+	// reported is how many buckets were last reported unwritable (the
+	// Ring's own goroutine only, through OnChange).
+	reported int
 }
 
 // ReasonBucketsUnwritable is the reason of the Warning Event saying that
@@ -88,10 +87,8 @@ func (s *Shards) watch() {
 // there are more than before.
 func (s *Shards) noteUnwritable(buckets []sharding.Bucket) {
 	metrics.BucketsUnwritable.Set(float64(len(buckets)))
-	s.mu.Lock()
-	more := len(buckets) > len(s.unwritable)
-	s.unwritable = buckets
-	s.mu.Unlock()
+	more := len(buckets) > s.reported
+	s.reported = len(buckets)
 	if more && s.Recorder != nil && s.Regarding != nil {
 		s.Recorder.Eventf(s.Regarding, nil, corev1.EventTypeWarning, ReasonBucketsUnwritable, "Shard", "%s", s.unwritableMessage(buckets))
 	}
@@ -111,12 +108,10 @@ func (s *Shards) ready() error {
 	if s == nil {
 		return nil
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if len(s.unwritable) == 0 {
-		return nil
+	if unwritable := s.Ring.Unwritable(); len(unwritable) > 0 {
+		return errors.New(s.unwritableMessage(unwritable))
 	}
-	return errors.New(s.unwritableMessage(s.unwritable))
+	return nil
 }
 
 // cache is what a new generation's cache holds, with its buckets.
