@@ -8,7 +8,10 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/metawatch/metawatch/pkg/controller"
@@ -37,9 +40,13 @@ func TestRemovesConvergeUnderStatusChurn(t *testing.T) {
 	tests := map[string]struct {
 		mopts manager.Options
 		opts  controller.Options
+		// chartVerbs runs metawatch as an identity with only the verbs the
+		// chart grants: list, watch and patch on pods (no get), Events.
+		chartVerbs bool
 	}{
 		"with unchanged events left out (the default)":                               {},
 		"with unchanged events left out and no stream versions (the 409 path alone)": {opts: controller.Options{Versions: nobody{}}},
+		"the 409 path alone, with only the chart's verbs":                            {opts: controller.Options{Versions: nobody{}}, chartVerbs: true},
 		"with every event decoded":                                                   {mopts: manager.Options{DecodeUnchangedEvents: true}},
 	}
 	n := 0
@@ -51,8 +58,12 @@ func TestRemovesConvergeUnderStatusChurn(t *testing.T) {
 			testkit.Namespace(t, c, ns, nil)
 			gate := make(chan struct{})
 			tc.opts.Gate = gate
+			var as func(*rest.Config) *rest.Config
+			if tc.chartVerbs {
+				as = withOnlyChartVerbs(t, c, ns)
+			}
 			inst := startInstanceWith(t, "watches:\n- kind: Pod\n  namespaces: ["+ns+"]\nrules:\n- name: churn\n  kinds: [Pod]\n  removeLabels: [stale]\n  setLabels: {tier: gold}\n",
-				tc.opts, tc.mopts, nil)
+				tc.opts, tc.mopts, as)
 			pods := make([]*corev1.Pod, 20)
 			for i := range pods {
 				pods[i] = testkit.Pod(t, c, ns, fmt.Sprintf("p-%d", i), map[string]string{"stale": "yes"})
@@ -110,4 +121,31 @@ func churnStatus(t *testing.T, c client.Client, pods []*corev1.Pod, interval tim
 	}
 	t.Cleanup(func() { stop() })
 	return stop
+}
+
+// withOnlyChartVerbs makes a ServiceAccount in ns with what the chart's
+// ClusterRole grants for a Pod rule (list, watch and patch on pods, Events)
+// and returns a wrap that makes a client config act as it.
+func withOnlyChartVerbs(t *testing.T, c client.Client, ns string) func(*rest.Config) *rest.Config {
+	t.Helper()
+	name := ns + "-chart-verbs"
+	for _, obj := range []client.Object{
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}},
+		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name}, Rules: []rbacv1.PolicyRule{
+			{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"list", "watch", "patch"}},
+			{APIGroups: []string{"events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
+		}},
+		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name},
+			RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: name},
+			Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Namespace: ns, Name: name}}},
+	} {
+		if err := c.Create(context.Background(), obj); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return func(cfg *rest.Config) *rest.Config {
+		cfg = rest.CopyConfig(cfg)
+		cfg.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:" + ns + ":" + name}
+		return cfg
+	}
 }

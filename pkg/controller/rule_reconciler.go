@@ -98,12 +98,29 @@ func (r *ruleReconciler) reconcileObject(ctx context.Context, key types.Namespac
 	// made on (the precondition failed): decide again on the object as it is
 	// now, read from the API server. The cache may never bring a newer
 	// version: one that changed only the status is left out before decoding.
-	fresh, err := readObject(ctx, r.live, r.GVK, key)
+	fresh, err := r.readLive(ctx, key)
 	if err != nil || fresh == nil || fresh.UID != obj.UID {
 		return err // gone or replaced: the watch brings the deletion or the new object
 	}
 	_, err = r.decideAndWrite(ctx, key, fresh, ns)
 	return err
+}
+
+// readLive reads the object named key from the API server, nil if it is
+// gone: a metadata LIST of its namespace with a metadata.name field
+// selector, not a GET, because metawatch's RBAC grants list and watch on the
+// kinds it watches (the chart's ClusterRole), not get.
+func (r *ruleReconciler) readLive(ctx context.Context, key types.NamespacedName) (*metav1.PartialObjectMetadata, error) {
+	list := metacache.NewList(r.GVK)
+	if err := r.live.List(ctx, list, client.InNamespace(key.Namespace), client.MatchingFields{"metadata.name": key.Name}); err != nil {
+		return nil, err
+	}
+	if len(list.Items) == 0 {
+		return nil, nil
+	}
+	obj := &list.Items[0]
+	obj.SetGroupVersionKind(r.GVK) // Events need the kind of what they regard
+	return obj, nil
 }
 
 // decideAndWrite evaluates the rules on obj and writes what differs: removes
