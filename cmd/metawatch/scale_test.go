@@ -21,15 +21,17 @@ import (
 	"github.com/metawatch/metawatch/pkg/testkit"
 )
 
-// Sharded replicas go through a scale 2→3→2 and a rolling restart (a new
-// replica Ready, then an old one stopped, as the chart's Deployment does it)
-// while the Namespace's label changes every 700 ms, so that every replica
-// writes its share of the pods all along. Throughout: no pod is written by
-// two replicas at once (their requests, each through its own proxy and with
-// its own User-Agent, grouped by pod and time); no pod ever loses the label or goes back to an older
-// value; each replica caches exactly the pods of the buckets it is assigned
-// and holds those buckets, so between them they cache every pod once; the
-// last change reaches every pod.
+// Sharded replicas go through a scale 2→3, a rolling restart of the three (a
+// new replica Ready, then an old one stopped, as the chart's Deployment does
+// it) and a scale 3→2, while the Namespace's label changes every 700 ms, so
+// that every replica writes its share of the pods all along. Throughout: no
+// pod is written by two replicas at once (their requests, each through its
+// own proxy and with its own User-Agent, grouped by pod and time); no pod
+// ever loses the label or goes back to an older value; each replica caches
+// exactly the pods of the buckets it is assigned and holds those buckets, so
+// between them they cache every pod once; the last change reaches every pod.
+// And a replica lists the pods and the Namespaces once, when it starts: as
+// buckets move, its cache lists only the buckets that came to it.
 func TestShardedReplicasScaleAndRollWithoutDoubleWrites(t *testing.T) {
 	controlplane.SkipIfShort(t)
 	c := testkit.Client(t, cp.Config)
@@ -51,16 +53,16 @@ func TestShardedReplicasScaleAndRollWithoutDoubleWrites(t *testing.T) {
 	t.Log("scale 2→3")
 	third := run("c")
 	assertShares(t, c, ns, a, b, third)
+	t.Log("rolling restart of 3")
+	live := []*shardedReplica{a, b, third}
+	for i, old := range live {
+		live[i] = run(old.name + "-2")
+		old.stop(t, syscall.SIGTERM)
+		assertShares(t, c, ns, live...)
+	}
 	t.Log("scale 3→2")
-	third.stop(t, syscall.SIGTERM)
-	assertShares(t, c, ns, a, b)
-	t.Log("rolling restart")
-	a2 := run("a-2")
-	a.stop(t, syscall.SIGTERM)
-	assertShares(t, c, ns, b, a2)
-	b2 := run("b-2")
-	b.stop(t, syscall.SIGTERM)
-	assertShares(t, c, ns, a2, b2)
+	live[2].stop(t, syscall.SIGTERM)
+	assertShares(t, c, ns, live[:2]...)
 
 	last := churn.end()
 	waitPods(t, c, ns, "the last namespace change to reach every pod", func(l map[string]string) bool { return l["team"] == last })
@@ -69,7 +71,11 @@ func TestShardedReplicasScaleAndRollWithoutDoubleWrites(t *testing.T) {
 	}
 	for i, x := range all {
 		writes := x.podWrites(time.Time{})
-		t.Logf("replica %s wrote %d pods; full lists (a LIST or a watch with initial events): %v", x.name, len(writes), x.fullLists())
+		full, moves := x.lists()
+		t.Logf("replica %s wrote %d pods; full lists (a LIST, or a watch with initial events) %v; lists of buckets that came %v", x.name, len(writes), full, moves)
+		if full["pods"] != 1 || full["namespaces"] != 1 {
+			t.Errorf("replica %s listed in full %v, want the pods and the Namespaces once each: a move lists only the buckets that came", x.name, full)
+		}
 		for pod, ws := range writes {
 			if ua := ws[0].UserAgent; !strings.Contains(ua, "ring-member/"+x.name) {
 				t.Errorf("replica %s wrote pod %s with User-Agent %q, want one naming it (ring-member/%s)", x.name, pod, ua, x.name)
@@ -81,21 +87,29 @@ func TestShardedReplicasScaleAndRollWithoutDoubleWrites(t *testing.T) {
 	}
 }
 
-// fullLists counts, per resource, the requests of the replica that list the
-// whole resource: a LIST, or a watch that sends initial events (watch-list);
-// a watch that resumes from a resourceVersion is not one.
-func (r *shardedReplica) fullLists() map[string]int {
-	out := map[string]int{}
+// lists counts, per resource, the requests of the replica that list the
+// whole resource (a LIST, or a watch that sends initial events: a watch that
+// resumes from a resourceVersion is not one) and those that list the buckets
+// that came to it (at an exact resourceVersion, and their next pages). The
+// re-read of one object after a stale write (a list by metadata.name) is
+// neither.
+func (r *shardedReplica) lists() (full, moves map[string]int) {
+	full, moves = map[string]int{}, map[string]int{}
 	for _, e := range r.proxy.Exchanges() {
 		q, err := url.ParseQuery(e.Query)
-		if resource := path.Base(e.Path); e.Method != http.MethodGet || err != nil || (resource != "pods" && resource != "namespaces" && resource != "configmaps") {
+		resource := path.Base(e.Path)
+		if e.Method != http.MethodGet || err != nil || (resource != "pods" && resource != "namespaces" && resource != "configmaps") ||
+			q.Get("limit") == "1" || strings.HasPrefix(q.Get("fieldSelector"), "metadata.name=") {
 			continue
 		}
-		if watch := q.Get("watch"); (watch == "" && q.Get("limit") != "1") || q.Get("sendInitialEvents") == "true" {
-			out[path.Base(e.Path)]++
+		switch {
+		case q.Get("resourceVersionMatch") == "Exact" || q.Get("continue") != "":
+			moves[resource]++
+		case q.Get("watch") == "" || q.Get("sendInitialEvents") == "true":
+			full[resource]++
 		}
 	}
-	return out
+	return full, moves
 }
 
 // teamValue is the n-th value of the churned label: they sort in the order set.

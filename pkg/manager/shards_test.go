@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/metawatch/metawatch/pkg/config"
 	"github.com/metawatch/metawatch/pkg/controlplane"
 	mwmanager "github.com/metawatch/metawatch/pkg/manager"
 	"github.com/metawatch/metawatch/pkg/metacache"
@@ -33,18 +34,14 @@ func TestShardedCachesSplitThePods(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			ns := "shards-" + name
 			c := testkit.Client(t, cp.Config)
-			testkit.Namespace(t, c, ns, nil)
-			for i := range 40 {
-				testkit.Pod(t, c, ns, fmt.Sprintf("pod-%02d", i), nil)
-			}
-			watches := testkit.Resolve(t, cp.Config, "watches:\n- kind: Pod\n  namespaces: ["+ns+"]\n- kind: Namespace\n")
+			watches := namespaceOfPods(t, c, ns, 40)
 			wire, decoded := droppedSoFar()
 			shares := [][]sharding.Bucket{sharding.Range(0, 24), sharding.Range(24, sharding.Buckets)}
 			var recs [2]recorder
 			var caches [2]client.Reader
 			for i, share := range shares {
 				mgr := startEngineWith(t, recs[i].wrap(cp.Config), watches, mwmanager.Options{MetricsBindAddress: "0",
-					Shards: &metacache.Shards{Buckets: share, ServerSide: serverSide}})
+					Shards: &metacache.Shards{Cover: sharding.NewCoverage(share), ServerSide: serverSide}})
 				caches[i] = mgr.GetCache()
 			}
 			for i := range 10 {
@@ -69,6 +66,17 @@ func TestShardedCachesSplitThePods(t *testing.T) {
 			}
 		})
 	}
+}
+
+// namespaceOfPods creates Namespace ns with pods pods and returns the
+// watches of its pods and of every Namespace.
+func namespaceOfPods(t *testing.T, c client.Client, ns string, pods int) []config.ResolvedWatch {
+	t.Helper()
+	testkit.Namespace(t, c, ns, nil)
+	for i := range pods {
+		testkit.Pod(t, c, ns, fmt.Sprintf("pod-%02d", i), nil)
+	}
+	return testkit.Resolve(t, cp.Config, "watches:\n- kind: Pod\n  namespaces: ["+ns+"]\n- kind: Namespace\n")
 }
 
 // droppedSoFar are the objects of other buckets dropped before and after decoding.

@@ -15,10 +15,10 @@ import (
 )
 
 // Shards is a sharded replica's share of the namespaced objects: the buckets
-// its cache holds, and whether the API server filters by shard (else the
-// client drops the rest; see sharding.ListerWatcher).
+// its cache holds, as they change, and whether the API server filters by
+// shard (else the client drops the rest; see sharding.ListerWatcher).
 type Shards struct {
-	Buckets    []sharding.Bucket
+	Cover      *sharding.Coverage
 	ServerSide bool
 }
 
@@ -51,13 +51,19 @@ func newInformer(watches []config.ResolvedWatch, loss *access.AccessLoss, shards
 		namespaced[w.GVK] = w.Namespaced
 	}
 	return func(lw toolscache.ListerWatcher, obj runtime.Object, resync time.Duration, indexers toolscache.Indexers) toolscache.SharedIndexInformer {
+		var sharded *sharding.ListWatch
 		if shards != nil && namespaced[obj.GetObjectKind().GroupVersionKind()] {
-			lw = sharding.ListerWatcher(lw, shards.Buckets, shards.ServerSide)
+			sharded = sharding.ListerWatcher(lw, shards.Cover, shards.ServerSide)
+			lw = sharded
 		}
 		if loss != nil {
 			lw = loss.ListerWatcher(lw, obj)
 		}
-		return toolscache.NewSharedIndexInformer(lw, obj, resync, indexers)
+		informer := toolscache.NewSharedIndexInformer(lw, obj, resync, indexers)
+		if sharded != nil {
+			sharded.Feeds(informer.GetStore())
+		}
+		return informer
 	}
 }
 

@@ -153,6 +153,31 @@ var UnchangedEvents = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Help: "Watch events left out before decoding, per resource, because the object's metadata was unchanged but for its resourceVersion (status-only updates); bookmarks carry their resourceVersion.",
 }, []string{"resource"})
 
+// ShardCacheMoves counts how the caches followed this replica's buckets
+// when they changed, per move: in_place (the buckets that came were
+// listed alone, the objects of those that went dropped, nothing else listed),
+// relisted (the kind was listed again), failed (tried again).
+var ShardCacheMoves = prometheus.NewCounterVec(prometheus.CounterOpts{
+	Name: "metawatch_sharding_cache_moves_total",
+	Help: "How a sharded kind's cache followed this replica's buckets when they changed: outcome=in_place (only the buckets that came were listed), relisted (the whole kind was listed again), failed (tried again).",
+}, []string{"outcome"})
+
+// ShardMovedObjects counts the objects a move in place took into the caches
+// (in: listed with the buckets that came) or out of them (out).
+var ShardMovedObjects = prometheus.NewCounterVec(prometheus.CounterOpts{
+	Name: "metawatch_sharding_moved_objects_total",
+	Help: "Objects taken into the caches (direction=in, listed with the buckets that came to this replica) or out of them (direction=out) by moves in place.",
+}, []string{"direction"})
+
+// Outcomes of ShardCacheMoves and directions of ShardMovedObjects.
+const (
+	MoveInPlace  = "in_place"
+	MoveRelisted = "relisted"
+	MoveFailed   = "failed"
+	MoveIn       = "in"
+	MoveOut      = "out"
+)
+
 // Stages at which ShardDropped drops an object.
 const (
 	StageWire    = "wire"
@@ -170,5 +195,5 @@ func SetShardingMode(mode string) {
 func init() {
 	ctrlmetrics.Registry.MustRegister(Events, CachedObjects, RuleWrites, RuleConflicts, OwnershipFights, RuleViolations,
 		ConfigGeneration, ConfigLastReloadSuccessful, ConfigHash, ConfigReloadRetries, WritesFrozen, WatchReady,
-		ShardingMode, ShardDropped, BucketsOwned, BucketsUnwritable, WritesFenced, UnchangedEvents)
+		ShardingMode, ShardDropped, ShardCacheMoves, ShardMovedObjects, BucketsOwned, BucketsUnwritable, WritesFenced, UnchangedEvents)
 }

@@ -24,5 +24,5 @@
 //   - access.go: watches forbidden at build time or since, rechecked until allowed.
 //   - source.go: --config-file or --config-map.
 //   - shards.go: --sharding, where every replica runs generations on its
-//     share of the buckets and runs them anew when the share moves (#13).
+//     share of the buckets, which their caches follow as it moves.
 package reload

@@ -22,7 +22,6 @@ import (
 	"github.com/metawatch/metawatch/pkg/metacache"
 	"github.com/metawatch/metawatch/pkg/metrics"
 	"github.com/metawatch/metawatch/pkg/rules"
-	"github.com/metawatch/metawatch/pkg/sharding"
 	"github.com/metawatch/metawatch/pkg/wire"
 )
 
@@ -45,11 +44,8 @@ type generation struct {
 	gate      chan struct{}
 	cancel    context.CancelFunc
 	done      chan error
-	// rebuild: a forbidden watch became allowed, or this replica's share of
-	// the buckets moved; run the same configuration anew.
+	// rebuild: a forbidden watch became allowed; run the same configuration anew.
 	rebuild bool
-	// buckets are the buckets its cache holds, when sharded.
-	buckets []sharding.Bucket
 }
 
 // resolved is a configuration checked against the cluster, ready to run.
@@ -109,7 +105,7 @@ func newGeneration(ctx context.Context, cfg *rest.Config, number int64, r resolv
 		GracefulShutdownTimeout: opts.shutdownTimeout, AccessLoss: g.lost, DecodeUnchangedEvents: opts.cacheWire.DecodeUnchanged,
 		UnchangedBookmarkInterval: opts.cacheWire.BookmarkInterval, WatchOverHTTP2: opts.cacheWire.WatchOverHTTP2, Versions: versions}
 	if opts.shards != nil {
-		mopts.Shards, g.buckets = opts.shards.cache()
+		mopts.Shards = opts.shards.cache()
 	}
 	mgr, err := mwmanager.New(cfg, r.watches, mopts)
 	if err != nil {

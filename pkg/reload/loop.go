@@ -40,10 +40,6 @@ func (r *Reloader) followConfigMap(ctx context.Context) {
 			if !r.forbiddenNowAllowed(ctx) {
 				continue
 			}
-		case <-r.shardChanges():
-			if !r.shareMoved() {
-				continue
-			}
 		}
 		retry = nil
 		err := r.sync(ctx)
@@ -69,10 +65,6 @@ func (r *Reloader) followFile(ctx context.Context) {
 		case <-r.accessLost:
 		case <-r.recheck():
 			if r.forbiddenNowAllowed(ctx) {
-				r.runAnew(ctx)
-			}
-		case <-r.shardChanges():
-			if r.shareMoved() {
 				r.runAnew(ctx)
 			}
 		}

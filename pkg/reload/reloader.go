@@ -129,6 +129,9 @@ func (r *Reloader) Start(ctx context.Context) error {
 	if r.accessLost == nil {
 		return errors.New("reload: the Reloader was added to the Manager without AddTo, which sets up its follower and defaults")
 	}
+	if !r.Shards.awaitAssignment(ctx, r.setWaiting) {
+		return nil
+	}
 	r.setWaiting("waiting for a valid configuration in " + r.Source.String())
 	defer r.stopCurrent()
 	if r.follower == nil {

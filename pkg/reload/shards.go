@@ -1,9 +1,9 @@
 package reload
 
 import (
+	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -15,13 +15,13 @@ import (
 	"github.com/metawatch/metawatch/pkg/sharding"
 )
 
-// Shards runs the Reloader sharded (issue #13): every replica runs
-// generations, not only a leader. Each generation caches the replica's
-// desired buckets and writes through the Ring's gate, so it writes only the
-// objects of the buckets it holds. When the desired buckets change (a
-// replica came or went), the configuration runs anew through the same
-// make-before-break swap as a reload: the new share is synced before the old
-// generation stops.
+// Shards runs the Reloader sharded: every replica runs generations, not only
+// a leader. Each generation caches the replica's desired buckets and writes
+// through the Ring's gate, so it writes only the objects of the buckets it
+// holds. When the desired buckets change (a replica came or went), the
+// running generation's caches follow in place (sharding.Coverage): the
+// buckets that came are listed alone, the objects of those that went are
+// dropped, and nothing else is listed again or rebuilt.
 type Shards struct {
 	Ring *sharding.Ring
 	// ServerSide: the API server filters by shard (sharding.ServerFilters);
@@ -32,7 +32,7 @@ type Shards struct {
 	Recorder  events.EventRecorder
 	Regarding runtime.Object
 
-	changed chan struct{} // the Ring's buckets changed
+	cover *sharding.Coverage // the Ring's desired buckets, which the caches hold
 	// reported is how many buckets were last reported unwritable (the
 	// Ring's own goroutine only, through OnChange).
 	reported int
@@ -69,18 +69,33 @@ func (s *Shards) share() string {
 	return fmt.Sprintf("%d of %d buckets held, %d desired", len(s.Ring.Held()), sharding.Buckets, len(s.Ring.Desired()))
 }
 
-// watch makes the Ring's changes wake the Reloader's loop and the metrics
-// follow the buckets held and unwritable.
+// watch makes the caches and the metrics follow the Ring: the buckets
+// desired, held and unwritable.
 func (s *Shards) watch() {
-	s.changed = make(chan struct{}, 1)
+	s.cover = sharding.NewCoverage(s.Ring.Desired())
 	s.Ring.OnChange(func(share sharding.Share) {
+		s.cover.Set(share.Desired)
 		metrics.BucketsOwned.Set(float64(len(share.Held)))
 		s.noteUnwritable(share.Unwritable)
-		select {
-		case s.changed <- struct{}{}:
-		default:
-		}
 	})
+}
+
+// awaitAssignment waits until the Ring has assigned this replica its
+// buckets, so that the first generation's caches list them from the start
+// (and are synced only once they hold them); false if ctx ended first. s may
+// be nil (not sharded: nothing to wait for).
+func (s *Shards) awaitAssignment(ctx context.Context, waiting func(string)) bool {
+	if s == nil {
+		return true
+	}
+	waiting("waiting for this replica's share of the buckets (the sharding ring's first round)")
+	select {
+	case <-s.Ring.Assigned():
+		s.cover.Set(s.Ring.Desired())
+		return true
+	case <-ctx.Done():
+		return false
+	}
 }
 
 // noteUnwritable publishes the unwritable buckets, with a Warning Event when
@@ -114,28 +129,7 @@ func (s *Shards) ready() error {
 	return nil
 }
 
-// cache is what a new generation's cache holds, with its buckets.
-func (s *Shards) cache() (*metacache.Shards, []sharding.Bucket) {
-	desired := s.Ring.Desired()
-	return &metacache.Shards{Buckets: desired, ServerSide: s.ServerSide}, desired
-}
-
-// shardChanges wakes the loop when the Ring's buckets change; nil (never) unsharded.
-func (r *Reloader) shardChanges() <-chan struct{} {
-	if r.Shards == nil {
-		return nil
-	}
-	return r.Shards.changed
-}
-
-// shareMoved reports whether the running generation caches other buckets
-// than this replica's desired ones, and marks it for a rebuild if so.
-func (r *Reloader) shareMoved() bool {
-	g := r.running()
-	if g == nil || r.Shards == nil || slices.Equal(g.buckets, r.Shards.Ring.Desired()) {
-		return false
-	}
-	r.Log.Info("this replica's share of the buckets changed; running the configuration anew", "buckets", len(r.Shards.Ring.Desired()))
-	g.rebuild = true
-	return true
+// cache is what a generation's cache holds.
+func (s *Shards) cache() *metacache.Shards {
+	return &metacache.Shards{Cover: s.cover, ServerSide: s.ServerSide}
 }

@@ -1,5 +1,5 @@
 // Package sharding splits the objects metawatch watches among its active
-// replicas (issue #13). It holds the pure parts: the buckets, the shard
+// replicas. It holds the pure parts: the buckets, the shard
 // selector a replica asks the API server for, and which replica a bucket
 // should belong to.
 //
@@ -57,12 +57,24 @@
 // the decoding is not paid. metawatch_sharding_dropped_objects_total counts
 // both drops, by stage.
 //
+// # Moving (coverage.go, moves.go)
+//
+// A replica's caches follow a Coverage, the buckets it is assigned. When a
+// replica comes or goes, about 1/N of the buckets move, and each sharded
+// informer moves in place, between two watch events: the objects of the
+// buckets that went are taken out of its store, those of the buckets that
+// came are listed alone (at the resourceVersion the watch had reached, so
+// the store stays consistent), and the watch goes on from there over the new
+// buckets. Nothing else is listed again: neither the buckets that stayed nor
+// the cluster-scoped kinds, and no second cache is built beside the first.
+// What cannot move in place relists that kind alone.
+//
 // # Where it plugs in
 //
 // controller.Options.Shards takes the Ring as the ShardGate of every write;
 // manager.Options.Shards (metacache.Shards) restricts the cache to a share;
-// reload.Shards runs generations on every replica, on its desired buckets,
-// anew when they change, and publishes metawatch_sharding_mode and
+// reload.Shards runs generations on every replica, their caches on its
+// desired buckets as they change, and publishes metawatch_sharding_mode and
 // metawatch_buckets_owned; --sharding (cmd/metawatch/sharding.go) starts the
 // Ring; the chart's sharding.enabled runs it (deploy/helm); the bench's
 // shards scenario measures N replicas' shares (bench/shards.go).

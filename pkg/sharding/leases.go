@@ -55,6 +55,7 @@ func (r *Ring) round(ctx context.Context) {
 	desired := Assign(slices.Sorted(maps.Keys(alive)))
 	r.desired = Owned(desired, r.o.Identity)
 	r.mu.Unlock()
+	r.assignedOnce.Do(func() { close(r.assigned) })
 	for b := range Bucket(Buckets) {
 		if r.now().Sub(listed) > r.o.RenewDeadline/2 {
 			// Many Lease writes, or slow ones: renew first, the rest next round,

@@ -16,55 +16,122 @@ import (
 	"github.com/metawatch/metawatch/pkg/wire"
 )
 
-// ListerWatcher restricts lw to the objects of buckets. With serverSide it
-// asks the API server for them (a ShardSelector on every list and watch,
-// watch-lists included); without, the stripping transport (wire.KeepUIDs)
-// drops the others before they are decoded. In any case it drops what comes
-// back outside them after decoding too,
-// because an API server with the ShardedListAndWatch gate off ignores the
-// selector, and 1.36 does not filter a watch served straight from etcd
-// (kubernetes#140510). Bookmarks and errors always pass: they belong to no
-// object, and a reflector needs them. No buckets is nothing at all, not the
-// empty selector (which is everything).
-func ListerWatcher(lw toolscache.ListerWatcher, buckets []Bucket, serverSide bool) toolscache.ListerWatcher {
-	in := toolscache.ToListerWatcherWithContext(lw)
-	var keep [Buckets]bool
-	for _, b := range buckets {
-		if b >= 0 && b < Buckets {
-			keep[b] = true
+// ListWatch is a kind's list and watch restricted to the buckets of a
+// Coverage, for a metadata-only informer: server-side with a ShardSelector on
+// every list and watch (watch-lists included), or, without serverSide, by the
+// stripping transport (wire.KeepUIDs), which drops the others' objects before
+// they are decoded. In any case it drops what comes back outside the buckets
+// after decoding too, because an API server with the ShardedListAndWatch gate
+// off ignores the selector, and 1.36 does not filter a watch served straight
+// from etcd (kubernetes#140510). Bookmarks and errors always pass: they belong
+// to no object, and a reflector needs them. No buckets is nothing at all, not
+// the empty selector (which is everything).
+//
+// When the Coverage changes, its watch moves the informer's store to the new
+// buckets in place (moves.go): for that it must know the store it feeds (Feeds).
+type ListWatch struct {
+	in         toolscache.ListerWatcherWithContext
+	cover      *Coverage
+	serverSide bool
+
+	mu    sync.Mutex
+	store toolscache.Store
+	// holds are the buckets whose objects the store holds once it has
+	// processed everything sent so far; listing, those of the paginated list
+	// under way.
+	holds, listing bucketSet
+}
+
+// ListerWatcher restricts lw to the buckets cover covers, as they change.
+func ListerWatcher(lw toolscache.ListerWatcher, cover *Coverage, serverSide bool) *ListWatch {
+	return &ListWatch{in: toolscache.ToListerWatcherWithContext(lw), cover: cover, serverSide: serverSide}
+}
+
+// Feeds tells l the store of the informer it feeds: a move takes the objects
+// of the buckets that went from it. Without it, such a move relists.
+func (l *ListWatch) Feeds(store toolscache.Store) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.store = store
+}
+
+// List is ListWithContext without a context, for toolscache.ListerWatcher.
+func (l *ListWatch) List(o metav1.ListOptions) (runtime.Object, error) {
+	return l.ListWithContext(context.Background(), o)
+}
+
+// Watch is WatchWithContext without a context, for toolscache.ListerWatcher.
+func (l *ListWatch) Watch(o metav1.ListOptions) (watch.Interface, error) {
+	return l.WatchWithContext(context.Background(), o)
+}
+
+// ListWithContext lists the covered buckets' objects (a relist, or the
+// fallback where the API server has no watch-list); the pages of one list
+// keep the buckets of its first page.
+func (l *ListWatch) ListWithContext(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+	l.mu.Lock()
+	if o.Continue == "" {
+		l.listing, _ = l.cover.now()
+	}
+	set := l.listing
+	l.mu.Unlock()
+	list, err := l.list(ctx, o, set)
+	if err != nil {
+		return nil, err
+	}
+	if m, err := meta.ListAccessor(list); err == nil && m.GetContinue() == "" {
+		l.setHolds(set) // the reflector replaces its store with this
+	}
+	return list, nil
+}
+
+// list lists the objects of set.
+func (l *ListWatch) list(ctx context.Context, o metav1.ListOptions, set bucketSet) (runtime.Object, error) {
+	ctx = l.restrict(ctx, &o, set)
+	list, err := l.in.ListWithContext(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	return list, filterList(list, &set)
+}
+
+// watch watches the objects of set, unfiltered after decoding (coverWatch does that).
+func (l *ListWatch) watch(ctx context.Context, o metav1.ListOptions, set bucketSet) (watch.Interface, error) {
+	ctx = l.restrict(ctx, &o, set)
+	return l.in.WatchWithContext(ctx, o)
+}
+
+// restrict asks the server for set's objects, or the wire to drop the others.
+func (l *ListWatch) restrict(ctx context.Context, o *metav1.ListOptions, set bucketSet) context.Context {
+	if l.serverSide {
+		o.ShardSelector = Selector(set.list())
+		if o.ShardSelector == "" {
+			// Nothing is ours. The server refuses an empty range, so ask for
+			// the smallest one, hash 0 exactly (no uid in practice); the
+			// client filter drops even that.
+			o.ShardSelector = "shardRange(object.metadata.uid, '0x0000000000000000', '0x0000000000000001')"
 		}
+		return ctx
 	}
-	selector := Selector(buckets)
-	if selector == "" {
-		// Nothing is ours. The server refuses an empty range, so ask for the
-		// smallest one, hash 0 exactly (no uid in practice); the client
-		// filter drops even that.
-		selector = "shardRange(object.metadata.uid, '0x0000000000000000', '0x0000000000000001')"
-	}
-	withSelector := func(ctx context.Context, o metav1.ListOptions) (context.Context, metav1.ListOptions) {
-		if serverSide {
-			o.ShardSelector = selector
-			return ctx, o
-		}
-		// The server sends everything: drop the others' objects before decoding.
-		return wire.KeepUIDs(ctx, wire.UIDFilter{Keep: func(uid []byte) bool { return keep[bucketOfBytes(uid)] }, Dropped: droppedOnTheWire.Inc}), o
-	}
-	return &toolscache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			list, err := in.ListWithContext(withSelector(ctx, o))
-			if err != nil {
-				return nil, err
-			}
-			return list, filterList(list, &keep)
-		},
-		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			w, err := in.WatchWithContext(withSelector(ctx, o))
-			if err != nil {
-				return nil, err
-			}
-			return newFilteredWatch(w, &keep), nil
-		},
-	}
+	return wire.KeepUIDs(ctx, wire.UIDFilter{Keep: set.has, Dropped: droppedOnTheWire.Inc})
+}
+
+func (l *ListWatch) holding() bucketSet {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.holds
+}
+
+func (l *ListWatch) setHolds(set bucketSet) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.holds = set
+}
+
+func (l *ListWatch) fed() toolscache.Store {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.store
 }
 
 var (
@@ -73,7 +140,7 @@ var (
 )
 
 // inBuckets reports whether obj's uid falls in a kept bucket, and counts it if not.
-func inBuckets(obj runtime.Object, keep *[Buckets]bool) bool {
+func inBuckets(obj runtime.Object, keep *bucketSet) bool {
 	m, err := meta.Accessor(obj)
 	if err == nil && keep[BucketOf(m.GetUID())] {
 		return true
@@ -83,7 +150,7 @@ func inBuckets(obj runtime.Object, keep *[Buckets]bool) bool {
 }
 
 // filterList removes the items of list outside the kept buckets.
-func filterList(list runtime.Object, keep *[Buckets]bool) error {
+func filterList(list runtime.Object, keep *bucketSet) error {
 	items, err := meta.ExtractList(list)
 	if err != nil {
 		return fmt.Errorf("sharding: reading a list's items: %w", err)
@@ -98,44 +165,6 @@ func filterList(list runtime.Object, keep *[Buckets]bool) error {
 		return nil
 	}
 	return meta.SetList(list, kept)
-}
-
-// filteredWatch passes the events of kept buckets, bookmarks and errors. Its
-// Stop ends the forwarding at once, even when nobody reads any more (unlike
-// watch.Filter, which then leaks its goroutine: kubernetes#113254).
-type filteredWatch struct {
-	in     watch.Interface
-	out    chan watch.Event
-	stop   chan struct{}
-	closed sync.Once
-}
-
-func newFilteredWatch(in watch.Interface, keep *[Buckets]bool) *filteredWatch {
-	w := &filteredWatch{in: in, out: make(chan watch.Event), stop: make(chan struct{})}
-	go func() {
-		defer close(w.out)
-		for event := range in.ResultChan() {
-			switch event.Type {
-			case watch.Added, watch.Modified, watch.Deleted:
-				if !inBuckets(event.Object, keep) {
-					continue
-				}
-			}
-			select {
-			case w.out <- event:
-			case <-w.stop:
-				return
-			}
-		}
-	}()
-	return w
-}
-
-func (w *filteredWatch) ResultChan() <-chan watch.Event { return w.out }
-
-func (w *filteredWatch) Stop() {
-	w.closed.Do(func() { close(w.stop) })
-	w.in.Stop()
 }
 
 // ServerFilters reports whether the API server filters by shard: a typed

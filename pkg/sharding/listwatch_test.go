@@ -91,7 +91,7 @@ func TestListerWatcherListsOnlyItsBuckets(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			c := &counting{client: mc, namespace: ns.Name}
-			list, err := toolscache.ToListerWatcherWithContext(ListerWatcher(c.lw(), tc.buckets, tc.serverSide)).ListWithContext(ctx, metav1.ListOptions{})
+			list, err := toolscache.ToListerWatcherWithContext(ListerWatcher(c.lw(), NewCoverage(tc.buckets), tc.serverSide)).ListWithContext(ctx, metav1.ListOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -123,7 +123,7 @@ func TestListerWatcherWatchesOnlyItsBuckets(t *testing.T) {
 	}
 	c := &counting{client: metadata.NewForConfigOrDie(cp.Config), namespace: ns.Name}
 	mine := Range(0, 32)
-	w, err := toolscache.ToListerWatcherWithContext(ListerWatcher(c.lw(), mine, true)).WatchWithContext(ctx, metav1.ListOptions{AllowWatchBookmarks: true})
+	w, err := toolscache.ToListerWatcherWithContext(ListerWatcher(c.lw(), NewCoverage(mine), true)).WatchWithContext(ctx, metav1.ListOptions{AllowWatchBookmarks: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -186,7 +186,7 @@ func TestGateOffIsDetectedAndFilteredByTheClient(t *testing.T) {
 	}
 	c := &counting{client: metadata.NewForConfigOrDie(off.Config), namespace: "default"}
 	mine := Range(0, 16)
-	list, err := toolscache.ToListerWatcherWithContext(ListerWatcher(c.lw(), mine, true)).ListWithContext(ctx, metav1.ListOptions{})
+	list, err := toolscache.ToListerWatcherWithContext(ListerWatcher(c.lw(), NewCoverage(mine), true)).ListWithContext(ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -64,6 +64,10 @@ type Ring struct {
 	blocked  map[Bucket]time.Time // desired buckets this replica cannot write, since when
 	onChange func(Share)
 	notified Share // what onChange was last called with
+	// assigned is closed once a round has read the members and assigned
+	// this replica its desired buckets.
+	assigned     chan struct{}
+	assignedOnce sync.Once
 }
 
 // Share is what a replica holds of the buckets and what it should.
@@ -103,8 +107,14 @@ func NewRing(leases coordinationv1client.LeasesGetter, o Options) (*Ring, error)
 	if err := o.validate(); err != nil {
 		return nil, err
 	}
-	return &Ring{o: o, leases: leases, now: time.Now, held: map[Bucket]*heldBucket{}, seen: map[string]observation{}, blocked: map[Bucket]time.Time{}}, nil
+	return &Ring{o: o, leases: leases, now: time.Now, held: map[Bucket]*heldBucket{}, seen: map[string]observation{}, blocked: map[Bucket]time.Time{},
+		assigned: make(chan struct{})}, nil
 }
+
+// Assigned is closed once this replica knows its desired buckets (a round
+// has read the ring's members): a cache built before would start empty and
+// fill as they come, and say it is synced before it is.
+func (r *Ring) Assigned() <-chan struct{} { return r.assigned }
 
 // OnChange sets f to be called, from Run, with this replica's Share each
 // time it changes. The cache should hold the desired buckets: they change
