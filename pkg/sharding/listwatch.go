@@ -3,6 +3,7 @@ package sharding
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -37,9 +38,13 @@ type ListWatch struct {
 	mu    sync.Mutex
 	store toolscache.Store
 	// holds are the buckets whose objects the store holds once it has
-	// processed everything sent so far; listing, those of the paginated list
-	// under way.
-	holds, listing bucketSet
+	// processed everything sent so far; partial, those a move began to fill
+	// and did not finish (some of their objects may be in the store: the next
+	// move fills or empties them); listing, those of the paginated list under
+	// way.
+	holds, partial, listing bucketSet
+	// markers counts the store markers sent (coverWatch.storeAt).
+	markers int
 }
 
 // ListerWatcher restricts lw to the buckets cover covers, as they change.
@@ -116,16 +121,29 @@ func (l *ListWatch) restrict(ctx context.Context, o *metav1.ListOptions, set buc
 	return wire.KeepUIDs(ctx, wire.UIDFilter{Keep: set.has, Dropped: droppedOnTheWire.Inc})
 }
 
-func (l *ListWatch) holding() bucketSet {
+func (l *ListWatch) holding() (holds, partial bucketSet) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.holds
+	return l.holds, l.partial
 }
 
-func (l *ListWatch) setHolds(set bucketSet) {
+// setHolds records that the store holds exactly set's objects once it has
+// processed what was sent.
+func (l *ListWatch) setHolds(set bucketSet) { l.setHolding(set, bucketSet{}) }
+
+func (l *ListWatch) setHolding(holds, partial bucketSet) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.holds = set
+	l.holds, l.partial = holds, partial
+}
+
+// nextMarker is a resourceVersion that reads as rv to the API server (a
+// decimal with leading zeros) and differs from the markers sent before it.
+func (l *ListWatch) nextMarker(rv string) string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.markers++
+	return strings.Repeat("0", 1+l.markers%64) + rv
 }
 
 func (l *ListWatch) fed() toolscache.Store {

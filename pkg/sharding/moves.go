@@ -40,7 +40,7 @@ func (l *ListWatch) WatchWithContext(ctx context.Context, o metav1.ListOptions) 
 	w := &coverWatch{l: l, timeout: o.TimeoutSeconds, out: make(chan watch.Event)}
 	afresh := (o.SendInitialEvents != nil && *o.SendInitialEvents) || o.ResourceVersion == "" || o.ResourceVersion == "0"
 	var up watch.Interface
-	if afresh || l.holding() == set {
+	if holds, partial := l.holding(); afresh || (holds == set && partial.empty()) {
 		var err error
 		if up, err = l.watch(ctx, o, set); err != nil {
 			return nil, err // the reflector backs off
@@ -58,7 +58,8 @@ func (l *ListWatch) WatchWithContext(ctx context.Context, o metav1.ListOptions) 
 //
 //  1. it stops the watch from the API server;
 //  2. for the buckets that went: once the informer has processed everything
-//     up to rv, a Deleted event for each of their objects in its store;
+//     it was given (storeAt), a Deleted event for each of their objects in
+//     its store;
 //  3. for the buckets that came: their objects, listed at exactly rv a page
 //     at a time, as Added events;
 //  4. after each of these steps, a Bookmark at rv, so that the reflector's
@@ -67,10 +68,13 @@ func (l *ListWatch) WatchWithContext(ctx context.Context, o metav1.ListOptions) 
 //
 // The store then holds what a list of the new buckets at rv would give, and
 // follows them from there. The buckets that stayed are not listed again, nor
-// is any other kind. Whatever cannot move this way (a change while the
-// watch is still sending its initial events, rv compacted away, an informer
-// whose store cannot say what it has processed) ends the watch as expired,
-// and the reflector relists the kind: the old way, never a wrong store.
+// is any other kind. A change while the watch still sends its initial events
+// waits for their end. A move cut short (the network, a 429) leaves the
+// buckets it began to fill partial: the next move, when the reflector
+// watches again from rv, fills them again or empties them. Whatever cannot
+// move this way (rv compacted away, an informer whose store cannot say what
+// it has processed) ends the watch as expired, and the reflector relists the
+// kind: the old way, never a wrong store.
 type coverWatch struct {
 	l       *ListWatch
 	timeout *int64
@@ -90,6 +94,7 @@ func (w *coverWatch) Stop() { w.cancel() }
 // events first, and the store holds set only after their end.
 func (w *coverWatch) run(up watch.Interface, set bucketSet, changed <-chan struct{}, initial bool, rv string) {
 	defer close(w.out)
+	moveAfterList := false
 	defer func() {
 		if up != nil {
 			up.Stop()
@@ -108,8 +113,10 @@ func (w *coverWatch) run(up watch.Interface, set bucketSet, changed <-chan struc
 			return
 		case <-changed:
 			if initial {
-				w.fail(&relistNeeded{"this replica's buckets changed while the cache was listing them"})
-				return
+				// Move once the initial events are in: a relist now could
+				// be cut short again by the next change, and never end.
+				changed, moveAfterList = nil, true
+				continue
 			}
 			up.Stop()
 			up = nil
@@ -132,6 +139,10 @@ func (w *coverWatch) run(up watch.Interface, set bucketSet, changed <-chan struc
 			case ev.Type == watch.Bookmark && isInitialEventsEnd(ev.Object):
 				initial, rv = false, resourceVersion(ev.Object)
 				w.l.setHolds(set) // the reflector replaces its store with what came before
+				if moveAfterList {
+					up.Stop()
+					up = nil
+				}
 			}
 		}
 	}
@@ -141,17 +152,21 @@ func (w *coverWatch) run(up watch.Interface, set bucketSet, changed <-chan struc
 // and returns the watch of them from rv.
 func (w *coverWatch) move(rv string) (watch.Interface, bucketSet, <-chan struct{}, error) {
 	to, changed := w.l.cover.now()
-	from := w.l.holding()
-	gone, came := from.minus(to), to.minus(from)
+	holds, partial := w.l.holding()
+	// A bucket a failed move began to fill is emptied if it went, filled
+	// again (from its start) if it stays.
+	gone, came := union(holds, partial).minus(to), to.minus(holds)
 	var out, in int
 	if !gone.empty() {
 		var err error
 		if out, err = w.empty(gone, rv); err != nil {
 			return nil, to, changed, err
 		}
-		w.l.setHolds(from.minus(gone))
+		holds, partial = holds.minus(gone), partial.minus(gone)
+		w.l.setHolding(holds, partial)
 	}
 	if !came.empty() {
+		w.l.setHolding(holds, union(partial, came))
 		var err error
 		if in, err = w.fill(came, rv); err != nil {
 			return nil, to, changed, err
@@ -173,8 +188,8 @@ func (w *coverWatch) move(rv string) (watch.Interface, bucketSet, <-chan struct{
 }
 
 // empty sends a Deleted event for each object of the gone buckets in the
-// store, once the store has processed everything up to rv: before that, an
-// object sent but not yet stored would be missed, and stay for good.
+// store, once the store has processed everything it was given: before that,
+// an object given but not yet stored would be missed, and stay for good.
 func (w *coverWatch) empty(gone bucketSet, rv string) (int, error) {
 	store, err := w.storeAt(rv)
 	if err != nil {
@@ -206,7 +221,7 @@ func (w *coverWatch) fill(came bucketSet, rv string) (int, error) {
 		if err != nil {
 			return n, err
 		}
-		items, err := meta.ExtractList(list)
+		items, err := meta.ExtractListWithAlloc(list) // each item on its own, not holding the page
 		if err != nil {
 			return n, &relistNeeded{err.Error()}
 		}
@@ -230,20 +245,33 @@ func (w *coverWatch) fill(came bucketSet, rv string) (int, error) {
 	}
 }
 
-// storeAt waits until the informer's store has processed everything up to rv.
+// storeAt waits until the informer's store has processed everything the
+// reflector gave it so far, this watch's events and, before them, whatever a
+// relist queued (a Replace). Seeing rv in the store is not proof: a relist
+// can queue its Replace at the very rv the store has already. So it sends a
+// Bookmark at a marker, rv written with leading zeros (the same number to
+// the API server, should the reflector watch from it), that no earlier event
+// carried, and waits for the store to say it, then a Bookmark at rv.
 func (w *coverWatch) storeAt(rv string) (toolscache.Store, error) {
 	store := w.l.fed()
 	versioned, ok := store.(interface{ LastStoreSyncResourceVersion() string })
 	if !ok || !clientfeatures.FeatureGates().Enabled(clientfeatures.AtomicFIFO) {
 		return nil, &relistNeeded{"the informer's store cannot say what it has processed (client-go's AtomicFIFO feature is off)"}
 	}
+	marker := w.l.nextMarker(rv)
+	if err := w.sendBookmark(marker); err != nil {
+		return nil, err
+	}
 	err := wait.PollUntilContextTimeout(w.ctx, 10*time.Millisecond, storeCatchUp, true, func(context.Context) (bool, error) {
-		return versioned.LastStoreSyncResourceVersion() == rv, nil
+		return versioned.LastStoreSyncResourceVersion() == marker, nil
 	})
 	if err != nil && w.ctx.Err() == nil {
-		return nil, &relistNeeded{fmt.Sprintf("the informer had not processed resourceVersion %s after %s", rv, storeCatchUp)}
+		return nil, &relistNeeded{fmt.Sprintf("the informer had not processed what it was sent (up to resourceVersion %s) after %s", rv, storeCatchUp)}
 	}
-	return store, err
+	if err != nil {
+		return nil, err
+	}
+	return store, w.sendBookmark(rv)
 }
 
 // fail ends a move that could not finish. What the store was sent so far is
@@ -279,6 +307,13 @@ func (w *coverWatch) fail(err error) {
 		case <-w.ctx.Done():
 		}
 	}
+}
+
+func union(a, b bucketSet) bucketSet {
+	for i := range a {
+		a[i] = a[i] || b[i]
+	}
+	return a
 }
 
 // relistNeeded: a move cannot be made in place, the kind is relisted.
