@@ -21,6 +21,7 @@ import (
 	"github.com/metawatch/metawatch/pkg/metacache"
 	"github.com/metawatch/metawatch/pkg/metrics"
 	"github.com/metawatch/metawatch/pkg/rules"
+	"github.com/metawatch/metawatch/pkg/sharding"
 	"github.com/metawatch/metawatch/pkg/wire"
 )
 
@@ -143,7 +144,7 @@ func startMetawatch(ctx context.Context, cfg *rest.Config, spec Spec, counters *
 	}
 	opts.MetricsBindAddress = "0"
 	if spec.Shard != nil {
-		opts.Shards = &metacache.Shards{Buckets: spec.Shard.Buckets(), ServerSide: spec.Shard.ServerSide}
+		opts.Shards = &metacache.Shards{Cover: sharding.NewCoverage(spec.Shard.Buckets()), ServerSide: spec.Shard.ServerSide}
 	}
 	mgr, err := manager.New(cfg, watches, opts)
 	if err != nil {

@@ -38,7 +38,8 @@ const (
 func (l *ListWatch) WatchWithContext(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
 	set, changed := l.cover.now()
 	w := &coverWatch{l: l, timeout: o.TimeoutSeconds, out: make(chan watch.Event)}
-	afresh := (o.SendInitialEvents != nil && *o.SendInitialEvents) || o.ResourceVersion == "" || o.ResourceVersion == "0"
+	watchList := o.SendInitialEvents != nil && *o.SendInitialEvents
+	afresh := watchList || o.ResourceVersion == "" || o.ResourceVersion == "0"
 	var up watch.Interface
 	if holds, partial := l.holding(); afresh || (holds == set && partial.empty()) {
 		var err error
@@ -47,7 +48,8 @@ func (l *ListWatch) WatchWithContext(ctx context.Context, o metav1.ListOptions) 
 		}
 	}
 	w.ctx, w.cancel = context.WithCancel(ctx)
-	go w.run(up, set, changed, afresh, o.ResourceVersion)
+	w.listing, w.unknown = watchList, afresh && !watchList
+	go w.run(up, set, changed, o.ResourceVersion)
 	return w, nil
 }
 
@@ -76,11 +78,17 @@ func (l *ListWatch) WatchWithContext(ctx context.Context, o metav1.ListOptions) 
 // it has processed) ends the watch as expired, and the reflector relists the
 // kind: the old way, never a wrong store.
 type coverWatch struct {
-	l       *ListWatch
-	timeout *int64
-	out     chan watch.Event
-	ctx     context.Context
-	cancel  context.CancelFunc
+	l *ListWatch
+	// listing: a watch-list still sending its initial events, after which
+	// the store holds their buckets. unknown: a watch from no
+	// resourceVersion, whose initial events have no end to wait for (the
+	// reflector does not start one against a real API server): a change
+	// relists.
+	listing, unknown bool
+	timeout          *int64
+	out              chan watch.Event
+	ctx              context.Context
+	cancel           context.CancelFunc
 }
 
 func (w *coverWatch) ResultChan() <-chan watch.Event { return w.out }
@@ -90,9 +98,8 @@ func (w *coverWatch) ResultChan() <-chan watch.Event { return w.out }
 func (w *coverWatch) Stop() { w.cancel() }
 
 // run forwards up's events of set until the watch ends, moving when the
-// Coverage changes (at once when up is nil). initial: up sends its initial
-// events first, and the store holds set only after their end.
-func (w *coverWatch) run(up watch.Interface, set bucketSet, changed <-chan struct{}, initial bool, rv string) {
+// Coverage changes (at once when up is nil).
+func (w *coverWatch) run(up watch.Interface, set bucketSet, changed <-chan struct{}, rv string) {
 	defer close(w.out)
 	moveAfterList := false
 	defer func() {
@@ -112,7 +119,11 @@ func (w *coverWatch) run(up watch.Interface, set bucketSet, changed <-chan struc
 		case <-w.ctx.Done():
 			return
 		case <-changed:
-			if initial {
+			if w.unknown {
+				w.fail(&relistNeeded{"this replica's buckets changed during a watch that started from no resourceVersion"})
+				return
+			}
+			if w.listing {
 				// Move once the initial events are in: a relist now could
 				// be cut short again by the next change, and never end.
 				changed, moveAfterList = nil, true
@@ -134,10 +145,10 @@ func (w *coverWatch) run(up watch.Interface, set bucketSet, changed <-chan struc
 				return
 			}
 			switch {
-			case !initial:
+			case !w.listing:
 				rv = resourceVersion(ev.Object)
 			case ev.Type == watch.Bookmark && isInitialEventsEnd(ev.Object):
-				initial, rv = false, resourceVersion(ev.Object)
+				w.listing, rv = false, resourceVersion(ev.Object)
 				w.l.setHolds(set) // the reflector replaces its store with what came before
 				if moveAfterList {
 					up.Stop()
@@ -266,6 +277,11 @@ func (w *coverWatch) storeAt(rv string) (toolscache.Store, error) {
 		return versioned.LastStoreSyncResourceVersion() == marker, nil
 	})
 	if err != nil && w.ctx.Err() == nil {
+		// The reflector relists from its last resourceVersion: rv, not the
+		// marker (the API server reads leading zeros today; it need not).
+		if err := w.sendBookmark(rv); err != nil {
+			return nil, err
+		}
 		return nil, &relistNeeded{fmt.Sprintf("the informer had not processed what it was sent (up to resourceVersion %s) after %s", rv, storeCatchUp)}
 	}
 	if err != nil {
