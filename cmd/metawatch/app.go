@@ -34,6 +34,9 @@ func run(ctx context.Context, opts options) error {
 	if err := applyMemoryLimit(opts.containerMemoryLimit); err != nil {
 		return err
 	}
+	if err := opts.sharding.validate(opts.manager); err != nil {
+		return err
+	}
 	// One client config for the whole process (--kubeconfig is read once).
 	getConfig := sync.OnceValues(func() (*rest.Config, error) { return restConfig(opts) })
 	conf, err := loadInitial(ctx, opts, getConfig)
@@ -45,9 +48,6 @@ func run(ctx context.Context, opts options) error {
 	}
 	cfg, err := getConfig()
 	if err != nil {
-		return err
-	}
-	if err := opts.sharding.validate(opts.manager); err != nil {
 		return err
 	}
 	budget := shutdownBudget(opts.manager.GracefulShutdownTimeout)

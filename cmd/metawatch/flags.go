@@ -76,7 +76,7 @@ func parseFlags(args []string) options {
 	fs.DurationVar(&o.manager.LeaseDuration, "leader-election-lease-duration", 15*time.Second, "How long a standby waits before taking a Lease its holder stopped renewing (after a crash, not a clean stop).")
 	fs.DurationVar(&o.manager.RenewDeadline, "leader-election-renew-deadline", 10*time.Second, "How long the leader keeps trying to renew the Lease before it gives up leading; less than the lease duration.")
 	fs.DurationVar(&o.manager.RetryPeriod, "leader-election-retry-period", 2*time.Second, "How often replicas try to acquire or renew the Lease.")
-	fs.BoolVar(&o.sharding.enabled, "sharding", false, "Run every replica active, each caching and writing its share of the objects (64 buckets of their uids, a Lease each); excludes --leader-elect. The leader-election flags set its Leases' namespace and timings.")
+	fs.BoolVar(&o.sharding.enabled, "sharding", false, "Run every replica active, each caching and writing its share of the objects (64 buckets of their uids, a Lease each); excludes --leader-elect. The leader-election flags set its Leases' namespace and timings. Needs POD_NAME, a name unique among the replicas (the chart sets it).")
 	fs.StringVar(&o.sharding.ring, "sharding-ring", "metawatch", "Name of the set of replicas sharing the buckets: the prefix and label of their Leases.")
 	fs.DurationVar(&o.manager.GracefulShutdownTimeout, "graceful-shutdown-timeout", 30*time.Second, "How long controllers get to finish on SIGTERM.")
 	fs.Func("write-namespaces", "Comma-separated namespaces rules may write in (default: all); a configuration's writeScope can narrow this, never widen it.",

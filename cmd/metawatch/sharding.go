@@ -17,7 +17,8 @@ import (
 )
 
 // podNameEnv names this replica in the ring (the chart sets it from the Pod's
-// name); the host name otherwise, which is the Pod's name in a cluster too.
+// name). It is required: the host name is not unique per process (two
+// processes on one host would take the same buckets, and both write them).
 const podNameEnv = "POD_NAME"
 
 // shardingOptions are the flags of --sharding.
@@ -26,12 +27,17 @@ type shardingOptions struct {
 	ring    string
 }
 
-// ringIdentity is this replica's name in the ring: $POD_NAME, else the host name.
+// errNoRingIdentity: --sharding without POD_NAME.
+var errNoRingIdentity = errors.New("--sharding needs the environment variable POD_NAME: each replica's name in the ring must be unique, " +
+	"and the host name is not (two processes on one host would take the same buckets and both write them); " +
+	"set POD_NAME to a name no other replica of the ring uses (the chart sets it to the Pod's name)")
+
+// ringIdentity is this replica's name in the ring: $POD_NAME.
 func ringIdentity() (string, error) {
 	if id := os.Getenv(podNameEnv); id != "" {
 		return id, nil
 	}
-	return os.Hostname()
+	return "", errNoRingIdentity
 }
 
 // userAgent names the replica in every request's User-Agent, so that the API
@@ -47,6 +53,11 @@ func (o shardingOptions) userAgent() (string, error) {
 func (o shardingOptions) validate(mgr manager.Options) error {
 	if o.enabled && mgr.LeaderElection {
 		return errors.New("--sharding and --leader-elect exclude each other: sharded, every replica is active on its own share; drop --leader-elect")
+	}
+	if o.enabled {
+		if _, err := ringIdentity(); err != nil {
+			return err
+		}
 	}
 	return nil
 }

@@ -165,6 +165,17 @@ func assertNoConcurrentWriters(t *testing.T, a, b map[string][]testkit.Exchange)
 }
 
 // --sharding and --leader-elect exclude each other: the process says so and exits non-zero.
+// Without POD_NAME a sharded replica would name itself after the host, which
+// two processes on one host share: it refuses to start, before any request.
+func TestShardingWithoutPodNameIsRefused(t *testing.T) {
+	controlplane.SkipIfShort(t)
+	t.Setenv("POD_NAME", "")
+	out, err := runToExit(t, "--kubeconfig", "/nonexistent/kubeconfig", "--config-file", writeConfig(t, "watches:\n- kind: Pod\n"), "--sharding")
+	if err == nil || !strings.Contains(out, "--sharding needs the environment variable POD_NAME") {
+		t.Errorf("metawatch --sharding without POD_NAME: %v, output:\n%s\nwant a non-zero exit asking for POD_NAME, before the kubeconfig is read", err, out)
+	}
+}
+
 func TestShardingExcludesLeaderElection(t *testing.T) {
 	controlplane.SkipIfShort(t)
 	out, err := runToExit(t, "--config-file", writeConfig(t, "watches:\n- kind: Pod\n"), "--sharding", "--leader-elect", "--leader-election-namespace", "default")
