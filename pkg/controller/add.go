@@ -53,6 +53,10 @@ type Options struct {
 	// NamespacesUnreadable: Namespaces may not be listed, so copy rules get no
 	// Namespace watch (their kinds are frozen, see WritesFrozen).
 	NamespacesUnreadable bool
+	// EventValues lets conflict Events carry the value another field manager
+	// wrote (never for annotations of Secrets). Off, they name the manager
+	// only: anyone who may list Events reads them.
+	EventValues bool
 }
 
 // EventSource is the reportingController of metawatch's Events.
@@ -83,7 +87,7 @@ func setupKind(mgr manager.Manager, w config.ResolvedWatch, rs []rules.Rule, opt
 		writer := fencedWriter{client: mgr.GetClient(), fence: opts.Fence, shards: opts.Shards, claim: opts.Claim}
 		ruler = newRuleReconciler(mgr.GetCache(), writer, mgr.GetEventRecorder(EventSource), w.GVK, rs, opts.DryRun, mem)
 		ruler.writesFrozen, ruler.inScope = opts.WritesFrozen, opts.InScope
-		ruler.live, ruler.versions = mgr.GetAPIReader(), opts.Versions
+		ruler.live, ruler.versions, ruler.eventValues = mgr.GetAPIReader(), opts.Versions, opts.EventValues
 		ruler.audit = opts.Audits.forKind(kindLabel(w.GVK), mgr.GetEventRecorder(EventSource))
 		kr.steps = append(kr.steps, ruler)
 	}

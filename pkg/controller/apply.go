@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"maps"
 	"sort"
 
@@ -51,7 +52,7 @@ func (r *ruleReconciler) apply(ctx context.Context, obj *metav1.PartialObjectMet
 	err := r.applyManifest(ctx, obj, rv, res.Labels, res.Annotations, false)
 	if conflicts, ok := conflictingKeys(err); ok {
 		var kept rules.Result
-		kept, err = r.resolveConflicts(ctx, obj, rv, res, conflicts)
+		kept, err = r.resolveConflicts(ctx, obj, rv, res, conflicts, conflictHolders(err))
 		changed = changeOf(obj, kept) // yielded keys were not written
 	}
 	switch {
@@ -112,10 +113,10 @@ func diffOwned(involved sets.Set[string], current map[string]string, desired map
 // of a rule with force, or that metawatch owned until a hand edit, are taken
 // back; the others are left to their owner, with an Event and a count.
 // It returns what was applied.
-func (r *ruleReconciler) resolveConflicts(ctx context.Context, obj *metav1.PartialObjectMetadata, rv string, res rules.Result, conflicts owned) (rules.Result, error) {
+func (r *ruleReconciler) resolveConflicts(ctx context.Context, obj *metav1.PartialObjectMetadata, rv string, res rules.Result, conflicts owned, holders map[string]string) (rules.Result, error) {
 	reclaim := r.memory.reclaims.get(types.NamespacedName{Namespace: obj.Namespace, Name: obj.Name})
-	labels, forceLabels := r.yield(obj, config.Labels, res.Labels, conflicts.labels.UnsortedList(), reclaim.labels.Has)
-	annotations, forceAnnotations := r.yield(obj, config.Annotations, res.Annotations, conflicts.annotations.UnsortedList(), reclaim.annotations.Has)
+	labels, forceLabels := r.yield(obj, config.Labels, res.Labels, conflicts.labels.UnsortedList(), reclaim.labels.Has, holders)
+	annotations, forceAnnotations := r.yield(obj, config.Annotations, res.Annotations, conflicts.annotations.UnsortedList(), reclaim.annotations.Has, holders)
 	res.Labels, res.Annotations = labels, annotations
 	return res, r.applyManifest(ctx, obj, rv, labels, annotations, forceLabels || forceAnnotations)
 }
@@ -125,7 +126,7 @@ func (r *ruleReconciler) resolveConflicts(ctx context.Context, obj *metav1.Parti
 // is taken when its rule has force, or when another manager took it from
 // metawatch (a hand edit, reclaimed), unless it keeps being taken (a fight):
 // then metawatch stops, says so, and leaves the key to the other manager.
-func (r *ruleReconciler) yield(obj *metav1.PartialObjectMetadata, what config.MetadataMap, desired map[string]rules.Owned, conflicts []string, reclaimed func(string) bool) (map[string]rules.Owned, bool) {
+func (r *ruleReconciler) yield(obj *metav1.PartialObjectMetadata, what config.MetadataMap, desired map[string]rules.Owned, conflicts []string, reclaimed func(string) bool, holders map[string]string) (map[string]rules.Owned, bool) {
 	out := maps.Clone(desired)
 	force := false
 	key := types.NamespacedName{Namespace: obj.Namespace, Name: obj.Name}
@@ -138,8 +139,8 @@ func (r *ruleReconciler) yield(obj *metav1.PartialObjectMetadata, what config.Me
 			r.memory.yielded.add(key, what, k, currentValue(obj, what, k))
 			metrics.OwnershipFights.WithLabelValues(o.Rule, kindLabel(r.GVK)).Inc()
 			r.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, ReasonOwnershipFight, "Apply",
-				"rule %s wants %s %s=%q, but another field manager took it more than %d times in %s (now %q); metawatch stops taking it back until that value changes or metawatch restarts: make the two controllers agree",
-				o.Rule, what, k, o.Value, maxTakeovers, takeoverWindow, currentValue(obj, what, k))
+				"rule %s wants %s %s=%q, but another field manager took it more than %d times in %s%s; metawatch stops taking it back until that value changes or metawatch restarts: make the two controllers agree",
+				o.Rule, what, k, o.Value, maxTakeovers, takeoverWindow, r.theirValue(obj, what, k, " (now %q)"))
 		case o.Force || reclaimed(k):
 			force = true
 		default:
@@ -148,11 +149,31 @@ func (r *ruleReconciler) yield(obj *metav1.PartialObjectMetadata, what config.Me
 			metrics.RuleConflicts.WithLabelValues(o.Rule, kindLabel(r.GVK)).Inc()
 			metrics.RuleWrites.WithLabelValues(o.Rule, kindLabel(r.GVK), metrics.ResultConflict).Inc()
 			r.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, ReasonConflict, "Apply",
-				"rule %s wants %s %s=%q, but another field manager owns it with value %q; not overwritten (set force: true on the rule to take it)",
-				o.Rule, what, k, o.Value, currentValue(obj, what, k))
+				"rule %s wants %s %s=%q, but %s owns it%s; not overwritten (set force: true on the rule to take it)",
+				o.Rule, what, k, o.Value, holderName(holders, what, k), r.theirValue(obj, what, k, " with value %q"))
 		}
 	}
 	return out, force
+}
+
+// theirValue is format with another manager's value of key, for an Event,
+// when Events may carry it (Options.EventValues), never for an annotation of
+// a Secret (it may hold the Secret's data, as last-applied-configuration
+// does); "" otherwise: an Event is readable by whoever may list Events.
+func (r *ruleReconciler) theirValue(obj *metav1.PartialObjectMetadata, what config.MetadataMap, key, format string) string {
+	secret := r.GVK.Group == "" && r.GVK.Kind == "Secret" && what == config.Annotations
+	if !r.eventValues || secret {
+		return ""
+	}
+	return fmt.Sprintf(format, currentValue(obj, what, key))
+}
+
+// holderName names the field manager holding key in a conflict, as the API server said it.
+func holderName(holders map[string]string, what config.MetadataMap, key string) string {
+	if m, ok := holders[what.Plural()+"/"+key]; ok {
+		return fmt.Sprintf("field manager %q", m)
+	}
+	return "another field manager"
 }
 
 func currentValue(obj *metav1.PartialObjectMetadata, what config.MetadataMap, key string) string {

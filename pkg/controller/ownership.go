@@ -3,6 +3,7 @@ package controller
 import (
 	"encoding/json"
 	"errors"
+	"strconv"
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -92,6 +93,29 @@ func conflictingKeys(err error) (keys owned, ok bool) {
 		}
 	}
 	return keys, !keys.empty()
+}
+
+// conflictHolders returns, for each label and annotation key of a server-side
+// apply conflict, the field manager that holds it, as the API server names
+// it in the cause ("conflict with \"kubectl-edit\" using v1"); keyed by the
+// map's Plural and the key ("labels/team").
+func conflictHolders(err error) map[string]string {
+	var status apierrors.APIStatus
+	if !errors.As(err, &status) || status.Status().Details == nil {
+		return nil
+	}
+	out := map[string]string{}
+	for _, c := range status.Status().Details.Causes {
+		field, found := strings.CutPrefix(c.Field, ".metadata.")
+		_, quoted, named := strings.Cut(c.Message, "conflict with ")
+		if c.Type != metav1.CauseTypeFieldManagerConflict || !found || !named {
+			continue
+		}
+		if manager, err := strconv.QuotedPrefix(quoted); err == nil {
+			out[strings.Replace(field, ".", "/", 1)], _ = strconv.Unquote(manager)
+		}
+	}
+	return out
 }
 
 // replacedOrGone reports whether a write failed because the object the cache

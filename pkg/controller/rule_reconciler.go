@@ -38,6 +38,7 @@ type ruleReconciler struct {
 	inScope      func(namespace string) bool  // see Options.InScope
 	live         client.Reader                // the API server, uncached: the object as it is now, after a stale write
 	versions     ResourceVersions             // see Options.Versions; nil: the cached object's
+	eventValues  bool                         // see Options.EventValues
 }
 
 // ResourceVersions gives the newest resourceVersion of a cached object: the

@@ -2,6 +2,7 @@ package controller_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -128,6 +129,9 @@ func TestConflictWithAnotherManager(t *testing.T) {
 	if len(events) != 1 || events[0].Series != nil || !strings.Contains(events[0].Note, `tier="gold"`) {
 		t.Errorf("want exactly one LabelConflict Event naming tier=gold, got %+v", events)
 	}
+	if note := events[0].Note; !strings.Contains(note, `field manager "other-controller"`) || strings.Contains(note, "silver") {
+		t.Errorf("LabelConflict Event %q: want it to name the field manager other-controller and not carry its value silver", note)
+	}
 	inst.stop()
 
 	startInstance(t, strings.Replace(rule, "%s", ", force: true", 1), controller.Options{})
@@ -194,5 +198,49 @@ func TestRequireLabelsAudits(t *testing.T) {
 	}
 	if n := inst.writes.Load(); n != 0 {
 		t.Errorf("an audit-only rule made %d writes, want 0", n)
+	}
+}
+
+// A conflict Event carries the other manager's value only when the operator
+// allows it (--events-include-values), and never for an annotation of a
+// Secret, whose value may be the Secret's data (last-applied-configuration).
+func TestConflictEventsCarryOtherValuesOnlyWhenAllowed(t *testing.T) {
+	controlplane.SkipIfShort(t)
+	c := testkit.Client(t, cp.Config)
+	const ns = "conflict-values"
+	testkit.Namespace(t, c, ns, nil)
+	createPods(t, c, ns, 1)
+	applyAs(t, c, ns, "pod-0", "other-controller", `{"tier":"silver"}`)
+	secret := fmt.Sprintf(`{"apiVersion":"v1","kind":"Secret","metadata":{"namespace":%q,"name":"creds","annotations":{"example.com/note":"s3cr3t"}}}`, ns)
+	if err := c.Patch(context.Background(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "creds"}},
+		client.RawPatch("application/apply-patch+yaml", []byte(secret)), client.FieldOwner("other-controller")); err != nil {
+		t.Fatal(err)
+	}
+	startInstance(t, `watches:
+- kind: Pod
+  namespaces: [conflict-values]
+- kind: Secret
+  namespaces: [conflict-values]
+rules:
+- {name: tier, kinds: [Pod], setLabels: {tier: gold}}
+- {name: note, kinds: [Secret], setAnnotations: {example.com/note: mine}}
+`, controller.Options{EventValues: true})
+	tests := map[string]struct {
+		kind, name, value string
+		carried           bool
+	}{
+		"a Pod's label: the value, as allowed":   {"Pod", "pod-0", "silver", true},
+		"a Secret's annotation: never the value": {"Secret", "creds", "s3cr3t", false},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			testkit.WaitFor(t, "a LabelConflict Event on the "+tc.kind, func() bool {
+				return len(testkit.Events(t, c, ns, tc.kind, tc.name, controller.ReasonConflict)) > 0
+			})
+			note := testkit.Events(t, c, ns, tc.kind, tc.name, controller.ReasonConflict)[0].Note
+			if strings.Contains(note, tc.value) != tc.carried || !strings.Contains(note, `field manager "other-controller"`) {
+				t.Errorf("Event %q: carries %q = %v, want %v; it must name the field manager other-controller", note, tc.value, strings.Contains(note, tc.value), tc.carried)
+			}
+		})
 	}
 }
