@@ -45,7 +45,7 @@ type Proxy struct {
 	hold       func(*http.Request) time.Duration
 	refuse     func(*http.Request) bool
 	exchanges  []*Exchange
-	paused     chan struct{} // closed by Resume; nil while not paused
+	stall      latch
 }
 
 // SetHold makes the proxy hold each request as long as hold says before it
@@ -79,39 +79,19 @@ func (p *Proxy) holding(req *http.Request) (time.Duration, bool) {
 	if p.hold != nil {
 		d = p.hold(req)
 	}
-	return d, p.paused != nil
+	return d, p.stall.isPaused()
 }
 
 // Pause holds every request that reaches the proxy from now on, and every
 // request it has not sent on yet, until Resume: a network that stalls. Held
 // requests are sent on at Resume, even those their client gave up on.
-func (p *Proxy) Pause() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.paused == nil {
-		p.paused = make(chan struct{})
-	}
-}
+func (p *Proxy) Pause() { p.stall.pause() }
 
 // Resume sends the held requests on, and lets new ones through.
-func (p *Proxy) Resume() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.paused != nil {
-		close(p.paused)
-		p.paused = nil
-	}
-}
+func (p *Proxy) Resume() { p.stall.resume() }
 
 // waitWhilePaused returns once the proxy is not paused.
-func (p *Proxy) waitWhilePaused() {
-	p.mu.Lock()
-	paused := p.paused
-	p.mu.Unlock()
-	if paused != nil {
-		<-paused
-	}
-}
+func (p *Proxy) waitWhilePaused() { p.stall.wait() }
 
 // NewProxy starts a proxy to the API server cfg points at, until the test ends.
 func NewProxy(t testing.TB, cfg *rest.Config) *Proxy {

@@ -17,8 +17,7 @@ type StreamGate struct {
 	// Resource is the last path segment of the watched collection, e.g. "namespaces".
 	Resource string
 
-	mu   sync.Mutex
-	open chan struct{} // nil while not paused
+	stall latch
 }
 
 // Wrap returns cfg with the gate on its watch streams of Resource.
@@ -37,32 +36,12 @@ func (g *StreamGate) Wrap(cfg *rest.Config) *rest.Config {
 }
 
 // Pause holds back every watch event of Resource from now on.
-func (g *StreamGate) Pause() {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.open == nil {
-		g.open = make(chan struct{})
-	}
-}
+func (g *StreamGate) Pause() { g.stall.pause() }
 
 // Resume delivers what was held back, and everything after it.
-func (g *StreamGate) Resume() {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.open != nil {
-		close(g.open)
-		g.open = nil
-	}
-}
+func (g *StreamGate) Resume() { g.stall.resume() }
 
-func (g *StreamGate) wait() {
-	g.mu.Lock()
-	open := g.open
-	g.mu.Unlock()
-	if open != nil {
-		<-open
-	}
-}
+func (g *StreamGate) wait() { g.stall.wait() }
 
 type gatedBody struct {
 	io.ReadCloser
