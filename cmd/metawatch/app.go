@@ -69,7 +69,7 @@ func run(ctx context.Context, opts options) error {
 	}
 	setupLog.Info("stage 2/4: manager built", "leaderElection", mgrOpts.LeaderElection, "metrics", mgrOpts.MetricsBindAddress, "probes", opts.probeAddress)
 	reloader := &reload.Reloader{
-		Config: cfg, Source: opts.source, Controller: controllerOpts, Initial: conf, ShutdownTimeout: budget.generation, WriteScope: &opts.writeScope,
+		Config: cfg, Source: opts.source, Controller: controllerOpts, Initial: conf, ShutdownTimeout: budget.generation, Limits: &opts.limits,
 		Recorder: mgr.GetEventRecorder(controller.EventSource), Log: ctrl.Log.WithName("reload"),
 	}
 	reloader.CacheWire = reload.CacheWire{DecodeUnchanged: opts.manager.DecodeUnchangedEvents, BookmarkInterval: opts.manager.UnchangedBookmarkInterval,
@@ -86,7 +86,7 @@ func run(ctx context.Context, opts options) error {
 		return err
 	}
 	setupLog.Info("stage 3/4: reloader and health checks added")
-	setupLog.Info("stage 4/4: starting", "version", version.Version(), "source", opts.source.String(), "dryRun", opts.controller.DryRun, "writeScope", opts.writeScope.String(),
+	setupLog.Info("stage 4/4: starting", "version", version.Version(), "source", opts.source.String(), "dryRun", opts.controller.DryRun, "limits", opts.limits.String(),
 		"leaderElection", mgrOpts.LeaderElection, "sharding", opts.sharding.enabled, "gracefulShutdownTimeout", opts.manager.GracefulShutdownTimeout.String(), "metricsSecure", mgrOpts.MetricsSecure,
 		"decodeUnchangedEvents", mgrOpts.DecodeUnchangedEvents, "unchangedBookmarkInterval", mgrOpts.UnchangedBookmarkInterval.String(), "watchOverHTTP2", mgrOpts.WatchOverHTTP2)
 	if err := mgr.Start(ctx); err != nil {
@@ -140,7 +140,7 @@ func loadInitial(ctx context.Context, opts options, getConfig func() (*rest.Conf
 		if err != nil {
 			return err
 		}
-		return reload.CheckAgainstCluster(ctx, cfg, c)
+		return reload.CheckAgainstCluster(ctx, cfg, c, &opts.limits)
 	})
 	switch {
 	case err == nil:

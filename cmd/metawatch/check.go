@@ -30,8 +30,10 @@ func runCheck(args []string) int {
 	file := fs.String("f", "", "The configuration file: a config.yaml or a selectors ConfigMap manifest.")
 	kubeconfig := fs.String("kubeconfig", os.Getenv("KUBECONFIG"), "Also check against this cluster (kinds, selectors, RBAC).")
 	as := fs.String("as", "", "Check RBAC as this user, e.g. system:serviceaccount:metawatch-system:metawatch (impersonation).")
+	limits := config.DefaultLimits()
+	limits.BindFlags(fs) // the guardrails metawatch runs with: check rejects what it would
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: metawatch check -f FILE [--kubeconfig PATH [--as USER]]")
+		fmt.Fprintln(fs.Output(), "usage: metawatch check -f FILE [--kubeconfig PATH [--as USER]] [the guardrail flags metawatch runs with]")
 		fs.PrintDefaults()
 	}
 	_ = fs.Parse(args)
@@ -39,7 +41,7 @@ func runCheck(args []string) int {
 		fs.Usage()
 		return 2
 	}
-	if err := check(context.Background(), os.Stdout, *file, *kubeconfig, *as); err != nil {
+	if err := check(context.Background(), os.Stdout, *file, *kubeconfig, *as, &limits); err != nil {
 		fmt.Fprintf(os.Stdout, "FAILED: %s\n", config.Describe(err))
 		return 1
 	}
@@ -47,21 +49,25 @@ func runCheck(args []string) int {
 	return 0
 }
 
-func check(ctx context.Context, out io.Writer, file, kubeconfig, as string) error {
+func check(ctx context.Context, out io.Writer, file, kubeconfig, as string, limits *config.Limits) error {
 	conf, err := config.ParseFile(file)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "%s: %d watches, %d rules: valid offline\n", file, len(conf.Watches), len(conf.Rules))
 	if kubeconfig == "" {
+		if err := limits.Check(conf, config.BuiltInScope); err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "%s: %d watches, %d rules: valid offline, within the guardrails\n", file, len(conf.Watches), len(conf.Rules))
 		return nil
 	}
+	fmt.Fprintf(out, "%s: %d watches, %d rules: valid offline\n", file, len(conf.Watches), len(conf.Rules))
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
-	return checkCluster(ctx, out, conf, kubeconfig, as)
+	return checkCluster(ctx, out, conf, kubeconfig, as, limits)
 }
 
-func checkCluster(ctx context.Context, out io.Writer, conf *config.Config, kubeconfig, as string) error {
+func checkCluster(ctx context.Context, out io.Writer, conf *config.Config, kubeconfig, as string, limits *config.Limits) error {
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
 		return err
@@ -74,6 +80,10 @@ func checkCluster(ctx context.Context, out io.Writer, conf *config.Config, kubec
 		fmt.Fprintln(out, "warning:", w)
 	}
 	if err != nil {
+		return err
+	}
+	// The guardrails, with the kinds' scopes as the cluster serves them.
+	if err := limits.Check(conf, config.ResolvedScope(watches)); err != nil {
 		return err
 	}
 	cs, err := kubernetes.NewForConfig(cfg)

@@ -70,3 +70,49 @@ func exitCode(err error) int {
 	}
 	return 0
 }
+
+// metawatch check, given the guardrail flags metawatch runs with, rejects
+// what metawatch would, with the same messages: offline, and on the cluster.
+func TestCheckAppliesTheGuardrails(t *testing.T) {
+	controlplane.SkipIfShort(t)
+	const watches = "watches:\n- kind: Pod\n- kind: Namespace\n- kind: Node\nrules:\n"
+	cases := map[string]struct {
+		rule  string
+		flags []string
+		want  string // empty: accepted
+	}{
+		"removing pod-template-hash": {rule: "{name: orphan, kinds: [Pod], removeLabels: [pod-template-hash]}",
+			want: `rules[0].removeLabels[0]: Forbidden: rule "orphan" may not write pod-template-hash: --protected-keys protects it`},
+		"a pod-security key on Namespaces": {
+			rule: "{name: psa, kinds: [Namespace], setLabels: {pod-security.kubernetes.io/enforce: privileged}, reservedKeys: [pod-security.kubernetes.io/enforce]}",
+			want: `rule "psa" may not write pod-security.kubernetes.io/enforce: --protected-keys protects it (pattern pod-security.kubernetes.io/*)`},
+		"a cluster-scoped kind not enabled": {rule: "{name: spot, kinds: [Node], setLabels: {example.com/spot: 'true'}}", flags: []string{"--writable-kinds=*"},
+			want: `rules[0].kinds[0]: Forbidden: rule "spot" may not write Node: it is cluster-scoped, and --writable-kinds=* allows namespaced kinds only`},
+		"a reserved key not allowed": {rule: "{name: zone, kinds: [Pod], setLabels: {topology.kubernetes.io/zone: west}, reservedKeys: [topology.kubernetes.io/zone]}",
+			want: `rules[0].reservedKeys[0]: Forbidden: rule "zone" may not write topology.kubernetes.io/zone: --allowed-reserved-keys allows none`},
+		"a cluster-scoped kind and a reserved key the operator allowed": {
+			rule:  "{name: zone, kinds: [Node], setLabels: {topology.kubernetes.io/zone: west}, reservedKeys: [topology.kubernetes.io/zone]}",
+			flags: []string{"--writable-kinds=Pod,Node", "--allowed-reserved-keys=topology.kubernetes.io/zone"}},
+	}
+	for name, tc := range cases {
+		file := writeConfig(t, watches+"- "+tc.rule+"\n")
+		for _, where := range []string{"offline", "on the cluster"} {
+			t.Run(name+", "+where, func(t *testing.T) {
+				args := append([]string{"check", "-f", file}, tc.flags...)
+				if where == "on the cluster" {
+					args = append(args, "--kubeconfig", cp.KubeconfigPath)
+				}
+				cmd := exec.Command(bin, args...)
+				cmd.Env = []string{"KUBECONFIG="}
+				out, err := cmd.CombinedOutput()
+				wantExit, want := 1, tc.want
+				if want == "" {
+					wantExit, want = 0, "SUCCESS"
+				}
+				if code := exitCode(err); code != wantExit || !strings.Contains(string(out), want) {
+					t.Errorf("exit %d, want %d with %q:\n%s", code, wantExit, want, out)
+				}
+			})
+		}
+	}
+}

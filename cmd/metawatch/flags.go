@@ -3,11 +3,9 @@ package main
 import (
 	"flag"
 	"fmt"
-	"strings"
 	"time"
 
 	"go.uber.org/zap/zapcore"
-	"k8s.io/apimachinery/pkg/api/validation"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/metawatch/metawatch/pkg/config"
@@ -17,7 +15,8 @@ import (
 )
 
 type options struct {
-	writeScope    config.WriteScope
+	// limits are the operator's guardrails on what configurations may write.
+	limits        config.Limits
 	waitForConfig bool
 	qps           float64
 	burst         int
@@ -39,22 +38,6 @@ func bookmarkIntervalValid(d time.Duration) error {
 		return fmt.Errorf("--unchanged-bookmark-interval=%s: want 0 (a bookmark for every unchanged event left out) or a positive duration such as 1s (the default)", d)
 	}
 	return nil
-}
-
-// namespaceList parses a flag's comma-separated namespace names into dst.
-func namespaceList(dst *[]string) func(string) error {
-	return func(v string) error {
-		for _, ns := range strings.Split(v, ",") {
-			if ns = strings.TrimSpace(ns); ns == "" {
-				continue
-			}
-			if msgs := validation.ValidateNamespaceName(ns, false); len(msgs) > 0 {
-				return fmt.Errorf("%q is not a namespace name: %s", ns, strings.Join(msgs, "; "))
-			}
-			*dst = append(*dst, ns)
-		}
-		return nil
-	}
 }
 
 // parseFlags parses args on flag.CommandLine, where controller-runtime has
@@ -79,10 +62,8 @@ func parseFlags(args []string) options {
 	fs.BoolVar(&o.sharding.enabled, "sharding", false, "Run every replica active, each caching and writing its share of the objects (64 buckets of their uids, a Lease each); excludes --leader-elect. The leader-election flags set its Leases' namespace and timings. Needs POD_NAME, a name unique among the replicas (the chart sets it).")
 	fs.StringVar(&o.sharding.ring, "sharding-ring", "metawatch", "Name of the set of replicas sharing the buckets: the prefix and label of their Leases.")
 	fs.DurationVar(&o.manager.GracefulShutdownTimeout, "graceful-shutdown-timeout", 30*time.Second, "How long controllers get to finish on SIGTERM.")
-	fs.Func("write-namespaces", "Comma-separated namespaces rules may write in (default: all); a configuration's writeScope can narrow this, never widen it.",
-		namespaceList(&o.writeScope.Namespaces))
-	fs.Func("exclude-write-namespaces", "Comma-separated namespaces rules never write in, e.g. kube-system.",
-		namespaceList(&o.writeScope.ExcludeNamespaces))
+	o.limits = config.DefaultLimits()
+	o.limits.BindFlags(fs)
 	fs.IntVar(&o.controller.MaxConcurrentReconciles, "max-concurrent-reconciles", 4, "Reconciles run at once, per kind.")
 	fs.BoolVar(&o.manager.DecodeUnchangedEvents, "decode-unchanged-events", false, "Decode and deliver to the cache every watch event, status-only updates too. By default an event whose object is unchanged but for its resourceVersion is left out before decoding: the cache keeps the object as it was, and a bookmark carries the newest resourceVersion to the informer (see --unchanged-bookmark-interval).")
 	fs.BoolVar(&o.manager.WatchOverHTTP2, "watch-http2", false, "List and watch over HTTP/2, multiplexed on the connection the writes use. By default each watch has a connection of its own over HTTP/1.1: a watch event then costs no flow-control write and no hand-off between goroutines, and a dead connection is found by TCP keepalive in about 30 s.")

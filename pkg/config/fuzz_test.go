@@ -1,6 +1,11 @@
 package config_test
 
 import (
+	"flag"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -43,4 +48,55 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("round trip changed the configuration:\n%+v\n%+v", c, again)
 		}
 	})
+}
+
+// FuzzLimits checks the guardrails' properties on arbitrary keys and
+// patterns: a key named in --protected-keys is always refused, protecting one
+// more pattern never lets through what was refused, the check leaves the
+// configuration as it was, and a limit flag read back from its own value is
+// the same list.
+func FuzzLimits(f *testing.F) {
+	for _, seed := range [][2]string{
+		{"pod-template-hash", "pod-template-hash"}, {"example.com/team", "example.com/*"},
+		{"topology.kubernetes.io/zone", "*"}, {"a", "b/*"}, {"app.kubernetes.io/managed-by", "app.kubernetes.io/*"},
+	} {
+		f.Add(seed[0], seed[1])
+	}
+	f.Fuzz(func(t *testing.T, key, pattern string) {
+		conf, err := config.Parse([]byte(fmt.Sprintf("watches: [{kind: Pod}]\nrules:\n- {name: r, kinds: [Pod], setLabels: {%q: v}}\n", key)))
+		if err != nil {
+			return // not a key a rule may name
+		}
+		before, _ := config.Hash(conf)
+		open := config.Limits{WritableKinds: []string{"Pod"}, AllowedReservedKeys: []string{"*"}}
+		narrowed := open
+		if err := bindLimitFlags(&narrowed, "--protected-keys="+pattern); err != nil {
+			return // not a pattern the flag takes
+		}
+		wide, narrow := open.Check(conf, config.BuiltInScope), narrowed.Check(conf, config.BuiltInScope)
+		if wide != nil {
+			t.Fatalf("nothing protected, the rule on %q was refused: %v", key, wide)
+		}
+		if narrow != nil && !config.IsInvalid(narrow) {
+			t.Fatalf("a refusal that is not an invalid configuration: %v", narrow)
+		}
+		if pattern == key && narrow == nil {
+			t.Fatalf("--protected-keys=%s let a rule write it", key)
+		}
+		if after, _ := config.Hash(conf); after != before {
+			t.Fatalf("the check changed the configuration")
+		}
+		again := config.Limits{}
+		if err := bindLimitFlags(&again, "--protected-keys="+strings.Join(narrowed.ProtectedKeys, ",")); err != nil ||
+			!slices.Equal(again.ProtectedKeys, narrowed.ProtectedKeys) {
+			t.Fatalf("--protected-keys read back from %q: %v, %v", narrowed.ProtectedKeys, again.ProtectedKeys, err)
+		}
+	})
+}
+
+func bindLimitFlags(l *config.Limits, args ...string) error {
+	fs := flag.NewFlagSet("fuzz", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	l.BindFlags(fs)
+	return fs.Parse(args)
 }

@@ -55,11 +55,15 @@ type resolved struct {
 	forbidden []access.Forbidden     // and not these
 }
 
-// resolve maps conf's kinds and lists one object of each watch; a forbidden
-// watch is set aside, any other failure rejects the configuration.
-func resolve(ctx context.Context, cfg *rest.Config, conf *config.Config) (resolved, []string, error) {
+// resolve maps conf's kinds, checks it against the operator's limits, and
+// lists one object of each watch; a forbidden watch is set aside, any other
+// failure rejects the configuration.
+func resolve(ctx context.Context, cfg *rest.Config, conf *config.Config, limits *config.Limits) (resolved, []string, error) {
 	watches, warnings, err := apiserver.Resolve(cfg, conf)
 	if err != nil {
+		return resolved{}, warnings, err
+	}
+	if err := limitsOrDefault(limits).Check(conf, config.ResolvedScope(watches)); err != nil {
 		return resolved{}, warnings, err
 	}
 	allowed, forbidden, err := access.Check(ctx, cfg, watches)
@@ -71,9 +75,18 @@ func resolve(ctx context.Context, cfg *rest.Config, conf *config.Config) (resolv
 // forbidden kind does not (the running generation reports it and serves the
 // others). The Reloader checks again when it starts the configuration: a
 // standby replica may lead hours later, when RBAC may have changed.
-func CheckAgainstCluster(ctx context.Context, cfg *rest.Config, conf *config.Config) error {
-	_, _, err := resolve(ctx, cfg, conf)
+func CheckAgainstCluster(ctx context.Context, cfg *rest.Config, conf *config.Config, limits *config.Limits) error {
+	_, _, err := resolve(ctx, cfg, conf, limits)
 	return err
+}
+
+// limitsOrDefault is limits, or config.DefaultLimits for nil.
+func limitsOrDefault(limits *config.Limits) *config.Limits {
+	if limits == nil {
+		d := config.DefaultLimits()
+		return &d
+	}
+	return limits
 }
 
 // generationOptions are what a generation takes from the process.

@@ -66,9 +66,10 @@ type Reloader struct {
 	// Initial is the configuration of a --config-file, validated at start-up.
 	// A ConfigMap is read when this replica starts leading, not at start-up.
 	Initial *config.Config
-	// WriteScope is the operator's bound on where rules write (flags); a
-	// configuration's writeScope can narrow it, never widen it. Nil: all.
-	WriteScope *config.WriteScope
+	// Limits are the operator's guardrails (flags): a configuration that asks
+	// for more is rejected as invalid. Its writeScope can narrow theirs,
+	// never widen it. Nil: config.DefaultLimits.
+	Limits *config.Limits
 	// ShutdownTimeout bounds stopping a generation (on SIGTERM, or the old one
 	// in a swap): its writes in flight, then its controllers and cache. Zero: 30s.
 	ShutdownTimeout time.Duration
@@ -151,7 +152,7 @@ func (r *Reloader) Start(ctx context.Context) error {
 // not nil, is asked before the new generation opens: a generation built from
 // a version older than the newest valid one is never opened.
 func (r *Reloader) apply(ctx context.Context, conf *config.Config, superseded func() bool) error {
-	res, warnings, err := resolve(ctx, r.Config, conf)
+	res, warnings, err := resolve(ctx, r.Config, conf, r.limits())
 	for _, w := range warnings {
 		r.Log.Info("warning: " + w)
 	}
@@ -167,7 +168,7 @@ func (r *Reloader) swap(ctx context.Context, res resolved, superseded func() boo
 	if old != nil {
 		number = old.number + 1
 	}
-	next, err := newGeneration(ctx, r.Config, number, res, generationOptions{controller: r.Controller, onLoss: r.reportLoss, shutdownTimeout: r.shutdownTimeout(), writeScope: r.WriteScope,
+	next, err := newGeneration(ctx, r.Config, number, res, generationOptions{controller: r.Controller, onLoss: r.reportLoss, shutdownTimeout: r.shutdownTimeout(), writeScope: &r.limits().WriteScope,
 		shards: r.Shards, cacheWire: r.CacheWire})
 	if err != nil {
 		return err
@@ -252,6 +253,8 @@ func (r *Reloader) shutdownTimeout() time.Duration {
 	}
 	return r.ShutdownTimeout
 }
+
+func (r *Reloader) limits() *config.Limits { return limitsOrDefault(r.Limits) }
 
 // Ready is the readiness check: a standby (not the leader) is ready; the
 // leader is ready once a generation runs, every watch is served and synced.

@@ -1,0 +1,199 @@
+package config_test
+
+import (
+	"flag"
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+
+	"github.com/metawatch/metawatch/pkg/config"
+	"github.com/metawatch/metawatch/pkg/controlplane"
+)
+
+const guardWatches = "watches:\n- kind: Pod\n- kind: Namespace\n- kind: Node\n- kind: Deployment\n- kind: Widget\n"
+
+func TestLimitsRejectWhatTheOperatorDidNotAllow(t *testing.T) {
+	for name, tc := range map[string]struct {
+		rules string
+		flags []string
+		want  []string // each in the error; none: within the limits
+	}{
+		"removing pod-template-hash is refused by default": {
+			rules: "- {name: orphan, kinds: [Pod], removeLabels: [pod-template-hash]}",
+			want:  []string{`rules[0].removeLabels[0]: Forbidden: rule "orphan" may not write pod-template-hash: --protected-keys protects it (pattern pod-template-hash)`},
+		},
+		"a pod-security key on Namespaces names both the kind and the key": {
+			rules: "- {name: psa, kinds: [Namespace], setLabels: {pod-security.kubernetes.io/enforce: privileged}, reservedKeys: [pod-security.kubernetes.io/enforce]}",
+			want: []string{`rules[0].kinds[0]: Forbidden: rule "psa" may not write Namespace: --writable-kinds allows Pod,Deployment`,
+				`rules[0].setLabels[pod-security.kubernetes.io/enforce]: Forbidden: rule "psa" may not write pod-security.kubernetes.io/enforce: --protected-keys protects it (pattern pod-security.kubernetes.io/*)`},
+		},
+		"a cluster-scoped kind is not covered by the wildcard": {
+			rules: "- {name: spot, kinds: [Node], setLabels: {example.com/spot: 'true'}}",
+			flags: []string{"--writable-kinds=*"},
+			want:  []string{`rules[0].kinds[0]: Forbidden: rule "spot" may not write Node: it is cluster-scoped, and --writable-kinds=* allows namespaced kinds only`},
+		},
+		"a cluster-scoped kind named by the operator is writable": {
+			rules: "- {name: spot, kinds: [Node], setLabels: {example.com/spot: 'true'}}",
+			flags: []string{"--writable-kinds=Pod,Node"},
+		},
+		"the wildcard allows a namespaced kind": {
+			rules: "- {name: dep, kinds: [Deployment, Pod], setAnnotations: {example.com/owner: a}}",
+			flags: []string{"--writable-kinds=*"},
+		},
+		"a kind whose scope is unknown offline is not covered by the wildcard": {
+			rules: "- {name: w, kinds: [Widget], setLabels: {a: b}}",
+			flags: []string{"--writable-kinds=*"},
+			want:  []string{"offline whether it is namespaced is unknown"},
+		},
+		"a reserved key the operator did not allow is refused at the opt-in": {
+			rules: "- {name: zone, kinds: [Pod], setLabels: {topology.kubernetes.io/zone: west}, reservedKeys: [topology.kubernetes.io/zone]}",
+			want:  []string{`rules[0].reservedKeys[0]: Forbidden: rule "zone" may not write topology.kubernetes.io/zone: --allowed-reserved-keys allows none`},
+		},
+		"a reserved key the operator allowed by prefix is written": {
+			rules: "- {name: zone, kinds: [Pod], setLabels: {topology.kubernetes.io/zone: west}, reservedKeys: [topology.kubernetes.io/zone]}",
+			flags: []string{"--allowed-reserved-keys=topology.kubernetes.io/*"},
+		},
+		"an allowed reserved key that is protected stays protected": {
+			rules: "- {name: psa, kinds: [Pod], setLabels: {pod-security.kubernetes.io/enforce: baseline}, reservedKeys: [pod-security.kubernetes.io/enforce]}",
+			flags: []string{"--allowed-reserved-keys=*"},
+			want:  []string{"--protected-keys protects it (pattern pod-security.kubernetes.io/*)"},
+		},
+		"the operator may lift a protection by replacing the list": {
+			rules: "- {name: psa, kinds: [Namespace], setLabels: {pod-security.kubernetes.io/enforce: baseline}, reservedKeys: [pod-security.kubernetes.io/enforce]}",
+			flags: []string{"--protected-keys=pod-template-hash", "--allowed-reserved-keys=pod-security.kubernetes.io/enforce", "--writable-kinds=Namespace"},
+		},
+		"copying a protected key from the namespace is a write": {
+			rules: "- {name: copy, kinds: [Pod], copyFromNamespace: {labels: [job-name]}}",
+			want:  []string{`rules[0].copyFromNamespace.labels[0]: Forbidden: rule "copy" may not write job-name`},
+		},
+		"an audit reads protected keys and unwritable kinds freely": {
+			rules: "- {name: audit, kinds: [Node], requireLabels: [pod-template-hash, kubernetes.io/hostname]}",
+		},
+		"no writable kinds leaves audits only": {
+			rules: "- {name: r, kinds: [Pod], setLabels: {a: b}}",
+			flags: []string{"--writable-kinds="},
+			want:  []string{"--writable-kinds allows none"},
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			c, err := config.Parse([]byte(guardWatches + "rules:\n" + tc.rules + "\n"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			limits := limitsFromFlags(t, tc.flags...)
+			err = limits.Check(c, config.BuiltInScope)
+			if len(tc.want) == 0 {
+				if err != nil {
+					t.Fatalf("want no error, got %v", err)
+				}
+				return
+			}
+			if err == nil || !config.IsInvalid(err) {
+				t.Fatalf("want an invalid-configuration error, got %v", err)
+			}
+			for _, want := range tc.want {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("error does not say %q:\n%s", want, config.Describe(err))
+				}
+			}
+		})
+	}
+}
+
+func limitsFromFlags(t testing.TB, args ...string) config.Limits {
+	t.Helper()
+	limits := config.DefaultLimits()
+	fs := flag.NewFlagSet("test", flag.ContinueOnError)
+	limits.BindFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		t.Fatal(err)
+	}
+	return limits
+}
+
+func TestLimitFlagsRefuseWhatIsNotAKeyOrAKind(t *testing.T) {
+	for name, tc := range map[string]struct{ arg, want string }{
+		"a kind in lower case":    {"--writable-kinds=pods", `"pods" is not a kind`},
+		"a key with two slashes":  {"--protected-keys=a/b/c", `"a/b/c" is not a label or annotation key`},
+		"a prefix that is no DNS": {"--allowed-reserved-keys=Foo_Bar/*", `"Foo_Bar/*": the part before /* must be a key prefix`},
+		"a namespace in capitals": {"--write-namespaces=Kube-System", `"Kube-System" is not a namespace name`},
+	} {
+		t.Run(name, func(t *testing.T) {
+			limits := config.DefaultLimits()
+			fs := flag.NewFlagSet("test", flag.ContinueOnError)
+			var out strings.Builder
+			fs.SetOutput(&out)
+			limits.BindFlags(fs)
+			err := fs.Parse([]string{tc.arg})
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("want an error with %q, got %v", tc.want, err)
+			}
+			if got := strings.Join(limits.WritableKinds, ","); got != "Pod,Deployment" && !strings.HasPrefix(tc.arg, "--writable-kinds") {
+				t.Errorf("a bad flag changed another limit: writable kinds %s", got)
+			}
+		})
+	}
+}
+
+// A flag set twice adds to the first; set once, it replaces the default.
+func TestLimitFlagsReplaceTheDefaultThenAdd(t *testing.T) {
+	limits := limitsFromFlags(t, "--protected-keys=a", "--protected-keys=b,c/*")
+	if got := strings.Join(limits.ProtectedKeys, ","); got != "a,b,c/*" {
+		t.Errorf("protected keys = %s, want a,b,c/*", got)
+	}
+	if got := strings.Join(config.DefaultLimits().ProtectedKeys, ","); !strings.Contains(got, "pod-template-hash") {
+		t.Errorf("setting the flag changed the default list: %s", got)
+	}
+}
+
+// The scopes known offline are the cluster's: every built-in kind the test
+// API server serves, as its discovery says.
+func TestBuiltInScopeIsTheServersScope(t *testing.T) {
+	controlplane.SkipIfShort(t)
+	mapper := newMapper(t)
+	for _, gvk := range servedBuiltInKinds(t) {
+		mapping, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+		if err != nil {
+			t.Fatal(err)
+		}
+		served := mapping.Scope.Name() == "namespace"
+		namespaced, known := config.BuiltInScope(gvk.Kind)
+		if !known || namespaced != served {
+			t.Errorf("%s: config.BuiltInScope says namespaced=%v known=%v, the server says namespaced=%v", gvk, namespaced, known, served)
+		}
+	}
+}
+
+// servedBuiltInKinds are the kinds the test API server serves that the
+// client-go scheme knows, which may be listed (so watched).
+func servedBuiltInKinds(t *testing.T) []schema.GroupVersionKind {
+	t.Helper()
+	dc, err := discovery.NewDiscoveryClientForConfig(cp.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lists, err := dc.ServerPreferredResources()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []schema.GroupVersionKind
+	for _, list := range lists {
+		gv, err := schema.ParseGroupVersion(list.GroupVersion)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range list.APIResources {
+			gvk := gv.WithKind(r.Kind)
+			if !strings.Contains(r.Name, "/") && clientgoscheme.Scheme.Recognizes(gvk) && strings.Contains(strings.Join(r.Verbs, ","), "list") {
+				out = append(out, gvk)
+			}
+		}
+	}
+	if len(out) < 30 {
+		t.Fatalf("discovery served %d built-in kinds, want the API server's dozens: %v", len(out), out)
+	}
+	return out
+}
