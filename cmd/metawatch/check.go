@@ -19,29 +19,40 @@ import (
 	"github.com/metawatch/metawatch/pkg/config"
 )
 
+// checkOptions are metawatch check's flags.
+type checkOptions struct {
+	file, kubeconfig, as string
+	// rbac also reports what the identity holds beyond the configuration's needs.
+	rbac bool
+	// limits are the guardrails metawatch runs with: check rejects what it would.
+	limits config.Limits
+}
+
 // runCheck is `metawatch check -f FILE [--kubeconfig PATH]`: it validates a
 // configuration (a bare config.yaml or a ConfigMap manifest) offline and, with
 // a kubeconfig, against the cluster: kinds resolve, field selectors are
 // accepted, and the identity may list and watch every watched kind and patch
-// every kind a rule writes. It prints every problem and exits 0 or 1, like
-// `promtool check config`.
+// every kind a rule writes (with --rbac, and nothing more). It prints every
+// problem and exits 0 or 1, like `promtool check config`.
 func runCheck(args []string) int {
 	fs := flag.NewFlagSet("check", flag.ExitOnError)
-	file := fs.String("f", "", "The configuration file: a config.yaml or a selectors ConfigMap manifest.")
-	kubeconfig := fs.String("kubeconfig", os.Getenv("KUBECONFIG"), "Also check against this cluster (kinds, selectors, RBAC).")
-	as := fs.String("as", "", "Check RBAC as this user, e.g. system:serviceaccount:metawatch-system:metawatch (impersonation).")
-	limits := config.DefaultLimits()
-	limits.BindFlags(fs) // the guardrails metawatch runs with: check rejects what it would
+	o := checkOptions{limits: config.DefaultLimits()}
+	fs.StringVar(&o.file, "f", "", "The configuration file: a config.yaml or a selectors ConfigMap manifest.")
+	fs.StringVar(&o.kubeconfig, "kubeconfig", os.Getenv("KUBECONFIG"), "Also check against this cluster (kinds, selectors, RBAC).")
+	fs.StringVar(&o.as, "as", "", "Check RBAC as this user, e.g. system:serviceaccount:metawatch-system:metawatch (impersonation).")
+	fs.BoolVar(&o.rbac, "rbac", false, "Also fail when the identity holds more than the configuration needs: any verb on any resource beyond list and watch of the watched kinds, "+
+		"patch of the kinds rules write, and metawatch's own Events, Leases and selectors ConfigMap (in the --as ServiceAccount's namespace, else default). Needs --kubeconfig.")
+	o.limits.BindFlags(fs)
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: metawatch check -f FILE [--kubeconfig PATH [--as USER]] [the guardrail flags metawatch runs with]")
+		fmt.Fprintln(fs.Output(), "usage: metawatch check -f FILE [--kubeconfig PATH [--as USER] [--rbac]] [the guardrail flags metawatch runs with]")
 		fs.PrintDefaults()
 	}
 	_ = fs.Parse(args)
-	if *file == "" {
+	if o.file == "" || (o.rbac && o.kubeconfig == "") {
 		fs.Usage()
 		return 2
 	}
-	if err := check(context.Background(), os.Stdout, *file, *kubeconfig, *as, &limits); err != nil {
+	if err := check(context.Background(), os.Stdout, o); err != nil {
 		fmt.Fprintf(os.Stdout, "FAILED: %s\n", config.Describe(err))
 		return 1
 	}
@@ -49,31 +60,31 @@ func runCheck(args []string) int {
 	return 0
 }
 
-func check(ctx context.Context, out io.Writer, file, kubeconfig, as string, limits *config.Limits) error {
-	conf, err := config.ParseFile(file)
+func check(ctx context.Context, out io.Writer, o checkOptions) error {
+	conf, err := config.ParseFile(o.file)
 	if err != nil {
 		return err
 	}
-	if kubeconfig == "" {
-		if err := limits.Check(conf, config.BuiltInScope); err != nil {
+	if o.kubeconfig == "" {
+		if err := o.limits.Check(conf, config.BuiltInScope); err != nil {
 			return err
 		}
-		fmt.Fprintf(out, "%s: %d watches, %d rules: valid offline, within the guardrails\n", file, len(conf.Watches), len(conf.Rules))
+		fmt.Fprintf(out, "%s: %d watches, %d rules: valid offline, within the guardrails\n", o.file, len(conf.Watches), len(conf.Rules))
 		return nil
 	}
-	fmt.Fprintf(out, "%s: %d watches, %d rules: valid offline\n", file, len(conf.Watches), len(conf.Rules))
+	fmt.Fprintf(out, "%s: %d watches, %d rules: valid offline\n", o.file, len(conf.Watches), len(conf.Rules))
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
-	return checkCluster(ctx, out, conf, kubeconfig, as, limits)
+	return checkCluster(ctx, out, conf, o)
 }
 
-func checkCluster(ctx context.Context, out io.Writer, conf *config.Config, kubeconfig, as string, limits *config.Limits) error {
-	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+func checkCluster(ctx context.Context, out io.Writer, conf *config.Config, o checkOptions) error {
+	cfg, err := clientcmd.BuildConfigFromFlags("", o.kubeconfig)
 	if err != nil {
 		return err
 	}
-	if as != "" {
-		cfg.Impersonate = rest.ImpersonationConfig{UserName: as}
+	if o.as != "" {
+		cfg.Impersonate = rest.ImpersonationConfig{UserName: o.as}
 	}
 	watches, warnings, err := apiserver.Resolve(cfg, conf)
 	for _, w := range warnings {
@@ -83,7 +94,7 @@ func checkCluster(ctx context.Context, out io.Writer, conf *config.Config, kubec
 		return err
 	}
 	// The guardrails, with the kinds' scopes as the cluster serves them.
-	if err := limits.Check(conf, config.ResolvedScope(watches)); err != nil {
+	if err := o.limits.Check(conf, config.ResolvedScope(watches)); err != nil {
 		return err
 	}
 	cs, err := kubernetes.NewForConfig(cfg)
@@ -99,6 +110,9 @@ func checkCluster(ctx context.Context, out io.Writer, conf *config.Config, kubec
 	}
 	if len(denied) > 0 {
 		return fmt.Errorf("the identity lacks permissions: %s", strings.Join(denied, "; "))
+	}
+	if o.rbac {
+		return reviewRBAC(ctx, out, cs, reviewNamespace(o.as), configNeeds(watches, writtenKinds(conf)))
 	}
 	return nil
 }

@@ -1,0 +1,95 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/metawatch/metawatch/pkg/access"
+	"github.com/metawatch/metawatch/pkg/config"
+)
+
+// verbOn is one verb on one resource, as RBAC names them.
+type verbOn struct{ group, resource, verb string }
+
+func (v verbOn) String() string {
+	if v.group == "" {
+		return v.verb + " " + v.resource
+	}
+	return v.verb + " " + v.resource + "." + v.group
+}
+
+// ownNeeds are what metawatch needs whatever the configuration: Events,
+// the secure metrics endpoint's reviews, leader election and sharding Leases
+// (in its namespace), and what every authenticated user may do.
+var ownNeeds = []verbOn{
+	{"events.k8s.io", "events", "create"}, {"events.k8s.io", "events", "patch"},
+	{"", "events", "create"}, {"", "events", "patch"}, // leader election's Event on its Lease
+	{"authentication.k8s.io", "tokenreviews", "create"}, {"authorization.k8s.io", "subjectaccessreviews", "create"},
+	{"coordination.k8s.io", "leases", "get"}, {"coordination.k8s.io", "leases", "list"}, {"coordination.k8s.io", "leases", "create"},
+	{"coordination.k8s.io", "leases", "update"}, {"coordination.k8s.io", "leases", "patch"}, {"coordination.k8s.io", "leases", "delete"},
+	{"authorization.k8s.io", "selfsubjectaccessreviews", "create"}, {"authorization.k8s.io", "selfsubjectrulesreviews", "create"},
+	{"authentication.k8s.io", "selfsubjectreviews", "create"},
+}
+
+// selectorsConfigMapVerbs are what metawatch does to its selectors
+// ConfigMap, granted by name.
+var selectorsConfigMapVerbs = []string{"get", "list", "watch"}
+
+// configNeeds are the verbs the configuration needs: list and watch of every
+// watched kind, patch of every kind a rule writes.
+func configNeeds(watches []config.ResolvedWatch, written map[string]bool) map[verbOn]bool {
+	needs := map[verbOn]bool{}
+	for _, w := range watches {
+		gr := w.Resource.GroupResource()
+		needs[verbOn{gr.Group, gr.Resource, "list"}] = true
+		needs[verbOn{gr.Group, gr.Resource, "watch"}] = true
+		if written[w.GVK.Kind] {
+			needs[verbOn{gr.Group, gr.Resource, "patch"}] = true
+		}
+	}
+	return needs
+}
+
+// reviewRBAC reports what the identity holds in namespace (its cluster-wide
+// grants and its Roles there) beyond what metawatch needs to run the
+// configuration: least privilege, the counterpart of the access table's
+// "nothing missing".
+func reviewRBAC(ctx context.Context, out io.Writer, cs kubernetes.Interface, namespace string, needs map[verbOn]bool) error {
+	grants, err := access.Grants(ctx, cs, namespace)
+	if err != nil {
+		return fmt.Errorf("reviewing RBAC: %w", err)
+	}
+	var spare []string
+	for _, g := range grants {
+		v := verbOn{g.Group, g.Resource, g.Verb}
+		named := len(g.Names) > 0 && v.group == "" && v.resource == "configmaps" && slices.Contains(selectorsConfigMapVerbs, v.verb)
+		if needs[v] || slices.Contains(ownNeeds, v) || named {
+			continue
+		}
+		if s := v.String(); !slices.Contains(spare, s) {
+			spare = append(spare, s)
+		}
+	}
+	if len(spare) > 0 {
+		return fmt.Errorf("the identity holds more than the configuration needs (namespace %s and cluster-wide): %s; remove it from its roles "+
+			"(chart: rbac.kinds grants list and watch per kind, patch where write: true)", namespace, strings.Join(spare, ", "))
+	}
+	fmt.Fprintf(out, "RBAC: nothing beyond what the configuration needs (namespace %s and cluster-wide)\n", namespace)
+	return nil
+}
+
+// reviewNamespace is where --rbac reviews Roles: the ServiceAccount's own
+// namespace for --as system:serviceaccount:NS:NAME, else "default".
+func reviewNamespace(as string) string {
+	if rest, ok := strings.CutPrefix(as, "system:serviceaccount:"); ok {
+		if ns, _, found := strings.Cut(rest, ":"); found {
+			return ns
+		}
+	}
+	return "default"
+}
