@@ -31,6 +31,9 @@ func run(ctx context.Context, opts options) error {
 	if err := bookmarkIntervalValid(opts.manager.UnchangedBookmarkInterval); err != nil {
 		return err
 	}
+	if err := metricsCertValid(opts.manager); err != nil {
+		return err
+	}
 	if err := applyMemoryLimit(opts.containerMemoryLimit); err != nil {
 		return err
 	}
@@ -87,7 +90,7 @@ func run(ctx context.Context, opts options) error {
 	}
 	setupLog.Info("stage 3/4: reloader and health checks added")
 	setupLog.Info("stage 4/4: starting", "version", version.Version(), "source", opts.source.String(), "dryRun", opts.controller.DryRun, "limits", opts.limits.String(),
-		"leaderElection", mgrOpts.LeaderElection, "sharding", opts.sharding.enabled, "gracefulShutdownTimeout", opts.manager.GracefulShutdownTimeout.String(), "metricsSecure", mgrOpts.MetricsSecure,
+		"leaderElection", mgrOpts.LeaderElection, "sharding", opts.sharding.enabled, "gracefulShutdownTimeout", opts.manager.GracefulShutdownTimeout.String(), "metricsSecure", mgrOpts.MetricsSecure, "metricsCertDir", mgrOpts.MetricsCertDir,
 		"decodeUnchangedEvents", mgrOpts.DecodeUnchangedEvents, "unchangedBookmarkInterval", mgrOpts.UnchangedBookmarkInterval.String(), "watchOverHTTP2", mgrOpts.WatchOverHTTP2)
 	if err := mgr.Start(ctx); err != nil {
 		return err

@@ -50,6 +50,7 @@ func parseFlags(args []string) options {
 	fs.BoolVar(&o.waitForConfig, "wait-for-config", false, "Start without a valid --config-map configuration and wait for one, instead of exiting non-zero.")
 	fs.StringVar(&o.manager.MetricsBindAddress, "metrics-bind-address", ":8443", "Address of the Prometheus metrics endpoint; 0 disables it.")
 	fs.BoolVar(&o.manager.MetricsSecure, "metrics-secure", true, "Serve metrics over HTTPS, only to callers the API server authenticates and authorizes (get on /metrics); false serves plain HTTP to anyone who can connect.")
+	fs.StringVar(&o.manager.MetricsCertDir, "metrics-cert-dir", "", "Directory holding tls.crt and tls.key (a kubernetes.io/tls Secret mounted as a volume): the certificate the HTTPS metrics endpoint serves, reloaded when the files change. Empty: a self-signed certificate made at start, which scrapers cannot verify. Needs --metrics-secure.")
 	fs.StringVar(&o.probeAddress, "health-probe-bind-address", ":8081", "Address of /healthz and /readyz; 0 disables them.")
 	fs.Float64Var(&o.qps, "kube-api-qps", 50, "Requests per second to the API server (writes and start-up lists); leader election has its own budget.")
 	fs.IntVar(&o.burst, "kube-api-burst", 100, "Burst above --kube-api-qps.")

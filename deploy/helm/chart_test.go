@@ -1,6 +1,7 @@
 package helm_test
 
 import (
+	"fmt"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -49,11 +50,7 @@ func TestRenderedManifestsPassServerSideDryRun(t *testing.T) {
 	controlplane.SkipIfShort(t)
 	kubectl(t, "", "create", "namespace", "render")
 	kubectl(t, "", "label", "namespace", "render", "pod-security.kubernetes.io/enforce=restricted", "pod-security.kubernetes.io/warn=restricted")
-	kubectl(t, serviceMonitorCRD, "apply", "-f", "-")
-	waitFor(t, "the ServiceMonitor CRD", 30e9, func() bool {
-		_, err := tryRun("", cp.Binaries.Kubectl, "--kubeconfig", cp.KubeconfigPath, "get", "servicemonitors", "-A")
-		return err == nil
-	})
+	applyStubCRDs(t)
 	for name, args := range valuesFiles(t) {
 		t.Run(name, func(t *testing.T) {
 			manifests := helm(t, append([]string{"template", "metawatch", chart, "-n", "render"}, args...)...)
@@ -76,21 +73,42 @@ func TestRenderedManifestsPassServerSideDryRun(t *testing.T) {
 	}
 }
 
-// A minimal stand-in for the Prometheus Operator's CRD, so a ServiceMonitor can be dry-run.
-const serviceMonitorCRD = `
+// applyStubCRDs applies stubCRD for the kinds of other projects the chart
+// renders, the Prometheus Operator's ServiceMonitor and cert-manager's
+// Certificate, and waits until they are served.
+func applyStubCRDs(t *testing.T) {
+	t.Helper()
+	for _, crd := range []struct{ group, kind, plural string }{
+		{"monitoring.coreos.com", "ServiceMonitor", "servicemonitors"},
+		{"cert-manager.io", "Certificate", "certificates"},
+	} {
+		kubectl(t, stubCRD(crd.group, crd.kind, crd.plural), "apply", "-f", "-")
+		waitFor(t, "the "+crd.kind+" CRD", 30e9, func() bool {
+			_, err := tryRun("", cp.Binaries.Kubectl, "--kubeconfig", cp.KubeconfigPath, "get", crd.plural+"."+crd.group, "-A")
+			return err == nil
+		})
+	}
+}
+
+// stubCRD is a minimal stand-in for a CRD of another project (the Prometheus
+// Operator's ServiceMonitor, cert-manager's Certificate) that accepts any
+// object, so that the chart's objects of that kind can be dry-run.
+func stubCRD(group, kind, plural string) string {
+	return fmt.Sprintf(`
 apiVersion: apiextensions.k8s.io/v1
 kind: CustomResourceDefinition
-metadata: {name: servicemonitors.monitoring.coreos.com}
+metadata: {name: %[3]s.%[1]s}
 spec:
-  group: monitoring.coreos.com
-  names: {kind: ServiceMonitor, listKind: ServiceMonitorList, plural: servicemonitors, singular: servicemonitor}
+  group: %[1]s
+  names: {kind: %[2]s, listKind: %[2]sList, plural: %[3]s, singular: %[4]s}
   scope: Namespaced
   versions:
   - name: v1
     served: true
     storage: true
     schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}
-`
+`, group, kind, plural, strings.ToLower(kind))
+}
 
 // The container's resources pace the Go runtime: the memory limit sets the
 // GC's soft limit (--container-memory-limit from the downward API), the CPU

@@ -25,7 +25,14 @@ type Options struct {
 	// MetricsSecure serves metrics over HTTPS to callers the API server
 	// authenticates (TokenReview) and authorizes (SubjectAccessReview, get on
 	// the /metrics non-resource URL), as a kubebuilder scaffold does.
-	MetricsSecure           bool
+	MetricsSecure bool
+	// MetricsCertDir, with MetricsSecure, holds the serving certificate
+	// (MetricsCertFile, MetricsKeyFile), which controller-runtime's
+	// certwatcher reloads when the files change (a Secret's rotation); empty,
+	// a self-signed certificate is generated at start, which no scraper can
+	// verify. The caller checks the files: without them controller-runtime
+	// falls back to the self-signed one without a word.
+	MetricsCertDir          string
 	LeaderElection          bool
 	LeaderElectionNamespace string
 	// LeaderElectionID names the Lease replicas compete for; defaults to DefaultLeaderElectionID.
@@ -66,6 +73,13 @@ type Options struct {
 // instead of one per update, and never more than a second behind.
 const DefaultUnchangedBookmarkInterval = time.Second
 
+// MetricsCertFile and MetricsKeyFile are the names in MetricsCertDir, those
+// of a kubernetes.io/tls Secret's keys.
+const (
+	MetricsCertFile = "tls.crt"
+	MetricsKeyFile  = "tls.key"
+)
+
 // DefaultLeaderElectionID is the default name of the leader-election Lease.
 const DefaultLeaderElectionID = "metawatch-leader"
 
@@ -104,12 +118,14 @@ func New(cfg *rest.Config, watches []config.ResolvedWatch, opts Options) (manage
 }
 
 // metricsOptions is the metrics endpoint: plain HTTP, or HTTPS with
-// controller-runtime's authentication and authorization filter.
+// controller-runtime's authentication and authorization filter and the
+// certificate in MetricsCertDir, if given.
 func metricsOptions(opts Options) metricsserver.Options {
 	m := metricsserver.Options{BindAddress: opts.MetricsBindAddress}
 	if opts.MetricsSecure {
 		m.SecureServing = true
 		m.FilterProvider = filters.WithAuthenticationAndAuthorization
+		m.CertDir, m.CertName, m.KeyName = opts.MetricsCertDir, MetricsCertFile, MetricsKeyFile
 	}
 	return m
 }

@@ -76,3 +76,34 @@ majority of the replicas, capped at replicas - 1 so that a drain can proceed
 {{- 1 }}
 {{- end }}
 {{- end }}
+
+{{/* The metrics Service's name; the ServiceMonitor verifies <it>.<namespace>.svc. */}}
+{{- define "metawatch.metricsServiceName" -}}
+{{- printf "%s-metrics" (include "metawatch.fullname" .) }}
+{{- end }}
+
+{{/*
+The Secret whose certificate the metrics endpoint serves: metrics.tls.secretName,
+or the one cert-manager issues into; empty for the self-signed certificate.
+Contradictory values fail here, so every template that asks agrees.
+*/}}
+{{- define "metawatch.metricsTLSSecret" -}}
+{{- $tls := .Values.metrics.tls }}
+{{- if and $tls.secretName $tls.certManager.enabled }}
+{{- fail "metrics.tls.secretName and metrics.tls.certManager.enabled exclude each other: set secretName to serve a Secret you provide, or certManager.enabled to have cert-manager issue one" }}
+{{- end }}
+{{- if and $tls.certManager.enabled (not $tls.certManager.issuerRef.name) }}
+{{- fail "metrics.tls.certManager.enabled needs metrics.tls.certManager.issuerRef.name: the Issuer in the release namespace (or, with issuerRef.kind=ClusterIssuer, the ClusterIssuer) that signs the metrics certificate" }}
+{{- end }}
+{{- $secret := $tls.secretName }}
+{{- if $tls.certManager.enabled }}
+{{- $secret = printf "%s-metrics-tls" (include "metawatch.fullname" .) }}
+{{- end }}
+{{- if and $secret (not .Values.metrics.secure) }}
+{{- fail "metrics.tls needs metrics.secure: plain HTTP serves no certificate; drop metrics.secure=false, or unset metrics.tls.secretName and metrics.tls.certManager.enabled" }}
+{{- end }}
+{{- if and .Values.metrics.serviceMonitor.caSecret.name (not $secret) }}
+{{- fail "metrics.serviceMonitor.caSecret.name needs metrics.tls.secretName or metrics.tls.certManager.enabled: without them metawatch serves a self-signed certificate, which no CA verifies" }}
+{{- end }}
+{{- $secret }}
+{{- end }}
