@@ -24,6 +24,8 @@ type checkOptions struct {
 	file, kubeconfig, as string
 	// rbac also reports what the identity holds beyond the configuration's needs.
 	rbac bool
+	// chartValues is where to write the chart's rbac.kinds for the configuration.
+	chartValues string
 	// limits are the guardrails metawatch runs with: check rejects what it would.
 	limits config.Limits
 }
@@ -42,13 +44,14 @@ func runCheck(args []string) int {
 	fs.StringVar(&o.as, "as", "", "Check RBAC as this user, e.g. system:serviceaccount:metawatch-system:metawatch (impersonation).")
 	fs.BoolVar(&o.rbac, "rbac", false, "Also fail when the identity holds more than the configuration needs: any verb on any resource beyond list and watch of the watched kinds, "+
 		"patch of the kinds rules write, and metawatch's own Events, Leases and selectors ConfigMap (in the --as ServiceAccount's namespace, else default). Needs --kubeconfig.")
+	fs.StringVar(&o.chartValues, "chart-values", "", "Write to this file the chart values (rbac.kinds) whose RBAC is exactly what the configuration needs. Needs --kubeconfig.")
 	o.limits.BindFlags(fs)
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: metawatch check -f FILE [--kubeconfig PATH [--as USER] [--rbac]] [the guardrail flags metawatch runs with]")
+		fmt.Fprintln(fs.Output(), "usage: metawatch check -f FILE [--kubeconfig PATH [--as USER] [--rbac] [--chart-values FILE]] [the guardrail flags metawatch runs with]")
 		fs.PrintDefaults()
 	}
 	_ = fs.Parse(args)
-	if o.file == "" || (o.rbac && o.kubeconfig == "") {
+	if o.file == "" || ((o.rbac || o.chartValues != "") && o.kubeconfig == "") {
 		fs.Usage()
 		return 2
 	}
@@ -92,6 +95,14 @@ func checkCluster(ctx context.Context, out io.Writer, conf *config.Config, o che
 	}
 	if err != nil {
 		return err
+	}
+	// What the configuration needs, before the guardrails judge it: the
+	// values' write: true is how the operator lets rules write a kind.
+	if o.chartValues != "" {
+		if err := writeChartValues(o.chartValues, o.file, watches, writtenKinds(conf)); err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "chart values for this configuration's RBAC: %s\n", o.chartValues)
 	}
 	// The guardrails, with the kinds' scopes as the cluster serves them.
 	if err := o.limits.Check(conf, config.ResolvedScope(watches)); err != nil {

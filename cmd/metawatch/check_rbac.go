@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"slices"
 	"strings"
 
 	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/yaml"
 
 	"github.com/metawatch/metawatch/pkg/access"
 	"github.com/metawatch/metawatch/pkg/config"
@@ -92,4 +94,37 @@ func reviewNamespace(as string) string {
 		}
 	}
 	return "default"
+}
+
+// chartKind is one entry of the chart's rbac.kinds value.
+type chartKind struct {
+	Kind     string `json:"kind"`
+	APIGroup string `json:"apiGroup"`
+	Resource string `json:"resource"`
+	Write    bool   `json:"write,omitempty"`
+}
+
+// writeChartValues writes to path the chart values whose ClusterRole is what
+// the configuration needs: each watched kind, write: true where a rule writes
+// it (which also sets --writable-kinds).
+func writeChartValues(path, source string, watches []config.ResolvedWatch, written map[string]bool) error {
+	var values struct {
+		RBAC struct {
+			Kinds []chartKind `json:"kinds"`
+		} `json:"rbac"`
+	}
+	for _, w := range watches {
+		gr := w.Resource.GroupResource()
+		values.RBAC.Kinds = append(values.RBAC.Kinds, chartKind{Kind: w.GVK.Kind, APIGroup: gr.Group, Resource: gr.Resource, Write: written[w.GVK.Kind]})
+	}
+	data, err := yaml.Marshal(values)
+	if err != nil {
+		return err
+	}
+	header := fmt.Sprintf("# The chart's RBAC for %s (metawatch check --chart-values): list and watch of each watched kind,\n"+
+		"# patch and --writable-kinds for those with write: true. helm install/upgrade -f this file.\n", source)
+	if err := os.WriteFile(path, append([]byte(header), data...), 0o644); err != nil { //nolint:gosec // a values file, read by helm
+		return fmt.Errorf("--chart-values: %w", err)
+	}
+	return nil
 }

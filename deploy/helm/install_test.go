@@ -1,6 +1,7 @@
 package helm_test
 
 import (
+	"encoding/json"
 	"net/http"
 	"os"
 	"os/exec"
@@ -93,12 +94,14 @@ func chartArgs(t *testing.T) []string { return deploymentArgs(t, releaseNS, "met
 // gives the container's memory limit in bytes).
 func deploymentArgs(t *testing.T, ns, deployment string) []string {
 	t.Helper()
-	raw := kubectl(t, "", "get", "deployment", "-n", ns, deployment, "-o", "jsonpath={.spec.template.spec.containers[0].args}")
-	raw = strings.Trim(raw, "[]")
+	var rendered []string // a JSON array: an argument may hold commas (--protected-keys=a,b)
+	if err := json.Unmarshal([]byte(kubectl(t, "", "get", "deployment", "-n", ns, deployment, "-o", "jsonpath={.spec.template.spec.containers[0].args}")), &rendered); err != nil {
+		t.Fatal(err)
+	}
 	limit := resource.MustParse(kubectl(t, "", "get", "deployment", "-n", ns, deployment, "-o", "jsonpath={.spec.template.spec.containers[0].resources.limits.memory}"))
 	var args []string
-	for _, a := range strings.Split(raw, ",") {
-		a = strings.ReplaceAll(strings.Trim(a, `"`), "$(CONTAINER_MEMORY_LIMIT)", strconv.FormatInt(limit.Value(), 10))
+	for _, a := range rendered {
+		a = strings.ReplaceAll(a, "$(CONTAINER_MEMORY_LIMIT)", strconv.FormatInt(limit.Value(), 10))
 		if !strings.HasPrefix(a, "--metrics-bind-address") && !strings.HasPrefix(a, "--health-probe-bind-address") {
 			args = append(args, a)
 		}

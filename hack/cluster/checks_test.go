@@ -110,7 +110,7 @@ func badSelectorsKeepPodsReady(t *testing.T, c *cluster.Cluster, cs kubernetes.I
 	}
 	bad := strings.Replace(string(good), "labelSelector: app.kubernetes.io/managed-by", "labelSelector: 'app in (web'", 1)
 	if bad == string(good) {
-		t.Fatal("selectors/default.yaml no longer has the labelSelector this test breaks")
+		t.Fatal("selectors/default.yaml no longer has the labelSelector (on Deployments) this test breaks")
 	}
 	badFile := filepath.Join(t.TempDir(), "bad.yaml")
 	if err := os.WriteFile(badFile, []byte(bad), 0o600); err != nil {

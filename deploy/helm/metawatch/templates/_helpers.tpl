@@ -107,3 +107,12 @@ Contradictory values fail here, so every template that asks agrees.
 {{- end }}
 {{- $secret }}
 {{- end }}
+
+{{/*
+The kinds rules may write (--writable-kinds): those of rbac.kinds with write: true.
+*/}}
+{{- define "metawatch.writableKinds" -}}
+{{- $kinds := list }}
+{{- range .Values.rbac.kinds }}{{ if .write }}{{ $kinds = append $kinds .kind }}{{ end }}{{ end }}
+{{- join "," $kinds }}
+{{- end }}

@@ -1,0 +1,121 @@
+package helm_test
+
+import (
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/metawatch/metawatch/pkg/config"
+	"github.com/metawatch/metawatch/pkg/controlplane"
+)
+
+// rbacTemplates are the chart's RBAC: what the review judges.
+var rbacTemplates = []string{"templates/serviceaccount.yaml", "templates/clusterrole.yaml", "templates/clusterrolebinding.yaml", "templates/role.yaml"}
+
+// For every example in selectors/, the chart rendered with the rbac.kinds
+// that `metawatch check --chart-values` derives from it grants its
+// ServiceAccount exactly what metawatch needs: `metawatch check --rbac`, as
+// that ServiceAccount and with the Deployment's guardrail flags, finds
+// nothing missing and nothing to spare.
+func TestChartRBACIsExactForEachExample(t *testing.T) {
+	controlplane.SkipIfShort(t)
+	examples, err := filepath.Glob(repoFile(t, "selectors") + "/*.yaml")
+	if err != nil || len(examples) < 3 {
+		t.Fatalf("want the examples of selectors/: %v %v", examples, err)
+	}
+	for i, example := range examples {
+		t.Run(filepath.Base(example), func(t *testing.T) {
+			values := filepath.Join(t.TempDir(), "values.yaml")
+			out, err := checkAs(example, "", "--chart-values", values, "--writable-kinds=*,Node,Namespace")
+			if err != nil {
+				t.Fatalf("check --chart-values: %v\n%s", err, out)
+			}
+			ns := fmt.Sprintf("rbac-%d", i)
+			flags := installRBAC(t, ns, "-f", values)
+			out, err = checkAs(example, "system:serviceaccount:"+ns+":"+ns+"-metawatch", append(flags, "--rbac")...)
+			if err != nil || !strings.Contains(out, "RBAC: nothing beyond what the configuration needs") {
+				t.Errorf("the chart's RBAC for %s is not exact (%v):\n%s", filepath.Base(example), err, out)
+			}
+		})
+	}
+}
+
+// The review fails both ways: the default values grant more than an
+// audit-only example needs, and less than a Node example needs.
+func TestChartRBACReviewFindsSpareAndMissing(t *testing.T) {
+	controlplane.SkipIfShort(t)
+	flags := installRBAC(t, "rbac-defaults")
+	sa := "system:serviceaccount:rbac-defaults:rbac-defaults-metawatch"
+	out, err := checkAs(repoFile(t, "selectors/require-owner.yaml"), sa, append(flags, "--rbac")...)
+	if err == nil || !strings.Contains(out, "holds more than the configuration needs") || !strings.Contains(out, "patch deployments.apps") {
+		t.Errorf("the default values for an audit of Deployments: want a spare patch deployments.apps, got %v:\n%s", err, out)
+	}
+	out, err = checkAs(repoFile(t, "selectors/spot-nodes.yaml"), sa, append(flags, "--rbac", "--writable-kinds=Node")...)
+	if err == nil || !strings.Contains(out, "the identity lacks permissions: list nodes") {
+		t.Errorf("the default values for a Node rule: want list nodes missing, got %v:\n%s", err, out)
+	}
+}
+
+// The chart's default protected keys are metawatch's own defaults.
+func TestChartProtectsWhatMetawatchProtects(t *testing.T) {
+	var values struct {
+		Guardrails struct{ ProtectedKeys []string }
+	}
+	if err := yaml.Unmarshal([]byte(helm(t, "show", "values", chart)), &values); err != nil {
+		t.Fatal(err)
+	}
+	if want := config.DefaultLimits().ProtectedKeys; !slices.Equal(values.Guardrails.ProtectedKeys, want) {
+		t.Errorf("guardrails.protectedKeys = %v, want metawatch's --protected-keys default %v", values.Guardrails.ProtectedKeys, want)
+	}
+}
+
+// installRBAC renders the chart's RBAC as release ns in namespace ns, applies
+// it, and returns the Deployment's guardrail flags.
+func installRBAC(t *testing.T, ns string, values ...string) []string {
+	t.Helper()
+	kubectl(t, "", "create", "namespace", ns)
+	args := append([]string{"template", ns, chart, "-n", ns}, values...)
+	show := args
+	for _, tpl := range rbacTemplates {
+		show = append(show, "--show-only", tpl)
+	}
+	kubectl(t, helm(t, show...), "apply", "-n", ns, "-f", "-")
+	deployment := helm(t, append(args, "--show-only", "templates/deployment.yaml")...)
+	var flags []string
+	for _, line := range strings.Split(deployment, "\n") {
+		arg := strings.TrimPrefix(strings.TrimSpace(line), "- ")
+		for _, f := range []string{"--writable-kinds=", "--protected-keys=", "--allowed-reserved-keys="} {
+			if strings.HasPrefix(arg, f) {
+				flags = append(flags, arg)
+			}
+		}
+	}
+	if len(flags) != 3 {
+		t.Fatalf("the Deployment's guardrail flags: got %v", flags)
+	}
+	return flags
+}
+
+// checkAs runs metawatch check on example against the control plane, as the
+// user as (the admin if empty); the authorizer sees new bindings within
+// moments, so a review that fails is asked again for a few seconds.
+func checkAs(example, as string, flags ...string) (string, error) {
+	args := []string{"check", "-f", example, "--kubeconfig", cp.KubeconfigPath}
+	if as != "" {
+		args = append(args, "--as", as)
+	}
+	var out []byte
+	var err error
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(300 * time.Millisecond) {
+		out, err = exec.Command(metawatch, append(args, flags...)...).CombinedOutput()
+		if err == nil || time.Now().After(deadline) {
+			return string(out), err
+		}
+	}
+}
