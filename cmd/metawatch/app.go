@@ -152,7 +152,12 @@ func loadInitial(ctx context.Context, opts options, getConfig func() (*rest.Conf
 		setupLog.Error(err, "no valid configuration yet; waiting for one (--wait-for-config)")
 		return nil, nil
 	}
-	return nil, fmt.Errorf("invalid configuration: %w", err)
+	if config.IsInvalid(err) {
+		return nil, fmt.Errorf("invalid configuration: %w", err)
+	}
+	// Not the configuration's fault: a kubeconfig, an unreachable or
+	// forbidding API server. Say so, not "invalid configuration".
+	return nil, fmt.Errorf("loading the configuration: %w", err)
 }
 
 // restConfig is the client config from --kubeconfig, $KUBECONFIG or the Pod's service account.

@@ -130,3 +130,27 @@ func waitHTTP200(t *testing.T, url string, log fmt.Stringer) {
 		time.Sleep(100 * time.Millisecond)
 	}
 }
+
+// Only the configuration's own faults are called an invalid configuration:
+// a broken kubeconfig is named as what it is.
+func TestStartupNamesTheRealCause(t *testing.T) {
+	controlplane.SkipIfShort(t)
+	good := writeConfig(t, "watches:\n- kind: Pod\n")
+	broken := writeConfig(t, "apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: 'https://127.0.0.1:1'}}]\ncontexts: [{name: x, context: {cluster: c, user: nobody}}]\ncurrent-context: absent\n")
+	for name, tc := range map[string]struct {
+		args          []string
+		want, wantNot string
+	}{
+		"a kubeconfig whose context does not exist": {args: []string{"--config-file", good, "--kubeconfig", broken},
+			want: "metawatch: loading the configuration: ", wantNot: "invalid configuration"},
+		"a configuration with an unknown kind": {args: []string{"--config-file", writeConfig(t, "watches:\n- kind: Podz\n")},
+			want: "metawatch: invalid configuration: "},
+	} {
+		t.Run(name, func(t *testing.T) {
+			stderr, err := runToExit(t, tc.args...)
+			if err == nil || !strings.Contains(stderr, tc.want) || (tc.wantNot != "" && strings.Contains(stderr, tc.wantNot)) {
+				t.Errorf("exit %v, want non-zero saying %q and not %q; stderr:\n%s", err, tc.want, tc.wantNot, stderr)
+			}
+		})
+	}
+}
