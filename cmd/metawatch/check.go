@@ -40,6 +40,7 @@ func runCheck(args []string) int {
 	fs := flag.NewFlagSet("check", flag.ExitOnError)
 	o := checkOptions{limits: config.DefaultLimits()}
 	fs.StringVar(&o.file, "f", "", "The configuration file: a config.yaml or a selectors ConfigMap manifest.")
+	fs.StringVar(&o.file, "config-file", "", "The same as -f, as metawatch itself calls it.")
 	fs.StringVar(&o.kubeconfig, "kubeconfig", os.Getenv("KUBECONFIG"), "Also check against this cluster (kinds, selectors, RBAC).")
 	fs.StringVar(&o.as, "as", "", "Check RBAC as this user, e.g. system:serviceaccount:metawatch-system:metawatch (impersonation).")
 	fs.BoolVar(&o.rbac, "rbac", false, "Also fail when the identity holds more than the configuration needs: any verb on any resource beyond list and watch of the watched kinds, "+

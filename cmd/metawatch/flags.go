@@ -62,7 +62,7 @@ func parseFlags(args []string) options {
 	fs.DurationVar(&o.manager.RetryPeriod, "leader-election-retry-period", 2*time.Second, "How often replicas try to acquire or renew the Lease.")
 	fs.BoolVar(&o.sharding.enabled, "sharding", false, "Run every replica active, each caching and writing its share of the objects (64 buckets of their uids, a Lease each); excludes --leader-elect. The leader-election flags set its Leases' namespace and timings. Needs POD_NAME, a name unique among the replicas (the chart sets it).")
 	fs.StringVar(&o.sharding.ring, "sharding-ring", "metawatch", "Name of the set of replicas sharing the buckets: the prefix and label of their Leases.")
-	fs.DurationVar(&o.manager.GracefulShutdownTimeout, "graceful-shutdown-timeout", 30*time.Second, "How long controllers get to finish on SIGTERM.")
+	fs.DurationVar(&o.manager.GracefulShutdownTimeout, "graceful-shutdown-timeout", 30*time.Second, "How long the whole shutdown on SIGTERM may take: the writes in flight, then the caches and the manager, then the Lease's release.")
 	o.limits = config.DefaultLimits()
 	o.limits.BindFlags(fs)
 	fs.IntVar(&o.controller.MaxConcurrentReconciles, "max-concurrent-reconciles", 4, "Reconciles run at once, per kind.")
@@ -76,6 +76,7 @@ func parseFlags(args []string) options {
 	// Errors are explained in their message; stack traces are for panics (--zap-stacktrace-level overrides).
 	o.zap.StacktraceLevel = zapcore.PanicLevel
 	o.zap.BindFlags(fs)
+	fs.Usage = func() { printUsage(fs.Output(), fs) }
 	_ = fs.Parse(args) // flag.CommandLine exits on a bad flag
 	return o
 }

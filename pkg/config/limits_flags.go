@@ -14,17 +14,17 @@ import (
 // the same flags, so that check reports what metawatch would reject.
 func (l *Limits) BindFlags(fs *flag.FlagSet) {
 	fs.Var(&listFlag{dst: &l.WriteScope.Namespaces, parse: namespaceName}, "write-namespaces",
-		"Comma-separated namespaces rules may write in (default: all); a configuration's writeScope can narrow this, never widen it.")
+		"Comma-separated `namespaces` rules may write in (default: all); a configuration's writeScope can narrow this, never widen it.")
 	fs.Var(&listFlag{dst: &l.WriteScope.ExcludeNamespaces, parse: namespaceName}, "exclude-write-namespaces",
-		"Comma-separated namespaces rules never write in, e.g. kube-system.")
+		"Comma-separated `namespaces` rules never write in, e.g. kube-system.")
 	fs.Var(&listFlag{dst: &l.WritableKinds, parse: writableKind}, "writable-kinds",
-		"Comma-separated kinds rules may write, e.g. Pod,Deployment; * allows every namespaced kind. A cluster-scoped kind (Namespace, Node, ClusterRole) is writable only when named here. "+
+		"Comma-separated `kinds` rules may write, e.g. Pod,Deployment; * allows every namespaced kind. A cluster-scoped kind (Namespace, Node, ClusterRole) is writable only when named here. "+
 			"A configuration with a rule that writes another kind is rejected. Empty: rules may only audit.")
 	fs.Var(&listFlag{dst: &l.ProtectedKeys, parse: keyPattern}, "protected-keys",
-		"Comma-separated labels and annotations no rule may set, copy or remove: keys, or prefixes as prefix/*. Setting it replaces the default list, which holds "+
+		"Comma-separated label and annotation `keys` no rule may set, copy or remove: keys, or prefixes as prefix/*. Setting it replaces the default list, which holds "+
 			"the keys Kubernetes controllers, admission and Helm depend on. A configuration with a rule that writes one is rejected.")
 	fs.Var(&listFlag{dst: &l.AllowedReservedKeys, parse: keyPattern}, "allowed-reserved-keys",
-		"Comma-separated keys under the prefixes Kubernetes reserves (kubernetes.io/, k8s.io/ and subdomains) a rule may write when it lists them under reservedKeys: keys, "+
+		"Comma-separated `keys` under the prefixes Kubernetes reserves (kubernetes.io/, k8s.io/ and subdomains) a rule may write when it lists them under reservedKeys: keys, "+
 			"or prefixes as prefix/*, e.g. topology.kubernetes.io/zone. Default: none. --protected-keys still applies.")
 }
 
