@@ -25,9 +25,10 @@ all: build
 help:
 	@sed -n 's/^## \([a-z-]*\): \(.*\)/\1\t\2/p' $(MAKEFILE_LIST) | awk -F'\t' '{gsub(/[$$][$$]/, "$$", $$2); printf "  %-14s %s\n", $$1, $$2}'
 
-## build: metawatch and metawatch-dev into bin/, with the version stamped (bin/metawatch --version).
+## build: metawatch (the product, from its own go.mod) and metawatch-dev (the workshop's, hack/) into bin/, with the version stamped (bin/metawatch --version).
 build:
 	$(PRODUCT) $(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/ ./cmd/...
+	$(GO) build -o $(BIN)/ ./hack/metawatch-dev
 
 ## run: metawatch in the foreground against $$KUBECONFIG, or a local control plane it starts.
 run: build

@@ -11,8 +11,8 @@ import (
 
 	"github.com/metawatch/metawatch/bench/report"
 	"github.com/metawatch/metawatch/bench/variant"
-	"github.com/metawatch/metawatch/pkg/controlplane"
-	"github.com/metawatch/metawatch/pkg/testkit"
+	"github.com/metawatch/metawatch/pkg/testing/controlplane"
+	"github.com/metawatch/metawatch/pkg/testing/testkit"
 )
 
 var cp *controlplane.ControlPlane

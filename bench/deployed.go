@@ -21,8 +21,8 @@ import (
 	"github.com/metawatch/metawatch/bench/probe"
 	"github.com/metawatch/metawatch/bench/seed"
 	"github.com/metawatch/metawatch/bench/variant"
-	"github.com/metawatch/metawatch/pkg/cluster"
-	"github.com/metawatch/metawatch/pkg/controlplane"
+	"github.com/metawatch/metawatch/hack/onenode"
+	"github.com/metawatch/metawatch/pkg/testing/controlplane"
 )
 
 // The chart variant: metawatch installed by helm, as users run it, in pods on
@@ -48,7 +48,7 @@ type deployed struct {
 // chartSetup is done once per run: the image on the node, helm, the
 // ServiceAccount the metrics are scraped with.
 type chartSetup struct {
-	node  *cluster.Cluster
+	node  *onenode.Cluster
 	cs    kubernetes.Interface
 	helm  string
 	token string
@@ -77,7 +77,7 @@ func (h *harness) setUpChart(ctx context.Context) (*chartSetup, error) {
 		return nil, err
 	}
 	// A ServiceAccount bound to the chart's metrics-reader role, as a user's scraper gets it.
-	token, err := cluster.ServiceAccountToken(ctx, cs, "default", scraperName, "metawatch-metrics-reader", 24*time.Hour)
+	token, err := onenode.ServiceAccountToken(ctx, cs, "default", scraperName, "metawatch-metrics-reader", 24*time.Hour)
 	if err != nil {
 		return nil, err
 	}
@@ -106,7 +106,7 @@ func (h *harness) startDeployed(ctx context.Context, n int) (*deployed, synced, 
 	}
 	s := synced{SyncSeconds: time.Since(start).Seconds()}
 	s.ReadySeconds = s.SyncSeconds // helm install to the leader Ready is both
-	pid, err := cluster.PodProcess(leader.UID, "/metawatch")
+	pid, err := onenode.PodProcess(leader.UID, "/metawatch")
 	if err != nil {
 		return nil, synced{}, err
 	}
@@ -195,7 +195,7 @@ func waitLeaderReady(ctx context.Context, cs kubernetes.Interface) (*corev1.Pod,
 		}
 		name, _, _ := strings.Cut(*lease.Spec.HolderIdentity, "_")
 		pod, err := cs.CoreV1().Pods(chartNamespace).Get(ctx, name, metav1.GetOptions{})
-		if err == nil && cluster.PodReady(pod) && pod.Status.PodIP != "" {
+		if err == nil && onenode.PodReady(pod) && pod.Status.PodIP != "" {
 			return pod, nil
 		}
 	}
@@ -224,7 +224,7 @@ func applySelectors(ctx context.Context, cs kubernetes.Interface, conf string) e
 func (c *chartSetup) scraper(podIP string) func() (string, error) {
 	client, url := c.node.HTTPClient(), "https://"+podIP+":8443/metrics"
 	return func() (string, error) {
-		code, body, err := cluster.Get(context.Background(), client, url, c.token, false)
+		code, body, err := onenode.Get(context.Background(), client, url, c.token, false)
 		if err == nil && code != http.StatusOK {
 			err = fmt.Errorf("GET %s: %d: %.200s", url, code, body)
 		}

@@ -58,6 +58,7 @@ require (
 	github.com/grpc-ecosystem/grpc-gateway/v2 v2.29.0 // indirect
 	github.com/inconshreveable/mousetrap v1.1.0 // indirect
 	github.com/json-iterator/go v1.1.12 // indirect
+	github.com/metawatch/metawatch/hack v0.0.0
 	github.com/modern-go/concurrent v0.0.0-20180306012644-bacd9c7ef1dd // indirect
 	github.com/modern-go/reflect2 v1.0.3-0.20250322232337-35a7c28c31ee // indirect
 	github.com/munnerz/goautoneg v0.0.0-20191010083416-a7dc8b61c822 // indirect
@@ -108,3 +109,6 @@ require (
 
 // The harness measures the code of this checkout, never a published version.
 replace github.com/metawatch/metawatch => ../
+
+// and the one-node cluster of its workshop (hack/onenode) for --local-cluster.
+replace github.com/metawatch/metawatch/hack => ../hack

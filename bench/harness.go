@@ -18,7 +18,7 @@ import (
 	"github.com/metawatch/metawatch/bench/seed"
 	"github.com/metawatch/metawatch/bench/target"
 	"github.com/metawatch/metawatch/bench/variant"
-	"github.com/metawatch/metawatch/pkg/cluster"
+	"github.com/metawatch/metawatch/hack/onenode"
 )
 
 // costCenter is the label the rule copies from the namespace to its pods.
@@ -36,7 +36,7 @@ type harness struct {
 	observer   *scenario.Observer // the first namespace's pods, once seeded
 	variants   []variant.Variant
 	run        report.Run
-	node       *cluster.Cluster    // --local-cluster's node, where the chart variant runs
+	node       *onenode.Cluster    // --local-cluster's node, where the chart variant runs
 	chart      *chartSetup         // set up by the chart variant's first run
 	kwok       *kwok.Kwok          // the simulated nodes of --kwok-nodes, if any
 	shardGate  func(on bool) error // restarts the API server with ShardedListAndWatch on or off; nil if not ours

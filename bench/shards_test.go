@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/metawatch/metawatch/bench/report"
-	"github.com/metawatch/metawatch/pkg/controlplane"
+	"github.com/metawatch/metawatch/pkg/testing/controlplane"
 )
 
 // The shards scenario on a local control plane the harness starts itself,

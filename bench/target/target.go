@@ -13,8 +13,8 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/metawatch/metawatch/pkg/cluster"
-	"github.com/metawatch/metawatch/pkg/controlplane"
+	"github.com/metawatch/metawatch/hack/onenode"
+	"github.com/metawatch/metawatch/pkg/testing/controlplane"
 )
 
 // KindConfig is the committed kind cluster configuration, relative to the repository root.
@@ -36,7 +36,7 @@ type Cluster struct {
 	Description string
 	// Node is the one-node cluster of --local-cluster (nil otherwise): the
 	// chart's Deployment can run there.
-	Node *cluster.Cluster
+	Node *onenode.Cluster
 	// ShardGate, where the harness runs the API server (the local control
 	// plane), restarts it with its ShardedListAndWatch feature gate on or
 	// off; nil elsewhere.
@@ -47,10 +47,10 @@ type Cluster struct {
 // cluster): a real kubelet, so metawatch can also run as users run it, from
 // its Helm chart.
 func OpenLocalCluster(ctx context.Context) (*Cluster, error) {
-	if reason := cluster.CannotRun(); reason != "" {
+	if reason := onenode.CannotRun(); reason != "" {
 		return nil, fmt.Errorf("--local-cluster: %s", reason)
 	}
-	c, err := cluster.Start(ctx, cluster.Options{})
+	c, err := onenode.Start(ctx, onenode.Options{})
 	if err != nil {
 		return nil, err
 	}

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/metawatch/metawatch/pkg/controlplane"
-	"github.com/metawatch/metawatch/pkg/testkit"
+	"github.com/metawatch/metawatch/pkg/testing/controlplane"
+	"github.com/metawatch/metawatch/pkg/testing/testkit"
 )
 
 // metawatch check --rbac, as a ServiceAccount, passes only when its roles

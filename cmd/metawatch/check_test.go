@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/metawatch/metawatch/pkg/controlplane"
+	"github.com/metawatch/metawatch/pkg/testing/controlplane"
 )
 
 func TestCheck(t *testing.T) {

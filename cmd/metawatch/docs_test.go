@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/metawatch/metawatch/pkg/controlplane"
+	"github.com/metawatch/metawatch/pkg/testing/controlplane"
 )
 
 // Every flag of metawatch --help has a row in the README's flags table.

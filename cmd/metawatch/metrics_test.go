@@ -24,8 +24,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	certutil "k8s.io/client-go/util/cert"
 
-	"github.com/metawatch/metawatch/pkg/controlplane"
-	"github.com/metawatch/metawatch/pkg/testkit"
+	"github.com/metawatch/metawatch/pkg/testing/controlplane"
+	"github.com/metawatch/metawatch/pkg/testing/testkit"
 )
 
 // The metrics endpoint is secure by default: HTTPS, and only a caller the API

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/metawatch/metawatch/pkg/controlplane"
+	"github.com/metawatch/metawatch/pkg/testing/controlplane"
 )
 
 // --help says what metawatch is, names its subcommands, and lists every flag

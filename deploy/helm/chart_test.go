@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/metawatch/metawatch/pkg/controlplane"
+	"github.com/metawatch/metawatch/pkg/testing/controlplane"
 )
 
 // valuesFiles are the chart's default values (no file) and every file in ci/.

@@ -12,7 +12,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/metawatch/metawatch/pkg/config"
-	"github.com/metawatch/metawatch/pkg/controlplane"
+	"github.com/metawatch/metawatch/pkg/testing/controlplane"
 )
 
 // rbacTemplates are the chart's RBAC: what the review judges.
@@ -64,6 +64,7 @@ func TestChartRBACReviewFindsSpareAndMissing(t *testing.T) {
 
 // The chart's default protected keys are metawatch's own defaults.
 func TestChartProtectsWhatMetawatchProtects(t *testing.T) {
+	controlplane.SkipIfShort(t) // helm is built by TestMain only then
 	var values struct {
 		Guardrails struct{ ProtectedKeys []string }
 	}

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/metawatch/metawatch/pkg/controlplane"
-	"github.com/metawatch/metawatch/pkg/testkit"
+	"github.com/metawatch/metawatch/pkg/testing/controlplane"
+	"github.com/metawatch/metawatch/pkg/testing/testkit"
 )
 
 // With sharding.enabled, two replicas run out of cluster with the

@@ -16,7 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/metawatch/metawatch/pkg/cluster"
+	"github.com/metawatch/metawatch/hack/onenode"
 )
 
 // chartNamespace is where the test installs the chart.
@@ -88,11 +88,11 @@ func assertProbes(t *testing.T, cs kubernetes.Interface) {
 	for _, p := range chartPods(t, cs) {
 		got := probes[p.Name]
 		t.Logf("kubelet's probes of %s: liveness %v, readiness %v; Ready=%v, restarts %d",
-			p.Name, got["Liveness"], got["Readiness"], cluster.PodReady(&p), p.Status.ContainerStatuses[0].RestartCount)
+			p.Name, got["Liveness"], got["Readiness"], onenode.PodReady(&p), p.Status.ContainerStatuses[0].RestartCount)
 		if got["Liveness"]["failed"] > 0 {
 			t.Errorf("the kubelet reports a failed liveness probe of %s: %v", p.Name, got)
 		}
-		if !cluster.PodReady(&p) {
+		if !onenode.PodReady(&p) {
 			t.Errorf("pod %s is not Ready", p.Name)
 		}
 	}
@@ -102,7 +102,7 @@ func assertProbes(t *testing.T, cs kubernetes.Interface) {
 // label selector with kubectl, as a user would, and checks the InvalidConfig
 // Event appears on it while no chart pod stops being Ready or restarts,
 // through two more readiness probes of every pod; then puts the good one back.
-func badSelectorsKeepPodsReady(t *testing.T, c *cluster.Cluster, cs kubernetes.Interface) {
+func badSelectorsKeepPodsReady(t *testing.T, c *onenode.Cluster, cs kubernetes.Interface) {
 	t.Helper()
 	good, err := os.ReadFile("../../selectors/default.yaml")
 	if err != nil {
@@ -181,7 +181,7 @@ func watchNotReady(t *testing.T, cs kubernetes.Interface) (stop func() string) {
 	go func() {
 		first := ""
 		for ev := range w.ResultChan() {
-			if p, ok := ev.Object.(*corev1.Pod); ok && first == "" && !cluster.PodReady(p) {
+			if p, ok := ev.Object.(*corev1.Pod); ok && first == "" && !onenode.PodReady(p) {
 				first = fmt.Sprintf("%s (%s, resourceVersion %s)", p.Name, ev.Type, p.ResourceVersion)
 			}
 		}
@@ -195,7 +195,7 @@ func watchNotReady(t *testing.T, cs kubernetes.Interface) (stop func() string) {
 // token of a ServiceAccount bound to the chart's metrics-reader ClusterRole
 // it gets metawatch's metrics; without a token it gets 401, and with a
 // ServiceAccount the chart's RBAC does not allow, 403.
-func scrapeMetrics(t *testing.T, c *cluster.Cluster, cs kubernetes.Interface) {
+func scrapeMetrics(t *testing.T, c *onenode.Cluster, cs kubernetes.Interface) {
 	t.Helper()
 	ctx := context.Background()
 	svc, err := cs.CoreV1().Services(chartNamespace).Get(ctx, "metawatch-metrics", metav1.GetOptions{})
@@ -230,10 +230,10 @@ func scrapeMetrics(t *testing.T, c *cluster.Cluster, cs kubernetes.Interface) {
 	t.Logf("metrics scraped through Service %s (%s) with the chart's metrics-reader role", svc.Name, url)
 }
 
-func scrape(t *testing.T, c *cluster.Cluster, url, token string) (int, string) {
+func scrape(t *testing.T, c *onenode.Cluster, url, token string) (int, string) {
 	t.Helper()
 	// A fresh connection per scrape, so a fresh pick of the Service's replica.
-	code, body, err := cluster.Get(context.Background(), c.HTTPClient(), url, token, true)
+	code, body, err := onenode.Get(context.Background(), c.HTTPClient(), url, token, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -244,7 +244,7 @@ func scrape(t *testing.T, c *cluster.Cluster, url, token string) (int, string) {
 // bound to clusterRole unless empty, and returns a token of it.
 func serviceAccountToken(t *testing.T, cs kubernetes.Interface, name, clusterRole string) string {
 	t.Helper()
-	token, err := cluster.ServiceAccountToken(context.Background(), cs, "default", name, clusterRole, 10*time.Minute)
+	token, err := onenode.ServiceAccountToken(context.Background(), cs, "default", name, clusterRole, 10*time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,8 +16,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
-	"github.com/metawatch/metawatch/pkg/cluster"
-	"github.com/metawatch/metawatch/pkg/controlplane"
+	"github.com/metawatch/metawatch/hack/onenode"
+	"github.com/metawatch/metawatch/pkg/testing/controlplane"
 )
 
 // The chart, as users install it, on a real kubelet: the image starts with
@@ -34,7 +34,7 @@ func TestChartOnARealNode(t *testing.T) {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	c, err := cluster.Start(ctx, cluster.Options{})
+	c, err := onenode.Start(ctx, onenode.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -185,7 +185,7 @@ func createTeamPods(t *testing.T, cs kubernetes.Interface, ns string, n int) []s
 	for i := range n {
 		pod := &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("app-%d", i), Namespace: ns},
-			Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: cluster.PauseImage, ImagePullPolicy: corev1.PullNever}}},
+			Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: onenode.PauseImage, ImagePullPolicy: corev1.PullNever}}},
 		}
 		if _, err := cs.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
@@ -262,7 +262,7 @@ func waitFor(t *testing.T, what string, timeout time.Duration, ok func() bool) {
 // network namespace and directory the cluster made.
 func assertNothingLeft(t *testing.T) {
 	t.Helper()
-	if left := cluster.Leftovers(); len(left) > 0 {
+	if left := onenode.Leftovers(); len(left) > 0 {
 		t.Errorf("the stopped cluster left behind: %s", strings.Join(left, "; "))
 	}
 }
@@ -274,7 +274,7 @@ func skipUnlessANodeCanRun(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a one-node cluster: not under go test -short")
 	}
-	if reason := cluster.CannotRun(); reason != "" {
+	if reason := onenode.CannotRun(); reason != "" {
 		t.Skip(reason)
 	}
 }

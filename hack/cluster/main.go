@@ -15,7 +15,7 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
-	"github.com/metawatch/metawatch/pkg/cluster"
+	"github.com/metawatch/metawatch/hack/onenode"
 )
 
 func main() {
@@ -27,7 +27,7 @@ func main() {
 		os.Exit(1)
 	}
 	start := time.Now()
-	c, err := cluster.Start(ctx, cluster.Options{})
+	c, err := onenode.Start(ctx, onenode.Options{})
 	if err != nil {
 		if ctx.Err() != nil {
 			err = fmt.Errorf("interrupted while starting; removed what it had made (%w)", err)

@@ -15,7 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/metawatch/metawatch/pkg/cluster"
+	"github.com/metawatch/metawatch/hack/onenode"
 )
 
 // `make cluster`, as users run it, stops the cluster and removes everything
@@ -66,10 +66,10 @@ func TestStartAfterAKilledRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = makeCluster.Wait()
-	if len(cluster.Leftovers()) == 0 {
+	if len(onenode.Leftovers()) == 0 {
 		t.Fatal("the killed cluster left nothing: this test no longer tests a start over leftovers")
 	}
-	c, err := cluster.Start(context.Background(), cluster.Options{Log: io.Discard})
+	c, err := onenode.Start(context.Background(), onenode.Options{Log: io.Discard})
 	if err != nil {
 		t.Fatalf("starting over what the killed run left: %v", err)
 	}
@@ -87,7 +87,7 @@ func TestStartAfterAKilledRun(t *testing.T) {
 }
 
 // podOnANodeWithoutKubelet creates a Node object nobody runs and a pod bound to it.
-func podOnANodeWithoutKubelet(t *testing.T, c *cluster.Cluster) {
+func podOnANodeWithoutKubelet(t *testing.T, c *onenode.Cluster) {
 	t.Helper()
 	cs, err := kubernetes.NewForConfig(c.Config)
 	if err != nil {
@@ -183,7 +183,7 @@ func waitForLine(lines <-chan string, prefix string, timeout time.Duration) bool
 func waitForNothingLeft(t *testing.T, timeout time.Duration) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
-	for len(cluster.Leftovers()) > 0 && time.Now().Before(deadline) {
+	for len(onenode.Leftovers()) > 0 && time.Now().Before(deadline) {
 		time.Sleep(500 * time.Millisecond)
 	}
 	assertNothingLeft(t)

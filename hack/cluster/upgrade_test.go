@@ -14,14 +14,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/metawatch/metawatch/pkg/cluster"
+	"github.com/metawatch/metawatch/hack/onenode"
 )
 
 // rollingUpgrade upgrades the release to a new image tag while the
 // Namespace's team label flips every second: no pod may be seen without the
 // label, and the replicas' writes (from the API server's audit log) must
 // never interleave: one writer at a time.
-func rollingUpgrade(t *testing.T, c *cluster.Cluster, cs kubernetes.Interface, helm string, pods []string) {
+func rollingUpgrade(t *testing.T, c *onenode.Cluster, cs kubernetes.Interface, helm string, pods []string) {
 	t.Helper()
 	next := imageRef(t, "next")
 	if err := c.ImportImage(context.Background(), buildImageAs(t, next)); err != nil {
@@ -141,7 +141,7 @@ func killProcess(t *testing.T, cs kubernetes.Interface, name string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pid, err := cluster.PodProcess(pod.UID, "/metawatch")
+	pid, err := onenode.PodProcess(pod.UID, "/metawatch")
 	if err != nil {
 		t.Fatal(err)
 	}

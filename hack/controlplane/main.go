@@ -9,7 +9,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/metawatch/metawatch/pkg/controlplane"
+	"github.com/metawatch/metawatch/pkg/testing/controlplane"
 )
 
 func main() {

@@ -4,7 +4,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/metawatch/metawatch/pkg/controlplane"
+	"github.com/metawatch/metawatch/pkg/testing/controlplane"
 )
 
 var cp *controlplane.ControlPlane

@@ -8,8 +8,8 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/metawatch/metawatch/pkg/access"
-	"github.com/metawatch/metawatch/pkg/controlplane"
-	"github.com/metawatch/metawatch/pkg/testkit"
+	"github.com/metawatch/metawatch/pkg/testing/controlplane"
+	"github.com/metawatch/metawatch/pkg/testing/testkit"
 )
 
 // Check turns what an informer would retry forever into an error that names

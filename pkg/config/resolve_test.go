@@ -17,7 +17,7 @@ import (
 
 	"github.com/metawatch/metawatch/pkg/apiserver"
 	"github.com/metawatch/metawatch/pkg/config"
-	"github.com/metawatch/metawatch/pkg/controlplane"
+	"github.com/metawatch/metawatch/pkg/testing/controlplane"
 )
 
 func TestResolveMapsKindsWithTheClusterRESTMapper(t *testing.T) {

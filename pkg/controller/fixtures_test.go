@@ -11,7 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/metawatch/metawatch/pkg/metacache"
-	"github.com/metawatch/metawatch/pkg/testkit"
+	"github.com/metawatch/metawatch/pkg/testing/testkit"
 )
 
 // createPods creates n pods named pod-0.. in ns, 16 at a time.

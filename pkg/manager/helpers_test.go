@@ -11,7 +11,7 @@ import (
 	"github.com/metawatch/metawatch/pkg/config"
 	mwmanager "github.com/metawatch/metawatch/pkg/manager"
 	"github.com/metawatch/metawatch/pkg/metacache"
-	"github.com/metawatch/metawatch/pkg/testkit"
+	"github.com/metawatch/metawatch/pkg/testing/testkit"
 )
 
 // startEngine starts a manager on cfg for watches and waits for its caches to sync.

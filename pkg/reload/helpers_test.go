@@ -17,7 +17,7 @@ import (
 	"github.com/metawatch/metawatch/pkg/controller"
 	"github.com/metawatch/metawatch/pkg/manager"
 	"github.com/metawatch/metawatch/pkg/reload"
-	"github.com/metawatch/metawatch/pkg/testkit"
+	"github.com/metawatch/metawatch/pkg/testing/testkit"
 )
 
 // instance is metawatch wired as cmd/metawatch wires it, in-process, following a ConfigMap.

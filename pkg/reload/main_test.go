@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/metawatch/metawatch/pkg/controlplane"
 	"github.com/metawatch/metawatch/pkg/reload"
+	"github.com/metawatch/metawatch/pkg/testing/controlplane"
 )
 
 var cp *controlplane.ControlPlane

@@ -17,7 +17,7 @@ import (
 	"k8s.io/client-go/metadata"
 	toolscache "k8s.io/client-go/tools/cache"
 
-	"github.com/metawatch/metawatch/pkg/controlplane"
+	"github.com/metawatch/metawatch/pkg/testing/controlplane"
 )
 
 // counting is a metadata ListerWatcher of ConfigMaps in one namespace that

@@ -15,7 +15,7 @@ import (
 	"k8s.io/client-go/metadata"
 	"k8s.io/utils/ptr"
 
-	"github.com/metawatch/metawatch/pkg/controlplane"
+	"github.com/metawatch/metawatch/pkg/testing/controlplane"
 )
 
 // What a sharded watch sends its reflector as its buckets change, against

@@ -1,4 +1,4 @@
-// Package cluster runs a one-node Kubernetes cluster on this machine, for
+// Package onenode runs a one-node Kubernetes cluster on this machine, for
 // `make cluster`, the tests of the chart on a real kubelet and the bench:
 // etcd, kube-apiserver, kube-controller-manager, kube-scheduler, containerd,
 // kubelet and kube-proxy, everything inside a network namespace of its own.
@@ -23,7 +23,7 @@
 // # What it builds and installs
 //
 // kubelet, kube-scheduler, kube-controller-manager and kube-proxy build from
-// k8s.io/kubernetes like kube-apiserver (pkg/controlplane), cached by version.
+// k8s.io/kubernetes like kube-apiserver (pkg/testing/controlplane), cached by version.
 // containerd, runc, the CNI plugins, iptables and conntrack come from
 // Debian's packages, installed with apt-get when missing (it says which):
 // containerd 1.6 is enough for Kubernetes 1.36, whose kubelet still falls
@@ -47,4 +47,4 @@
 // every directory it made. Start first removes what a killed run left,
 // killing its components first: they would hold the namespace, and the veth
 // with it, after its name was deleted.
-package cluster
+package onenode

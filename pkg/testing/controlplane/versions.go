@@ -41,7 +41,7 @@ func artifacts() []artifact {
 }
 
 // nodeArtifacts are the binaries of a node and of the rest of a control
-// plane (pkg/cluster): built like kube-apiserver, only when a cluster is asked for.
+// plane (hack/onenode): built like kube-apiserver, only when a cluster is asked for.
 func nodeArtifacts() []artifact {
 	var out []artifact
 	for _, name := range []string{"kubelet", "kube-scheduler", "kube-controller-manager", "kube-proxy"} {
