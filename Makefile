@@ -17,13 +17,13 @@ GOLANGCI_LINT_VERSION := v2.15.0
 TOOLS_DIR ?= $(or $(METAWATCH_CACHE_DIR),$(or $(XDG_CACHE_HOME),$(HOME)/.cache)/metawatch)/tools
 GOLANGCI_LINT := $(TOOLS_DIR)/golangci-lint-$(GOLANGCI_LINT_VERSION)/golangci-lint
 
-.PHONY: all help build run test unit controlplane cluster cluster-test fuzz vet lint tidy clean image bench
+.PHONY: all help build run test test-unit test-integration test-node verify verify-docs verify-clean unit cluster-test controlplane cluster fuzz vet lint tidy clean image bench
 
 all: build
 
 ## help: list the targets and what they do.
 help:
-	@sed -n 's/^## \([a-z-]*\): \(.*\)/\1\t\2/p' $(MAKEFILE_LIST) | awk -F'\t' '{gsub(/[$$][$$]/, "$$", $$2); printf "  %-14s %s\n", $$1, $$2}'
+	@sed -n 's/^## \([a-z-]*\): \(.*\)/\1\t\2/p' $(MAKEFILE_LIST) | awk -F'\t' '{gsub(/[$$][$$]/, "$$", $$2); printf "  %-17s %s\n", $$1, $$2}'
 
 ## build: metawatch (the product, from its own go.mod) and metawatch-dev (the workshop's, hack/) into bin/, with the version stamped (bin/metawatch --version).
 build:
@@ -38,26 +38,49 @@ run: build
 controlplane:
 	$(GO) run ./hack/controlplane
 
-## test: tidy, vet and lint checks, then every test on the local control plane with the race detector, short fuzz runs, and the chart on a real node (cluster-test).
-test: tidy vet lint controlplane
-	$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) -skip '^$(CLUSTER_TESTS)$$' $(PACKAGES)
-	$(MAKE) fuzz
-	$(MAKE) cluster-test
+## test: everything: verify, then every test (integration, fuzz, the chart on a real node); what CI runs.
+test: verify test-integration fuzz test-node
+
+## verify: the checks that run no test of behaviour: go.mod tidy, vet (in verify-clean), lint, the docs checks.
+verify: tidy verify-clean lint verify-docs
+
+## test-unit: the pure tests only (go test -short: no control plane), with the race detector; seconds on a warm cache.
+test-unit:
+	$(GO) test -race -short $(PACKAGES)
+
+# unit: the old name of test-unit.
+unit: test-unit
+
+## test-integration: every test but the real node's, on local control planes (built once, cached by version), with the race detector.
+test-integration: controlplane
+	$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) -skip '^$(NODE_TESTS)$$' $(PACKAGES)
 
 # The tests on a real node run alone, after the others: one node per machine, and its load would disturb timed tests.
-CLUSTER_TESTS := (TestChartOnARealNode|TestMakeClusterStopsOnSignals|TestStartAfterAKilledRun)
+NODE_TESTS := (TestChartOnARealNode|TestMakeClusterStopsOnSignals|TestStartAfterAKilledRun)
 
-## cluster-test: the chart on a one-node cluster (make cluster's); skipped, saying why, where a node cannot run (no root, no cgroups).
-cluster-test:
-	$(GO) test -race -count=1 -timeout 20m -v -run '^$(CLUSTER_TESTS)$$' ./hack/cluster
+## test-node: the chart on a one-node cluster (make cluster's); skipped, saying why, where a node cannot run (no root, no cgroups).
+test-node: controlplane
+	$(GO) test -race -count=1 -timeout 20m -v -run '^$(NODE_TESTS)$$' ./hack/cluster
+
+# cluster-test: the old name of test-node.
+cluster-test: test-node
+
+## verify-docs: the README's flags table has every flag of metawatch --help, ARCHITECTURE.md's map every pkg/ folder.
+verify-docs:
+	$(GO) test -short -count=1 -run '^(TestEveryFlagIsInTheREADME|TestEveryPackageIsOnTheMap)$$' ./cmd/metawatch
+
+## verify-clean: building and vetting every module (tests included) changes nothing in the tree: go.work.sum and the go.sums are complete, no output lands outside bin/.
+verify-clean:
+	@git rev-parse --is-inside-work-tree >/dev/null 2>&1 || { echo "verify-clean: not a git checkout, nothing to compare"; exit 0; }; \
+	before=$$(git status --porcelain --untracked-files=all); \
+	$(PRODUCT) $(GO) build -o /dev/null ./cmd/metawatch && $(GO) build $(PACKAGES) && $(GO) vet $(PACKAGES) || exit 1; \
+	after=$$(git status --porcelain --untracked-files=all); \
+	if [ "$$before" != "$$after" ]; then echo "building and vetting changed the tree (commit the sums, or ignore the output):"; \
+		echo "$$after"; exit 1; fi
 
 ## cluster: a one-node cluster on this machine (root; kubelet, containerd, kube-proxy in a network namespace of its own) until Ctrl-C.
 cluster: controlplane
 	$(GO) run ./hack/cluster
-
-## unit: the pure tests only (go test -short: no control plane), with the race detector; seconds on a warm cache.
-unit:
-	$(GO) test -race -short $(PACKAGES)
 
 ## fuzz: fuzz the config parser, the guardrails, the rules core, the managedFields stripper and its frame reader, the shard selectors, bucket assignment and cache moves, about 10 s each (FUZZTIME=10m make fuzz for a long run).
 # Each target's budget is a count of inputs, about 10 s of fuzzing each on the 2-core VM, not a
