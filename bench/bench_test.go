@@ -2,6 +2,7 @@ package main_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"image/png"
 	"os"
 	"os/exec"
@@ -19,45 +20,61 @@ var cp *controlplane.ControlPlane
 
 func TestMain(m *testing.M) { os.Exit(controlplane.RunTests(m, &cp)) }
 
+// The three tests run in parallel: the harness mostly waits (for syncs, for
+// quiet, for churn windows), and the kwok and shards runs have control planes
+// of their own.
+
 // A tiny run of the whole harness, every variant and scenario but shards
-// (TestHarnessShards), so it keeps working: results are produced, complete and consistent. No timing or size
-// is asserted: that is what the harness itself reports.
+// (TestHarnessShards), so it keeps working: results are produced, complete and
+// consistent. One size: a second (the population grown, the figures by size)
+// is TestHarnessWithKwokNodes's. No timing or size is asserted: that is what
+// the harness itself reports.
 func TestHarnessSmoke(t *testing.T) {
 	controlplane.SkipIfShort(t)
-	run, out := runBench(t, nil, "--kubeconfig", cp.KubeconfigPath, "--sizes", "30,50", "--pods-per-namespace", "20", "--scenarios", "sync,converge,churn,firehose",
+	t.Parallel()
+	run, out := runBench(t, nil, "--kubeconfig", cp.KubeconfigPath, "--sizes", "30", "--pods-per-namespace", "20", "--scenarios", "sync,converge,churn,firehose",
 		"--churn-duration", "2s", "--churn-status-rate", "10", "--churn-label-rate", "4", "--firehose-duration", "2s", "--firehose-rate", "50", "--steady-window", "1s")
 	all := variant.All()
-	if len(run.Results) != 2*len(all) {
-		t.Fatalf("%d results, want one per variant (%d) and size (2)", len(run.Results), len(all))
+	if len(run.Results) != len(all) {
+		t.Fatalf("%d results, want one per variant (%d)", len(run.Results), len(all))
 	}
 	for _, r := range run.Results {
-		t.Run(r.Variant+"/"+string(rune('0'+r.N/10)), func(t *testing.T) { checkResult(t, r, true) })
+		t.Run(r.Variant, func(t *testing.T) { checkResult(t, r, true) })
 	}
-	if len(run.Bare) != 2 || run.Bare[0].Pods != 20 {
-		t.Errorf("bare client reference %+v, want one per size, on the first namespace's 20 pods", run.Bare)
+	if len(run.Bare) != 1 || run.Bare[0].Pods != 20 {
+		t.Errorf("bare client reference %+v, want one, on the first namespace's 20 pods", run.Bare)
 	}
 	checkReport(t, out, all)
 }
 
-// With simulated nodes (kwok), on a control plane of its own: the pods are
-// bound to them and made Running by kwok, the churn's status updates come from
-// kwok, the harness's watch sees them, and the report says who sent them.
+// With simulated nodes (kwok), on a control plane of its own, at two sizes:
+// the pods are bound to them and made Running by kwok, the churn's status
+// updates come from kwok, the harness's watch sees them, and the report says
+// who sent them; the population grows from the first size to the second, and
+// each size has its figures.
 func TestHarnessWithKwokNodes(t *testing.T) {
 	controlplane.SkipIfShort(t)
+	t.Parallel()
 	own, err := controlplane.Start(t.Context(), controlplane.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer func() { _ = own.Stop() }()
-	run, out := runBench(t, nil, "--kubeconfig", own.KubeconfigPath, "--kwok-nodes", "2", "--sizes", "20", "--pods-per-namespace", "20",
-		"--variants", "metawatch", "--churn-duration", "4s", "--churn-status-rate", "10", "--churn-label-rate", "2", "--steady-window", "1s")
-	if run.Options.KwokNodes != 2 || len(run.Results) != 1 {
-		t.Fatalf("options %+v and %d results, want 2 simulated nodes and one result", run.Options, len(run.Results))
+	run, out := runBench(t, nil, "--kubeconfig", own.KubeconfigPath, "--kwok-nodes", "2", "--sizes", "20,40", "--pods-per-namespace", "20",
+		"--variants", "typed,metawatch", "--churn-duration", "4s", "--churn-status-rate", "10", "--churn-label-rate", "2", "--steady-window", "1s")
+	if run.Options.KwokNodes != 2 || len(run.Results) != 4 {
+		t.Fatalf("options %+v and %d results, want 2 simulated nodes and a result per variant (2) and size (2)", run.Options, len(run.Results))
 	}
-	r := run.Results[0]
-	checkResult(t, r, false)
-	if c := r.Churn; c.StatusBy != "kwok" || c.StatusUpdates == 0 {
-		t.Errorf("churn status updates %d by %q, want some, seen from kwok", c.StatusUpdates, c.StatusBy)
+	if len(run.Bare) != 2 || run.Bare[0].N != 20 || run.Bare[1].N != 40 {
+		t.Errorf("bare client reference %+v, want one per size (20, 40)", run.Bare)
+	}
+	for _, r := range run.Results {
+		t.Run(fmt.Sprintf("%s/%d", r.Variant, r.N), func(t *testing.T) {
+			checkResult(t, r, false)
+			if c := r.Churn; c.StatusBy != "kwok" || c.StatusUpdates == 0 {
+				t.Errorf("churn status updates %d by %q, want some, seen from kwok", c.StatusUpdates, c.StatusBy)
+			}
+		})
 	}
 	if page, err := os.ReadFile(filepath.Join(out, "README.md")); err != nil || !strings.Contains(string(page), "(kwok)") {
 		t.Errorf("the report does not say kwok sent the status updates (%v)", err)

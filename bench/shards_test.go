@@ -21,6 +21,7 @@ import (
 // only its share. No size is asserted beyond that: the harness reports them.
 func TestHarnessShards(t *testing.T) {
 	controlplane.SkipIfShort(t)
+	t.Parallel()
 	withoutKubeconfig := slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "KUBECONFIG=") }) // its own control plane
 	run, out := runBench(t, withoutKubeconfig, "--sizes", "200", "--pods-per-namespace", "100", "--scenarios", "shards", "--variants", "metawatch",
 		"--kwok-nodes", "2", "--churn-duration", "3s", "--churn-status-rate", "20", "--steady-window", "1s")
