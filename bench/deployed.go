@@ -23,6 +23,7 @@ import (
 	"github.com/metawatch/metawatch/bench/variant"
 	"github.com/metawatch/metawatch/hack/onenode"
 	"github.com/metawatch/metawatch/pkg/testing/controlplane"
+	"github.com/metawatch/metawatch/pkg/testing/testkit"
 )
 
 // The chart variant: metawatch installed by helm, as users run it, in pods on
@@ -224,7 +225,7 @@ func applySelectors(ctx context.Context, cs kubernetes.Interface, conf string) e
 func (c *chartSetup) scraper(podIP string) func() (string, error) {
 	client, url := c.node.HTTPClient(), "https://"+podIP+":8443/metrics"
 	return func() (string, error) {
-		code, body, err := onenode.Get(context.Background(), client, url, c.token, false)
+		code, body, err := testkit.Get(context.Background(), client, url, c.token, false)
 		if err == nil && code != http.StatusOK {
 			err = fmt.Errorf("GET %s: %d: %.200s", url, code, body)
 		}

@@ -53,21 +53,24 @@ type options struct {
 func main() {
 	o := parseFlags()
 	ctrl.SetLogger(logr.Discard()) // the figures are the output; controller logs would drown them
-	// On Ctrl-C or SIGTERM the run stops, and the local control plane with it.
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	var err error
-	switch {
-	case o.child != "":
-		err = runChild(ctx, o)
-	case o.render != "":
-		err = render(o.render, o.out)
-	default:
-		err = run(ctx, o)
-	}
-	if err != nil {
+	if err := runUntilSignalled(o); err != nil {
 		fmt.Fprintf(os.Stderr, "bench: %v\n", err)
 		os.Exit(1)
+	}
+}
+
+// runUntilSignalled does what the flags ask; on Ctrl-C or SIGTERM the run
+// stops, and the local control plane with it.
+func runUntilSignalled(o options) error {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	switch {
+	case o.child != "":
+		return runChild(ctx, o)
+	case o.render != "":
+		return render(o.render, o.out)
+	default:
+		return run(ctx, o)
 	}
 }
 

@@ -71,7 +71,7 @@ func TestKwokPlaysTheKubelet(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	testkit.WaitFor(t, fmt.Sprintf("%d status updates with probes on", 2*pods), func() bool { return observer.StatusUpdates() >= 2*pods })
+	testkit.WaitFor(t, fmt.Sprintf("%d status updates with probes on", 2*pods), testkit.Timeout, func() bool { return observer.StatusUpdates() >= 2*pods })
 	if err := stopProbes(); err != nil {
 		t.Fatal(err)
 	}
@@ -107,7 +107,7 @@ func checkLeases(t *testing.T, c client.Client, nodes []string) {
 	t.Helper()
 	for _, n := range nodes {
 		var lease coordinationv1.Lease
-		testkit.WaitFor(t, "node "+n+"'s Lease in "+corev1.NamespaceNodeLease, func() bool {
+		testkit.WaitFor(t, "node "+n+"'s Lease in "+corev1.NamespaceNodeLease, testkit.Timeout, func() bool {
 			return c.Get(t.Context(), client.ObjectKey{Namespace: corev1.NamespaceNodeLease, Name: n}, &lease) == nil
 		})
 		if lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity == "" || lease.Spec.RenewTime == nil {
@@ -149,7 +149,7 @@ func checkDeletionFinishes(t *testing.T, c client.Client, ns string) {
 	if err := c.Delete(t.Context(), pod, client.GracePeriodSeconds(30)); err != nil {
 		t.Fatal(err)
 	}
-	testkit.WaitFor(t, "pod "+pod.Name+" to go after its graceful deletion (only its kubelet, kwok, can finish that)", func() bool {
+	testkit.WaitFor(t, "pod "+pod.Name+" to go after its graceful deletion (only its kubelet, kwok, can finish that)", testkit.Timeout, func() bool {
 		return apierrors.IsNotFound(c.Get(t.Context(), client.ObjectKeyFromObject(pod), &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"}}))
 	})
 }

@@ -1,7 +1,6 @@
 package target
 
 import (
-	"context"
 	"strings"
 	"testing"
 )
@@ -9,10 +8,10 @@ import (
 // Without the kind CLI or a container engine (as on CI machines here), the
 // kind target fails at once and says what to use instead.
 func TestKindFailsFastWithoutItsTools(t *testing.T) {
-	if kindAvailable(context.Background()) == nil {
+	if kindAvailable(t.Context()) == nil {
 		t.Skip("kind and a container engine are available: a real cluster would be created")
 	}
-	_, err := Open(context.Background(), "metawatch-bench-test")
+	_, err := Open(t.Context(), "metawatch-bench-test")
 	if err == nil || !strings.Contains(err.Error(), "--kind needs") || !strings.Contains(err.Error(), "--kubeconfig") {
 		t.Fatalf("Open(--kind) = %v, want an error naming what is missing and the alternatives", err)
 	}

@@ -1,7 +1,6 @@
 package main_test
 
 import (
-	"context"
 	"fmt"
 	"os/exec"
 	"sync"
@@ -120,7 +119,7 @@ func applySelectors(t *testing.T, c client.Client, ns, configYAML string) {
 	t.Helper()
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "selectors"}}
 	patch := fmt.Sprintf(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"namespace":%q,"name":"selectors"},"data":{"config.yaml":%q}}`, ns, configYAML)
-	if err := c.Patch(context.Background(), cm, client.RawPatch(types.ApplyPatchType, []byte(patch)), client.FieldOwner("kubectl"), client.ForceOwnership); err != nil {
+	if err := c.Patch(t.Context(), cm, client.RawPatch(types.ApplyPatchType, []byte(patch)), client.FieldOwner("kubectl"), client.ForceOwnership); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -132,9 +131,9 @@ func patchNamespace(t *testing.T, c client.Client, ns, team string) {
 
 func waitPods(t *testing.T, c client.Client, ns, what string, ok func(map[string]string) bool) {
 	t.Helper()
-	testkit.WaitFor(t, what, func() bool {
+	testkit.WaitFor(t, what, testkit.Timeout, func() bool {
 		var pods corev1.PodList
-		if err := c.List(context.Background(), &pods, client.InNamespace(ns)); err != nil {
+		if err := c.List(t.Context(), &pods, client.InNamespace(ns)); err != nil {
 			t.Fatal(err)
 		}
 		for _, p := range pods.Items {
@@ -173,11 +172,11 @@ func watchHistory(t *testing.T, ns string, want func(map[string]string) bool) *h
 func watchPods(t *testing.T, ns string, listed func([]corev1.Pod), each func(*corev1.Pod)) {
 	t.Helper()
 	clientset := kubernetes.NewForConfigOrDie(cp.Config)
-	pods, err := clientset.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{})
+	pods, err := clientset.CoreV1().Pods(ns).List(t.Context(), metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := clientset.CoreV1().Pods(ns).Watch(context.Background(), metav1.ListOptions{ResourceVersion: pods.ResourceVersion})
+	w, err := clientset.CoreV1().Pods(ns).Watch(t.Context(), metav1.ListOptions{ResourceVersion: pods.ResourceVersion})
 	if err != nil {
 		t.Fatal(err)
 	}

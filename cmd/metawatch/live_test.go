@@ -1,7 +1,6 @@
 package main_test
 
 import (
-	"context"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -32,7 +31,7 @@ func TestWaitForConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "later"}, Data: map[string]string{"config.yaml": "watches: [{kind: Namespace}]"}}
-	if err := c.Create(context.Background(), cm); err != nil {
+	if err := c.Create(t.Context(), cm); err != nil {
 		t.Fatal(err)
 	}
 	waitHTTP200(t, "http://"+probe+"/readyz", stderr)
@@ -47,7 +46,7 @@ func TestUnreachableAtStartIsRetried(t *testing.T) {
 	cmd, stderr := start(t, "--kubeconfig", kubeconfigVia(t, address), "--config-file", writeConfig(t, "watches: [{kind: Namespace}]\n"),
 		"--health-probe-bind-address", probe, "--metrics-bind-address", "0")
 	defer stopProcess(t, cmd, stderr)
-	testkit.WaitFor(t, "metawatch to say the API server is unreachable", func() bool {
+	testkit.WaitFor(t, "metawatch to say the API server is unreachable", testkit.Timeout, func() bool {
 		return strings.Contains(stderr.String(), "the API server is unreachable; retrying")
 	})
 	testkit.Forward(t, address, testkit.APIServerHost(t, cp.Config))
@@ -108,7 +107,7 @@ func stopProcess(t *testing.T, cmd *exec.Cmd, stderr *testkit.SyncBuffer) {
 
 func waitBody(t *testing.T, url, want string, log *testkit.SyncBuffer) {
 	t.Helper()
-	testkit.WaitFor(t, url+" to say "+want+"; metawatch said:\n"+log.String(), func() bool {
+	testkit.WaitFor(t, url+" to say "+want+"; metawatch said:\n"+log.String(), testkit.Timeout, func() bool {
 		_, body := testkit.HTTPGet(url)
 		return strings.Contains(body, want)
 	})

@@ -7,7 +7,6 @@ import (
 	"crypto/x509"
 	"encoding/pem"
 	"errors"
-	"io"
 	"io/fs"
 	"net"
 	"net/http"
@@ -46,10 +45,10 @@ func TestMetricsEndpointIsAuthenticatedAndAuthorized(t *testing.T) {
 	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "scrape-prometheus"},
 		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: reader.Name},
 		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Namespace: "scrape", Name: "prometheus"}}}
-	if err := c.Create(context.Background(), reader); err != nil {
+	if err := c.Create(t.Context(), reader); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Create(context.Background(), binding); err != nil {
+	if err := c.Create(t.Context(), binding); err != nil {
 		t.Fatal(err)
 	}
 	url := "https://" + address + "/metrics"
@@ -65,8 +64,8 @@ func TestMetricsEndpointIsAuthenticatedAndAuthorized(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			var code int
 			var body string
-			testkit.WaitFor(t, url+" to answer "+http.StatusText(tc.want), func() bool {
-				code, body = scrape(url, tc.token)
+			testkit.WaitFor(t, url+" to answer "+http.StatusText(tc.want), testkit.Timeout, func() bool {
+				code, body = scrape(t.Context(), url, tc.token)
 				return code == tc.want
 			})
 			if tc.want == http.StatusOK && !strings.Contains(body, "metawatch_config_generation") {
@@ -80,10 +79,10 @@ func serviceAccountToken(t *testing.T, ns, name string) string {
 	t.Helper()
 	cs := kubernetes.NewForConfigOrDie(cp.Config)
 	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
-	if _, err := cs.CoreV1().ServiceAccounts(ns).Create(context.Background(), sa, metav1.CreateOptions{}); err != nil {
+	if _, err := cs.CoreV1().ServiceAccounts(ns).Create(t.Context(), sa, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	tr, err := cs.CoreV1().ServiceAccounts(ns).CreateToken(context.Background(), name, &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
+	tr, err := cs.CoreV1().ServiceAccounts(ns).CreateToken(t.Context(), name, &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,19 +90,13 @@ func serviceAccountToken(t *testing.T, ns, name string) string {
 }
 
 // scrape GETs url over HTTPS (the endpoint's certificate is self-signed) with a bearer token.
-func scrape(url, token string) (int, string) {
+func scrape(ctx context.Context, url, token string) (int, string) {
 	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} // the endpoint is self-signed
-	req, _ := http.NewRequest(http.MethodGet, url, nil)
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	resp, err := client.Do(req)
+	code, body, err := testkit.Get(ctx, client, url, token, false)
 	if err != nil {
 		return 0, err.Error()
 	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
+	return code, string(body)
 }
 
 // servingName is the DNS name the test's certificates are issued for, the
@@ -221,7 +214,7 @@ func waitLeaf(t *testing.T, address string, c servingCert, log *testkit.SyncBuff
 			t.Logf("the last handshake: %v; metawatch said:\n%s", err, log)
 		}
 	}()
-	testkit.WaitFor(t, "https://"+address+" to present the certificate of --metrics-cert-dir", func() bool {
+	testkit.WaitFor(t, "https://"+address+" to present the certificate of --metrics-cert-dir", testkit.Timeout, func() bool {
 		var got []byte
 		got, err = handshake(address, c.roots)
 		return err == nil && bytes.Equal(got, c.leaf)

@@ -1,7 +1,6 @@
 package main_test
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -129,7 +128,7 @@ func assertShares(t *testing.T, c client.Client, ns string, replicas ...*sharded
 	waitBucketsHeldAsAssigned(t, c, ns, names...)
 	owners := sharding.Assign(names)
 	var pods corev1.PodList
-	if err := c.List(context.Background(), &pods, client.InNamespace(ns)); err != nil {
+	if err := c.List(t.Context(), &pods, client.InNamespace(ns)); err != nil {
 		t.Fatal(err)
 	}
 	for _, r := range replicas {
@@ -144,7 +143,7 @@ func assertShares(t *testing.T, c client.Client, ns string, replicas ...*sharded
 				cached++
 			}
 		}
-		testkit.WaitFor(t, fmt.Sprintf("replica %s to hold its %d buckets and cache their %d pods", r.name, buckets, cached), func() bool {
+		testkit.WaitFor(t, fmt.Sprintf("replica %s to hold its %d buckets and cache their %d pods", r.name, buckets, cached), testkit.Timeout, func() bool {
 			return r.metric("metawatch_buckets_owned") == float64(buckets) && r.metric(`metawatch_cached_objects{kind="Pod"}`) == float64(cached) &&
 				r.metric(`metawatch_sharding_mode{mode="server"}`) == 1
 		})

@@ -1,7 +1,6 @@
 package main_test
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"path"
@@ -104,7 +103,7 @@ func TestShardedReplicasSplitTheWrites(t *testing.T) {
 	// A clean stop exits 0 and hands everything on: no bucket Lease names it, its member Lease is gone.
 	replicas[0].stop(t, syscall.SIGTERM)
 	var leases coordinationv1.LeaseList
-	if err := c.List(context.Background(), &leases, client.InNamespace(ns), client.MatchingLabels{sharding.RingLabel: "metawatch"}); err != nil {
+	if err := c.List(t.Context(), &leases, client.InNamespace(ns), client.MatchingLabels{sharding.RingLabel: "metawatch"}); err != nil {
 		t.Fatal(err)
 	}
 	for _, l := range leases.Items {
@@ -131,9 +130,9 @@ func teamNamespace(t *testing.T, c client.Client, ns, team string, pods int) {
 func waitBucketsHeldAsAssigned(t *testing.T, c client.Client, ns string, members ...string) {
 	t.Helper()
 	owners := sharding.Assign(members)
-	testkit.WaitFor(t, fmt.Sprintf("every bucket to be held by its owner among %v", members), func() bool {
+	testkit.WaitFor(t, fmt.Sprintf("every bucket to be held by its owner among %v", members), testkit.Timeout, func() bool {
 		var leases coordinationv1.LeaseList
-		if err := c.List(context.Background(), &leases, client.InNamespace(ns), client.MatchingLabels{sharding.RingLabel: "metawatch", sharding.KindLabel: "bucket"}); err != nil {
+		if err := c.List(t.Context(), &leases, client.InNamespace(ns), client.MatchingLabels{sharding.RingLabel: "metawatch", sharding.KindLabel: "bucket"}); err != nil {
 			return false
 		}
 		held := 0

@@ -1,7 +1,6 @@
 package main_test
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"strings"
@@ -49,7 +48,7 @@ func TestShutdownStopsWritesBeforeReleasingTheLease(t *testing.T) {
 			args := append([]string{"--kubeconfig", proxy.Kubeconfig, "--config-map", ns + "/selectors", "--leader-elect", "--leader-election-namespace", ns,
 				"--graceful-shutdown-timeout", tc.timeout.String(), "--health-probe-bind-address", "0", "--metrics-bind-address", "0"}, leaseFlags...)
 			cmd, stderr := start(t, args...)
-			testkit.WaitFor(t, "metawatch to send a pod write", func() bool {
+			testkit.WaitFor(t, "metawatch to send a pod write", testkit.Timeout, func() bool {
 				if strings.Contains(stderr.String(), "error") && len(patches(proxy.Exchanges())) == 0 {
 					t.Log(stderr.String())
 				}
@@ -96,7 +95,7 @@ func patches(exchanges []testkit.Exchange) []testkit.Exchange {
 func leaseRelease(t *testing.T, ns string) (time.Time, bool) {
 	t.Helper()
 	var lease coordinationv1.Lease
-	if err := testkit.Client(t, cp.Config).Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "metawatch-leader"}, &lease); err != nil {
+	if err := testkit.Client(t, cp.Config).Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "metawatch-leader"}, &lease); err != nil {
 		t.Fatal(err)
 	}
 	if lease.Spec.HolderIdentity != nil && *lease.Spec.HolderIdentity != "" {

@@ -65,7 +65,7 @@ func TestAStalledWriterWritesNothingAfterItResumes(t *testing.T) {
 			stalled := replicas[0]
 			changed := time.Now()
 			patchNamespace(t, c, ns, "b")
-			testkit.WaitFor(t, "the writer to start on its backlog", func() bool { return len(stalled.podWrites(changed)) >= 3 })
+			testkit.WaitFor(t, "the writer to start on its backlog", testkit.Timeout, func() bool { return len(stalled.podWrites(changed)) >= 3 })
 			stoppedAt := stalled.stall(t)
 			patchNamespace(t, c, ns, "c")
 			waitPods(t, c, ns, "the other replicas to converge team=c while the writer is stalled", func(l map[string]string) bool { return l["team"] == "c" })
@@ -193,7 +193,7 @@ func TestAFailedHandOverLeavesNoBucketUnwritten(t *testing.T) {
 	joiner.stop(t, syscall.SIGTERM)
 	// Past twice the lease duration (4 s) with the buckets assigned back, they are reported.
 	var unwritable float64
-	testkit.WaitFor(t, "replica-a to report the buckets it cannot confirm as unwritable", func() bool {
+	testkit.WaitFor(t, "replica-a to report the buckets it cannot confirm as unwritable", testkit.Timeout, func() bool {
 		unwritable = a.metric("metawatch_buckets_unwritable")
 		return unwritable > 0
 	})
@@ -202,7 +202,7 @@ func TestAFailedHandOverLeavesNoBucketUnwritten(t *testing.T) {
 	waitBucketsHeldAsAssigned(t, c, ns, "replica-a", "replica-b")
 	patchNamespace(t, c, ns, "b")
 	waitPods(t, c, ns, "the namespace change to reach every pod once the refusals ended", func(l map[string]string) bool { return l["team"] == "b" })
-	testkit.WaitFor(t, "no bucket reported unwritable", func() bool {
+	testkit.WaitFor(t, "no bucket reported unwritable", testkit.Timeout, func() bool {
 		return a.metric("metawatch_buckets_unwritable") == 0 && b.metric("metawatch_buckets_unwritable") == 0
 	})
 	t.Logf("replica-a reported %v buckets unwritable during the refusals", unwritable)
@@ -237,7 +237,7 @@ func TestARingRecoversFromRefusedLeaseWrites(t *testing.T) {
 	t.Logf("the ring was balanced again %s after replica-a's Lease writes were accepted again", time.Since(recovered).Round(10*time.Millisecond))
 	patchNamespace(t, c, ns, "c")
 	waitPods(t, c, ns, "the namespace change to reach every pod after the outage", func(l map[string]string) bool { return l["team"] == "c" })
-	testkit.WaitFor(t, "no bucket reported unwritable", func() bool {
+	testkit.WaitFor(t, "no bucket reported unwritable", testkit.Timeout, func() bool {
 		return a.metric("metawatch_buckets_unwritable") == 0 && b.metric("metawatch_buckets_unwritable") == 0
 	})
 	for _, v := range history.violations() {

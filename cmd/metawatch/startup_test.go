@@ -63,7 +63,7 @@ func TestConfigMapWithoutTheDataKeyExitsNonZero(t *testing.T) {
 		t.Fatal(err)
 	}
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "no-key"}, Data: map[string]string{"config.yml": "watches: []"}}
-	if err := c.Create(context.Background(), cm); err != nil {
+	if err := c.Create(t.Context(), cm); err != nil {
 		t.Fatal(err)
 	}
 	for arg, want := range map[string]string{
@@ -101,7 +101,7 @@ func TestReadyAfterSyncAndGracefulShutdown(t *testing.T) {
 
 func runToExit(t *testing.T, args ...string) (string, error) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, append([]string{"--kubeconfig", cp.KubeconfigPath,
 		"--metrics-bind-address", "0", "--health-probe-bind-address", "0"}, args...)...)

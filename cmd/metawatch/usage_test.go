@@ -24,8 +24,8 @@ func TestHelpSaysWhatMetawatchIsAndGroupsItsFlags(t *testing.T) {
 			t.Errorf("--help does not say %q:\n%s", want, help)
 		}
 	}
-	if strings.Contains(help, "Ungrouped:") {
-		t.Errorf("a flag is in no group:\n%s", help[strings.Index(help, "Ungrouped:"):])
+	if _, ungrouped, found := strings.Cut(help, "Ungrouped:"); found {
+		t.Errorf("a flag is in no group:\nUngrouped:%s", ungrouped)
 	}
 	seen := map[string]int{}
 	for _, m := range regexp.MustCompile(`(?m)^  --([a-z0-9-]+)`).FindAllStringSubmatch(help, -1) {

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/metawatch/metawatch/pkg/testing/controlplane"
+	"github.com/metawatch/metawatch/pkg/testing/testkit"
 )
 
 // valuesFiles are the chart's default values (no file) and every file in ci/.
@@ -37,7 +38,7 @@ func TestLintStrict(t *testing.T) {
 func TestSchemaRejectsUnknownValues(t *testing.T) {
 	controlplane.SkipIfShort(t)
 	for _, set := range []string{"replicas=3", "rbac.kinds[0].verbs=list", "image.tagg=1"} {
-		out, err := tryRun("", helmBin, "template", "x", chart, "--set", set)
+		out, err := tryRun(t, "", helmBin, "template", "x", chart, "--set", set)
 		if err == nil || !strings.Contains(out, "additional properties") {
 			t.Errorf("--set %s: want a schema error about additional properties, got %v:\n%s", set, err, out)
 		}
@@ -83,8 +84,8 @@ func applyStubCRDs(t *testing.T) {
 		{"cert-manager.io", "Certificate", "certificates"},
 	} {
 		kubectl(t, stubCRD(crd.group, crd.kind, crd.plural), "apply", "-f", "-")
-		waitFor(t, "the "+crd.kind+" CRD", 30e9, func() bool {
-			_, err := tryRun("", cp.Binaries.Kubectl, "--kubeconfig", cp.KubeconfigPath, "get", crd.plural+"."+crd.group, "-A")
+		testkit.WaitFor(t, "the "+crd.kind+" CRD", 30e9, func() bool {
+			_, err := tryRun(t, "", cp.Binaries.Kubectl, "--kubeconfig", cp.KubeconfigPath, "get", crd.plural+"."+crd.group, "-A")
 			return err == nil
 		})
 	}

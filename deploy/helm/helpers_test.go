@@ -16,15 +16,15 @@ import (
 // run runs a command and returns its stdout; it fails the test on a non-zero exit.
 func run(t *testing.T, stdin string, name string, args ...string) string {
 	t.Helper()
-	out, err := tryRun(stdin, name, args...)
+	out, err := tryRun(t, stdin, name, args...)
 	if err != nil {
 		t.Fatalf("%s %s: %v\n%s", filepath.Base(name), strings.Join(args, " "), err, out)
 	}
 	return out
 }
 
-func tryRun(stdin string, name string, args ...string) (string, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+func tryRun(t testing.TB, stdin string, name string, args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, name, args...)
 	cmd.Stdin = strings.NewReader(stdin)
@@ -74,15 +74,4 @@ func repoFile(t *testing.T, rel string) string {
 		t.Fatal(err)
 	}
 	return path
-}
-
-func waitFor(t *testing.T, what string, timeout time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
 }

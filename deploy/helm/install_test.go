@@ -68,12 +68,12 @@ func runAsChart(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer stop(t, cmd, &stderr)
-	waitFor(t, "/readyz as the chart's ServiceAccount:\n"+stderr.String(), time.Minute, func() bool {
+	testkit.WaitFor(t, "/readyz as the chart's ServiceAccount:\n"+stderr.String(), time.Minute, func() bool {
 		code, _ := testkit.HTTPGet("http://" + probe + "/readyz")
 		return code == http.StatusOK
 	})
 	kubectl(t, demoPod, "apply", "-n", "chart-demo", "-f", "-")
-	waitFor(t, "the copy rule to label the demo pod, as the chart's ServiceAccount", time.Minute, func() bool {
+	testkit.WaitFor(t, "the copy rule to label the demo pod, as the chart's ServiceAccount", time.Minute, func() bool {
 		return kubectl(t, "", "get", "pod", "-n", "chart-demo", "web", "-o", "jsonpath={.metadata.labels.team}") == "storefront"
 	})
 	if strings.Contains(stderr.String(), "is forbidden") {
@@ -118,7 +118,7 @@ func forbiddenKind(t *testing.T) {
 		t.Fatal(err)
 	}
 	kubeconfig := impersonatingKubeconfig(t, releaseNS, "metawatch")
-	out, err := tryRun("", metawatch, "check", "-f", config, "--kubeconfig", cp.KubeconfigPath, "--as", "system:serviceaccount:"+releaseNS+":metawatch")
+	out, err := tryRun(t, "", metawatch, "check", "-f", config, "--kubeconfig", cp.KubeconfigPath, "--as", "system:serviceaccount:"+releaseNS+":metawatch")
 	if err == nil || !strings.Contains(out, "list secrets (watches[1])") || !regexp.MustCompile(`Secret\s+secrets\s+all\s+NO\s+NO`).MatchString(out) {
 		t.Errorf("metawatch check as the chart's ServiceAccount: exit %v, want 1 with a table denying list and watch on secrets:\n%s", err, out)
 	}
@@ -131,7 +131,7 @@ func forbiddenKind(t *testing.T) {
 	}
 	defer stop(t, cmd, &stderr)
 	var body string
-	waitFor(t, "/readyz to name the forbidden kind", time.Minute, func() bool {
+	testkit.WaitFor(t, "/readyz to name the forbidden kind", time.Minute, func() bool {
 		_, body = testkit.HTTPGet("http://" + probe + "/readyz/configuration") // the aggregate /readyz withholds reasons
 		return strings.Contains(body, "watches[1] (Secret): forbidden to list secrets cluster-wide")
 	})

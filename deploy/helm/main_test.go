@@ -32,7 +32,7 @@ func setupAndRun(m *testing.M) int {
 		return m.Run()
 	}
 	var err error
-	if helmBin, err = controlplane.EnsureHelm(context.Background(), os.Stderr); err != nil {
+	if helmBin, err = controlplane.EnsureHelm(context.Background(), os.Stderr); err != nil { //nolint:forbidigo // TestMain runs before any test: there is no test context yet
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}

@@ -71,7 +71,7 @@ func TestMetricsTLSContradictionsFail(t *testing.T) {
 		"metrics.tls.secretName=a,metrics.tls.certManager.x=1": "additional properties 'x' not allowed",
 	}
 	for set, want := range cases {
-		out, err := tryRun("", helmBin, "template", "metawatch", chart, "--set", set)
+		out, err := tryRun(t, "", helmBin, "template", "metawatch", chart, "--set", set)
 		if err == nil || !strings.Contains(out, want) {
 			t.Errorf("--set %s: %v, want a failure saying %q:\n%s", set, err, want, out)
 		}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"os"
@@ -17,6 +16,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/metawatch/metawatch/hack/onenode"
+	"github.com/metawatch/metawatch/pkg/testing/testkit"
 )
 
 // chartNamespace is where the test installs the chart.
@@ -33,7 +33,7 @@ var probeLabel = regexp.MustCompile(`(\w+)="([^"]*)"`)
 // pods (its /metrics/probes, through the API server's node proxy), by pod.
 func kubeletProbes(t *testing.T, cs kubernetes.Interface) map[string]probeCounts {
 	t.Helper()
-	ctx := context.Background()
+	ctx := t.Context()
 	nodes, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 	if err != nil || len(nodes.Items) != 1 {
 		t.Fatalf("listing the node: %v (%d nodes)", err, len(nodes.Items))
@@ -76,7 +76,7 @@ func kubeletProbes(t *testing.T, cs kubernetes.Interface) map[string]probeCounts
 func assertProbes(t *testing.T, cs kubernetes.Interface) {
 	t.Helper()
 	var probes map[string]probeCounts
-	waitFor(t, "the kubelet to report a successful liveness and readiness probe of every chart pod", 90*time.Second, func() bool {
+	testkit.WaitFor(t, "the kubelet to report a successful liveness and readiness probe of every chart pod", 90*time.Second, func() bool {
 		probes = kubeletProbes(t, cs)
 		for _, p := range chartPods(t, cs) {
 			if probes[p.Name]["Liveness"]["successful"] == 0 || probes[p.Name]["Readiness"]["successful"] == 0 {
@@ -122,12 +122,12 @@ func badSelectorsKeepPodsReady(t *testing.T, c *onenode.Cluster, cs kubernetes.I
 	edited := time.Now()
 	run(t, c.Kubectl, "--kubeconfig", c.KubeconfigPath, "apply", "-n", chartNamespace, "-f", badFile)
 	var note string
-	waitFor(t, "the InvalidConfig Event on the selectors ConfigMap", time.Minute, func() bool {
+	testkit.WaitFor(t, "the InvalidConfig Event on the selectors ConfigMap", time.Minute, func() bool {
 		note = invalidConfigEvent(t, cs, edited)
 		return note != ""
 	})
 	t.Logf("bad selectors edit: InvalidConfig Event %s later: %q", time.Since(edited).Round(100*time.Millisecond), note)
-	waitFor(t, "two more readiness probes of every pod", time.Minute, func() bool {
+	testkit.WaitFor(t, "two more readiness probes of every pod", time.Minute, func() bool {
 		now := kubeletProbes(t, cs)
 		for _, p := range before {
 			if now[p.Name]["Readiness"]["successful"] < probesBefore[p.Name]["Readiness"]["successful"]+2 {
@@ -152,7 +152,7 @@ func badSelectorsKeepPodsReady(t *testing.T, c *onenode.Cluster, cs kubernetes.I
 // ConfigMap recorded after since, or "".
 func invalidConfigEvent(t *testing.T, cs kubernetes.Interface, since time.Time) string {
 	t.Helper()
-	events, err := cs.EventsV1().Events(chartNamespace).List(context.Background(), metav1.ListOptions{})
+	events, err := cs.EventsV1().Events(chartNamespace).List(t.Context(), metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,7 +173,7 @@ func invalidConfigEvent(t *testing.T, cs kubernetes.Interface, since time.Time) 
 // called, which names the first pod version seen not Ready ("" if none).
 func watchNotReady(t *testing.T, cs kubernetes.Interface) (stop func() string) {
 	t.Helper()
-	w, err := cs.CoreV1().Pods(chartNamespace).Watch(context.Background(), metav1.ListOptions{})
+	w, err := cs.CoreV1().Pods(chartNamespace).Watch(t.Context(), metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -197,7 +197,7 @@ func watchNotReady(t *testing.T, cs kubernetes.Interface) (stop func() string) {
 // ServiceAccount the chart's RBAC does not allow, 403.
 func scrapeMetrics(t *testing.T, c *onenode.Cluster, cs kubernetes.Interface) {
 	t.Helper()
-	ctx := context.Background()
+	ctx := t.Context()
 	svc, err := cs.CoreV1().Services(chartNamespace).Get(ctx, "metawatch-metrics", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -223,7 +223,7 @@ func scrapeMetrics(t *testing.T, c *onenode.Cluster, cs kubernetes.Interface) {
 	}
 	// The Service picks a replica per connection; only the leader caches and
 	// writes, so its metrics appear within a few scrapes.
-	waitFor(t, "a scrape through the Service to reach the leader (metawatch_cached_objects)", time.Minute, func() bool {
+	testkit.WaitFor(t, "a scrape through the Service to reach the leader (metawatch_cached_objects)", time.Minute, func() bool {
 		code, body := scrape(t, c, url, allowed)
 		return code == http.StatusOK && strings.Contains(body, "metawatch_cached_objects{")
 	})
@@ -233,7 +233,7 @@ func scrapeMetrics(t *testing.T, c *onenode.Cluster, cs kubernetes.Interface) {
 func scrape(t *testing.T, c *onenode.Cluster, url, token string) (int, string) {
 	t.Helper()
 	// A fresh connection per scrape, so a fresh pick of the Service's replica.
-	code, body, err := onenode.Get(context.Background(), c.HTTPClient(), url, token, true)
+	code, body, err := testkit.Get(t.Context(), c.HTTPClient(), url, token, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -244,7 +244,7 @@ func scrape(t *testing.T, c *onenode.Cluster, url, token string) (int, string) {
 // bound to clusterRole unless empty, and returns a token of it.
 func serviceAccountToken(t *testing.T, cs kubernetes.Interface, name, clusterRole string) string {
 	t.Helper()
-	token, err := onenode.ServiceAccountToken(context.Background(), cs, "default", name, clusterRole, 10*time.Minute)
+	token, err := onenode.ServiceAccountToken(t.Context(), cs, "default", name, clusterRole, 10*time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -254,7 +254,7 @@ func serviceAccountToken(t *testing.T, cs kubernetes.Interface, name, clusterRol
 // chartPods are the chart's running pods, by name.
 func chartPods(t *testing.T, cs kubernetes.Interface) []corev1.Pod {
 	t.Helper()
-	list, err := cs.CoreV1().Pods(chartNamespace).List(context.Background(), metav1.ListOptions{})
+	list, err := cs.CoreV1().Pods(chartNamespace).List(t.Context(), metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

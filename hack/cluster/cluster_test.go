@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/metawatch/metawatch/hack/onenode"
 	"github.com/metawatch/metawatch/pkg/testing/controlplane"
+	"github.com/metawatch/metawatch/pkg/testing/testkit"
 )
 
 // The chart, as users install it, on a real kubelet: the image starts with
@@ -27,7 +27,7 @@ import (
 // leaves nothing behind.
 func TestChartOnARealNode(t *testing.T) {
 	skipUnlessANodeCanRun(t)
-	ctx := context.Background()
+	ctx := t.Context()
 	image := buildImage(t)
 	helm, err := controlplane.EnsureHelm(ctx, os.Stderr)
 	if err != nil {
@@ -71,7 +71,7 @@ func TestChartOnARealNode(t *testing.T) {
 	if err := cs.CoreV1().Pods("metawatch-system").Delete(ctx, leader, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "another replica to take the Lease", 2*time.Minute, func() bool { h := leaseHolder(t, cs); return h != "" && h != leader })
+	testkit.WaitFor(t, "another replica to take the Lease", 2*time.Minute, func() bool { h := leaseHolder(t, cs); return h != "" && h != leader })
 	setTeam(t, cs, "storefront", "checkout")
 	lost := watching()
 	waitLabel(t, cs, "the new leader to follow a Namespace change", pods, "checkout")
@@ -87,7 +87,7 @@ func TestChartOnARealNode(t *testing.T) {
 	watching = watchTeam(t, cs, "storefront")
 	killed := time.Now()
 	killProcess(t, cs, leaseHolder(t, cs))
-	waitFor(t, "another process to take the Lease after a kill -9", 2*time.Minute, func() bool { h := leaseIdentity(t, cs); return h != "" && h != holder })
+	testkit.WaitFor(t, "another process to take the Lease after a kill -9", 2*time.Minute, func() bool { h := leaseIdentity(t, cs); return h != "" && h != holder })
 	setTeam(t, cs, "storefront", "payments")
 	waitLabel(t, cs, "the new leader to follow a Namespace change", pods, "payments")
 	t.Logf("leader killed (-9): the new leader wrote the Namespace's change %s later", time.Since(killed).Round(100*time.Millisecond))
@@ -106,7 +106,7 @@ func TestChartOnARealNode(t *testing.T) {
 
 func setTeam(t *testing.T, cs kubernetes.Interface, ns, team string) {
 	t.Helper()
-	if _, err := cs.CoreV1().Namespaces().Patch(context.Background(), ns, "application/merge-patch+json",
+	if _, err := cs.CoreV1().Namespaces().Patch(t.Context(), ns, "application/merge-patch+json",
 		fmt.Appendf(nil, `{"metadata":{"labels":{"team":%q}}}`, team), metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -156,7 +156,7 @@ func run(t *testing.T, name string, args ...string) string {
 // assertRestricted checks the running pods kept the chart's securityContext.
 func assertRestricted(t *testing.T, cs kubernetes.Interface) {
 	t.Helper()
-	list, err := cs.CoreV1().Pods("metawatch-system").List(context.Background(), metav1.ListOptions{})
+	list, err := cs.CoreV1().Pods("metawatch-system").List(t.Context(), metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,7 +177,7 @@ func assertRestricted(t *testing.T, cs kubernetes.Interface) {
 
 func createTeamPods(t *testing.T, cs kubernetes.Interface, ns string, n int) []string {
 	t.Helper()
-	ctx := context.Background()
+	ctx := t.Context()
 	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{"team": ns}}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -197,10 +197,10 @@ func createTeamPods(t *testing.T, cs kubernetes.Interface, ns string, n int) []s
 
 func waitLabel(t *testing.T, cs kubernetes.Interface, what string, pods []string, team string) {
 	t.Helper()
-	waitFor(t, what, 2*time.Minute, func() bool {
+	testkit.WaitFor(t, what, 2*time.Minute, func() bool {
 		for _, key := range pods {
 			ns, name, _ := strings.Cut(key, "/")
-			p, err := cs.CoreV1().Pods(ns).Get(context.Background(), name, metav1.GetOptions{})
+			p, err := cs.CoreV1().Pods(ns).Get(t.Context(), name, metav1.GetOptions{})
 			if err != nil || p.Labels["team"] != team {
 				return false
 			}
@@ -213,7 +213,7 @@ func waitLabel(t *testing.T, cs kubernetes.Interface, what string, pods []string
 // team label, until the returned function is called.
 func watchTeam(t *testing.T, cs kubernetes.Interface, ns string) (stop func() int) {
 	t.Helper()
-	w, err := cs.CoreV1().Pods(ns).Watch(context.Background(), metav1.ListOptions{})
+	w, err := cs.CoreV1().Pods(ns).Watch(t.Context(), metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -233,7 +233,7 @@ func watchTeam(t *testing.T, cs kubernetes.Interface, ns string) (stop func() in
 // leaseIdentity is the leader's identity: its pod's name, "_", a uuid of its process.
 func leaseIdentity(t *testing.T, cs kubernetes.Interface) string {
 	t.Helper()
-	lease, err := cs.CoordinationV1().Leases("metawatch-system").Get(context.Background(), "metawatch-leader", metav1.GetOptions{})
+	lease, err := cs.CoordinationV1().Leases("metawatch-system").Get(t.Context(), "metawatch-leader", metav1.GetOptions{})
 	if err != nil || lease.Spec.HolderIdentity == nil {
 		return ""
 	}
@@ -245,17 +245,6 @@ func leaseHolder(t *testing.T, cs kubernetes.Interface) string {
 	t.Helper()
 	pod, _, _ := strings.Cut(leaseIdentity(t, cs), "_")
 	return pod
-}
-
-func waitFor(t *testing.T, what string, timeout time.Duration, ok func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !ok() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", timeout, what)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
 }
 
 // assertNothingLeft checks Stop removed every process, mount, cgroup,

@@ -20,11 +20,19 @@ import (
 
 func main() {
 	ctrllog.SetLogger(zap.New())
+	if err := runCluster(); err != nil {
+		fmt.Fprintf(os.Stderr, "cluster: %v\n", err)
+		os.Exit(1)
+	}
+	fmt.Fprintln(os.Stderr, "cluster: stopped")
+}
+
+// runCluster starts the cluster and stops it on Ctrl-C or SIGTERM.
+func runCluster() error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := stopWithParent(); err != nil {
-		fmt.Fprintf(os.Stderr, "cluster: %v\n", err)
-		os.Exit(1)
+		return err
 	}
 	start := time.Now()
 	c, err := onenode.Start(ctx, onenode.Options{})
@@ -32,17 +40,15 @@ func main() {
 		if ctx.Err() != nil {
 			err = fmt.Errorf("interrupted while starting; removed what it had made (%w)", err)
 		}
-		fmt.Fprintf(os.Stderr, "cluster: %v\n", err)
-		os.Exit(1)
+		return err
 	}
 	fmt.Fprintf(os.Stderr, "cluster: ready in %s; try: %s --kubeconfig %s get nodes -o wide\ncluster: Ctrl-C stops it and removes everything it made\n",
 		time.Since(start).Round(time.Second), c.Kubectl, c.KubeconfigPath)
 	<-ctx.Done()
 	if err := c.Stop(); err != nil {
-		fmt.Fprintf(os.Stderr, "cluster: stopping: %v\n", err)
-		os.Exit(1)
+		return fmt.Errorf("stopping: %w", err)
 	}
-	fmt.Fprintln(os.Stderr, "cluster: stopped")
+	return nil
 }
 
 // stopWithParent asks the kernel for a SIGTERM when this process's parent

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"context"
 	"io"
 	"os"
 	"os/exec"
@@ -69,7 +68,7 @@ func TestStartAfterAKilledRun(t *testing.T) {
 	if len(onenode.Leftovers()) == 0 {
 		t.Fatal("the killed cluster left nothing: this test no longer tests a start over leftovers")
 	}
-	c, err := onenode.Start(context.Background(), onenode.Options{Log: io.Discard})
+	c, err := onenode.Start(t.Context(), onenode.Options{Log: io.Discard})
 	if err != nil {
 		t.Fatalf("starting over what the killed run left: %v", err)
 	}

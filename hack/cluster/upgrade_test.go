@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"context"
 	"encoding/json"
 	"os"
 	"sort"
@@ -24,7 +23,7 @@ import (
 func rollingUpgrade(t *testing.T, c *onenode.Cluster, cs kubernetes.Interface, helm string, pods []string) {
 	t.Helper()
 	next := imageRef(t, "next")
-	if err := c.ImportImage(context.Background(), buildImageAs(t, next)); err != nil {
+	if err := c.ImportImage(t.Context(), buildImageAs(t, next)); err != nil {
 		t.Fatal(err)
 	}
 	watching := watchTeam(t, cs, "storefront")
@@ -67,7 +66,7 @@ func churnTeam(t *testing.T, cs kubernetes.Interface, ns string) (stop func() st
 			case <-time.After(time.Second):
 			}
 			v := values[i%2]
-			if _, err := cs.CoreV1().Namespaces().Patch(context.Background(), ns, "application/merge-patch+json",
+			if _, err := cs.CoreV1().Namespaces().Patch(t.Context(), ns, "application/merge-patch+json",
 				[]byte(`{"metadata":{"labels":{"team":"`+v+`"}}}`), metav1.PatchOptions{}); err == nil {
 				current = v
 			}
@@ -137,7 +136,7 @@ func auditedWrites(t *testing.T, path string, from time.Time) (byReplica, byPod 
 // the host by the pod's uid in its cgroup.
 func killProcess(t *testing.T, cs kubernetes.Interface, name string) {
 	t.Helper()
-	pod, err := cs.CoreV1().Pods(chartNamespace).Get(context.Background(), name, metav1.GetOptions{})
+	pod, err := cs.CoreV1().Pods(chartNamespace).Get(t.Context(), name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -38,12 +38,17 @@ func main() {
 	flag.Parse()
 	o.kubeconfig = controlplane.ExternalKubeconfig()
 	o.extraArgs = flag.Args()
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, o); err != nil {
+	if err := runUntilSignalled(o); err != nil {
 		fmt.Fprintf(os.Stderr, "metawatch-dev: %v\n", err)
 		os.Exit(1)
 	}
+}
+
+// runUntilSignalled is run, cancelled by Ctrl-C or SIGTERM.
+func runUntilSignalled(o options) error {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return run(ctx, o)
 }
 
 func run(ctx context.Context, o options) error {

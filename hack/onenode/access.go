@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
-	"io"
 	"net/http"
 	"time"
 
@@ -49,27 +48,6 @@ func ServiceAccountToken(ctx context.Context, cs kubernetes.Interface, namespace
 func (c *Cluster) HTTPClient() *http.Client {
 	return &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DialContext: c.DialContext,
 		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
-}
-
-// Get fetches url with client, with token as bearer (none if ""). A fresh
-// connection asks for a new one per request: a Service then picks a
-// backend for each.
-func Get(ctx context.Context, client *http.Client, url, token string, fresh bool) (status int, body []byte, err error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return 0, nil, err
-	}
-	req.Close = fresh
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	resp, err := client.Do(req)
-	if err != nil {
-		return 0, nil, fmt.Errorf("GET %s from the cluster's network: %w", url, err)
-	}
-	defer resp.Body.Close()
-	body, err = io.ReadAll(resp.Body)
-	return resp.StatusCode, body, err
 }
 
 // PodReady reports whether pod's Ready condition is true.

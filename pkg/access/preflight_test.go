@@ -1,7 +1,6 @@
 package access_test
 
 import (
-	"context"
 	"strings"
 	"testing"
 
@@ -40,7 +39,7 @@ func TestCheckNamesTheWatchAndTheFix(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			watches := testkit.Resolve(t, cp.Config, tc.config)
-			allowed, forbidden, err := access.Check(context.Background(), tc.cfg, watches)
+			allowed, forbidden, err := access.Check(t.Context(), tc.cfg, watches)
 			assertContains(t, "error", err, tc.wantErr)
 			var forbiddenErr error
 			if len(forbidden) == 1 {

@@ -177,7 +177,7 @@ func installWidgetCRD(t *testing.T) {
 			}},
 		},
 	}
-	ctx := context.Background()
+	ctx := t.Context()
 	if err := c.Create(ctx, crd); err != nil {
 		t.Fatal(err)
 	}

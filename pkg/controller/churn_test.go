@@ -88,7 +88,7 @@ func TestRemovesConvergeUnderStatusChurn(t *testing.T) {
 // updates were made.
 func churnStatus(t *testing.T, c client.Client, pods []*corev1.Pod, interval time.Duration) (stop func() int) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(t.Context())
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	updates := 0
@@ -139,7 +139,7 @@ func withOnlyChartVerbs(t *testing.T, c client.Client, ns string) func(*rest.Con
 			RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: name},
 			Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Namespace: ns, Name: name}}},
 	} {
-		if err := c.Create(context.Background(), obj); err != nil {
+		if err := c.Create(t.Context(), obj); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -22,7 +22,7 @@ func TestCopyFromNamespaceConverges(t *testing.T) {
 	namespaces := []string{"copy-0", "copy-1", "copy-2", "copy-3", "copy-4"}
 	for i, ns := range namespaces {
 		testkit.Namespace(t, c, ns, map[string]string{"team": fmt.Sprintf("team-%d", i)})
-		createPods(t, c, ns, 100)
+		testkit.Pods(t, c, ns, 100)
 	}
 	configYAML := fmt.Sprintf("watches:\n- kind: Pod\n  namespaces: [%s]\nrules:\n- name: copy-team\n  kinds: [Pod]\n  copyFromNamespace: {labels: [team]}\n",
 		strings.Join(namespaces, ", "))

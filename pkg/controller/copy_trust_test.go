@@ -1,7 +1,6 @@
 package controller_test
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -21,16 +20,16 @@ import (
 func TestCopiedAnnotationIsCachedSoARestartWritesNothing(t *testing.T) {
 	controlplane.SkipIfShort(t)
 	c := testkit.Client(t, cp.Config)
-	if err := c.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
+	if err := c.Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
 		Name: "copy-ann", Annotations: map[string]string{"example.com/owner": "alice"}}}); err != nil {
 		t.Fatal(err)
 	}
-	createPods(t, c, "copy-ann", 20)
+	testkit.Pods(t, c, "copy-ann", 20)
 	configYAML := "watches:\n- kind: Pod\n  namespaces: [copy-ann]\nrules:\n- name: copy-owner\n  kinds: [Pod]\n  copyFromNamespace: {annotations: [example.com/owner]}\n"
 	ownerIs := func(want string) func() bool {
 		return func() bool {
 			var pods corev1.PodList
-			if err := c.List(context.Background(), &pods, client.InNamespace("copy-ann")); err != nil {
+			if err := c.List(t.Context(), &pods, client.InNamespace("copy-ann")); err != nil {
 				t.Fatal(err)
 			}
 			for _, p := range pods.Items {
@@ -42,13 +41,13 @@ func TestCopiedAnnotationIsCachedSoARestartWritesNothing(t *testing.T) {
 		}
 	}
 	inst := startInstance(t, configYAML, controller.Options{})
-	testkit.WaitFor(t, "every pod to get the namespace's owner annotation", ownerIs("alice"))
+	testkit.WaitFor(t, "every pod to get the namespace's owner annotation", testkit.Timeout, ownerIs("alice"))
 	inst.stop()
 
 	again := startInstance(t, configYAML, controller.Options{})
 	waitCached(t, again, []string{"copy-ann"}, 20)
 	testkit.MergePatch(t, c, getPod(t, c, "copy-ann", "pod-3"), "kubectl-annotate", `{"metadata":{"annotations":{"example.com/owner":"mallory"}}}`)
-	testkit.WaitFor(t, "the hand-edited annotation to be put back", ownerIs("alice"))
+	testkit.WaitFor(t, "the hand-edited annotation to be put back", testkit.Timeout, ownerIs("alice"))
 	// Putting a hand edit back is two requests: an apply that meets the hand
 	// edit's ownership (409), then the forced one. The restart itself: none.
 	if n := again.writes.Load(); n != 2 {

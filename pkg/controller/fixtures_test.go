@@ -1,9 +1,7 @@
 package controller_test
 
 import (
-	"context"
 	"fmt"
-	"sync"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -14,39 +12,13 @@ import (
 	"github.com/metawatch/metawatch/pkg/testing/testkit"
 )
 
-// createPods creates n pods named pod-0.. in ns, 16 at a time.
-func createPods(t *testing.T, c client.Client, ns string, n int) {
-	t.Helper()
-	var wg sync.WaitGroup
-	errs := make(chan error, n)
-	sem := make(chan struct{}, 16)
-	for i := range n {
-		wg.Go(func() {
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			pod := &corev1.Pod{
-				ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("pod-%d", i), Labels: map[string]string{"app": "web"}},
-				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.example/app:1"}}},
-			}
-			if err := c.Create(context.Background(), pod); err != nil {
-				errs <- err
-			}
-		})
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
-}
-
 // waitAllPods waits until every pod in namespaces satisfies ok(namespace, labels).
 func waitAllPods(t *testing.T, c client.Client, what string, namespaces []string, ok func(ns string, labels map[string]string) bool) {
 	t.Helper()
-	testkit.WaitFor(t, what, func() bool {
+	testkit.WaitFor(t, what, testkit.Timeout, func() bool {
 		for _, ns := range namespaces {
 			var pods corev1.PodList
-			if err := c.List(context.Background(), &pods, client.InNamespace(ns)); err != nil {
+			if err := c.List(t.Context(), &pods, client.InNamespace(ns)); err != nil {
 				t.Fatal(err)
 			}
 			for _, p := range pods.Items {
@@ -62,7 +34,7 @@ func waitAllPods(t *testing.T, c client.Client, what string, namespaces []string
 func getPod(t *testing.T, c client.Client, ns, name string) *corev1.Pod {
 	t.Helper()
 	var pod corev1.Pod
-	if err := c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, &pod); err != nil {
+	if err := c.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: name}, &pod); err != nil {
 		t.Fatal(err)
 	}
 	return &pod
@@ -73,7 +45,7 @@ func applyAs(t *testing.T, c client.Client, ns, name, manager, labelsJSON string
 	t.Helper()
 	manifest := fmt.Sprintf(`{"apiVersion":"v1","kind":"Pod","metadata":{"namespace":%q,"name":%q,"labels":%s}}`, ns, name, labelsJSON)
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
-	if err := c.Patch(context.Background(), pod, client.RawPatch("application/apply-patch+yaml", []byte(manifest)), client.FieldOwner(manager)); err != nil {
+	if err := c.Patch(t.Context(), pod, client.RawPatch("application/apply-patch+yaml", []byte(manifest)), client.FieldOwner(manager)); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -1,7 +1,6 @@
 package controller_test
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"strings"
@@ -88,11 +87,11 @@ func startInstanceWith(t *testing.T, configYAML string, opts controller.Options,
 // creates that need no work are not reconciled, so reconciles cannot tell).
 func waitCached(t *testing.T, inst *instance, namespaces []string, n int) {
 	t.Helper()
-	testkit.WaitFor(t, fmt.Sprintf("the cache to hold %d pods", n), func() bool {
+	testkit.WaitFor(t, fmt.Sprintf("the cache to hold %d pods", n), testkit.Timeout, func() bool {
 		total := 0
 		for _, ns := range namespaces {
 			list := metacache.NewList(corev1.SchemeGroupVersion.WithKind("Pod"))
-			if err := inst.cache.List(context.Background(), list, client.InNamespace(ns)); err != nil {
+			if err := inst.cache.List(t.Context(), list, client.InNamespace(ns)); err != nil {
 				return false
 			}
 			total += len(list.Items)

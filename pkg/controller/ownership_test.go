@@ -1,7 +1,6 @@
 package controller_test
 
 import (
-	"context"
 	"testing"
 	"time"
 
@@ -9,7 +8,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/metawatch/metawatch/pkg/controller"
-	"github.com/metawatch/metawatch/pkg/testing/controlplane"
 	"github.com/metawatch/metawatch/pkg/testing/testkit"
 )
 
@@ -17,30 +15,27 @@ import (
 // manager then set is that manager's: when the rule wants the key again, it is
 // a conflict (an Event, no write), not a hand edit to force back.
 func TestAKeyMetawatchReleasedIsNotTakenBackByForce(t *testing.T) {
-	controlplane.SkipIfShort(t)
-	c := testkit.Client(t, cp.Config)
-	testkit.Namespace(t, c, "released", map[string]string{"team": "a"})
-	createPods(t, c, "released", 1)
+	c := testkit.Populated(t, cp, "released", map[string]string{"team": "a"}, 1)
 	gate := &testkit.StreamGate{Resource: "pods"}
 	inst := startInstanceVia(t, "watches:\n- kind: Pod\n  namespaces: [released]\nrules:\n- name: released-team\n  kinds: [Pod]\n  copyFromNamespace: {labels: [team]}\n",
 		controller.Options{}, gate.Wrap)
-	testkit.WaitFor(t, "the pod to get team=a", func() bool { return getPod(t, c, "released", "pod-0").Labels["team"] == "a" })
+	testkit.WaitFor(t, "the pod to get team=a", testkit.Timeout, func() bool { return getPod(t, c, "released", "pod-0").Labels["team"] == "a" })
 
 	// The pod watch lags behind metawatch's own release, as watches do.
 	gate.Pause()
 	testkit.MergePatch(t, c, namespaceObject("released"), "kubectl-label", `{"metadata":{"labels":{"team":null}}}`)
-	testkit.WaitFor(t, "metawatch to release team", func() bool { _, has := getPod(t, c, "released", "pod-0").Labels["team"]; return !has })
+	testkit.WaitFor(t, "metawatch to release team", testkit.Timeout, func() bool { _, has := getPod(t, c, "released", "pod-0").Labels["team"]; return !has })
 	gate.Resume()
-	testkit.WaitFor(t, "metawatch's cache to see the release", func() bool {
+	testkit.WaitFor(t, "metawatch's cache to see the release", testkit.Timeout, func() bool {
 		obj := podMetadata()
-		err := inst.cache.Get(context.Background(), client.ObjectKey{Namespace: "released", Name: "pod-0"}, obj)
+		err := inst.cache.Get(t.Context(), client.ObjectKey{Namespace: "released", Name: "pod-0"}, obj)
 		_, has := obj.Labels["team"]
 		return err == nil && !has
 	})
 	applyAs(t, c, "released", "pod-0", "other-controller", `{"team":"b"}`)
 	testkit.MergePatch(t, c, namespaceObject("released"), "kubectl-label", `{"metadata":{"labels":{"team":"a"}}}`)
 
-	testkit.WaitFor(t, "a LabelConflict Event", func() bool {
+	testkit.WaitFor(t, "a LabelConflict Event", testkit.Timeout, func() bool {
 		return len(testkit.Events(t, c, "released", "Pod", "pod-0", controller.ReasonConflict)) > 0
 	})
 	if team := getPod(t, c, "released", "pod-0").Labels["team"]; team != "b" {
@@ -52,12 +47,9 @@ func TestAKeyMetawatchReleasedIsNotTakenBackByForce(t *testing.T) {
 // taken from it again and again, stops taking it back, and says so with a
 // Warning Event and a metric, instead of fighting forever.
 func TestTwoControllersForcingOneKeyDoNotFightForever(t *testing.T) {
-	controlplane.SkipIfShort(t)
-	c := testkit.Client(t, cp.Config)
-	testkit.Namespace(t, c, "fight", nil)
-	createPods(t, c, "fight", 1)
+	c := testkit.Populated(t, cp, "fight", nil, 1)
 	inst := startInstance(t, "watches:\n- kind: Pod\n  namespaces: [fight]\nrules:\n- {name: fight-tier, kinds: [Pod], setLabels: {tier: gold}, force: true}\n", controller.Options{})
-	testkit.WaitFor(t, "metawatch to set tier=gold", func() bool { return getPod(t, c, "fight", "pod-0").Labels["tier"] == "gold" })
+	testkit.WaitFor(t, "metawatch to set tier=gold", testkit.Timeout, func() bool { return getPod(t, c, "fight", "pod-0").Labels["tier"] == "gold" })
 
 	// The rival: whenever tier is not silver, it force-applies silver; at most 20 times.
 	takeovers := 0
@@ -74,7 +66,7 @@ func TestTwoControllersForcingOneKeyDoNotFightForever(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	t.Logf("the rival took the key %d times; metawatch wrote %d times", takeovers, inst.writes.Load())
-	testkit.WaitFor(t, "an OwnershipFight Event", func() bool {
+	testkit.WaitFor(t, "an OwnershipFight Event", testkit.Timeout, func() bool {
 		return len(testkit.Events(t, c, "fight", "Pod", "pod-0", controller.ReasonOwnershipFight)) > 0
 	})
 	if takeovers >= 20 {
@@ -93,7 +85,7 @@ func forceApplyAs(t *testing.T, ns, name, manager, labelsJSON string) {
 	c := testkit.Client(t, cp.Config)
 	manifest := `{"apiVersion":"v1","kind":"Pod","metadata":{"namespace":"` + ns + `","name":"` + name + `","labels":` + labelsJSON + `}}`
 	pod := getPod(t, c, ns, name)
-	if err := c.Patch(context.Background(), pod, client.RawPatch(types.ApplyPatchType, []byte(manifest)), client.FieldOwner(manager), client.ForceOwnership); err != nil {
+	if err := c.Patch(t.Context(), pod, client.RawPatch(types.ApplyPatchType, []byte(manifest)), client.FieldOwner(manager), client.ForceOwnership); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -1,7 +1,6 @@
 package controller_test
 
 import (
-	"context"
 	"fmt"
 	"testing"
 
@@ -20,7 +19,7 @@ import (
 func TestOnlyLabelAndAnnotationChangesAreReconciled(t *testing.T) {
 	controlplane.SkipIfShort(t)
 	c := testkit.Client(t, cp.Config)
-	ctx := context.Background()
+	ctx := t.Context()
 	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "churn"}}); err != nil {
 		t.Fatal(err)
 	}
@@ -30,7 +29,7 @@ func TestOnlyLabelAndAnnotationChangesAreReconciled(t *testing.T) {
 	startInstance(t, "watches:\n- kind: Pod\n  namespaces: [churn]\ncache: {keepAnnotations: [example.com/note]}\n", controller.Options{MaxConcurrentReconciles: 1})
 	// The controller has seen the initial list once its predicate passed both
 	// creates (the cache alone can be synced before the controller's handler is added).
-	testkit.WaitFor(t, "the initial list's 2 creates", func() bool { return events(t, "passed") >= creates+2 })
+	testkit.WaitFor(t, "the initial list's 2 creates", testkit.Timeout, func() bool { return events(t, "passed") >= creates+2 })
 	// Without rules a new object needs nothing: the initial list is not reconciled.
 	base, filtered := reconciles(t), statusOnly(t)
 	if base != initial {
@@ -39,18 +38,18 @@ func TestOnlyLabelAndAnnotationChangesAreReconciled(t *testing.T) {
 
 	updateStatusTimes(t, c, p1, 10)
 	patchLabel(t, c, p1, "color", "blue")
-	testkit.WaitFor(t, "the label change's reconcile", func() bool { return reconciles(t) >= base+1 })
+	testkit.WaitFor(t, "the label change's reconcile", testkit.Timeout, func() bool { return reconciles(t) >= base+1 })
 	if got := statusOnly(t) - filtered; got < 10 {
 		t.Errorf("%v status-only updates were filtered or recognised as unchanged, want all 10", got)
 	}
 	patchAnnotation(t, c, p1, "example.com/note", "hello")
-	testkit.WaitFor(t, "the annotation change's reconcile", func() bool { return reconciles(t) >= base+2 })
+	testkit.WaitFor(t, "the annotation change's reconcile", testkit.Timeout, func() bool { return reconciles(t) >= base+2 })
 	updateStatusTimes(t, c, p1, 10)
 	patchAnnotation(t, c, p1, "example.com/unread", "dropped") // not cached, so no event at all
 	// p2's change is a barrier: with one worker and a FIFO queue, once it is
 	// reconciled everything p1's events queued before it has been too.
 	patchLabel(t, c, p2, "color", "green")
-	testkit.WaitFor(t, "the barrier's reconcile", func() bool { return reconciles(t) >= base+3 })
+	testkit.WaitFor(t, "the barrier's reconcile", testkit.Timeout, func() bool { return reconciles(t) >= base+3 })
 	if got := reconciles(t) - base; got != 3 {
 		t.Errorf("%v reconciles for 3 label/annotation changes, 20 status updates and 1 unread annotation change, want exactly 3", got)
 	}
@@ -70,7 +69,7 @@ func updateStatusTimes(t *testing.T, c client.Client, p *corev1.Pod, n int) {
 	t.Helper()
 	for i := range n {
 		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionFalse, Message: fmt.Sprint("probe ", i)}}
-		if err := c.Status().Update(context.Background(), p); err != nil {
+		if err := c.Status().Update(t.Context(), p); err != nil {
 			t.Fatal(err)
 		}
 	}

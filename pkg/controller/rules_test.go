@@ -1,7 +1,6 @@
 package controller_test
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -22,7 +21,7 @@ func TestNodeRuleLabelsOnlyMatchingNodes(t *testing.T) {
 	c := testkit.Client(t, cp.Config)
 	for name, capacity := range map[string]string{"node-spot": "spot", "node-on-demand": "on-demand"} {
 		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"node.kubernetes.io/capacity-type": capacity}}}
-		if err := c.Create(context.Background(), node); err != nil {
+		if err := c.Create(t.Context(), node); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -36,8 +35,8 @@ rules:
   match: {labelSelector: "node.kubernetes.io/capacity-type=spot"}
   setLabels: {example.com/spot: "true"}
 `, controller.Options{})
-	testkit.WaitFor(t, "the spot node to be labelled", func() bool { return nodeLabels(t, "node-spot")["example.com/spot"] == "true" })
-	testkit.WaitFor(t, "both nodes to be reconciled", func() bool { return reconcilesOf(t, "node") >= initial+2 })
+	testkit.WaitFor(t, "the spot node to be labelled", testkit.Timeout, func() bool { return nodeLabels(t, "node-spot")["example.com/spot"] == "true" })
+	testkit.WaitFor(t, "both nodes to be reconciled", testkit.Timeout, func() bool { return reconcilesOf(t, "node") >= initial+2 })
 	if _, has := nodeLabels(t, "node-on-demand")["example.com/spot"]; has {
 		t.Error("the on-demand node was labelled example.com/spot")
 	}
@@ -49,7 +48,7 @@ rules:
 func nodeLabels(t *testing.T, name string) map[string]string {
 	t.Helper()
 	var node corev1.Node
-	if err := testkit.Client(t, cp.Config).Get(context.Background(), client.ObjectKey{Name: name}, &node); err != nil {
+	if err := testkit.Client(t, cp.Config).Get(t.Context(), client.ObjectKey{Name: name}, &node); err != nil {
 		t.Fatal(err)
 	}
 	return node.Labels
@@ -59,10 +58,7 @@ func nodeLabels(t *testing.T, name string) map[string]string {
 // (here by a restart with the new configuration) removes the labels it set,
 // and only those.
 func TestHandEditIsPutBackAndRemovedRulesCleanUp(t *testing.T) {
-	controlplane.SkipIfShort(t)
-	c := testkit.Client(t, cp.Config)
-	testkit.Namespace(t, c, "owned", nil)
-	createPods(t, c, "owned", 3)
+	c := testkit.Populated(t, cp, "owned", nil, 3)
 	testkit.MergePatch(t, c, getPod(t, c, "owned", "pod-0"), "kubectl-label", `{"metadata":{"labels":{"by-hand":"yes"}}}`)
 	twoRules := `
 watches:
@@ -77,7 +73,7 @@ rules:
 	waitAllPods(t, c, "both rules to apply", []string{"owned"}, both)
 
 	testkit.MergePatch(t, c, getPod(t, c, "owned", "pod-1"), "kubectl-label", `{"metadata":{"labels":{"tier":"bronze"}}}`)
-	testkit.WaitFor(t, "the hand-edited tier to be put back", func() bool { return getPod(t, c, "owned", "pod-1").Labels["tier"] == "gold" })
+	testkit.WaitFor(t, "the hand-edited tier to be put back", testkit.Timeout, func() bool { return getPod(t, c, "owned", "pod-1").Labels["tier"] == "gold" })
 	inst.stop()
 
 	startInstance(t, strings.Replace(twoRules, "- {name: owned-zone, kinds: [Pod], setLabels: {zone: west}, setAnnotations: {example.com/zone-owner: net}}\n", "", 1), controller.Options{})
@@ -102,18 +98,15 @@ rules:
 // A key another field manager owns with another value is not overwritten: one
 // Event, one count. With force: true, metawatch takes it.
 func TestConflictWithAnotherManager(t *testing.T) {
-	controlplane.SkipIfShort(t)
-	c := testkit.Client(t, cp.Config)
-	testkit.Namespace(t, c, "conflict", nil)
-	createPods(t, c, "conflict", 1)
+	c := testkit.Populated(t, cp, "conflict", nil, 1)
 	applyAs(t, c, "conflict", "pod-0", "other-controller", `{"tier":"silver"}`)
 	rule := "watches:\n- kind: Pod\n  namespaces: [conflict]\nrules:\n- {name: conflict-tier, kinds: [Pod], setLabels: {tier: gold, zone: west}%s}\n"
 
 	inst := startInstance(t, strings.Replace(rule, "%s", "", 1), controller.Options{})
-	testkit.WaitFor(t, "a LabelConflict Event", func() bool {
+	testkit.WaitFor(t, "a LabelConflict Event", testkit.Timeout, func() bool {
 		return len(testkit.Events(t, c, "conflict", "Pod", "pod-0", controller.ReasonConflict)) > 0
 	})
-	testkit.WaitFor(t, "the other key to be applied", func() bool { return getPod(t, c, "conflict", "pod-0").Labels["zone"] == "west" })
+	testkit.WaitFor(t, "the other key to be applied", testkit.Timeout, func() bool { return getPod(t, c, "conflict", "pod-0").Labels["zone"] == "west" })
 	if tier := getPod(t, c, "conflict", "pod-0").Labels["tier"]; tier != "silver" {
 		t.Errorf("tier is %q, want the other manager's silver kept", tier)
 	}
@@ -135,15 +128,12 @@ func TestConflictWithAnotherManager(t *testing.T) {
 	inst.stop()
 
 	startInstance(t, strings.Replace(rule, "%s", ", force: true", 1), controller.Options{})
-	testkit.WaitFor(t, "force to take the key", func() bool { return getPod(t, c, "conflict", "pod-0").Labels["tier"] == "gold" })
+	testkit.WaitFor(t, "force to take the key", testkit.Timeout, func() bool { return getPod(t, c, "conflict", "pod-0").Labels["tier"] == "gold" })
 }
 
 // --dry-run computes everything and writes nothing; the log and the metric say what would change.
 func TestDryRunWritesNothing(t *testing.T) {
-	controlplane.SkipIfShort(t)
-	c := testkit.Client(t, cp.Config)
-	testkit.Namespace(t, c, "dry", nil)
-	createPods(t, c, "dry", 4)
+	c := testkit.Populated(t, cp, "dry", nil, 4)
 	testkit.MergePatch(t, c, getPod(t, c, "dry", "pod-0"), "kubectl-label", `{"metadata":{"labels":{"legacy":"1"}}}`)
 	inst := startInstance(t, `
 watches:
@@ -153,10 +143,10 @@ rules:
 - {name: dry-tier, kinds: [Pod], setLabels: {tier: gold}}
 - {name: dry-cleanup, kinds: [Pod], removeLabels: [legacy]}
 `, controller.Options{DryRun: true})
-	testkit.WaitFor(t, "4 dry-run applies", func() bool {
+	testkit.WaitFor(t, "4 dry-run applies", testkit.Timeout, func() bool {
 		return testkit.Metric(t, "metawatch_rule_writes_total", map[string]string{"rule": "dry-tier", "result": "dry-run"}) >= 4
 	})
-	testkit.WaitFor(t, "1 dry-run removal", func() bool {
+	testkit.WaitFor(t, "1 dry-run removal", testkit.Timeout, func() bool {
 		return testkit.Metric(t, "metawatch_rule_writes_total", map[string]string{"rule": "dry-cleanup", "result": "dry-run"}) >= 1
 	})
 	if n := inst.writes.Load(); n != 0 {
@@ -175,20 +165,17 @@ rules:
 
 // requireLabels: a gauge of the objects violating, and one Event per object when it starts.
 func TestRequireLabelsAudits(t *testing.T) {
-	controlplane.SkipIfShort(t)
-	c := testkit.Client(t, cp.Config)
-	testkit.Namespace(t, c, "audit", nil)
-	createPods(t, c, "audit", 3)
+	c := testkit.Populated(t, cp, "audit", nil, 3)
 	testkit.MergePatch(t, c, getPod(t, c, "audit", "pod-0"), "kubectl-label", `{"metadata":{"labels":{"owner":"alice"}}}`)
 	inst := startInstance(t, "watches:\n- kind: Pod\n  namespaces: [audit]\nrules:\n- {name: audit-owner, kinds: [Pod], requireLabels: [owner]}\n", controller.Options{})
 	violations := func() float64 {
 		return testkit.Metric(t, "metawatch_rule_violations", map[string]string{"rule": "audit-owner"})
 	}
-	testkit.WaitFor(t, "2 violations", func() bool { return violations() == 2 })
+	testkit.WaitFor(t, "2 violations", testkit.Timeout, func() bool { return violations() == 2 })
 	testkit.MergePatch(t, c, getPod(t, c, "audit", "pod-1"), "kubectl-label", `{"metadata":{"labels":{"owner":"bob","unrelated":"x"}}}`)
-	testkit.WaitFor(t, "1 violation", func() bool { return violations() == 1 })
+	testkit.WaitFor(t, "1 violation", testkit.Timeout, func() bool { return violations() == 1 })
 	testkit.MergePatch(t, c, getPod(t, c, "audit", "pod-2"), "kubectl-label", `{"metadata":{"labels":{"unrelated":"y"}}}`)
-	testkit.WaitFor(t, "pod-2's change to be reconciled", func() bool {
+	testkit.WaitFor(t, "pod-2's change to be reconciled", testkit.Timeout, func() bool {
 		return len(logs.matching(`"name":"pod-2"`, `"unrelated":"y"`)) > 0
 	})
 	for pod, want := range map[string]int{"pod-0": 0, "pod-1": 1, "pod-2": 1} {
@@ -205,14 +192,11 @@ func TestRequireLabelsAudits(t *testing.T) {
 // allows it (--events-include-values), and never for an annotation of a
 // Secret, whose value may be the Secret's data (last-applied-configuration).
 func TestConflictEventsCarryOtherValuesOnlyWhenAllowed(t *testing.T) {
-	controlplane.SkipIfShort(t)
-	c := testkit.Client(t, cp.Config)
 	const ns = "conflict-values"
-	testkit.Namespace(t, c, ns, nil)
-	createPods(t, c, ns, 1)
+	c := testkit.Populated(t, cp, ns, nil, 1)
 	applyAs(t, c, ns, "pod-0", "other-controller", `{"tier":"silver"}`)
 	secret := fmt.Sprintf(`{"apiVersion":"v1","kind":"Secret","metadata":{"namespace":%q,"name":"creds","annotations":{"example.com/note":"s3cr3t"}}}`, ns)
-	if err := c.Patch(context.Background(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "creds"}},
+	if err := c.Patch(t.Context(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "creds"}},
 		client.RawPatch("application/apply-patch+yaml", []byte(secret)), client.FieldOwner("other-controller")); err != nil {
 		t.Fatal(err)
 	}
@@ -234,7 +218,7 @@ rules:
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			testkit.WaitFor(t, "a LabelConflict Event on the "+tc.kind, func() bool {
+			testkit.WaitFor(t, "a LabelConflict Event on the "+tc.kind, testkit.Timeout, func() bool {
 				return len(testkit.Events(t, c, ns, tc.kind, tc.name, controller.ReasonConflict)) > 0
 			})
 			note := testkit.Events(t, c, ns, tc.kind, tc.name, controller.ReasonConflict)[0].Note

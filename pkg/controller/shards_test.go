@@ -1,7 +1,6 @@
 package controller_test
 
 import (
-	"context"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -13,7 +12,6 @@ import (
 
 	"github.com/metawatch/metawatch/pkg/controller"
 	"github.com/metawatch/metawatch/pkg/sharding"
-	"github.com/metawatch/metawatch/pkg/testing/controlplane"
 	"github.com/metawatch/metawatch/pkg/testing/testkit"
 )
 
@@ -40,11 +38,8 @@ func (g *bucketGate) Pending(types.UID) bool { return false }
 // Two instances, each admitted to half of the buckets, converge every pod
 // between them, each writing only the pods of its own buckets, once.
 func TestShardGateSplitsWritesBetweenReplicas(t *testing.T) {
-	controlplane.SkipIfShort(t)
-	c := testkit.Client(t, cp.Config)
 	const ns = "shards-0"
-	testkit.Namespace(t, c, ns, map[string]string{"team": "red"})
-	createPods(t, c, ns, 100)
+	c := testkit.Populated(t, cp, ns, map[string]string{"team": "red"}, 100)
 	configYAML := "watches:\n- kind: Pod\n  namespaces: [shards-0]\nrules:\n- name: copy-team\n  kinds: [Pod]\n  copyFromNamespace: {labels: [team]}\n"
 	gates := []*bucketGate{{from: 0, to: 32, admitted: map[types.UID]int{}}, {from: 32, to: sharding.Buckets, admitted: map[types.UID]int{}}}
 	var instances []*instance
@@ -54,7 +49,7 @@ func TestShardGateSplitsWritesBetweenReplicas(t *testing.T) {
 	waitAllPods(t, c, "every pod to get its namespace's team", []string{ns}, func(_ string, l map[string]string) bool { return l["team"] == "red" })
 
 	var pods corev1.PodList
-	if err := c.List(context.Background(), &pods, client.InNamespace(ns)); err != nil {
+	if err := c.List(t.Context(), &pods, client.InNamespace(ns)); err != nil {
 		t.Fatal(err)
 	}
 	for i, g := range gates {
@@ -89,11 +84,8 @@ func (g *pendingGate) Pending(types.UID) bool         { return !g.open.Load() }
 // tried again, not dropped: once the bucket is held, every pod converges
 // without any new event.
 func TestWritesWaitingForTheirBucketAreRetried(t *testing.T) {
-	controlplane.SkipIfShort(t)
-	c := testkit.Client(t, cp.Config)
 	const ns = "shards-pending"
-	testkit.Namespace(t, c, ns, map[string]string{"team": "blue"})
-	createPods(t, c, ns, 20)
+	c := testkit.Populated(t, cp, ns, map[string]string{"team": "blue"}, 20)
 	gate := &pendingGate{}
 	inst := startInstance(t, "watches:\n- kind: Pod\n  namespaces: [shards-pending]\nrules:\n- name: copy-team\n  kinds: [Pod]\n  copyFromNamespace: {labels: [team]}\n",
 		controller.Options{MaxConcurrentReconciles: 4, Shards: gate})

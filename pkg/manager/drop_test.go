@@ -54,8 +54,8 @@ func TestConnectionDropResumesTheWatchWithoutARelist(t *testing.T) {
 		name := fmt.Sprintf("after-drop-%d", i)
 		testkit.Pod(t, c, "drop", name, nil)
 		for what, cache := range map[string]cache.Cache{"metawatch": metawatch, "the stock cache": reference} {
-			testkit.WaitFor(t, name+" in "+what, func() bool {
-				return cache.Get(context.Background(), client.ObjectKey{Namespace: "drop", Name: name}, podMetadata()) == nil
+			testkit.WaitFor(t, name+" in "+what, testkit.Timeout, func() bool {
+				return cache.Get(t.Context(), client.ObjectKey{Namespace: "drop", Name: name}, podMetadata()) == nil
 			})
 		}
 	}
@@ -83,11 +83,11 @@ func startPodCache(t *testing.T, cfg *rest.Config, o cache.Options) cache.Cache 
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.GetInformer(context.Background(), podMetadata()); err != nil {
+	if _, err := c.GetInformer(t.Context(), podMetadata()); err != nil {
 		t.Fatal(err)
 	}
 	testkit.Start(t, c)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 	if !c.WaitForCacheSync(ctx) {
 		t.Fatal("the cache did not sync")

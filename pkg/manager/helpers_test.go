@@ -27,13 +27,13 @@ func startEngineWith(t *testing.T, cfg *rest.Config, watches []config.ResolvedWa
 	if err != nil {
 		t.Fatal(err)
 	}
-	counts, err := metacache.TrackCachedObjects(context.Background(), mgr.GetCache(), watches)
+	counts, err := metacache.TrackCachedObjects(t.Context(), mgr.GetCache(), watches)
 	if err != nil {
 		t.Fatal(err)
 	}
 	counts.Publish()
 	testkit.Start(t, mgr)
-	syncCtx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	syncCtx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 	if !mgr.GetCache().WaitForCacheSync(syncCtx) {
 		t.Fatal("caches did not sync")

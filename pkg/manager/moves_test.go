@@ -50,7 +50,7 @@ func TestShardedCachesMoveInPlace(t *testing.T) {
 			backwards := watchVersions(t, mgr)
 			inPlace, relisted := movesSoFar()
 
-			churn := startPodChurn(c, ns)
+			churn := startPodChurn(t.Context(), c, ns)
 			random := rand.New(rand.NewPCG(7, uint64(len(name))))
 			moves := 12
 			for i := range moves {
@@ -134,7 +134,7 @@ func waitCacheHolds(t *testing.T, c client.Client, cache client.Reader, ns strin
 	var server, cached map[string]string
 	ok := waitUntil(20*time.Second, func() bool {
 		var pods corev1.PodList
-		if err := c.List(context.Background(), &pods, client.InNamespace(ns)); err != nil {
+		if err := c.List(t.Context(), &pods, client.InNamespace(ns)); err != nil {
 			t.Fatal(err)
 		}
 		server = map[string]string{}
@@ -144,7 +144,7 @@ func waitCacheHolds(t *testing.T, c client.Client, cache client.Reader, ns strin
 			}
 		}
 		list := metacache.NewList(corev1.SchemeGroupVersion.WithKind("Pod"))
-		if err := cache.List(context.Background(), list, client.InNamespace(ns)); err != nil {
+		if err := cache.List(t.Context(), list, client.InNamespace(ns)); err != nil {
 			t.Fatal(err)
 		}
 		cached = map[string]string{}
@@ -186,7 +186,7 @@ func waitUntil(timeout time.Duration, cond func() bool) bool {
 // whose resourceVersion went back; it returns what it saw so far.
 func watchVersions(t *testing.T, mgr manager.Manager) func() []string {
 	t.Helper()
-	informer, err := mgr.GetCache().GetInformer(context.Background(), metacache.NewObject(corev1.SchemeGroupVersion.WithKind("Pod")))
+	informer, err := mgr.GetCache().GetInformer(t.Context(), metacache.NewObject(corev1.SchemeGroupVersion.WithKind("Pod")))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -222,12 +222,11 @@ type podChurn struct {
 	ended   sync.WaitGroup
 }
 
-func startPodChurn(c client.Client, ns string) *podChurn {
+func startPodChurn(ctx context.Context, c client.Client, ns string) *podChurn {
 	ch := &podChurn{done: make(chan struct{})}
 	ch.ended.Add(1)
 	go func() {
 		defer ch.ended.Done()
-		ctx := context.Background()
 		for n := 0; ; n++ {
 			select {
 			case <-ch.done:

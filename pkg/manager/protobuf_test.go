@@ -2,7 +2,6 @@ package manager_test
 
 import (
 	"bytes"
-	"context"
 	"net/http"
 	"path"
 	"strings"
@@ -45,8 +44,8 @@ func TestEveryListAndWatchIsMetadataProtobuf(t *testing.T) {
 	mgr := startEngine(t, rec.wrap(cp.Config), watches)
 
 	testkit.Pod(t, c, "proto-a", "web-2", map[string]string{"app": "web"})
-	testkit.WaitFor(t, "web-2 in the cache", func() bool {
-		return mgr.GetCache().Get(context.Background(), client.ObjectKey{Namespace: "proto-a", Name: "web-2"}, podMetadata()) == nil
+	testkit.WaitFor(t, "web-2 in the cache", testkit.Timeout, func() bool {
+		return mgr.GetCache().Get(t.Context(), client.ObjectKey{Namespace: "proto-a", Name: "web-2"}, podMetadata()) == nil
 	})
 
 	watched := sets.New[string]()
@@ -102,11 +101,11 @@ func TestManagedFieldsAreStrippedBeforeDecoding(t *testing.T) {
 		t.Fatal(err)
 	}
 	pods := client.Resource(corev1.SchemeGroupVersion.WithResource("pods")).Namespace("strip")
-	list, err := pods.List(context.Background(), metav1.ListOptions{})
+	list, err := pods.List(t.Context(), metav1.ListOptions{})
 	if err != nil || len(list.Items) != 1 || len(list.Items[0].ManagedFields) != 0 {
 		t.Fatalf("list: %v, %+v: want one pod without managedFields", err, list)
 	}
-	w, err := pods.Watch(context.Background(), metav1.ListOptions{
+	w, err := pods.Watch(t.Context(), metav1.ListOptions{
 		SendInitialEvents: ptr.To(true), ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan, AllowWatchBookmarks: true,
 	})
 	if err != nil {

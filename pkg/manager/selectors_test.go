@@ -1,7 +1,6 @@
 package manager_test
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"path"
@@ -51,12 +50,12 @@ func TestSelectorsFilterOnTheServer(t *testing.T) {
 	testkit.Pod(t, c, "filter-c", "web-late", web) // inside, created after the sync
 	want := sets.New("filter-a/web-1", "filter-c/web-2", "filter-c/web-late")
 
-	testkit.WaitFor(t, "the cache to hold exactly the matching pods", func() bool {
+	testkit.WaitFor(t, "the cache to hold exactly the matching pods", testkit.Timeout, func() bool {
 		return cachedPods(t, mgr.GetCache()).Equal(want)
 	})
 	// The count follows the informer's event handlers, which run after its
 	// store is updated: it catches up with the cache, it does not lead it.
-	testkit.WaitFor(t, fmt.Sprintf("metawatch_cached_objects{kind=Pod} to be %d", want.Len()), func() bool {
+	testkit.WaitFor(t, fmt.Sprintf("metawatch_cached_objects{kind=Pod} to be %d", want.Len()), testkit.Timeout, func() bool {
 		return testutil.ToFloat64(metrics.CachedObjects.WithLabelValues("Pod")) == float64(want.Len())
 	})
 	if got := matchingServerPods(t, c); !got.Equal(want) {
@@ -88,7 +87,7 @@ func assertSelectorsSent(t *testing.T, requests []request) {
 func setPhase(t *testing.T, c client.Client, pod *corev1.Pod, phase corev1.PodPhase) {
 	t.Helper()
 	pod.Status.Phase = phase
-	if err := c.Status().Update(context.Background(), pod); err != nil {
+	if err := c.Status().Update(t.Context(), pod); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -96,7 +95,7 @@ func setPhase(t *testing.T, c client.Client, pod *corev1.Pod, phase corev1.PodPh
 func cachedPods(t *testing.T, r client.Reader) sets.Set[string] {
 	t.Helper()
 	list := metacache.NewList(corev1.SchemeGroupVersion.WithKind("Pod"))
-	if err := r.List(context.Background(), list); err != nil {
+	if err := r.List(t.Context(), list); err != nil {
 		t.Fatal(err)
 	}
 	got := sets.New[string]()
@@ -110,7 +109,7 @@ func cachedPods(t *testing.T, r client.Reader) sets.Set[string] {
 func matchingServerPods(t *testing.T, c client.Client) sets.Set[string] {
 	t.Helper()
 	var pods corev1.PodList
-	if err := c.List(context.Background(), &pods); err != nil {
+	if err := c.List(t.Context(), &pods); err != nil {
 		t.Fatal(err)
 	}
 	label, field := labels.SelectorFromSet(labels.Set{"app": "web"}), fields.OneTermNotEqualSelector("status.phase", string(corev1.PodSucceeded))

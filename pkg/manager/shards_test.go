@@ -1,7 +1,6 @@
 package manager_test
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"path"
@@ -90,7 +89,7 @@ func droppedSoFar() (wire, decoded float64) {
 func assertCachesSplit(t *testing.T, c client.Client, ns string, shares [][]sharding.Bucket, caches [2]client.Reader) int {
 	t.Helper()
 	var pods corev1.PodList
-	if err := c.List(context.Background(), &pods, client.InNamespace(ns)); err != nil {
+	if err := c.List(t.Context(), &pods, client.InNamespace(ns)); err != nil {
 		t.Fatal(err)
 	}
 	for i, share := range shares {
@@ -100,16 +99,16 @@ func assertCachesSplit(t *testing.T, c client.Client, ns string, shares [][]shar
 				want.Insert(p.Namespace + "/" + p.Name)
 			}
 		}
-		testkit.WaitFor(t, fmt.Sprintf("cache %d to hold exactly the %d pods of its buckets", i, want.Len()), func() bool {
+		testkit.WaitFor(t, fmt.Sprintf("cache %d to hold exactly the %d pods of its buckets", i, want.Len()), testkit.Timeout, func() bool {
 			return cachedPods(t, caches[i]).Equal(want)
 		})
 		var all corev1.NamespaceList
-		if err := c.List(context.Background(), &all); err != nil {
+		if err := c.List(t.Context(), &all); err != nil {
 			t.Fatal(err)
 		}
 		cached := metacache.NewList(corev1.SchemeGroupVersion.WithKind("Namespace"))
-		testkit.WaitFor(t, fmt.Sprintf("cache %d to hold all %d Namespaces", i, len(all.Items)), func() bool {
-			return caches[i].List(context.Background(), cached) == nil && len(cached.Items) == len(all.Items)
+		testkit.WaitFor(t, fmt.Sprintf("cache %d to hold all %d Namespaces", i, len(all.Items)), testkit.Timeout, func() bool {
+			return caches[i].List(t.Context(), cached) == nil && len(cached.Items) == len(all.Items)
 		})
 	}
 	if a, b := cachedPods(t, caches[0]), cachedPods(t, caches[1]); a.Intersection(b).Len() > 0 || a.Union(b).Len() != len(pods.Items) {

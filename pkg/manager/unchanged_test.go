@@ -1,7 +1,6 @@
 package manager_test
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -63,7 +62,7 @@ func checkUnchangedEvents(t *testing.T, ns string, interval time.Duration) {
 	}
 	pod := func(i int) *corev1.Pod {
 		p := &corev1.Pod{}
-		if err := c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: fmt.Sprintf("p-%d", i)}, p); err != nil {
+		if err := c.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: fmt.Sprintf("p-%d", i)}, p); err != nil {
 			t.Fatal(err)
 		}
 		return p
@@ -83,7 +82,7 @@ func checkUnchangedEvents(t *testing.T, ns string, interval time.Duration) {
 	// A label change is delivered; the status updates after it are
 	// unchanged, and so are the first three when the pod came in the watch's
 	// initial events (else the first of them is delivered).
-	testkit.WaitFor(t, "6 unchanged events per pod", func() bool { return unchanged()-before >= 6*pods })
+	testkit.WaitFor(t, "6 unchanged events per pod", testkit.Timeout, func() bool { return unchanged()-before >= 6*pods })
 
 	// Two more, left out (with an interval, the first's bookmark is sent,
 	// since a second has passed, and the second's held back); once the
@@ -93,7 +92,7 @@ func checkUnchangedEvents(t *testing.T, ns string, interval time.Duration) {
 	time.Sleep(1500 * time.Millisecond)
 	seen := unchanged()
 	leftOut := statusUpdates(t, c, pod(0), 2)
-	testkit.WaitFor(t, "the last two status updates left out", func() bool { return unchanged() >= seen+2 })
+	testkit.WaitFor(t, "the last two status updates left out", testkit.Timeout, func() bool { return unchanged() >= seen+2 })
 	if interval == 0 {
 		waitForResourceVersion(t, metawatch, leftOut)
 	}
@@ -146,7 +145,7 @@ func statusUpdates(t *testing.T, c client.Client, p *corev1.Pod, n int) string {
 	t.Helper()
 	for i := range n {
 		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionFalse, Message: fmt.Sprintf("probe %d at %s", i, time.Now())}}
-		if err := c.Status().Update(context.Background(), p); err != nil {
+		if err := c.Status().Update(t.Context(), p); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -161,7 +160,7 @@ func patchPodLabel(t *testing.T, c client.Client, p *corev1.Pod, app string) {
 // resourceVersionOf is the resourceVersion the pod informer of c last synced to.
 func resourceVersionOf(t *testing.T, c cache.Cache) string {
 	t.Helper()
-	informer, err := c.GetInformer(context.Background(), podMetadata())
+	informer, err := c.GetInformer(t.Context(), podMetadata())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,7 +176,7 @@ func resourceVersionOf(t *testing.T, c cache.Cache) string {
 func waitForResourceVersion(t *testing.T, c cache.Cache, rv string) {
 	t.Helper()
 	want := mustAtoi(t, rv)
-	testkit.WaitFor(t, "the informer at resourceVersion "+rv, func() bool { return mustAtoi(t, resourceVersionOf(t, c)) >= want })
+	testkit.WaitFor(t, "the informer at resourceVersion "+rv, testkit.Timeout, func() bool { return mustAtoi(t, resourceVersionOf(t, c)) >= want })
 }
 
 func mustAtoi(t *testing.T, s string) int {
@@ -196,13 +195,13 @@ func assertSameAsServer(t *testing.T, c client.Client, ns string, pods int, cach
 	for i := range pods {
 		key := client.ObjectKey{Namespace: ns, Name: fmt.Sprintf("p-%d", i)}
 		want := &corev1.Pod{}
-		if err := c.Get(context.Background(), key, want); err != nil {
+		if err := c.Get(t.Context(), key, want); err != nil {
 			t.Fatal(err)
 		}
 		for j, cc := range caches {
-			testkit.WaitFor(t, fmt.Sprintf("%s in cache %d as on the server", key, j), func() bool {
+			testkit.WaitFor(t, fmt.Sprintf("%s in cache %d as on the server", key, j), testkit.Timeout, func() bool {
 				got := podMetadata()
-				return cc.Get(context.Background(), key, got) == nil && fmt.Sprint(got.Labels) == fmt.Sprint(want.Labels) &&
+				return cc.Get(t.Context(), key, got) == nil && fmt.Sprint(got.Labels) == fmt.Sprint(want.Labels) &&
 					fmt.Sprint(got.Annotations) == fmt.Sprint(want.Annotations) && got.DeletionTimestamp.Equal(want.DeletionTimestamp)
 			})
 		}

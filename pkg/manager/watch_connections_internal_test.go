@@ -23,7 +23,7 @@ func TestACacheConnectionIsProbedForDeath(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	conn, err := dialCacheConnection(context.Background(), "tcp", l.Addr().String())
+	conn, err := dialCacheConnection(t.Context(), "tcp", l.Addr().String())
 	if err != nil {
 		t.Fatal(err)
 	}

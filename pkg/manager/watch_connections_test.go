@@ -1,7 +1,6 @@
 package manager_test
 
 import (
-	"context"
 	"net/http"
 	"slices"
 	"strings"
@@ -40,9 +39,9 @@ func TestTheCacheWatchesOverAConnectionOfItsOwn(t *testing.T) {
 			pod := podMetadata()
 			pod.Namespace, pod.Name = "protocols", "p-0"
 			testkit.MergePatch(t, mgr.GetClient(), pod, "protocols-test", `{"metadata":{"labels":{"written-over":"any"}}}`)
-			testkit.WaitFor(t, "the patched pod in the cache", func() bool {
+			testkit.WaitFor(t, "the patched pod in the cache", testkit.Timeout, func() bool {
 				got := podMetadata()
-				return mgr.GetCache().Get(context.Background(), client.ObjectKeyFromObject(pod), got) == nil && got.Labels["written-over"] == "any"
+				return mgr.GetCache().Get(t.Context(), client.ObjectKeyFromObject(pod), got) == nil && got.Labels["written-over"] == "any"
 			})
 			for _, want := range []struct{ request, protocol string }{
 				{"GET pods watch", tc.wantCache},

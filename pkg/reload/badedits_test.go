@@ -27,13 +27,13 @@ func TestBadEditsKeepTheLastGoodGeneration(t *testing.T) {
 	kubectlApply(t, selectors("live", goodConfig))
 	inst := startInstance(t, cp.Config, "live/selectors")
 	testkit.Pod(t, c, "live", "p-start", nil)
-	testkit.WaitFor(t, "the good configuration to label p-start", func() bool { return podLabel(t, c, "live", "p-start", "tier") == "gold" })
+	testkit.WaitFor(t, "the good configuration to label p-start", testkit.Timeout, func() bool { return podLabel(t, c, "live", "p-start", "tier") == "gold" })
 	generation := testkit.Metric(t, "metawatch_config_generation", nil)
 
 	for i, edit := range badEdits() {
 		t.Run(edit.name, func(t *testing.T) {
 			kubectlApply(t, edit.manifest)
-			testkit.WaitFor(t, "an InvalidConfig Event with "+edit.want, func() bool { return eventWith(t, c, "live", "InvalidConfig", edit.want) })
+			testkit.WaitFor(t, "an InvalidConfig Event with "+edit.want, testkit.Timeout, func() bool { return eventWith(t, c, "live", "InvalidConfig", edit.want) })
 			if got := testkit.Metric(t, "metawatch_config_last_reload_successful", nil); got != 0 {
 				t.Errorf("metawatch_config_last_reload_successful = %v after a bad edit, want 0", got)
 			}
@@ -41,7 +41,7 @@ func TestBadEditsKeepTheLastGoodGeneration(t *testing.T) {
 			// the running generation puts back the tier label removed by hand.
 			color := fmt.Sprintf("c%d", i)
 			testkit.MergePatch(t, c, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "live", Name: "p-start"}}, "kubectl-label", fmt.Sprintf(`{"metadata":{"labels":{"tier":null,"color":%q}}}`, color))
-			testkit.WaitFor(t, "the running generation to handle the label change", func() bool {
+			testkit.WaitFor(t, "the running generation to handle the label change", testkit.Timeout, func() bool {
 				return podLabel(t, c, "live", "p-start", "color") == color && podLabel(t, c, "live", "p-start", "tier") == "gold"
 			})
 		})
@@ -52,11 +52,11 @@ func TestBadEditsKeepTheLastGoodGeneration(t *testing.T) {
 
 	kubectl(t, "delete", "configmap", "-n", "live", "selectors")
 	testkit.Pod(t, c, "live", "p-deleted", nil)
-	testkit.WaitFor(t, "the running generation to label a pod after the ConfigMap was deleted", func() bool {
+	testkit.WaitFor(t, "the running generation to label a pod after the ConfigMap was deleted", testkit.Timeout, func() bool {
 		return podLabel(t, c, "live", "p-deleted", "tier") == "gold"
 	})
 	kubectlApply(t, selectors("live", goodConfig+"- {name: live-zone, kinds: [Pod], setLabels: {zone: west}}\n"))
-	testkit.WaitFor(t, "a valid edit to take effect", func() bool { return podLabel(t, c, "live", "p-deleted", "zone") == "west" })
+	testkit.WaitFor(t, "a valid edit to take effect", testkit.Timeout, func() bool { return podLabel(t, c, "live", "p-deleted", "zone") == "west" })
 	if got := testkit.Metric(t, "metawatch_config_generation", nil); got != generation+1 {
 		t.Errorf("metawatch_config_generation = %v after one valid edit, want %v", got, generation+1)
 	}

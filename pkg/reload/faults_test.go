@@ -1,7 +1,6 @@
 package reload_test
 
 import (
-	"context"
 	"strings"
 	"testing"
 
@@ -26,10 +25,10 @@ func TestForbiddenKindIsReportedAndTheOthersServed(t *testing.T) {
 	inst := startInstance(t, restricted, "fb/selectors")
 
 	testkit.Pod(t, c, "fb", "p-0", nil)
-	testkit.WaitFor(t, "the Pod rule to work", func() bool { return podLabel(t, c, "fb", "p-0", "tier") == "gold" })
+	testkit.WaitFor(t, "the Pod rule to work", testkit.Timeout, func() bool { return podLabel(t, c, "fb", "p-0", "tier") == "gold" })
 	want := "watches[1] (Secret): forbidden to list secrets in namespace fb: grant the identity list and watch on secrets"
-	testkit.WaitFor(t, "/readyz/configuration to name the forbidden kind", func() bool { return strings.Contains(inst.readiness(), want) })
-	testkit.WaitFor(t, "a WatchForbidden Event", func() bool { return eventWith(t, c, "fb", "WatchForbidden", want) })
+	testkit.WaitFor(t, "/readyz/configuration to name the forbidden kind", testkit.Timeout, func() bool { return strings.Contains(inst.readiness(), want) })
+	testkit.WaitFor(t, "a WatchForbidden Event", testkit.Timeout, func() bool { return eventWith(t, c, "fb", "WatchForbidden", want) })
 	if got := testkit.Metric(t, "metawatch_watch_ready", map[string]string{"kind": "Secret"}); got != 0 {
 		t.Errorf("metawatch_watch_ready{kind=Secret} = %v, want 0", got)
 	}
@@ -56,10 +55,10 @@ func grantRestricted(t *testing.T) {
 		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "metawatch-restricted"},
 		Subjects:   []rbacv1.Subject{{Kind: "User", Name: "metawatch-restricted"}},
 	}
-	if err := c.Create(context.Background(), role); err != nil {
+	if err := c.Create(t.Context(), role); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Create(context.Background(), binding); err != nil {
+	if err := c.Create(t.Context(), binding); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -74,7 +73,7 @@ func TestAPIServerRestart(t *testing.T) {
 	kubectlApply(t, selectors("restart", "watches:\n- kind: Pod\n  namespaces: [restart]\nrules:\n- {name: restart-tier, kinds: [Pod], setLabels: {tier: gold}}\n"))
 	startInstance(t, cp.Config, "restart/selectors")
 	testkit.Pod(t, c, "restart", "before", nil)
-	testkit.WaitFor(t, "the rule before the restart", func() bool { return podLabel(t, c, "restart", "before", "tier") == "gold" })
+	testkit.WaitFor(t, "the rule before the restart", testkit.Timeout, func() bool { return podLabel(t, c, "restart", "before", "tier") == "gold" })
 
 	if err := cp.StopAPIServer(); err != nil {
 		t.Fatal(err)
@@ -83,7 +82,7 @@ func TestAPIServerRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	testkit.Pod(t, c, "restart", "after", nil)
-	testkit.WaitFor(t, "the rule after the restart", func() bool { return podLabel(t, c, "restart", "after", "tier") == "gold" })
+	testkit.WaitFor(t, "the rule after the restart", testkit.Timeout, func() bool { return podLabel(t, c, "restart", "after", "tier") == "gold" })
 	kubectlApply(t, selectors("restart", "watches:\n- kind: Pod\n  namespaces: [restart]\nrules:\n- {name: restart-tier, kinds: [Pod], setLabels: {tier: gold}}\n- {name: restart-zone, kinds: [Pod], setLabels: {zone: west}}\n"))
-	testkit.WaitFor(t, "a reload after the restart", func() bool { return podLabel(t, c, "restart", "before", "zone") == "west" })
+	testkit.WaitFor(t, "a reload after the restart", testkit.Timeout, func() bool { return podLabel(t, c, "restart", "before", "zone") == "west" })
 }

@@ -1,7 +1,6 @@
 package reload_test
 
 import (
-	"context"
 	"fmt"
 	"testing"
 
@@ -28,12 +27,12 @@ func TestGuardrailsRejectEditsThatAskForMore(t *testing.T) {
 	testkit.Namespace(t, c, "guard", map[string]string{"guard": "yes"})
 	testkit.Pod(t, c, "guard", "web", map[string]string{"pod-template-hash": "5d4f8c"})
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "guard-node", Labels: map[string]string{"guard": "yes"}}}
-	if err := c.Create(context.Background(), node); err != nil {
+	if err := c.Create(t.Context(), node); err != nil {
 		t.Fatal(err)
 	}
 	kubectlApply(t, selectors("guard", guardWatches))
 	startInstance(t, cp.Config, "guard/selectors") // Reloader.Limits nil: the defaults, as metawatch without guardrail flags
-	testkit.WaitFor(t, "the good configuration to label the pod", func() bool { return podLabel(t, c, "guard", "web", "tier") == "gold" })
+	testkit.WaitFor(t, "the good configuration to label the pod", testkit.Timeout, func() bool { return podLabel(t, c, "guard", "web", "tier") == "gold" })
 
 	for i, edit := range []struct{ name, rule, want string }{
 		{"removing pod-template-hash", "{name: orphan, kinds: [Pod], removeLabels: [pod-template-hash]}",
@@ -48,11 +47,11 @@ func TestGuardrailsRejectEditsThatAskForMore(t *testing.T) {
 	} {
 		t.Run(edit.name, func(t *testing.T) {
 			kubectlApply(t, selectors("guard", guardWatches+"- "+edit.rule+"\n"))
-			testkit.WaitFor(t, "an InvalidConfig Event with "+edit.want, func() bool { return eventWith(t, c, "guard", reload.ReasonInvalidConfig, edit.want) })
+			testkit.WaitFor(t, "an InvalidConfig Event with "+edit.want, testkit.Timeout, func() bool { return eventWith(t, c, "guard", reload.ReasonInvalidConfig, edit.want) })
 			color := fmt.Sprintf("c%d", i)
 			testkit.MergePatch(t, c, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "guard", Name: "web"}}, "kubectl-label",
 				fmt.Sprintf(`{"metadata":{"labels":{"tier":null,"color":%q}}}`, color))
-			testkit.WaitFor(t, "the running configuration to put the tier back", func() bool {
+			testkit.WaitFor(t, "the running configuration to put the tier back", testkit.Timeout, func() bool {
 				return podLabel(t, c, "guard", "web", "color") == color && podLabel(t, c, "guard", "web", "tier") == "gold"
 			})
 			assertUntouched(t, c)
@@ -69,10 +68,10 @@ func assertUntouched(t *testing.T, c client.Client) {
 	}
 	var ns corev1.Namespace
 	var node corev1.Node
-	if err := c.Get(context.Background(), client.ObjectKey{Name: "guard"}, &ns); err != nil {
+	if err := c.Get(t.Context(), client.ObjectKey{Name: "guard"}, &ns); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Get(context.Background(), client.ObjectKey{Name: "guard-node"}, &node); err != nil {
+	if err := c.Get(t.Context(), client.ObjectKey{Name: "guard-node"}, &node); err != nil {
 		t.Fatal(err)
 	}
 	if v, ok := ns.Labels["pod-security.kubernetes.io/enforce"]; ok {
@@ -89,7 +88,7 @@ func TestGuardrailsLetThroughWhatTheOperatorAllows(t *testing.T) {
 	controlplane.SkipIfShort(t)
 	c := testkit.Client(t, cp.Config)
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "allowed-node", Labels: map[string]string{"allowed": "yes"}}}
-	if err := c.Create(context.Background(), node); err != nil {
+	if err := c.Create(t.Context(), node); err != nil {
 		t.Fatal(err)
 	}
 	testkit.Namespace(t, c, "allowed", nil)
@@ -100,8 +99,8 @@ func TestGuardrailsLetThroughWhatTheOperatorAllows(t *testing.T) {
 		limits.WritableKinds, limits.AllowedReservedKeys = []string{"Pod", "Node"}, []string{"topology.kubernetes.io/*"}
 		r.Limits = &limits
 	})
-	testkit.WaitFor(t, "the rule the operator allowed to label the node", func() bool {
+	testkit.WaitFor(t, "the rule the operator allowed to label the node", testkit.Timeout, func() bool {
 		var got corev1.Node
-		return c.Get(context.Background(), client.ObjectKey{Name: "allowed-node"}, &got) == nil && got.Labels["topology.kubernetes.io/zone"] == "west"
+		return c.Get(t.Context(), client.ObjectKey{Name: "allowed-node"}, &got) == nil && got.Labels["topology.kubernetes.io/zone"] == "west"
 	})
 }

@@ -1,7 +1,6 @@
 package reload_test
 
 import (
-	"context"
 	"fmt"
 	"os/exec"
 	"strings"
@@ -95,7 +94,7 @@ func indent(s string) string {
 func podLabel(t *testing.T, c client.Client, ns, name, key string) string {
 	t.Helper()
 	var pod corev1.Pod
-	if err := c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, &pod); err != nil {
+	if err := c.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: name}, &pod); err != nil {
 		return ""
 	}
 	return pod.Labels[key]
@@ -114,7 +113,7 @@ func eventWith(t *testing.T, c client.Client, ns, reason, part string) bool {
 func podLabels(t *testing.T, c client.Client, ns, name string) map[string]string {
 	t.Helper()
 	var pod corev1.Pod
-	if err := c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, &pod); err != nil {
+	if err := c.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: name}, &pod); err != nil {
 		t.Fatal(err)
 	}
 	return pod.Labels

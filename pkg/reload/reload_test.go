@@ -31,12 +31,12 @@ func TestSelectorChangeMovesObjectsInAndOut(t *testing.T) {
 	kubectlApply(t, selectors("sel", fmt.Sprintf(config, "a")))
 	startInstance(t, cp.Config, "sel/selectors")
 	cached := func() float64 { return testkit.Metric(t, "metawatch_cached_objects", map[string]string{"kind": "Pod"}) }
-	testkit.WaitFor(t, "the 3 app=a pods in the cache", func() bool { return cached() == 3 })
-	testkit.WaitFor(t, "the app=a pods labelled", func() bool { return podLabel(t, c, "sel", "a-2", "tier") == "gold" })
+	testkit.WaitFor(t, "the 3 app=a pods in the cache", testkit.Timeout, func() bool { return cached() == 3 })
+	testkit.WaitFor(t, "the app=a pods labelled", testkit.Timeout, func() bool { return podLabel(t, c, "sel", "a-2", "tier") == "gold" })
 
 	kubectlApply(t, selectors("sel", fmt.Sprintf(config, "b")))
-	testkit.WaitFor(t, "the cache to hold the 2 app=b pods only", func() bool { return cached() == 2 })
-	testkit.WaitFor(t, "the rule to follow to app=b", func() bool {
+	testkit.WaitFor(t, "the cache to hold the 2 app=b pods only", testkit.Timeout, func() bool { return cached() == 2 })
+	testkit.WaitFor(t, "the rule to follow to app=b", testkit.Timeout, func() bool {
 		return podLabel(t, c, "sel", "b-0", "tier") == "gold" && podLabel(t, c, "sel", "b-1", "tier") == "gold"
 	})
 }
@@ -55,7 +55,7 @@ func TestReloadUnderChurnLosesNothing(t *testing.T) {
 	config := "watches:\n- kind: Pod\n  namespaces: [churn]\nrules:\n- {name: churn-tier, kinds: [Pod], setLabels: {tier: gold}}\n"
 	kubectlApply(t, selectors("churn", config))
 	startInstance(t, cp.Config, "churn/selectors")
-	testkit.WaitFor(t, "the first rule everywhere", func() bool { return podLabel(t, c, "churn", "p-0", "tier") == "gold" })
+	testkit.WaitFor(t, "the first rule everywhere", testkit.Timeout, func() bool { return podLabel(t, c, "churn", "p-0", "tier") == "gold" })
 
 	reloaded := make(chan error, 1)
 	last, changes := churn(t, c, pods, 20*time.Second, 50, func() {
@@ -65,7 +65,7 @@ func TestReloadUnderChurnLosesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	lost := 0
-	testkit.WaitFor(t, "every pod to converge", func() bool {
+	testkit.WaitFor(t, "every pod to converge", testkit.Timeout, func() bool {
 		lost = 0
 		for i := range pods {
 			name := fmt.Sprintf("p-%d", i)

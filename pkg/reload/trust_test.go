@@ -1,7 +1,6 @@
 package reload_test
 
 import (
-	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -32,13 +31,13 @@ func TestViolationsStayExactAcrossReloads(t *testing.T) {
 	violations := func() float64 {
 		return testkit.Metric(t, "metawatch_rule_violations", map[string]string{"rule": "audit-owner"})
 	}
-	testkit.WaitFor(t, "3 violations", func() bool { return violations() == 3 })
+	testkit.WaitFor(t, "3 violations", testkit.Timeout, func() bool { return violations() == 3 })
 
 	for i := range 2 {
 		generation := testkit.Metric(t, "metawatch_config_generation", nil)
 		kubectlApply(t, selectors("audit", require+fmt.Sprintf("- {name: audit-extra-%d, kinds: [Pod], setLabels: {extra: x%d}}\n", i, i)))
-		testkit.WaitFor(t, "the reload", func() bool { return testkit.Metric(t, "metawatch_config_generation", nil) > generation })
-		testkit.WaitFor(t, "the extra label", func() bool { return podLabel(t, c, "audit", "p-2", "extra") == fmt.Sprintf("x%d", i) })
+		testkit.WaitFor(t, "the reload", testkit.Timeout, func() bool { return testkit.Metric(t, "metawatch_config_generation", nil) > generation })
+		testkit.WaitFor(t, "the extra label", testkit.Timeout, func() bool { return podLabel(t, c, "audit", "p-2", "extra") == fmt.Sprintf("x%d", i) })
 	}
 	if got := violations(); got != 3 {
 		t.Errorf("metawatch_rule_violations{rule=audit-owner} = %v after two reloads, want 3", got)
@@ -50,7 +49,7 @@ func TestViolationsStayExactAcrossReloads(t *testing.T) {
 	}
 	generation := testkit.Metric(t, "metawatch_config_generation", nil)
 	kubectlApply(t, selectors("audit", "watches:\n- kind: Pod\n  namespaces: [audit]\n"))
-	testkit.WaitFor(t, "the reload", func() bool { return testkit.Metric(t, "metawatch_config_generation", nil) > generation })
+	testkit.WaitFor(t, "the reload", testkit.Timeout, func() bool { return testkit.Metric(t, "metawatch_config_generation", nil) > generation })
 	if got := violations(); got != 0 {
 		t.Errorf("metawatch_rule_violations{rule=audit-owner} = %v after the rule was removed, want no series", got)
 	}
@@ -78,13 +77,13 @@ func TestTransientReloadFailuresAreRetriedNotRejected(t *testing.T) {
 	kubectlApply(t, selectors("transient", config))
 	faults := &testkit.Faults{Suffix: "/namespaces/transient/pods"}
 	startInstance(t, faults.Wrap(cp.Config), "transient/selectors")
-	testkit.WaitFor(t, "the first rule", func() bool { return podLabel(t, c, "transient", "p-0", "tier") == "gold" })
+	testkit.WaitFor(t, "the first rule", testkit.Timeout, func() bool { return podLabel(t, c, "transient", "p-0", "tier") == "gold" })
 
 	faults.Set(true)
 	kubectlApply(t, selectors("transient", config+"- {name: transient-zone, kinds: [Pod], setLabels: {zone: west}}\n"))
-	testkit.WaitFor(t, "the reload to fail twice", func() bool { return faults.Hits() >= 2 })
+	testkit.WaitFor(t, "the reload to fail twice", testkit.Timeout, func() bool { return faults.Hits() >= 2 })
 	faults.Set(false)
-	testkit.WaitFor(t, "the valid edit to run once the API server answers", func() bool { return podLabel(t, c, "transient", "p-0", "zone") == "west" })
+	testkit.WaitFor(t, "the valid edit to run once the API server answers", testkit.Timeout, func() bool { return podLabel(t, c, "transient", "p-0", "zone") == "west" })
 	if eventWith(t, c, "transient", "InvalidConfig", "") {
 		t.Error("a transient failure was reported as an InvalidConfig Event")
 	}
@@ -123,16 +122,16 @@ func TestForbiddenNamespacesFreezeCopiedKeys(t *testing.T) {
 			return true
 		}
 	}
-	testkit.WaitFor(t, "every pod to get team and tier", allPods(func(l map[string]string) bool { return l["team"] == "a" && l["tier"] == "gold" }))
+	testkit.WaitFor(t, "every pod to get team and tier", testkit.Timeout, allPods(func(l map[string]string) bool { return l["team"] == "a" && l["tier"] == "gold" }))
 
 	setNamespaceAccess(t, role, false)
 	generation := testkit.Metric(t, "metawatch_config_generation", nil)
 	creates := podCreatesSeen(t)
 	kubectlApply(t, selectors("frozen", config+"- {name: frozen-zone, kinds: [Pod], setLabels: {zone: west}}\n"))
-	testkit.WaitFor(t, "the reload", func() bool { return testkit.Metric(t, "metawatch_config_generation", nil) > generation })
-	testkit.WaitFor(t, "the new generation to see every pod", func() bool { return podCreatesSeen(t) >= creates+5 })
+	testkit.WaitFor(t, "the reload", testkit.Timeout, func() bool { return testkit.Metric(t, "metawatch_config_generation", nil) > generation })
+	testkit.WaitFor(t, "the new generation to see every pod", testkit.Timeout, func() bool { return podCreatesSeen(t) >= creates+5 })
 	time.Sleep(2 * time.Second) // what a generation that did not freeze would write, it writes now
-	testkit.WaitFor(t, "/readyz/configuration to say Pod writes are frozen", func() bool {
+	testkit.WaitFor(t, "/readyz/configuration to say Pod writes are frozen", testkit.Timeout, func() bool {
 		return contains(inst.readiness(), "forbidden to list namespaces")
 	})
 	if got := testkit.Metric(t, "metawatch_writes_frozen", map[string]string{"kind": "Pod"}); got != 1 {
@@ -147,7 +146,7 @@ func TestForbiddenNamespacesFreezeCopiedKeys(t *testing.T) {
 
 	setNamespaceAccess(t, role, true)
 	testkit.MergePatch(t, c, namespaceObject("frozen"), "kubectl-label", `{"metadata":{"labels":{"team":"b"}}}`)
-	testkit.WaitFor(t, "every pod to follow the namespace once the permission is back", allPods(func(l map[string]string) bool {
+	testkit.WaitFor(t, "every pod to follow the namespace once the permission is back", testkit.Timeout, allPods(func(l map[string]string) bool {
 		return l["team"] == "b" && l["tier"] == "gold" && l["zone"] == "west"
 	}))
 }
@@ -164,7 +163,7 @@ func grantNamespaceCopier(t *testing.T, user string) *rbacv1.ClusterRole {
 	}
 	c := testkit.Client(t, cp.Config)
 	for _, obj := range []client.Object{role, binding} {
-		if err := c.Create(context.Background(), obj); err != nil {
+		if err := c.Create(t.Context(), obj); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -187,11 +186,11 @@ func copierRules(namespaces bool) []rbacv1.PolicyRule {
 func setNamespaceAccess(t *testing.T, role *rbacv1.ClusterRole, allowed bool) {
 	t.Helper()
 	c := testkit.Client(t, cp.Config)
-	if err := c.Get(context.Background(), client.ObjectKeyFromObject(role), role); err != nil {
+	if err := c.Get(t.Context(), client.ObjectKeyFromObject(role), role); err != nil {
 		t.Fatal(err)
 	}
 	role.Rules = copierRules(allowed)
-	if err := c.Update(context.Background(), role); err != nil {
+	if err := c.Update(t.Context(), role); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -213,8 +212,8 @@ func TestRulesWriteOnlyInsideTheWriteScope(t *testing.T) {
 		limits.WriteScope.Namespaces = []string{"scope-a", "scope-b"} // as --write-namespaces=scope-a,scope-b
 		r.Limits = &limits
 	})
-	testkit.WaitFor(t, "the pod in scope to be labelled", func() bool { return podLabel(t, c, "scope-a", "p", "tier") == "gold" })
-	testkit.WaitFor(t, "every pod to be reconciled", func() bool {
+	testkit.WaitFor(t, "the pod in scope to be labelled", testkit.Timeout, func() bool { return podLabel(t, c, "scope-a", "p", "tier") == "gold" })
+	testkit.WaitFor(t, "every pod to be reconciled", testkit.Timeout, func() bool {
 		return testkit.Metric(t, "metawatch_cached_objects", map[string]string{"kind": "Pod"}) == 3
 	})
 	for _, ns := range []string{"scope-b", "scope-c"} {
@@ -241,18 +240,18 @@ func TestNamespacesBecomingUnreadableFreezeWrites(t *testing.T) {
 	restricted.Host = "https://" + fwd.Addr
 	restricted.Impersonate = rest.ImpersonationConfig{UserName: "metawatch-loser"}
 	inst := startInstance(t, restricted, "lost/selectors")
-	testkit.WaitFor(t, "the pod to get team=a", func() bool { return podLabel(t, c, "lost", "p", "team") == "a" })
+	testkit.WaitFor(t, "the pod to get team=a", testkit.Timeout, func() bool { return podLabel(t, c, "lost", "p", "team") == "a" })
 
 	setNamespaceAccess(t, role, false)
 	fwd.Restart(t) // the watches reconnect: the Namespace watch is now forbidden
-	testkit.WaitFor(t, "metawatch_writes_frozen{kind=Pod} to be 1", func() bool {
+	testkit.WaitFor(t, "metawatch_writes_frozen{kind=Pod} to be 1", testkit.Timeout, func() bool {
 		return testkit.Metric(t, "metawatch_writes_frozen", map[string]string{"kind": "Pod"}) == 1
 	})
-	testkit.WaitFor(t, "/readyz/configuration to say why", func() bool { return contains(inst.readiness(), "writes frozen") })
+	testkit.WaitFor(t, "/readyz/configuration to say why", testkit.Timeout, func() bool { return contains(inst.readiness(), "writes frozen") })
 	testkit.MergePatch(t, c, namespaceObject("lost"), "kubectl-label", `{"metadata":{"labels":{"team":"b"}}}`)
 	reconciles := testkit.Metric(t, "controller_runtime_reconcile_total", map[string]string{"controller": "pod"})
 	testkit.MergePatch(t, c, podObject("lost", "p"), "kubectl-label", `{"metadata":{"labels":{"team":null}}}`)
-	testkit.WaitFor(t, "metawatch to reconcile the pod", func() bool {
+	testkit.WaitFor(t, "metawatch to reconcile the pod", testkit.Timeout, func() bool {
 		return testkit.Metric(t, "controller_runtime_reconcile_total", map[string]string{"controller": "pod"}) > reconciles
 	})
 	if got := podLabel(t, c, "lost", "p", "team"); got != "" {
@@ -260,7 +259,7 @@ func TestNamespacesBecomingUnreadableFreezeWrites(t *testing.T) {
 	}
 
 	setNamespaceAccess(t, role, true)
-	testkit.WaitFor(t, "the pod to follow the Namespace once the permission is back", func() bool { return podLabel(t, c, "lost", "p", "team") == "b" })
+	testkit.WaitFor(t, "the pod to follow the Namespace once the permission is back", testkit.Timeout, func() bool { return podLabel(t, c, "lost", "p", "team") == "b" })
 }
 
 // podCreatesSeen is how many pod events passed metawatch's predicates (every

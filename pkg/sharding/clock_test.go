@@ -132,7 +132,7 @@ func TestALateListOnTheTakerDoesNotMakeTwoWriters(t *testing.T) {
 		return r
 	}
 	a, b := mk("a"), mk("b")
-	ctx := context.Background()
+	ctx := t.Context()
 	at := func(d time.Duration) { clock.Set(d, base) }
 
 	// Converge: a and b split the buckets.

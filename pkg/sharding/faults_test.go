@@ -180,7 +180,7 @@ func startMember(t *testing.T, cs kubernetes.Interface, s *sends, ring, identity
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, kill := context.WithCancel(context.Background())
+	ctx, kill := context.WithCancel(t.Context())
 	m := &member{ring: r, leases: leases, kill: kill, ended: make(chan struct{})}
 	go func() { r.loop(ctx); close(m.ended) }()
 	for range 8 {
@@ -195,7 +195,7 @@ func (m *member) stopCleanly(t *testing.T) {
 	t.Helper()
 	m.kill()
 	<-m.ended
-	if err := m.ring.stop(context.Background()); err != nil {
+	if err := m.ring.stop(t.Context()); err != nil {
 		t.Logf("%s: clean stop: %v", m.ring.o.Identity, err)
 	}
 }

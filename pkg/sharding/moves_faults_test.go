@@ -64,15 +64,16 @@ func newFake(inA, inC int) *fakeLW {
 
 func (f *fakeLW) List(o metav1.ListOptions) (runtime.Object, error) {
 	start := 0
-	if o.Continue != "" {
+	switch {
+	case o.Continue != "":
 		if f.failPages.Load() > 0 {
 			f.failPages.Add(-1)
 			return nil, errors.New("read tcp: connection reset by peer")
 		}
 		start, _ = strconv.Atoi(o.Continue)
-	} else if o.ResourceVersionMatch == metav1.ResourceVersionMatchExact {
+	case o.ResourceVersionMatch == metav1.ResourceVersionMatchExact:
 		f.exactLists.Add(1)
-	} else {
+	default:
 		f.mu.Lock()
 		hook := f.onFullList
 		f.onFullList = nil
@@ -117,7 +118,7 @@ func startFakeInformer(t *testing.T, f *fakeLW, cover *Coverage) toolscache.Shar
 	lw := ListerWatcher(f, cover, true)
 	inf := toolscache.NewSharedIndexInformer(lw, &metav1.PartialObjectMetadata{}, 0, toolscache.Indexers{})
 	lw.Feeds(inf.GetStore())
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(t.Context())
 	t.Cleanup(cancel)
 	go inf.Run(ctx.Done())
 	if !toolscache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {

@@ -95,8 +95,8 @@ func startReplica(t *testing.T, cs kubernetes.Interface, w *writes, n int) *repl
 			t.Errorf("OnChange(%+v): more buckets than there are", s)
 		}
 	})
-	loopCtx, stopLoop := context.WithCancel(context.Background())
-	writeCtx, stopWrites := context.WithCancel(context.Background())
+	loopCtx, stopLoop := context.WithCancel(t.Context())
+	writeCtx, stopWrites := context.WithCancel(t.Context())
 	rep := &replica{ring: ring, stopLoop: stopLoop, stopWrites: stopWrites, graceful: make(chan struct{})}
 	go func() { ring.loop(loopCtx); close(rep.graceful) }()
 	for range 16 {
@@ -110,7 +110,7 @@ func startReplica(t *testing.T, cs kubernetes.Interface, w *writes, n int) *repl
 func (rep *replica) stopGracefully(t *testing.T) {
 	rep.stopLoop()
 	<-rep.graceful
-	if err := rep.ring.stop(context.Background()); err != nil {
+	if err := rep.ring.stop(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	rep.stopWrites()

@@ -69,7 +69,7 @@ func TestKeepUIDsDropsOtherObjectsBeforeDecoding(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			ctx, url, accept := context.Background(), "https://api/api/v1/pods", metadataProtobuf+"List;g=meta.k8s.io;v=v1"
+			ctx, url, accept := t.Context(), "https://api/api/v1/pods", metadataProtobuf+"List;g=meta.k8s.io;v=v1"
 			body := tc.body
 			if tc.watch != nil {
 				url, accept, body = url+"?watch=true", metadataProtobuf+";g=meta.k8s.io;v=v1", tc.watch

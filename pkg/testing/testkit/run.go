@@ -3,8 +3,6 @@ package testkit
 import (
 	"context"
 	"fmt"
-	"io"
-	"net/http"
 	"os/exec"
 	"strings"
 	"sync"
@@ -76,17 +74,6 @@ func MergePatch(t testing.TB, c client.Client, obj client.Object, manager, patch
 	if err := c.Patch(context.Background(), obj, client.RawPatch(types.MergePatchType, []byte(patch)), client.FieldOwner(manager)); err != nil {
 		t.Fatal(err)
 	}
-}
-
-// HTTPGet returns the status code and body of a GET of url, or 0 and the error's text.
-func HTTPGet(url string) (int, string) {
-	resp, err := http.Get(url)
-	if err != nil {
-		return 0, err.Error()
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(body)
 }
 
 // KubectlApply runs `kubectl apply -f -` with manifest, as a user would; safe

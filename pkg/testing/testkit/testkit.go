@@ -85,13 +85,14 @@ func hasLabels(m *dto.Metric, want map[string]string) bool {
 	return found == len(want)
 }
 
-// WaitFor polls cond every 50ms until it holds, failing the test after Timeout.
-func WaitFor(t testing.TB, what string, cond func() bool) {
+// WaitFor polls cond every 50ms until it holds, failing the test after
+// timeout (Timeout, where nothing else bounds the wait).
+func WaitFor(t testing.TB, what string, timeout time.Duration, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(Timeout)
+	deadline := time.Now().Add(timeout)
 	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
+			t.Fatalf("timed out after %s waiting for %s", timeout, what)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
