@@ -1,12 +1,13 @@
-// Package kwok gives the bench simulated nodes: Node objects that kwok
-// (sigs.k8s.io/kwok, built from the module proxy and cached by version like
-// the control plane, see controlplane.EnsureKwok) keeps Ready with leases as
-// kubelets do. Pods seeded onto them are bound by name, as the scheduler
-// would bind them, and kwok moves them to Running; during churn it also
-// rewrites their Ready condition at a set rate, as a kubelet does on probe
-// results. So on any target (--local-cluster, kind, a kubeconfig, the local
-// control plane) tens of thousands of scheduled pods get kubelet-like status
-// traffic from a component nobody on this project wrote (issue #12).
+// Package kwok runs kwok, a node simulator, for the bench harness.
+//
+// kwok (sigs.k8s.io/kwok, built from the module proxy and cached by version
+// like the control plane, see controlplane.EnsureKwok) keeps Node objects
+// Ready with leases as kubelets do. Pods seeded onto them are bound by name,
+// as the scheduler would bind them, and kwok moves them to Running; during
+// churn it also rewrites their Ready condition at a set rate, as a kubelet
+// does on probe results. So on any target (--local-cluster, kind, a
+// kubeconfig, the local control plane) tens of thousands of scheduled pods get
+// kubelet-like status traffic from a component nobody on this project wrote.
 //
 // # Stages
 //

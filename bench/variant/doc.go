@@ -1,10 +1,12 @@
-// Package variant is each way a team could run one rule over the pods of a
-// large cluster, for the bench harness to measure side by side: metawatch,
-// what most teams write (a controller-runtime controller on typed Pods), stock
-// controller-runtime metadata-only (builder.OnlyMetadata, no transforms), and
-// a hand-written client-go metadatainformer controller. Cache-only variants
-// add metawatch's memory steps (metacache.Shrink) one at a time on top of stock
-// metadata-only, to show what each step saves.
+// Package variant is the ways of running one rule over a large cluster's pods
+// that the bench harness measures side by side.
+//
+// They are metawatch, what most teams write (a controller-runtime controller
+// on typed Pods), stock controller-runtime metadata-only
+// (builder.OnlyMetadata, no transforms), and a hand-written client-go
+// metadatainformer controller. Cache-only variants add metawatch's memory
+// steps (metacache.Shrink) one at a time on top of stock metadata-only, to
+// show what each step saves.
 //
 // The rule is the same everywhere: a pod's cost-center label equals its
 // namespace's. Every variant caches the same objects (Spec.Selector, server

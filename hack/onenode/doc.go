@@ -35,7 +35,6 @@
 //
 // kubelet 1.36 on cgroup v1 needs failCgroupV1: false and cgroupfs; root here
 // lacks CAP_SYS_RESOURCE, so containerd runs with restrict_oom_score_adj.
-// See ../shared/realnode.md (issue 12) for what was found.
 //
 // # Leaving nothing behind
 //

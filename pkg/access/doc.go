@@ -1,5 +1,8 @@
-// Package access is everything metawatch asks about its own permissions, in
-// one place for `metawatch check`, the start-up and every reload.
+// Package access asks the API server what metawatch may do: the preflight
+// check of every watch, access reviews, and access lost while running.
+//
+// It is one place for `metawatch check`, the start-up and every reload, so
+// that all three tell a forbidden kind from a broken configuration alike.
 //
 // # Before a watch starts
 //
@@ -14,6 +17,5 @@
 //
 // An established watch outlives a revoked permission: the next list or watch
 // gets 403. AccessLoss (loss.go) is the cache's informer factory that notices,
-// so that writes from a cache that no longer follows the cluster are frozen
-// (issue 10, defect 2).
+// so that writes from a cache that no longer follows the cluster are frozen.
 package access

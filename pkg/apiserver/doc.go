@@ -1,7 +1,9 @@
-// Package apiserver is what metawatch learns from the API server before
-// anything watches: which kinds it serves, as what resource and scope
-// (Resolve, through controller-runtime's lazy discovery), and whether it
-// answers at all (Unreachable, RetryUnreachable). An unreachable API server
-// at start-up is waited for, with a message each time; an answer about the
-// request (a kind it does not serve, a forbidden read) is reported at once.
+// Package apiserver asks the API server, before anything watches, which kinds
+// it serves and whether it answers at all.
+//
+// Resolve maps a kind to its resource and scope through controller-runtime's
+// lazy discovery; Unreachable and RetryUnreachable tell and wait out an API
+// server that does not answer. An unreachable API server at start-up is
+// waited for, with a message each time; an answer about the request (a kind
+// it does not serve, a forbidden read) is reported at once.
 package apiserver

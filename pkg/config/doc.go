@@ -1,7 +1,9 @@
-// Package config is metawatch's configuration: what to watch, what rules keep
-// which labels and annotations, and where rules may write, parsed strictly
-// and validated with field paths. Its errors (errors.go) say which fault is
-// the configuration's and show one problem per line.
+// Package config is metawatch's configuration: its types, strict parsing,
+// validation with field paths, kind resolution and the operator's guardrails.
+//
+// A configuration says what to watch, which labels and annotations rules keep,
+// and where rules may write. Its errors (errors.go) say which fault is the
+// configuration's and show one problem per line.
 //
 // The configuration lives under the data key "config.yaml" of a ConfigMap that
 // users manage with kubectl, so every error must tell them which line to fix:

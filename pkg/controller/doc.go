@@ -1,5 +1,9 @@
-// Package controller holds metawatch's controllers: one per watched kind, fed
-// by the metadata cache through predicates that drop what no rule can act on.
+// Package controller is metawatch's controllers: one per watched kind, fed by
+// the metadata cache, keeping the kind's labels and annotations as the rules
+// want them.
+//
+// Predicates drop the events no rule can act on, so a reconcile runs only for
+// what may need a write.
 //
 // # Where things are
 //
@@ -11,10 +15,9 @@
 //     patches that remove, ownership read from managedFields, require audits.
 //   - handler.go, handler_namespaces.go, predicate.go: what each event queues.
 //   - memory.go and memory_*.go: what a controller remembers between events.
-//   - fence.go: the WriteFence every write passes, closed before a Lease is
-//     released or a generation swapped; and, when sharded, the ShardGate
-//     (sharding.Ring) that admits a write only on the replica holding the
-//     object's bucket (issue #13).
+//   - fence.go: the gate every write passes. It is closed before a Lease is
+//     released or a generation swapped; when sharded, it also admits a write
+//     only on the replica that holds the object's bucket (package sharding).
 //
 // # Why updates are filtered
 //
@@ -31,7 +34,7 @@
 // The reporter's diff needs the old labels, which a level-triggered reconciler
 // does not get: the event handler keeps the labels and annotations an object
 // had before its first unreported change, only until the reconciler reports
-// it. The rules remember keys taken by hand, conflicts yielded and fights
-// (issue 10). Each entry lives only while something is pending for its
-// object, so memory grows with the queue, not with the cluster.
+// it. The rules remember keys taken by hand, conflicts yielded and fights.
+// Each entry lives only while something is pending for its object, so memory
+// grows with the queue, not with the cluster.
 package controller

@@ -1,6 +1,8 @@
-// Package metacache is what metawatch's cache holds and how it is asked for:
-// metadata-only objects of the watched kinds, each shrunk to what a rule or a
-// write reads.
+// Package metacache configures metawatch's cache: metadata-only objects of
+// the watched kinds, each shrunk to what a rule or a write reads.
+//
+// It is the one place that says what the cache holds and how it asks the API
+// server for it, because that is where metawatch's memory goes.
 //
 // # The cache's options
 //
@@ -13,11 +15,11 @@
 // would otherwise silently start a second, full informer
 // (controller-runtime#1660) and cost the memory metawatch exists to save.
 //
-// With Shards, each namespaced kind's list and watch are restricted to the
-// replica's buckets (sharding.ListerWatcher, through cache.Options'
-// NewInformer: controller-runtime has no ByObject field for a shard
-// selector). Cluster-scoped kinds, Namespaces and Nodes, are few and stay
-// whole on every replica, so the Namespace fan-out still reads its cache.
+// Sharded, each namespaced kind's list and watch are restricted to the
+// replica's buckets (options.go, through sharding.ListerWatcher and
+// cache.Options' NewInformer: controller-runtime has no ByObject field for a
+// shard selector). Cluster-scoped kinds, Namespaces and Nodes, are few and
+// stay whole on every replica, so the Namespace fan-out still reads its cache.
 //
 // # What an object keeps
 //

@@ -1,10 +1,10 @@
-// Package reload is where metawatch's configuration comes from and how it
-// changes while running.
+// Package reload runs metawatch's configuration as generations and swaps
+// them when the configuration changes.
 //
 // The configuration is a file (--config-file, read at start-up) or the
 // kubectl-managed selectors ConfigMap (--config-map), which is followed live:
 // a single-object list/watch by name (so RBAC can grant it with resourceNames),
-// the one typed object in the process, a few KB whatever the cluster's size.
+// the one typed object in the process, small whatever the cluster's size.
 //
 // Each valid version runs as a generation: its own metadata cache, informers
 // and controllers. Changing selectors needs new informers, and controllers
@@ -14,15 +14,21 @@
 // rejected with an InvalidConfig Event on the ConfigMap and the running
 // generation is kept; a deleted ConfigMap keeps it too.
 //
+// Which replicas run generations depends on the mode. With leader election
+// only the leader does; a standby only follows the ConfigMap until it leads.
+// Sharded (--sharding), every replica runs its own, on its share of the
+// objects. A single replica without either runs them itself.
+//
 // # Where things are
 //
 //   - reloader.go: the Reloader (AddTo, Start) and the swap of generations.
 //   - follow.go: the follower every replica runs, so a new leader runs the
-//     ConfigMap as it is when it starts leading (issue 10).
-//   - loop.go: the leader's loop: sync, reject, retry with backoff.
+//     ConfigMap as it is when it starts leading.
+//   - loop.go: the loop that runs generations (the leader's, or every
+//     replica's when sharded): sync, reject, retry with backoff.
 //   - generation.go: one generation: resolve, check access, build, freeze.
 //   - access.go: watches forbidden at build time or since, rechecked until allowed.
 //   - source.go: --config-file or --config-map.
-//   - shards.go: --sharding, where every replica runs generations on its
-//     share of the buckets, which their caches follow as it moves.
+//   - shards.go: --sharding: generations on every replica, their caches on
+//     its share of the buckets, which they follow as it moves.
 package reload

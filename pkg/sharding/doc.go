@@ -1,7 +1,10 @@
 // Package sharding splits the objects metawatch watches among its active
-// replicas. It holds the pure parts: the buckets, the shard
-// selector a replica asks the API server for, and which replica a bucket
-// should belong to.
+// replicas (--sharding): the buckets, their assignment, the ring of bucket and
+// member Leases that says who may write, and the caches that follow a
+// replica's share.
+//
+// It lets several replicas work at once, each caching and writing only its
+// share, where leader election leaves all but one idle.
 //
 // # Buckets
 //
@@ -26,11 +29,10 @@
 // scores highest among the ones still free, going from the highest score of
 // any (replica, bucket) pair down. Plain rendezvous hashing (the highest score
 // wins) moves the fewest buckets but is even only on average, and 64 buckets
-// are too few for the average: three replicas got 27, 21 and 16 buckets
-// (42%, 33%, 25% of the pods) in the bench. Bounded, a join or leave still
-// moves about 1/N of the buckets (to 3 replicas: 22.5 on average where 21
-// must move; to 8: 11.7 where 8 must), and every replica computes the same
-// answer from the same member list with no coordinator.
+// are too few for the average (bench/README.md says how uneven it was).
+// Bounded, a join or leave still moves about 1/N of the buckets
+// (rendezvous_test.go), and every replica computes the same answer from the
+// same member list with no coordinator.
 //
 // # Ownership (ring.go, leases.go)
 //
@@ -71,11 +73,13 @@
 //
 // # Where it plugs in
 //
-// controller.Options.Shards takes the Ring as the ShardGate of every write;
-// manager.Options.Shards (metacache.Shards) restricts the cache to a share;
-// reload.Shards runs generations on every replica, their caches on its
-// desired buckets as they change, and publishes metawatch_sharding_mode and
-// metawatch_buckets_owned; --sharding (cmd/metawatch/sharding.go) starts the
-// Ring; the chart's sharding.enabled runs it (deploy/helm); the bench's
-// shards scenario measures N replicas' shares (bench/shards.go).
+// cmd/metawatch/sharding.go starts the Ring for --sharding and asks once
+// whether the API server filters by shard (ServerFilters). pkg/reload
+// (shards.go) runs generations on every replica, points their caches at the
+// replica's desired buckets as they change, and publishes the sharding mode
+// and the buckets owned and unwritable. pkg/metacache/options.go restricts
+// each namespaced kind's informer with ListerWatcher. pkg/controller/fence.go
+// passes every write through the Ring, and pkg/fence checks its claim again
+// as the request leaves. The chart's sharding.enabled runs it (deploy/helm);
+// the bench's shards scenario measures N replicas' shares (bench/shards.go).
 package sharding

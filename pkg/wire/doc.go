@@ -1,7 +1,12 @@
-// Package wire rewrites what the API server sends before client-go decodes
-// it: metadata-only protobuf responses (LIST bodies and each watch frame) lose
+// Package wire is the HTTP transport that rewrites what the API server sends
+// before client-go decodes it.
+//
+// Metadata-only protobuf responses (LIST bodies and each watch frame) lose
 // every managedFields entry but metawatch's own, in place, and watch events of
-// unchanged objects become bookmarks.
+// unchanged objects become bookmarks. Sharded with the API server's gate off,
+// it also drops other replicas' objects (uids.go), and each watch stream
+// remembers the newest resourceVersion of each object for the writes'
+// preconditions (versions.go).
 //
 // # Why before decoding
 //
@@ -15,8 +20,7 @@
 // checked before it is rewritten), stripping twice changes nothing, and a
 // dropped connection reaches client-go as the same io.EOF or
 // io.ErrUnexpectedEOF it would see without this package: client-go compares
-// them with ==, and any other error makes it list the whole kind again
-// (issue 10, defects 4 and 11).
+// them with ==, and any other error makes it list the whole kind again.
 //
 // # Unchanged objects are left out
 //
@@ -34,7 +38,7 @@
 // change metawatch can see. Only what the same stream delivered is compared,
 // and the stream's frames reach the reflector in order, so what is compared
 // is what the cache will hold; a new stream (a resumed watch, a relist)
-// remembers nothing (issue 14).
+// remembers nothing.
 //
 // StripManagedFields puts the transport into a rest.Config. The package's
 // tests need no control plane, so its fuzz targets run fast.

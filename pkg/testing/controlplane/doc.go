@@ -1,5 +1,5 @@
 // Package controlplane builds (once, cached by version) and starts a local
-// kube-apiserver + etcd for `make run`, the tests and the bench harness.
+// kube-apiserver and etcd for `make run`, the tests and the bench harness.
 //
 // Why build instead of download: these machines reach only the Go module proxy,
 // so the binaries come from source. k8s.io/kubernetes is not meant to be
@@ -8,11 +8,12 @@
 // k8s.io/kubernetes and replaces each staging module with its published
 // release (v1.36.3 pairs with v0.36.3). etcd builds from its own server module.
 //
-// The first build takes about ten minutes on two cores, so binaries are cached
-// per version outside the repository (see CacheDir), checked by running their
-// --version before reuse, and written under a temporary name and renamed, so an
-// interrupted build never leaves a half-written binary behind. A file lock lets
-// several test binaries ask for the binaries at once: one builds, the others wait.
+// The first build takes minutes (hack/README.md says how long), so binaries
+// are cached per version outside the repository (see CacheDir), checked by
+// running their --version before reuse, and written under a temporary name
+// and renamed, so an interrupted build never leaves a half-written binary
+// behind. A file lock lets several test binaries ask for the binaries at once:
+// one builds, the others wait.
 //
 // Start runs them through controller-runtime's envtest with the alpha
 // ShardedListAndWatch feature gate on (KEP-5866), and writes an admin kubeconfig.
