@@ -2,6 +2,10 @@
 GO        ?= go
 BIN       := bin
 TEST_TIMEOUT ?= 60m
+# TEST_PARALLEL: test packages run at once. Above the cores: the integration
+# packages mostly wait (for Leases to expire, syncs, quiet), each on a control
+# plane of its own.
+TEST_PARALLEL ?= 4
 # FUZZTIME: empty runs each fuzz target for a count of inputs (see fuzz); a duration (10m) runs each that long.
 FUZZTIME  ?=
 VERSION   ?= $(shell sed -n 's/^appVersion: *"*\([^"]*\)"*/\1/p' deploy/helm/metawatch/Chart.yaml)
@@ -53,7 +57,7 @@ unit: test-unit
 
 ## test-integration: every test but the real node's, on local control planes (built once, cached by version), with the race detector.
 test-integration: controlplane
-	$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) -skip '^$(NODE_TESTS)$$' $(PACKAGES)
+	$(GO) test -race -count=1 -p $(TEST_PARALLEL) -timeout $(TEST_TIMEOUT) -skip '^$(NODE_TESTS)$$' $(PACKAGES)
 
 # The tests on a real node run alone, after the others: one node per machine, and its load would disturb timed tests.
 NODE_TESTS := (TestChartOnARealNode|TestMakeClusterStopsOnSignals|TestStartAfterAKilledRun)

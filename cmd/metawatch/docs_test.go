@@ -8,13 +8,12 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/metawatch/metawatch/pkg/testing/controlplane"
+	"github.com/metawatch/metawatch/pkg/testing/testkit"
 )
 
 // Every flag of metawatch --help has a row in the README's flags table.
 func TestEveryFlagIsInTheREADME(t *testing.T) {
-	controlplane.SkipIfShort(t) // the binary is built by TestMain only then
-	help, err := exec.Command(bin, "--help").CombinedOutput()
+	help, err := exec.Command(metawatchBinary(t), "--help").CombinedOutput()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -24,6 +23,20 @@ func TestEveryFlagIsInTheREADME(t *testing.T) {
 			t.Errorf("%s is not in the README's flags table", m[1])
 		}
 	}
+}
+
+// metawatchBinary is TestMain's binary, or under -short (make verify-docs,
+// no control plane) one built for this test.
+func metawatchBinary(t *testing.T) string {
+	if bin != "" {
+		return bin
+	}
+	path, remove, err := testkit.Build(".", "metawatch")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(remove)
+	return path
 }
 
 // Every package under pkg/ has its row in ARCHITECTURE.md's map.
