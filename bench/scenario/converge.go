@@ -12,6 +12,7 @@ import (
 
 	"github.com/metawatch/metawatch/bench/seed"
 	"github.com/metawatch/metawatch/bench/variant"
+	"github.com/metawatch/metawatch/pkg/controller"
 	"github.com/metawatch/metawatch/pkg/metacache"
 )
 
@@ -46,7 +47,7 @@ func Bare(ctx context.Context, c client.Client, o *Observer, namespace, value st
 		body := variant.ApplyBody(o.label, namespace, pods[i], value)
 		target := metacache.NewObject(corev1.SchemeGroupVersion.WithKind("Pod"))
 		target.Namespace, target.Name = namespace, pods[i]
-		return c.Patch(ctx, target, client.RawPatch(types.ApplyPatchType, body), client.FieldOwner(metacache.FieldManager))
+		return c.Patch(ctx, target, client.RawPatch(types.ApplyPatchType, body), client.FieldOwner(controller.FieldManager))
 	})
 	if err != nil {
 		return 0, err

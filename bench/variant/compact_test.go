@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
 
+	"github.com/metawatch/metawatch/pkg/controller"
 	"github.com/metawatch/metawatch/pkg/metacache"
 )
 
@@ -20,7 +21,7 @@ func packable() *metav1.PartialObjectMetadata {
 	p.Name, p.Namespace, p.UID, p.ResourceVersion = "web-7d9f8c6b5d-x2x4z", "shop", "6a1f3c2e-9b4d-4e8a-b1c7-2f5d8e9a0b3c", "123456"
 	p.CreationTimestamp, p.Generation = metav1.Unix(1_700_000_000, 0), 2
 	p.Labels, p.Annotations = map[string]string{"app": "web"}, map[string]string{"cost-center": "7"}
-	p.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: metacache.FieldManager, Operation: metav1.ManagedFieldsOperationApply}}
+	p.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: controller.FieldManager, Operation: metav1.ManagedFieldsOperationApply}}
 	return p
 }
 

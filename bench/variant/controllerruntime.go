@@ -111,7 +111,7 @@ func (r *crReconciler) Reconcile(ctx context.Context, req reconcile.Request) (re
 		return reconcile.Result{}, nil
 	}
 	patch := client.RawPatch(types.ApplyPatchType, ApplyBody(r.spec.Label, pod.GetNamespace(), pod.GetName(), value))
-	return reconcile.Result{}, r.client.Patch(ctx, pod, patch, client.FieldOwner(metacache.FieldManager))
+	return reconcile.Result{}, r.client.Patch(ctx, pod, patch, client.FieldOwner(fieldManager))
 }
 
 // podsOf is every cached pod of a namespace, as the usual map function writes it.

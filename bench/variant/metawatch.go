@@ -25,12 +25,12 @@ import (
 	"github.com/metawatch/metawatch/pkg/wire"
 )
 
-const fieldManager = metacache.FieldManager
+const fieldManager = controller.FieldManager
 
 func metawatch() Variant {
 	return Variant{Name: "metawatch", Description: "metawatch: its Manager and controllers, configured by the ConfigMap below",
 		Start: func(ctx context.Context, cfg *rest.Config, spec Spec, counters *Counters) (*Running, error) {
-			return startMetawatch(ctx, cfg, spec, counters, manager.Options{UnchangedBookmarkInterval: manager.DefaultUnchangedBookmarkInterval})
+			return startMetawatch(ctx, cfg, spec, counters, manager.Options{Wire: wire.Options{BookmarkInterval: wire.DefaultBookmarkInterval}})
 		}}
 }
 
@@ -40,7 +40,7 @@ func metawatch() Variant {
 func metawatchHTTP2() Variant {
 	return Variant{Name: "metawatch-http2", Description: "metawatch with --watch-http2: lists and watches multiplexed over HTTP/2 instead of a connection each over HTTP/1.1",
 		Start: func(ctx context.Context, cfg *rest.Config, spec Spec, counters *Counters) (*Running, error) {
-			return startMetawatch(ctx, cfg, spec, counters, manager.Options{UnchangedBookmarkInterval: manager.DefaultUnchangedBookmarkInterval, WatchOverHTTP2: true})
+			return startMetawatch(ctx, cfg, spec, counters, manager.Options{Wire: wire.Options{BookmarkInterval: wire.DefaultBookmarkInterval, WatchOverHTTP2: true}})
 		}}
 }
 
@@ -79,7 +79,7 @@ func metawatchGCByLimit() Variant {
 		Start: func(ctx context.Context, cfg *rest.Config, spec Spec, counters *Counters) (*Running, error) {
 			debug.SetGCPercent(-1)
 			debug.SetMemoryLimit(gcByLimitBytes)
-			return startMetawatch(ctx, cfg, spec, counters, manager.Options{UnchangedBookmarkInterval: manager.DefaultUnchangedBookmarkInterval})
+			return startMetawatch(ctx, cfg, spec, counters, manager.Options{Wire: wire.Options{BookmarkInterval: wire.DefaultBookmarkInterval}})
 		}}
 }
 
@@ -103,7 +103,7 @@ func metawatchMemoryLimit() Variant {
 				return nil, err
 			}
 			debug.SetMemoryLimit(limit)
-			return startMetawatch(ctx, cfg, spec, counters, manager.Options{UnchangedBookmarkInterval: manager.DefaultUnchangedBookmarkInterval})
+			return startMetawatch(ctx, cfg, spec, counters, manager.Options{Wire: wire.Options{BookmarkInterval: wire.DefaultBookmarkInterval}})
 		}}
 }
 
@@ -111,7 +111,7 @@ func metawatchMemoryLimit() Variant {
 func metawatchDecodeAll() Variant {
 	return Variant{Name: "metawatch-decode-all", Description: "metawatch with --decode-unchanged-events: every status-only event decoded, stored and handed to the predicates",
 		Start: func(ctx context.Context, cfg *rest.Config, spec Spec, counters *Counters) (*Running, error) {
-			return startMetawatch(ctx, cfg, spec, counters, manager.Options{DecodeUnchangedEvents: true})
+			return startMetawatch(ctx, cfg, spec, counters, manager.Options{Wire: wire.Options{DecodeUnchanged: true}})
 		}}
 }
 
@@ -144,7 +144,7 @@ func startMetawatch(ctx context.Context, cfg *rest.Config, spec Spec, counters *
 	}
 	opts.MetricsBindAddress = "0"
 	if spec.Shard != nil {
-		opts.Shards = &metacache.Shards{Cover: sharding.NewCoverage(spec.Shard.Buckets()), ServerSide: spec.Shard.ServerSide}
+		opts.ShardFilter = &metacache.ShardFilter{Cover: sharding.NewCoverage(spec.Shard.Buckets()), ServerSide: spec.Shard.ServerSide}
 	}
 	mgr, err := manager.New(cfg, watches, opts)
 	if err != nil {
@@ -236,7 +236,7 @@ func startShrunkCache(ctx context.Context, cfg *rest.Config, spec Spec, counters
 
 // stripped is cfg through the stripping transport, as the steps from step2 on use it.
 func stripped(cfg *rest.Config) *rest.Config {
-	return wire.StripManagedFields(cfg, metacache.FieldManager, wire.Options{})
+	return wire.StripManagedFields(cfg, controller.FieldManager, wire.Options{}, nil)
 }
 
 func metadataPodList() client.ObjectList { return metacache.NewList(podGVK) }

@@ -28,7 +28,7 @@ var setupLog = ctrl.Log.WithName("setup")
 func run(ctx context.Context, opts options) error {
 	setupLog.Info(version.String())
 	logEffectiveFlags()
-	if err := bookmarkIntervalValid(opts.manager.UnchangedBookmarkInterval); err != nil {
+	if err := bookmarkIntervalValid(opts.manager.Wire.BookmarkInterval); err != nil {
 		return err
 	}
 	if err := metricsCertValid(opts.manager); err != nil {
@@ -73,12 +73,10 @@ func run(ctx context.Context, opts options) error {
 	setupLog.Info("stage 2/4: manager built", "leaderElection", mgrOpts.LeaderElection, "metrics", mgrOpts.MetricsBindAddress, "probes", opts.probeAddress)
 	reloader := &reload.Reloader{
 		Config: cfg, Source: opts.source, Controller: controllerOpts, Initial: conf, ShutdownTimeout: budget.generation, Limits: &opts.limits,
-		Recorder: mgr.GetEventRecorder(controller.EventSource), Log: ctrl.Log.WithName("reload"),
+		Recorder: mgr.GetEventRecorder(controller.EventSource), Log: ctrl.Log.WithName("reload"), Wire: mgrOpts.Wire,
 	}
-	reloader.CacheWire = reload.CacheWire{DecodeUnchanged: opts.manager.DecodeUnchangedEvents, BookmarkInterval: opts.manager.UnchangedBookmarkInterval,
-		WatchOverHTTP2: opts.manager.WatchOverHTTP2}
 	if opts.sharding.enabled {
-		if reloader.Shards, err = addSharding(ctx, mgr, cfg, opts); err != nil {
+		if reloader.Sharding, err = addSharding(ctx, mgr, cfg, opts); err != nil {
 			return err
 		}
 	}
@@ -91,7 +89,7 @@ func run(ctx context.Context, opts options) error {
 	setupLog.Info("stage 3/4: reloader and health checks added")
 	setupLog.Info("stage 4/4: starting", "version", version.Version(), "source", opts.source.String(), "dryRun", opts.controller.DryRun, "limits", opts.limits.String(),
 		"leaderElection", mgrOpts.LeaderElection, "sharding", opts.sharding.enabled, "gracefulShutdownTimeout", opts.manager.GracefulShutdownTimeout.String(), "metricsSecure", mgrOpts.MetricsSecure, "metricsCertDir", mgrOpts.MetricsCertDir,
-		"decodeUnchangedEvents", mgrOpts.DecodeUnchangedEvents, "unchangedBookmarkInterval", mgrOpts.UnchangedBookmarkInterval.String(), "watchOverHTTP2", mgrOpts.WatchOverHTTP2)
+		"decodeUnchangedEvents", mgrOpts.Wire.DecodeUnchanged, "unchangedBookmarkInterval", mgrOpts.Wire.BookmarkInterval.String(), "watchOverHTTP2", mgrOpts.Wire.WatchOverHTTP2)
 	if err := mgr.Start(ctx); err != nil {
 		return err
 	}
@@ -181,7 +179,7 @@ func addHealthChecks(mgr ctrl.Manager, addr string, reloader *reload.Reloader) e
 	return manager.ServeProbes(mgr, addr, manager.Probes{
 		Live:     map[string]healthz.Checker{"ping": healthz.Ping},
 		Ready:    map[string]healthz.Checker{"configuration": reloader.Ready},
-		Describe: map[string]func() string{"configuration": reloader.Shards.Describe},
+		Describe: map[string]func() string{"configuration": reloader.Sharding.Describe},
 	})
 }
 

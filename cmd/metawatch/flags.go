@@ -12,6 +12,7 @@ import (
 	"github.com/metawatch/metawatch/pkg/controller"
 	"github.com/metawatch/metawatch/pkg/manager"
 	"github.com/metawatch/metawatch/pkg/reload"
+	"github.com/metawatch/metawatch/pkg/wire"
 )
 
 type options struct {
@@ -66,9 +67,9 @@ func parseFlags(args []string) options {
 	o.limits = config.DefaultLimits()
 	o.limits.BindFlags(fs)
 	fs.IntVar(&o.controller.MaxConcurrentReconciles, "max-concurrent-reconciles", 4, "Reconciles run at once, per kind.")
-	fs.BoolVar(&o.manager.DecodeUnchangedEvents, "decode-unchanged-events", false, "Decode and deliver to the cache every watch event, status-only updates too. By default an event whose object is unchanged but for its resourceVersion is left out before decoding: the cache keeps the object as it was, and a bookmark carries the newest resourceVersion to the informer (see --unchanged-bookmark-interval).")
-	fs.BoolVar(&o.manager.WatchOverHTTP2, "watch-http2", false, "List and watch over HTTP/2, multiplexed on the connection the writes use. By default each watch has a connection of its own over HTTP/1.1: a watch event then costs no flow-control write and no hand-off between goroutines, and a dead connection is found by TCP keepalive in about 30 s.")
-	fs.DurationVar(&o.manager.UnchangedBookmarkInterval, "unchanged-bookmark-interval", manager.DefaultUnchangedBookmarkInterval, "The most the bookmark standing for unchanged events left out is held back while events flow: the informer's resourceVersion lags by at most that, and is exact whenever a watch ends (which is when it resumes). 0 sends one per event.")
+	fs.BoolVar(&o.manager.Wire.DecodeUnchanged, "decode-unchanged-events", false, "Decode and deliver to the cache every watch event, status-only updates too. By default an event whose object is unchanged but for its resourceVersion is left out before decoding: the cache keeps the object as it was, and a bookmark carries the newest resourceVersion to the informer (see --unchanged-bookmark-interval).")
+	fs.BoolVar(&o.manager.Wire.WatchOverHTTP2, "watch-http2", false, "List and watch over HTTP/2, multiplexed on the connection the writes use. By default each watch has a connection of its own over HTTP/1.1: a watch event then costs no flow-control write and no hand-off between goroutines, and a dead connection is found by TCP keepalive in about 30 s.")
+	fs.DurationVar(&o.manager.Wire.BookmarkInterval, "unchanged-bookmark-interval", wire.DefaultBookmarkInterval, "The most the bookmark standing for unchanged events left out is held back while events flow: the informer's resourceVersion lags by at most that, and is exact whenever a watch ends (which is when it resumes). 0 sends one per event.")
 	fs.StringVar(&o.containerMemoryLimit, "container-memory-limit", "", "The container's memory limit (bytes, or a quantity such as 1Gi); the Go runtime's soft memory limit is set to 90% of it, so the GC works harder as the heap nears it instead of the container being OOM-killed. The chart sets it from resources.limits.memory. Ignored when GOMEMLIMIT is set.")
 	fs.BoolVar(&o.controller.EventValues, "events-include-values", false, "Let LabelConflict and OwnershipFight Events carry the value another field manager wrote (never for annotations of Secrets). Off, they name that manager only: anyone who may list Events reads them.")
 	fs.BoolVar(&o.controller.DryRun, "dry-run", false, "Compute every rule's writes, log and count them (result=\"dry-run\"), and write nothing.")

@@ -66,7 +66,7 @@ func (o shardingOptions) validate(mgr manager.Options) error {
 // leader-election flags' timings) in mgr and returns what the Reloader needs
 // to run on its share. Whether the API server filters by shard is asked once,
 // here.
-func addSharding(ctx context.Context, mgr ctrlmanager.Manager, cfg *rest.Config, opts options) (*reload.Shards, error) {
+func addSharding(ctx context.Context, mgr ctrlmanager.Manager, cfg *rest.Config, opts options) (*reload.Sharding, error) {
 	ns, err := manager.LeaseNamespace(opts.manager)
 	if err != nil {
 		return nil, err
@@ -97,5 +97,5 @@ func addSharding(ctx context.Context, mgr ctrlmanager.Manager, cfg *rest.Config,
 	}
 	setupLog.Info("sharding: this replica takes its share of the buckets", "ring", opts.sharding.ring, "identity", identity, "namespace", ns,
 		"buckets", sharding.Buckets, "serverSideFiltering", serverSide)
-	return &reload.Shards{Ring: ring, ServerSide: serverSide, Recorder: mgr.GetEventRecorder(controller.EventSource), Regarding: ring.MemberLease()}, nil
+	return &reload.Sharding{Ring: ring, ServerSide: serverSide, Recorder: mgr.GetEventRecorder(controller.EventSource), Regarding: ring.MemberLease()}, nil
 }

@@ -38,8 +38,8 @@ type Options struct {
 	InScope func(namespace string) bool
 	// Fence, when set, is what every write of these controllers passes; see WriteFence.
 	Fence *WriteFence
-	// Shards, when set, admits each write by its object's uid; see ShardGate.
-	Shards ShardGate
+	// ShardGate, when set, admits each write by its object's uid (sharding).
+	ShardGate ShardGate
 	// Claim, when set, is this replica's right to write (the leader Lease,
 	// or the Ring sharded): checked when a write is admitted and again as
 	// its request is sent; the request ends when the claim does (package
@@ -84,7 +84,7 @@ func setupKind(mgr manager.Manager, w config.ResolvedWatch, rs []rules.Rule, opt
 	var ruler *ruleReconciler
 	kr := &kindReconciler{reader: mgr.GetCache(), gvk: w.GVK, gate: opts.Gate, steps: []step{report}}
 	if len(rs) > 0 {
-		writer := fencedWriter{client: mgr.GetClient(), fence: opts.Fence, shards: opts.Shards, claim: opts.Claim}
+		writer := fencedWriter{client: mgr.GetClient(), fence: opts.Fence, gate: opts.ShardGate, claim: opts.Claim}
 		ruler = newRuleReconciler(mgr.GetCache(), writer, mgr.GetEventRecorder(EventSource), w.GVK, rs, opts.DryRun, mem)
 		ruler.writesFrozen, ruler.inScope = opts.WritesFrozen, opts.InScope
 		ruler.live, ruler.versions, ruler.eventValues = mgr.GetAPIReader(), opts.Versions, opts.EventValues

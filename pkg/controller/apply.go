@@ -20,6 +20,13 @@ import (
 	"github.com/metawatch/metawatch/pkg/rules"
 )
 
+// FieldManager is metawatch's write identity: the server-side apply field
+// manager every write of the rules names (apply, remove), and whose
+// managedFields entry says which keys the rules own (ownership.go). The wire
+// and the cache keep that entry alone (wire.StripManagedFields,
+// metacache.Options).
+const FieldManager = "metawatch"
+
 // Event reasons of writes.
 const (
 	// ReasonConflict: another field manager owns a key a rule wants.
@@ -203,7 +210,7 @@ func (r *ruleReconciler) applyManifest(ctx context.Context, obj *metav1.PartialO
 	if err != nil {
 		return err
 	}
-	opts := []client.PatchOption{client.FieldOwner(metacache.FieldManager)}
+	opts := []client.PatchOption{client.FieldOwner(FieldManager)}
 	if force {
 		opts = append(opts, client.ForceOwnership)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/metawatch/metawatch/pkg/manager"
 	"github.com/metawatch/metawatch/pkg/testing/controlplane"
 	"github.com/metawatch/metawatch/pkg/testing/testkit"
+	"github.com/metawatch/metawatch/pkg/wire"
 )
 
 // nobody reads the newest resourceVersions: every write's precondition is
@@ -47,7 +48,7 @@ func TestRemovesConvergeUnderStatusChurn(t *testing.T) {
 		"with unchanged events left out (the default)":                               {},
 		"with unchanged events left out and no stream versions (the 409 path alone)": {opts: controller.Options{Versions: nobody{}}},
 		"the 409 path alone, with only the chart's verbs":                            {opts: controller.Options{Versions: nobody{}}, chartVerbs: true},
-		"with every event decoded":                                                   {mopts: manager.Options{DecodeUnchangedEvents: true}},
+		"with every event decoded":                                                   {mopts: manager.Options{Wire: wire.Options{DecodeUnchanged: true}}},
 	}
 	n := 0
 	for name, tc := range tests {

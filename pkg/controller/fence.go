@@ -107,7 +107,7 @@ type patcher interface {
 type fencedWriter struct {
 	client patcher
 	fence  *WriteFence
-	shards ShardGate
+	gate   ShardGate
 	claim  fence.Claim
 }
 
@@ -118,9 +118,9 @@ func (w fencedWriter) Patch(ctx context.Context, obj client.Object, patch client
 		}
 		defer w.fence.inflight.Done()
 	}
-	if w.shards != nil {
-		done, ok := w.shards.Begin(obj.GetUID())
-		if !ok && w.shards.Pending(obj.GetUID()) {
+	if w.gate != nil {
+		done, ok := w.gate.Begin(obj.GetUID())
+		if !ok && w.gate.Pending(obj.GetUID()) {
 			return errShardPending
 		}
 		if !ok {

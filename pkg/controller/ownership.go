@@ -9,8 +9,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
-
-	"github.com/metawatch/metawatch/pkg/metacache"
 )
 
 // owned is the label and annotation keys metawatch's field manager owns on an object.
@@ -22,7 +20,7 @@ type owned struct {
 func ownedKeys(obj metav1.Object) owned {
 	o := owned{labels: sets.New[string](), annotations: sets.New[string]()}
 	for _, f := range obj.GetManagedFields() {
-		if f.Manager != metacache.FieldManager || f.Operation != metav1.ManagedFieldsOperationApply || f.FieldsV1 == nil {
+		if f.Manager != FieldManager || f.Operation != metav1.ManagedFieldsOperationApply || f.FieldsV1 == nil {
 			continue
 		}
 		var fields struct {

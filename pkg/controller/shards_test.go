@@ -44,7 +44,7 @@ func TestShardGateSplitsWritesBetweenReplicas(t *testing.T) {
 	gates := []*bucketGate{{from: 0, to: 32, admitted: map[types.UID]int{}}, {from: 32, to: sharding.Buckets, admitted: map[types.UID]int{}}}
 	var instances []*instance
 	for _, g := range gates {
-		instances = append(instances, startInstance(t, configYAML, controller.Options{MaxConcurrentReconciles: 4, Shards: g}))
+		instances = append(instances, startInstance(t, configYAML, controller.Options{MaxConcurrentReconciles: 4, ShardGate: g}))
 	}
 	waitAllPods(t, c, "every pod to get its namespace's team", []string{ns}, func(_ string, l map[string]string) bool { return l["team"] == "red" })
 
@@ -88,7 +88,7 @@ func TestWritesWaitingForTheirBucketAreRetried(t *testing.T) {
 	c := testkit.Populated(t, cp, ns, map[string]string{"team": "blue"}, 20)
 	gate := &pendingGate{}
 	inst := startInstance(t, "watches:\n- kind: Pod\n  namespaces: [shards-pending]\nrules:\n- name: copy-team\n  kinds: [Pod]\n  copyFromNamespace: {labels: [team]}\n",
-		controller.Options{MaxConcurrentReconciles: 4, Shards: gate})
+		controller.Options{MaxConcurrentReconciles: 4, ShardGate: gate})
 	waitCached(t, inst, []string{ns}, 20)
 	time.Sleep(2 * time.Second) // the controller retries pending writes every second: two rounds refused
 	if n := inst.writes.Load(); n != 0 {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/metawatch/metawatch/pkg/access"
 	"github.com/metawatch/metawatch/pkg/config"
+	"github.com/metawatch/metawatch/pkg/controller"
 	"github.com/metawatch/metawatch/pkg/fence"
 	"github.com/metawatch/metawatch/pkg/metacache"
 	"github.com/metawatch/metawatch/pkg/wire"
@@ -50,28 +51,16 @@ type Options struct {
 	LeaseLock resourcelock.Interface
 	// AccessLoss, if not nil, learns of every kind whose list or watch becomes forbidden.
 	AccessLoss *access.AccessLoss
-	// Shards, if not nil, is this replica's share of the namespaced objects (sharding).
-	Shards *metacache.Shards
-	// DecodeUnchangedEvents delivers every watch event to the cache, status-only
-	// updates too, instead of leaving out an unchanged object's event before
-	// decoding (wire.Options).
-	DecodeUnchangedEvents bool
-	// UnchangedBookmarkInterval is the most the bookmark standing for events
-	// left out is held back (wire.Options.BookmarkInterval); zero sends one
-	// per event. The flag's default is DefaultUnchangedBookmarkInterval.
-	UnchangedBookmarkInterval time.Duration
-	// WatchOverHTTP2 lists and watches over the writes' HTTP/2 connection
-	// instead of a connection each over HTTP/1.1 (cacheHTTPClient says why).
-	WatchOverHTTP2 bool
+	// ShardFilter, if not nil, restricts the cache to this replica's share of
+	// the namespaced objects (sharding).
+	ShardFilter *metacache.ShardFilter
+	// Wire is how the cache fetches: status-only updates left out or not,
+	// bookmarks, connections (wire.Options, as the flags say).
+	Wire wire.Options
 	// Versions, if not nil, learns the newest resourceVersion of the cached
 	// objects whose watch events were left out (wire.ResourceVersions).
 	Versions *wire.ResourceVersions
 }
-
-// DefaultUnchangedBookmarkInterval is --unchanged-bookmark-interval's default:
-// during a flood of status updates the reflector gets one bookmark a second
-// instead of one per update, and never more than a second behind.
-const DefaultUnchangedBookmarkInterval = time.Second
 
 // MetricsCertFile and MetricsKeyFile are the names in MetricsCertDir, those
 // of a kubernetes.io/tls Secret's keys.
@@ -88,11 +77,10 @@ func New(cfg *rest.Config, watches []config.ResolvedWatch, opts Options) (manage
 	// Lease renewal keeps cfg as given; everything else gets metadata without
 	// other managers' managedFields, stripped before decoding, and writes
 	// admitted under a claim leave only while it holds (fence.Wrap).
-	stripped := wire.StripManagedFields(fence.Wrap(cfg), metacache.FieldManager,
-		wire.Options{DecodeUnchanged: opts.DecodeUnchangedEvents, BookmarkInterval: opts.UnchangedBookmarkInterval, Versions: opts.Versions})
-	cacheOpts := metacache.CacheOptions(watches, opts.AccessLoss, opts.Shards)
+	stripped := wire.StripManagedFields(fence.Wrap(cfg), controller.FieldManager, opts.Wire, opts.Versions)
+	cacheOpts := metacache.CacheOptions(watches, metacache.Options{FieldManager: controller.FieldManager, AccessLoss: opts.AccessLoss, ShardFilter: opts.ShardFilter})
 	var err error
-	if cacheOpts.HTTPClient, err = cacheHTTPClient(stripped, opts.WatchOverHTTP2); err != nil {
+	if cacheOpts.HTTPClient, err = cacheHTTPClient(stripped, opts.Wire.WatchOverHTTP2); err != nil {
 		return nil, fmt.Errorf("creating the cache's HTTP client: %w", err)
 	}
 	mgr, err := manager.New(stripped, manager.Options{

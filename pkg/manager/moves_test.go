@@ -46,7 +46,7 @@ func TestShardedCachesMoveInPlace(t *testing.T) {
 			cover := sharding.NewCoverage(sharding.Range(0, 32))
 			var rec recorder
 			mgr := startEngineWith(t, rec.wrap(cp.Config), watches, mwmanager.Options{MetricsBindAddress: "0",
-				Shards: &metacache.Shards{Cover: cover, ServerSide: serverSide}})
+				ShardFilter: &metacache.ShardFilter{Cover: cover, ServerSide: serverSide}})
 			backwards := watchVersions(t, mgr)
 			inPlace, relisted := movesSoFar()
 

@@ -40,7 +40,7 @@ func TestShardedCachesSplitThePods(t *testing.T) {
 			var caches [2]client.Reader
 			for i, share := range shares {
 				mgr := startEngineWith(t, recs[i].wrap(cp.Config), watches, mwmanager.Options{MetricsBindAddress: "0",
-					Shards: &metacache.Shards{Cover: sharding.NewCoverage(share), ServerSide: serverSide}})
+					ShardFilter: &metacache.ShardFilter{Cover: sharding.NewCoverage(share), ServerSide: serverSide}})
 				caches[i] = mgr.GetCache()
 			}
 			for i := range 10 {

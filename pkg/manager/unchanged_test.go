@@ -15,6 +15,7 @@ import (
 	mwmanager "github.com/metawatch/metawatch/pkg/manager"
 	"github.com/metawatch/metawatch/pkg/testing/controlplane"
 	"github.com/metawatch/metawatch/pkg/testing/testkit"
+	"github.com/metawatch/metawatch/pkg/wire"
 )
 
 // A status-only update reaches metawatch's informer as a bookmark (the
@@ -34,7 +35,7 @@ func TestUnchangedEventsKeepTheInformerExact(t *testing.T) {
 		interval time.Duration
 	}{
 		"a bookmark for each event left out": {ns: "unchanged-each"},
-		"bookmarks held back up to a second": {ns: "unchanged-held", interval: mwmanager.DefaultUnchangedBookmarkInterval},
+		"bookmarks held back up to a second": {ns: "unchanged-held", interval: wire.DefaultBookmarkInterval},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) { checkUnchangedEvents(t, tc.ns, tc.interval) })
@@ -55,7 +56,7 @@ func checkUnchangedEvents(t *testing.T, ns string, interval time.Duration) {
 	watches := testkit.Resolve(t, cp.Config, "watches:\n- kind: Pod\n  labelSelector: suite="+ns+"\n")
 	var ours relistCounter
 	metawatch := startEngineWith(t, withoutResumedWatchBookmarks(ours.wrap(viaForwarder)), watches,
-		mwmanager.Options{MetricsBindAddress: "0", UnchangedBookmarkInterval: interval}).GetCache()
+		mwmanager.Options{MetricsBindAddress: "0", Wire: wire.Options{BookmarkInterval: interval}}).GetCache()
 	reference := startStockMetadataCache(t, viaForwarder, ns)
 	unchanged := func() float64 {
 		return testkit.Metric(t, "metawatch_watch_events_unchanged_total", map[string]string{"resource": "pods"})

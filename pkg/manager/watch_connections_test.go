@@ -13,6 +13,7 @@ import (
 	mwmanager "github.com/metawatch/metawatch/pkg/manager"
 	"github.com/metawatch/metawatch/pkg/testing/controlplane"
 	"github.com/metawatch/metawatch/pkg/testing/testkit"
+	"github.com/metawatch/metawatch/pkg/wire"
 )
 
 // The cache's lists and watches have connections of their own over HTTP/1.1,
@@ -35,7 +36,7 @@ func TestTheCacheWatchesOverAConnectionOfItsOwn(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			var protocols protocolRecorder
-			mgr := startEngineWith(t, protocols.wrap(cp.Config), watches, mwmanager.Options{MetricsBindAddress: "0", WatchOverHTTP2: tc.overHTTP2})
+			mgr := startEngineWith(t, protocols.wrap(cp.Config), watches, mwmanager.Options{MetricsBindAddress: "0", Wire: wire.Options{WatchOverHTTP2: tc.overHTTP2}})
 			pod := podMetadata()
 			pod.Namespace, pod.Name = "protocols", "p-0"
 			testkit.MergePatch(t, mgr.GetClient(), pod, "protocols-test", `{"metadata":{"labels":{"written-over":"any"}}}`)

@@ -14,38 +14,50 @@ import (
 	"github.com/metawatch/metawatch/pkg/sharding"
 )
 
-// Shards is a sharded replica's share of the namespaced objects: the buckets
-// its cache holds, as they change, and whether the API server filters by
-// shard (else the client drops the rest; see sharding.ListerWatcher).
-type Shards struct {
+// ShardFilter restricts a sharded replica's cache to its share of the
+// namespaced objects: the buckets its cache holds, as they change, and
+// whether the API server filters by shard (else the client drops the rest;
+// see sharding.ListerWatcher).
+type ShardFilter struct {
 	Cover      *sharding.Coverage
 	ServerSide bool
 }
 
+// Options are what the cache keeps besides the watches' own settings.
+type Options struct {
+	// FieldManager is metawatch's write identity: its entry is the one
+	// managedFields entry the cache keeps (see Shrink.ManagedFields).
+	FieldManager string
+	// AccessLoss, if not nil, learns of lists and watches the API server forbids.
+	AccessLoss *access.AccessLoss
+	// ShardFilter, if not nil, restricts the namespaced kinds to a share of
+	// their objects. Cluster-scoped kinds (Namespaces, Nodes) are few: every
+	// replica holds all of them.
+	ShardFilter *ShardFilter
+}
+
 // CacheOptions is one ByObject entry per watch, keyed by a metadata-only object
-// of the watch's kind, with its server-side selectors and namespaces; loss (if
-// not nil) learns of lists and watches the API server forbids; shards (if not
-// nil) restricts the namespaced kinds to a share of their objects. Cluster-
-// scoped kinds (Namespaces, Nodes) are few: every replica holds all of them.
-func CacheOptions(watches []config.ResolvedWatch, loss *access.AccessLoss, shards *Shards) cache.Options {
+// of the watch's kind, with its server-side selectors and namespaces.
+func CacheOptions(watches []config.ResolvedWatch, o Options) cache.Options {
 	byObject := make(map[client.Object]cache.ByObject, len(watches))
 	for _, w := range watches {
-		byObject[NewObject(w.GVK)] = byObjectFor(w)
+		byObject[NewObject(w.GVK)] = byObjectFor(w, o.FieldManager)
 	}
 	opts := cache.Options{
 		ByObject:                    byObject,
 		ReaderFailOnMissingInformer: true,
-		DefaultTransform:            transformFor(nil), // every watch sets its own; this covers any other informer
+		// Every watch sets its own; this covers any other informer.
+		DefaultTransform: transformFor(o.FieldManager, nil),
 	}
-	if loss != nil || shards != nil {
-		opts.NewInformer = newInformer(watches, loss, shards)
+	if o.AccessLoss != nil || o.ShardFilter != nil {
+		opts.NewInformer = newInformer(watches, o.AccessLoss, o.ShardFilter)
 	}
 	return opts
 }
 
 // newInformer is the stock informer, its list and watch restricted to the
-// shard (namespaced kinds) and reported to loss, either of which may be nil.
-func newInformer(watches []config.ResolvedWatch, loss *access.AccessLoss, shards *Shards) func(toolscache.ListerWatcher, runtime.Object, time.Duration, toolscache.Indexers) toolscache.SharedIndexInformer {
+// share (namespaced kinds) and reported to loss, either of which may be nil.
+func newInformer(watches []config.ResolvedWatch, loss *access.AccessLoss, shards *ShardFilter) func(toolscache.ListerWatcher, runtime.Object, time.Duration, toolscache.Indexers) toolscache.SharedIndexInformer {
 	namespaced := map[schema.GroupVersionKind]bool{}
 	for _, w := range watches {
 		namespaced[w.GVK] = w.Namespaced
@@ -67,8 +79,8 @@ func newInformer(watches []config.ResolvedWatch, loss *access.AccessLoss, shards
 	}
 }
 
-func byObjectFor(w config.ResolvedWatch) cache.ByObject {
-	entry := cache.ByObject{Label: w.Label, Field: w.Field, Transform: transformFor(w.Annotations)}
+func byObjectFor(w config.ResolvedWatch, fieldManager string) cache.ByObject {
+	entry := cache.ByObject{Label: w.Label, Field: w.Field, Transform: transformFor(fieldManager, w.Annotations)}
 	if len(w.Namespaces) > 0 {
 		entry.Namespaces = make(map[string]cache.Config, len(w.Namespaces))
 		for _, ns := range w.Namespaces {

@@ -10,18 +10,17 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 )
 
-// FieldManager is the server-side apply field manager metawatch writes as.
-const FieldManager = "metawatch"
-
 // Shrink is what a cache transform removes from, and shares between, the
 // objects it keeps. metawatch uses every step (Transform); each is a field so
 // the bench harness can show what each one saves (bench/results).
 type Shrink struct {
-	// ManagedFields keeps only metawatch's own entry: the other managers'
-	// entries are most of the bytes of metadata, and metawatch's own is how a
-	// reconcile knows which keys its rules own and must remove when a rule
-	// stops wanting them, without asking the API server.
+	// ManagedFields keeps only the entry of Manager's applies, metawatch's
+	// own: the other managers' entries are most of the bytes of metadata, and
+	// metawatch's own is how a reconcile knows which keys its rules own and
+	// must remove when a rule stops wanting them, without asking the API
+	// server.
 	ManagedFields bool
+	Manager       string
 	// Annotations keeps only the annotations in Keep: the ones nothing reads can
 	// be large, e.g. kubectl's last-applied-configuration.
 	Annotations bool
@@ -41,9 +40,9 @@ type Shrink struct {
 }
 
 // transformFor is what the cache keeps of an object of a watch: every Shrink
-// step, with the annotations in keep (nil keeps all).
-func transformFor(keep sets.Set[string]) toolscache.TransformFunc {
-	return Shrink{ManagedFields: true, Annotations: keep != nil, Keep: keep, Intern: true, ShareLabels: true, UnreadFields: true}.Transform()
+// step, with fieldManager's entry and the annotations in keep (nil keeps all).
+func transformFor(fieldManager string, keep sets.Set[string]) toolscache.TransformFunc {
+	return Shrink{ManagedFields: true, Manager: fieldManager, Annotations: keep != nil, Keep: keep, Intern: true, ShareLabels: true, UnreadFields: true}.Transform()
 }
 
 // Transform is s as a cache transform. Objects it returns may share label
@@ -89,14 +88,14 @@ func (s Shrink) shrinkLabels(obj metav1.Object) {
 	}
 }
 
-// own returns the entry of FieldManager's applies, or nil; shared between
+// own returns the entry of Manager's applies, or nil; shared between
 // objects with the same one when s shares (ShareLabels).
 func (s Shrink) own(fields []metav1.ManagedFieldsEntry) []metav1.ManagedFieldsEntry {
 	if s.ShareLabels && sharedOwn.holds(fields) {
 		return fields // shared already: the transform's second run
 	}
 	for _, f := range fields {
-		if f.Manager == FieldManager && f.Operation == metav1.ManagedFieldsOperationApply && f.Subresource == "" {
+		if f.Manager == s.Manager && f.Operation == metav1.ManagedFieldsOperationApply && f.Subresource == "" {
 			if s.ShareLabels {
 				return shareOwn(f)
 			}

@@ -11,8 +11,12 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 )
 
+// ownManager is the field manager whose entry the transforms keep, as
+// metawatch's (controller.FieldManager) is.
+const ownManager = "metawatch"
+
 func TestTransform(t *testing.T) {
-	own := metav1.ManagedFieldsEntry{Manager: FieldManager, Operation: metav1.ManagedFieldsOperationApply, FieldsV1: metav1.NewFieldsV1(`{"f:metadata":{}}`)}
+	own := metav1.ManagedFieldsEntry{Manager: ownManager, Operation: metav1.ManagedFieldsOperationApply, FieldsV1: metav1.NewFieldsV1(`{"f:metadata":{}}`)}
 	cases := map[string]struct {
 		keep            sets.Set[string]
 		wantAnnotations map[string]string
@@ -32,13 +36,13 @@ func TestTransform(t *testing.T) {
 				OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "web-1"}},
 				Finalizers:      []string{"example.com/cleanup"}, GenerateName: "web-", UID: "0c2b", ResourceVersion: "42",
 			}}
-			if _, err := transformFor(tc.keep)(obj); err != nil {
+			if _, err := transformFor(ownManager, tc.keep)(obj); err != nil {
 				t.Fatal(err)
 			}
 			if !reflect.DeepEqual(obj.Annotations, tc.wantAnnotations) {
 				t.Errorf("annotations %v, want %v", obj.Annotations, tc.wantAnnotations)
 			}
-			if len(obj.ManagedFields) != 1 || obj.ManagedFields[0].Manager != FieldManager {
+			if len(obj.ManagedFields) != 1 || obj.ManagedFields[0].Manager != ownManager {
 				t.Errorf("managedFields %v, want only metawatch's", obj.ManagedFields)
 			}
 			if obj.Labels["app"] != "web" || obj.Namespace != "shop" || obj.Name != "p" || obj.UID != "0c2b" || obj.ResourceVersion != "42" {
@@ -56,7 +60,7 @@ func TestTransformInterns(t *testing.T) {
 	a := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: string([]byte("shop")), Labels: map[string]string{string([]byte("app")): string([]byte("web"))}}}
 	b := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: string([]byte("shop")), Labels: map[string]string{string([]byte("app")): string([]byte("web"))}}}
 	for _, obj := range []*metav1.PartialObjectMetadata{a, b} {
-		if _, err := transformFor(nil)(obj); err != nil {
+		if _, err := transformFor(ownManager, nil)(obj); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -85,7 +89,7 @@ func TestTransformSharesLabelSets(t *testing.T) {
 		{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "webpod-template-hash"}}},
 	}
 	for _, obj := range objects {
-		if _, err := transformFor(nil)(obj); err != nil {
+		if _, err := transformFor(ownManager, nil)(obj); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -117,7 +121,7 @@ func TestSharedTablesAreBounded(t *testing.T) {
 // Objects metawatch manages alike share one managedFields entry, without its time.
 func TestTransformSharesOwnEntry(t *testing.T) {
 	entry := func(raw string, at time.Time) []metav1.ManagedFieldsEntry {
-		return []metav1.ManagedFieldsEntry{{Manager: FieldManager, Operation: metav1.ManagedFieldsOperationApply, APIVersion: "v1",
+		return []metav1.ManagedFieldsEntry{{Manager: ownManager, Operation: metav1.ManagedFieldsOperationApply, APIVersion: "v1",
 			FieldsType: "FieldsV1", Time: &metav1.Time{Time: at}, FieldsV1: metav1.NewFieldsV1(raw)}}
 	}
 	team, zone := `{"f:metadata":{"f:labels":{"f:team":{}}}}`, `{"f:metadata":{"f:labels":{"f:zone":{}}}}`
@@ -127,7 +131,7 @@ func TestTransformSharesOwnEntry(t *testing.T) {
 		{ObjectMeta: metav1.ObjectMeta{ManagedFields: entry(zone, time.Unix(1, 0))}},
 	}
 	for _, obj := range objects {
-		if _, err := transformFor(nil)(obj); err != nil {
+		if _, err := transformFor(ownManager, nil)(obj); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -146,7 +150,7 @@ func TestTransformSharesOwnEntry(t *testing.T) {
 // watch-list sync. The second run finds the object shrunk and changes
 // nothing: the same maps and entry, and not one allocation.
 func TestTheTransformsSecondRunChangesNothingAndAllocatesNothing(t *testing.T) {
-	own := metav1.ManagedFieldsEntry{Manager: FieldManager, Operation: metav1.ManagedFieldsOperationApply, APIVersion: "v1",
+	own := metav1.ManagedFieldsEntry{Manager: ownManager, Operation: metav1.ManagedFieldsOperationApply, APIVersion: "v1",
 		FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(`{"f:metadata":{"f:labels":{"f:team":{}}}}`)}
 	obj := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{
 		Name: "p", Namespace: "shop", UID: "u", ResourceVersion: "42",
@@ -154,7 +158,7 @@ func TestTheTransformsSecondRunChangesNothingAndAllocatesNothing(t *testing.T) {
 		Annotations:   map[string]string{"example.com/owner": "alice", "unread": "x"},
 		ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubectl"}, own},
 	}}
-	transform := transformFor(sets.New("example.com/owner"))
+	transform := transformFor(ownManager, sets.New("example.com/owner"))
 	if _, err := transform(obj); err != nil {
 		t.Fatal(err)
 	}

@@ -29,6 +29,6 @@
 //   - generation.go: one generation: resolve, check access, build, freeze.
 //   - access.go: watches forbidden at build time or since, rechecked until allowed.
 //   - source.go: --config-file or --config-map.
-//   - shards.go: --sharding: generations on every replica, their caches on
+//   - sharding.go: --sharding: generations on every replica, their caches on
 //     its share of the buckets, which they follow as it moves.
 package reload

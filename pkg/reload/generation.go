@@ -98,10 +98,10 @@ type generationOptions struct {
 	shutdownTimeout time.Duration
 	// onLoss reports a kind whose list or watch became forbidden while running.
 	onLoss func(*generation, schema.GroupKind, error)
-	// shards, when set, restricts the generation to this replica's share.
-	shards *Shards
-	// cacheWire is how the cache fetches (status-only updates, connections).
-	cacheWire CacheWire
+	// sharding, when set, restricts the generation to this replica's share.
+	sharding *Sharding
+	// wire is how the cache fetches (status-only updates, connections).
+	wire wire.Options
 }
 
 func newGeneration(ctx context.Context, cfg *rest.Config, number int64, r resolved, opts generationOptions) (*generation, error) {
@@ -115,10 +115,9 @@ func newGeneration(ctx context.Context, cfg *rest.Config, number int64, r resolv
 	})
 	versions := wire.NewResourceVersions()
 	mopts := mwmanager.Options{MetricsBindAddress: "0",
-		GracefulShutdownTimeout: opts.shutdownTimeout, AccessLoss: g.lost, DecodeUnchangedEvents: opts.cacheWire.DecodeUnchanged,
-		UnchangedBookmarkInterval: opts.cacheWire.BookmarkInterval, WatchOverHTTP2: opts.cacheWire.WatchOverHTTP2, Versions: versions}
-	if opts.shards != nil {
-		mopts.Shards = opts.shards.cache()
+		GracefulShutdownTimeout: opts.shutdownTimeout, AccessLoss: g.lost, Wire: opts.wire, Versions: versions}
+	if opts.sharding != nil {
+		mopts.ShardFilter = opts.sharding.cacheFilter()
 	}
 	mgr, err := mwmanager.New(cfg, r.watches, mopts)
 	if err != nil {
@@ -134,8 +133,8 @@ func newGeneration(ctx context.Context, cfg *rest.Config, number int64, r resolv
 	g.copiers = copyingKinds(r.watches, rulesByKind)
 	copts := opts.controller
 	copts.Gate, copts.Audits, copts.WritesFrozen, copts.Fence, copts.Versions = g.gate, g.audits, g.writesFrozen, g.fence, versions
-	if opts.shards != nil {
-		copts.Shards, copts.Claim = opts.shards.Ring, opts.shards.Ring
+	if opts.sharding != nil {
+		copts.ShardGate, copts.Claim = opts.sharding.Ring, opts.sharding.Ring
 	}
 	copts.NamespacesUnreadable = g.forbiddenAtStart(namespaceKind) != nil
 	copts.InScope = func(ns string) bool { return opts.writeScope.Allows(ns) && r.conf.WriteScope.Allows(ns) }

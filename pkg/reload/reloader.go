@@ -17,6 +17,7 @@ import (
 	"github.com/metawatch/metawatch/pkg/config"
 	"github.com/metawatch/metawatch/pkg/controller"
 	"github.com/metawatch/metawatch/pkg/metrics"
+	"github.com/metawatch/metawatch/pkg/wire"
 )
 
 // Event reasons on the selectors ConfigMap.
@@ -32,18 +33,6 @@ const (
 // SyncTimeout bounds how long a new generation may take to sync before the
 // attempt is given up (and retried) and the running generation kept.
 var SyncTimeout = 10 * time.Minute
-
-// CacheWire is how the generations' caches fetch, as the process's flags say
-// (manager.Options): what the transport does with the watch events of
-// unchanged objects (leave them out, with a bookmark at most BookmarkInterval
-// apart, zero: one per event, unless DecodeUnchanged; see wire.Options), and
-// whether lists and watches share the writes' HTTP/2 connection instead of a
-// connection each over HTTP/1.1.
-type CacheWire struct {
-	DecodeUnchanged  bool
-	BookmarkInterval time.Duration
-	WatchOverHTTP2   bool
-}
 
 // Reloader runs the configuration as generations and swaps them when the
 // selectors ConfigMap changes: parse and validate; if valid, build the new
@@ -73,12 +62,13 @@ type Reloader struct {
 	// ShutdownTimeout bounds stopping a generation (on SIGTERM, or the old one
 	// in a swap): its writes in flight, then its controllers and cache. Zero: 30s.
 	ShutdownTimeout time.Duration
-	// Shards, when set, runs sharded: generations run on every replica, each
-	// on its share of the objects (see Shards). Nil: only the leader runs them.
-	Shards *Shards
-	// CacheWire is how the generations' caches fetch (status-only updates,
-	// connections).
-	CacheWire CacheWire
+	// Sharding, when set, runs sharded: generations run on every replica,
+	// each on its share of the objects (see Sharding). Nil: only the leader
+	// runs them.
+	Sharding *Sharding
+	// Wire is how the generations' caches fetch (status-only updates,
+	// connections), as the flags say; every generation gets it unchanged.
+	Wire wire.Options
 
 	follower      *follower
 	lastTransient *corev1.ConfigMap // the ConfigMap whose valid version is being retried
@@ -113,16 +103,16 @@ func (r *Reloader) AddTo(mgr manager.Manager) error {
 			return err
 		}
 	}
-	metrics.SetShardingMode(r.Shards.mode())
-	if r.Shards != nil {
-		r.Shards.watch()
+	metrics.SetShardingMode(r.Sharding.mode())
+	if r.Sharding != nil {
+		r.Sharding.watch()
 	}
 	return mgr.Add(r)
 }
 
 // NeedLeaderElection is true unless sharded: generations write, so only the
 // leader runs them; sharded, every replica does, on its own share.
-func (r *Reloader) NeedLeaderElection() bool { return r.Shards == nil }
+func (r *Reloader) NeedLeaderElection() bool { return r.Sharding == nil }
 
 // Start runs the configuration until ctx ends: the file's, or the ConfigMap's
 // as it is now and as it changes.
@@ -130,7 +120,7 @@ func (r *Reloader) Start(ctx context.Context) error {
 	if r.accessLost == nil {
 		return errors.New("reload: the Reloader was added to the Manager without AddTo, which sets up its follower and defaults")
 	}
-	if !r.Shards.awaitAssignment(ctx, r.setWaiting) {
+	if !r.Sharding.awaitAssignment(ctx, r.setWaiting) {
 		return nil
 	}
 	r.setWaiting("waiting for a valid configuration in " + r.Source.String())
@@ -169,7 +159,7 @@ func (r *Reloader) swap(ctx context.Context, res resolved, superseded func() boo
 		number = old.number + 1
 	}
 	next, err := newGeneration(ctx, r.Config, number, res, generationOptions{controller: r.Controller, onLoss: r.reportLoss, shutdownTimeout: r.shutdownTimeout(), writeScope: &r.limits().WriteScope,
-		shards: r.Shards, cacheWire: r.CacheWire})
+		sharding: r.Sharding, wire: r.Wire})
 	if err != nil {
 		return err
 	}
@@ -268,7 +258,7 @@ func (r *Reloader) Ready(req *http.Request) error {
 	case g == nil:
 		return fmt.Errorf("no configuration running: %s", waiting)
 	}
-	return errors.Join(g.ready(req), r.Shards.ready())
+	return errors.Join(g.ready(req), r.Sharding.ready())
 }
 
 // setWaiting says why no generation runs (and that this replica leads).

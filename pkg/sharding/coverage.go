@@ -3,7 +3,7 @@ package sharding
 import "sync"
 
 // Coverage is the set of buckets a replica's caches hold the objects of. It
-// follows the ring's desired buckets (reload.Shards sets it), and every
+// follows the ring's desired buckets (reload.Sharding sets it), and every
 // informer made through ListerWatcher with it follows it in turn: a bucket
 // that comes is listed alone, a bucket that goes is emptied from the store,
 // and the buckets that stay are not listed again (moves.go).

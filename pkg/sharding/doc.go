@@ -75,7 +75,7 @@
 //
 // cmd/metawatch/sharding.go starts the Ring for --sharding and asks once
 // whether the API server filters by shard (ServerFilters). pkg/reload
-// (shards.go) runs generations on every replica, points their caches at the
+// (sharding.go) runs generations on every replica, points their caches at the
 // replica's desired buckets as they change, and publishes the sharding mode
 // and the buckets owned and unwritable. pkg/metacache/options.go restricts
 // each namespaced kind's informer with ListerWatcher. pkg/controller/fence.go

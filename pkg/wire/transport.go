@@ -18,8 +18,8 @@ import (
 // (see stripManagedFields). Only responses to requests that ask for
 // application/vnd.kubernetes.protobuf;as=PartialObjectMetadata are touched;
 // anything it cannot parse passes through unchanged.
-func newStripTransport(next http.RoundTripper, keepManager string, o Options) http.RoundTripper {
-	return stripTransport{next: next, keep: []byte(keepManager), replaceUnchanged: !o.DecodeUnchanged, bookmarkInterval: o.BookmarkInterval, versions: o.Versions}
+func newStripTransport(next http.RoundTripper, keepManager string, o Options, versions *ResourceVersions) http.RoundTripper {
+	return stripTransport{next: next, keep: []byte(keepManager), replaceUnchanged: !o.DecodeUnchanged, bookmarkInterval: o.BookmarkInterval, versions: versions}
 }
 
 type stripTransport struct {

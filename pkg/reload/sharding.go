@@ -15,14 +15,14 @@ import (
 	"github.com/metawatch/metawatch/pkg/sharding"
 )
 
-// Shards runs the Reloader sharded: every replica runs generations, not only
+// Sharding runs the Reloader sharded: every replica runs generations, not only
 // a leader. Each generation caches the replica's desired buckets and writes
 // through the Ring's gate, so it writes only the objects of the buckets it
 // holds. When the desired buckets change (a replica came or went), the
 // running generation's caches follow in place (sharding.Coverage): the
 // buckets that came are listed alone, the objects of those that went are
 // dropped, and nothing else is listed again or rebuilt.
-type Shards struct {
+type Sharding struct {
 	Ring *sharding.Ring
 	// ServerSide: the API server filters by shard (sharding.ServerFilters);
 	// else the client drops what is not the replica's.
@@ -44,7 +44,7 @@ type Shards struct {
 const ReasonBucketsUnwritable = "BucketsUnwritable"
 
 // mode is the sharding mode's name, as the metric and /readyz say it; s may be nil (off).
-func (s *Shards) mode() string {
+func (s *Sharding) mode() string {
 	switch {
 	case s == nil:
 		return metrics.ShardingOff
@@ -55,7 +55,7 @@ func (s *Shards) mode() string {
 }
 
 // Describe says how this replica is sharded, for /readyz/configuration; s may be nil.
-func (s *Shards) Describe() string {
+func (s *Sharding) Describe() string {
 	switch s.mode() {
 	case metrics.ShardingOff:
 		return "sharding off"
@@ -65,13 +65,13 @@ func (s *Shards) Describe() string {
 	return fmt.Sprintf("sharding client-side (the API server does not filter by shard: ShardedListAndWatch is off; objects of other shards are dropped on receipt), %s", s.share())
 }
 
-func (s *Shards) share() string {
+func (s *Sharding) share() string {
 	return fmt.Sprintf("%d of %d buckets held, %d desired", len(s.Ring.Held()), sharding.Buckets, len(s.Ring.Desired()))
 }
 
 // watch makes the caches and the metrics follow the Ring: the buckets
 // desired, held and unwritable.
-func (s *Shards) watch() {
+func (s *Sharding) watch() {
 	s.cover = sharding.NewCoverage(s.Ring.Desired())
 	s.Ring.OnChange(func(share sharding.Share) {
 		s.cover.Set(share.Desired)
@@ -84,7 +84,7 @@ func (s *Shards) watch() {
 // buckets, so that the first generation's caches list them from the start
 // (and are synced only once they hold them); false if ctx ended first. s may
 // be nil (not sharded: nothing to wait for).
-func (s *Shards) awaitAssignment(ctx context.Context, waiting func(string)) bool {
+func (s *Sharding) awaitAssignment(ctx context.Context, waiting func(string)) bool {
 	if s == nil {
 		return true
 	}
@@ -100,7 +100,7 @@ func (s *Shards) awaitAssignment(ctx context.Context, waiting func(string)) bool
 
 // noteUnwritable publishes the unwritable buckets, with a Warning Event when
 // there are more than before.
-func (s *Shards) noteUnwritable(buckets []sharding.Bucket) {
+func (s *Sharding) noteUnwritable(buckets []sharding.Bucket) {
 	metrics.BucketsUnwritable.Set(float64(len(buckets)))
 	more := len(buckets) > s.reported
 	s.reported = len(buckets)
@@ -109,7 +109,7 @@ func (s *Shards) noteUnwritable(buckets []sharding.Bucket) {
 	}
 }
 
-func (s *Shards) unwritableMessage(buckets []sharding.Bucket) string {
+func (s *Sharding) unwritableMessage(buckets []sharding.Bucket) string {
 	names := make([]string, len(buckets))
 	for i, b := range buckets {
 		names[i] = b.String()
@@ -119,7 +119,7 @@ func (s *Shards) unwritableMessage(buckets []sharding.Bucket) string {
 }
 
 // ready fails while buckets assigned to this replica are unwritable; s may be nil.
-func (s *Shards) ready() error {
+func (s *Sharding) ready() error {
 	if s == nil {
 		return nil
 	}
@@ -129,7 +129,7 @@ func (s *Shards) ready() error {
 	return nil
 }
 
-// cache is what a generation's cache holds.
-func (s *Shards) cache() *metacache.Shards {
-	return &metacache.Shards{Cover: s.cover, ServerSide: s.ServerSide}
+// cacheFilter restricts a generation's cache to the buckets desired.
+func (s *Sharding) cacheFilter() *metacache.ShardFilter {
+	return &metacache.ShardFilter{Cover: s.cover, ServerSide: s.ServerSide}
 }
