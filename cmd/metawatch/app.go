@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"sync"
@@ -28,16 +29,8 @@ var setupLog = ctrl.Log.WithName("setup")
 func run(ctx context.Context, opts options) error {
 	setupLog.Info(version.String())
 	logEffectiveFlags()
-	if err := bookmarkIntervalValid(opts.manager.Wire.BookmarkInterval); err != nil {
-		return err
-	}
-	if err := metricsCertValid(opts.manager); err != nil {
-		return err
-	}
-	if err := applyMemoryLimit(opts.containerMemoryLimit); err != nil {
-		return err
-	}
-	if err := opts.sharding.validate(opts.manager); err != nil {
+	// Every flag is checked before anything reaches the API server.
+	if err := errors.Join(validateFlags(opts), applyMemoryLimit(opts.containerMemoryLimit)); err != nil {
 		return err
 	}
 	// One client config for the whole process (--kubeconfig is read once).

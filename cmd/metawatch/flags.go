@@ -2,7 +2,6 @@ package main
 
 import (
 	"flag"
-	"fmt"
 	"time"
 
 	"go.uber.org/zap/zapcore"
@@ -32,20 +31,19 @@ type options struct {
 	containerMemoryLimit string
 }
 
-// bookmarkIntervalValid refuses a negative --unchanged-bookmark-interval,
-// which would otherwise silently mean 0.
-func bookmarkIntervalValid(d time.Duration) error {
-	if d < 0 {
-		return fmt.Errorf("--unchanged-bookmark-interval=%s: want 0 (a bookmark for every unchanged event left out) or a positive duration such as 1s (the default)", d)
-	}
-	return nil
+// parseFlags parses args on flag.CommandLine, where controller-runtime has
+// already registered --kubeconfig; a bad flag exits there.
+func parseFlags(args []string) options {
+	fs := flag.CommandLine
+	o := bindFlags(fs)
+	_ = fs.Parse(args) // flag.CommandLine exits on a bad flag
+	return *o
 }
 
-// parseFlags parses args on flag.CommandLine, where controller-runtime has
-// already registered --kubeconfig.
-func parseFlags(args []string) options {
-	var o options
-	fs := flag.CommandLine
+// bindFlags defines metawatch's flags on fs, with their defaults, into the
+// options it returns.
+func bindFlags(fs *flag.FlagSet) *options {
+	o := &options{}
 	fs.StringVar(&o.source.File, "config-file", "", "Path to the configuration: a config.yaml or a selectors ConfigMap manifest.")
 	fs.StringVar(&o.source.ConfigMap, "config-map", "", "Selectors ConfigMap as NAMESPACE/NAME; its data key config.yaml holds the configuration, followed live.")
 	fs.BoolVar(&o.waitForConfig, "wait-for-config", false, "Start without a valid --config-map configuration and wait for one, instead of exiting non-zero.")
@@ -78,6 +76,5 @@ func parseFlags(args []string) options {
 	o.zap.StacktraceLevel = zapcore.PanicLevel
 	o.zap.BindFlags(fs)
 	fs.Usage = func() { printUsage(fs.Output(), fs) }
-	_ = fs.Parse(args) // flag.CommandLine exits on a bad flag
 	return o
 }

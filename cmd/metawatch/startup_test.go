@@ -6,10 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -150,6 +152,50 @@ func TestStartupNamesTheRealCause(t *testing.T) {
 			stderr, err := runToExit(t, tc.args...)
 			if err == nil || !strings.Contains(stderr, tc.want) || (tc.wantNot != "" && strings.Contains(stderr, tc.wantNot)) {
 				t.Errorf("exit %v, want non-zero saying %q and not %q; stderr:\n%s", err, tc.want, tc.wantNot, stderr)
+			}
+		})
+	}
+}
+
+// Every flag is checked before metawatch sends its first request: a wrong
+// flag is named at once, not after the configuration was loaded from a
+// server that may be slow or unreachable (where it would retry first).
+func TestFlagsAreCheckedBeforeAnyRequest(t *testing.T) {
+	controlplane.SkipIfShort(t)
+	var requests atomic.Int64
+	server := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		requests.Add(1)
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}))
+	t.Cleanup(server.Close)
+	kubeconfig := writeConfig(t, fmt.Sprintf("apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: %q}}]\n"+
+		"contexts: [{name: c, context: {cluster: c, user: u}}]\nusers: [{name: u, user: {token: t}}]\ncurrent-context: c\n", server.URL))
+	config := writeConfig(t, "watches:\n- kind: Pod\n")
+	leader := []string{"--leader-elect", "--leader-election-namespace", "default"}
+	for name, tc := range map[string]struct {
+		args []string
+		want string
+	}{
+		"a renew deadline past the lease duration": {args: append([]string{"--leader-election-renew-deadline", "20s"}, leader...),
+			want: "--leader-election-renew-deadline=20s"},
+		"a Lease name that is not an object name": {args: append([]string{"--leader-election-id", "Leader_1"}, leader...),
+			want: `--leader-election-id="Leader_1"`},
+		"sharding with leader election":   {args: append([]string{"--sharding"}, leader...), want: "--sharding and --leader-elect exclude each other"},
+		"no reconciles at once":           {args: []string{"--max-concurrent-reconciles", "0"}, want: "--max-concurrent-reconciles=0"},
+		"a negative shutdown timeout":     {args: []string{"--graceful-shutdown-timeout", "-1s"}, want: "--graceful-shutdown-timeout=-1s"},
+		"a negative bookmark interval":    {args: []string{"--unchanged-bookmark-interval", "-1s"}, want: "--unchanged-bookmark-interval=-1s"},
+		"an unreadable metrics cert dir":  {args: []string{"--metrics-cert-dir", "/nonexistent"}, want: "--metrics-cert-dir"},
+		"a memory limit that is no value": {args: []string{"--container-memory-limit", "lots"}, want: "--container-memory-limit"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Setenv("POD_NAME", "metawatch-0")
+			before := requests.Load()
+			stderr, err := runToExit(t, append([]string{"--kubeconfig", kubeconfig, "--config-file", config}, tc.args...)...)
+			if err == nil || !strings.Contains(stderr, tc.want) {
+				t.Errorf("exit %v, want non-zero naming %q; stderr:\n%s", err, tc.want, stderr)
+			}
+			if n := requests.Load() - before; n != 0 {
+				t.Errorf("%d requests reached the API server before the flag was refused, want none", n)
 			}
 		})
 	}

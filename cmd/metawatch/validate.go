@@ -1,0 +1,96 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/tools/leaderelection"
+
+	"github.com/metawatch/metawatch/pkg/manager"
+)
+
+// validateFlags checks every flag that can be checked without the API server,
+// and says every mistake at once. run calls it before anything reaches the
+// network: a wrong flag is named at start, not after the configuration was
+// loaded (which retries an unreachable server for as long as it takes).
+func validateFlags(opts options) error {
+	return errors.Join(
+		opts.source.Validate(),
+		bookmarkIntervalValid(opts.manager.Wire.BookmarkInterval),
+		metricsCertValid(opts.manager),
+		atLeastOne("--max-concurrent-reconciles", opts.controller.MaxConcurrentReconciles),
+		notNegative("--graceful-shutdown-timeout", opts.manager.GracefulShutdownTimeout, "30s"),
+		opts.sharding.validate(opts.manager),
+		leaseFlagsValid(opts),
+	)
+}
+
+// bookmarkIntervalValid refuses a negative --unchanged-bookmark-interval,
+// which would otherwise silently mean 0.
+func bookmarkIntervalValid(d time.Duration) error {
+	if d < 0 {
+		return fmt.Errorf("--unchanged-bookmark-interval=%s: want 0 (a bookmark for every unchanged event left out) or a positive duration such as 1s (the default)", d)
+	}
+	return nil
+}
+
+func atLeastOne(flag string, n int) error {
+	if n < 1 {
+		return fmt.Errorf("%s=%d: want 1 or more", flag, n)
+	}
+	return nil
+}
+
+func notNegative(flag string, d time.Duration, example string) error {
+	if d < 0 {
+		return fmt.Errorf("%s=%s: want a positive duration such as %s", flag, d, example)
+	}
+	return nil
+}
+
+// leaseFlagsValid checks the flags of the Leases, when there are any
+// (--leader-elect or --sharding): where they live, their names, and timings
+// client-go's leader election and the sharding ring both accept.
+func leaseFlagsValid(opts options) error {
+	if !opts.manager.LeaderElection && !opts.sharding.enabled {
+		return nil
+	}
+	var errs []error
+	if _, err := manager.LeaseNamespace(opts.manager); err != nil {
+		errs = append(errs, err)
+	}
+	if opts.manager.LeaderElection {
+		errs = append(errs, leaseName("--leader-election-id", opts.manager.LeaderElectionID, opts.manager.LeaderElectionID))
+	}
+	if opts.sharding.enabled {
+		// The ring names its Leases <ring>-member-<pod> and <ring>-bucket-NN, and labels them with it.
+		errs = append(errs, leaseName("--sharding-ring", opts.sharding.ring, opts.sharding.ring+"-bucket-63"))
+		for _, msg := range validation.IsValidLabelValue(opts.sharding.ring) {
+			errs = append(errs, fmt.Errorf("--sharding-ring=%q: the ring's Leases are labelled with it: %s", opts.sharding.ring, msg))
+		}
+	}
+	return errors.Join(append(errs, leaseTimingsValid(opts.manager))...)
+}
+
+// leaseName checks that the Lease a flag's value names is a valid object name.
+func leaseName(flag, value, lease string) error {
+	if msgs := validation.IsDNS1123Subdomain(lease); len(msgs) > 0 {
+		return fmt.Errorf("%s=%q: the Lease %q it names is not a valid name: %s", flag, value, lease, strings.Join(msgs, "; "))
+	}
+	return nil
+}
+
+// leaseTimingsValid: a renewal retried every retry period, with jitter, must
+// fit in the renew deadline, and the holder must stop writing (renew
+// deadline) before a standby may take over (lease duration).
+func leaseTimingsValid(o manager.Options) error {
+	lease, renew, retry := o.LeaseDuration, o.RenewDeadline, o.RetryPeriod
+	if retry > 0 && time.Duration(leaderelection.JitterFactor*float64(retry)) < renew && renew < lease {
+		return nil
+	}
+	return fmt.Errorf("--leader-election-retry-period=%s, --leader-election-renew-deadline=%s, --leader-election-lease-duration=%s: "+
+		"want 0 < %.1f × retry period < renew deadline < lease duration, e.g. the defaults 2s, 10s, 15s", retry, renew, lease, leaderelection.JitterFactor)
+}

@@ -1,0 +1,153 @@
+package main
+
+import (
+	"flag"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/metawatch/metawatch/pkg/reload"
+)
+
+// defaultOptions is what parseFlags makes of a command line with only
+// --config-file: every default, as a user starts metawatch.
+func defaultOptions(t *testing.T) options {
+	t.Helper()
+	return parseFlagsOn(t, "--config-file", "config.yaml")
+}
+
+func TestValidateFlags(t *testing.T) {
+	cases := map[string]struct {
+		change func(*options)
+		env    map[string]string
+		want   []string // each must be in the error; none: no error
+	}{
+		"the defaults are valid": {},
+		"leader election with its namespace and the default timings is valid": {
+			change: func(o *options) { o.manager.LeaderElection, o.manager.LeaderElectionNamespace = true, "kube-system" },
+		},
+		"sharding with POD_NAME and a namespace is valid": {
+			change: func(o *options) { o.sharding.enabled, o.manager.LeaderElectionNamespace = true, "kube-system" },
+			env:    map[string]string{"POD_NAME": "metawatch-0"},
+		},
+		"no configuration source": {
+			change: func(o *options) { o.source = reload.Source{} },
+			want:   []string{"no configuration: set --config-file PATH or --config-map NAMESPACE/NAME"},
+		},
+		"a ConfigMap without its namespace": {
+			change: func(o *options) { o.source = reload.Source{ConfigMap: "selectors"} },
+			want:   []string{`--config-map "selectors": want NAMESPACE/NAME`},
+		},
+		"no reconciles at once": {
+			change: func(o *options) { o.controller.MaxConcurrentReconciles = 0 },
+			want:   []string{"--max-concurrent-reconciles=0: want 1 or more"},
+		},
+		"a negative shutdown timeout": {
+			change: func(o *options) { o.manager.GracefulShutdownTimeout = -time.Second },
+			want:   []string{"--graceful-shutdown-timeout=-1s: want a positive duration"},
+		},
+		"a negative bookmark interval": {
+			change: func(o *options) { o.manager.Wire.BookmarkInterval = -time.Second },
+			want:   []string{"--unchanged-bookmark-interval=-1s"},
+		},
+		"a renew deadline past the lease duration": {
+			change: func(o *options) {
+				o.manager.LeaderElection, o.manager.LeaderElectionNamespace = true, "kube-system"
+				o.manager.RenewDeadline = 20 * time.Second
+			},
+			want: []string{"--leader-election-renew-deadline=20s", "renew deadline < lease duration", "the defaults 2s, 10s, 15s"},
+		},
+		"a retry period that does not fit in the renew deadline": {
+			change: func(o *options) {
+				o.sharding.enabled, o.manager.LeaderElectionNamespace = true, "kube-system"
+				o.manager.RetryPeriod = 9 * time.Second
+			},
+			env:  map[string]string{"POD_NAME": "metawatch-0"},
+			want: []string{"--leader-election-retry-period=9s"},
+		},
+		"lease timings are not checked when nothing uses a Lease": {
+			change: func(o *options) { o.manager.RenewDeadline = time.Hour },
+		},
+		"a Lease name that is not an object name": {
+			change: func(o *options) {
+				o.manager.LeaderElection, o.manager.LeaderElectionNamespace = true, "kube-system"
+				o.manager.LeaderElectionID = "Metawatch_Leader"
+			},
+			want: []string{`--leader-election-id="Metawatch_Leader": the Lease "Metawatch_Leader" it names is not a valid name`},
+		},
+		"a ring name that is no label value": {
+			change: func(o *options) {
+				o.sharding.enabled, o.manager.LeaderElectionNamespace = true, "kube-system"
+				o.sharding.ring = strings.Repeat("r", 64)
+			},
+			env:  map[string]string{"POD_NAME": "metawatch-0"},
+			want: []string{"--sharding-ring=", "the ring's Leases are labelled with it"},
+		},
+		"sharding with leader election": {
+			change: func(o *options) { o.sharding.enabled, o.manager.LeaderElection = true, true },
+			env:    map[string]string{"POD_NAME": "metawatch-0"},
+			want:   []string{"--sharding and --leader-elect exclude each other"},
+		},
+		"every mistake is said at once": {
+			change: func(o *options) {
+				o.source = reload.Source{}
+				o.controller.MaxConcurrentReconciles = -1
+				o.manager.GracefulShutdownTimeout = -time.Second
+			},
+			want: []string{"no configuration", "--max-concurrent-reconciles=-1", "--graceful-shutdown-timeout=-1s"},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			t.Setenv("POD_NAME", tc.env["POD_NAME"])
+			o := defaultOptions(t)
+			if tc.change != nil {
+				tc.change(&o)
+			}
+			err := validateFlags(o)
+			if len(tc.want) == 0 {
+				if err != nil {
+					t.Fatalf("validateFlags: %v, want no error", err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("validateFlags: no error, want one saying %q", tc.want)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not say %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+// parseFlagsOn is parseFlags on a FlagSet of the test's own.
+func parseFlagsOn(t *testing.T, args ...string) options {
+	t.Helper()
+	fs := flag.NewFlagSet("metawatch", flag.ContinueOnError)
+	o := bindFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		t.Fatal(err)
+	}
+	return *o
+}
+func TestBookmarkIntervalValid(t *testing.T) {
+	cases := map[string]struct {
+		interval time.Duration
+		wantErr  string
+	}{
+		"the default is valid":           {interval: time.Second},
+		"zero is a bookmark per event":   {interval: 0},
+		"a negative interval is refused": {interval: -time.Second, wantErr: "--unchanged-bookmark-interval=-1s: want 0"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			err := bookmarkIntervalValid(tc.interval)
+			if (err == nil) != (tc.wantErr == "") || err != nil && !strings.Contains(err.Error(), tc.wantErr) {
+				t.Fatalf("error %v, want one containing %q", err, tc.wantErr)
+			}
+		})
+	}
+}
