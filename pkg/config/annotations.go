@@ -25,6 +25,9 @@ func annotationsRead(c *Config, kind string) sets.Set[string] {
 		if r.CopyFromNamespace != nil && kind == "Namespace" {
 			keep.Insert(r.CopyFromNamespace.Annotations...)
 		}
+		if r.CopyFromOwner != nil && slices.Contains(r.CopyFromOwner.Kinds, kind) {
+			keep.Insert(r.CopyFromOwner.Annotations...) // read on the owner
+		}
 		if !slices.Contains(r.Kinds, kind) {
 			continue
 		}
@@ -35,6 +38,9 @@ func annotationsRead(c *Config, kind string) sets.Set[string] {
 			// Copied onto objects of kind: without them in the cache, every
 			// object would look unsettled and hand edits would go unseen.
 			keep.Insert(r.CopyFromNamespace.Annotations...)
+		}
+		if r.CopyFromOwner != nil {
+			keep.Insert(r.CopyFromOwner.Annotations...)
 		}
 		keep.Insert(r.RemoveAnnotations...)
 		keep.Insert(r.RequireAnnotations...)

@@ -31,6 +31,21 @@ type ResolvedWatch struct {
 	// Annotations are the annotation keys the cache keeps: those the rules
 	// read for this kind, and cache.keepAnnotations. Nil keeps every annotation.
 	Annotations sets.Set[string]
+	// Labels are the label keys the cache keeps; nil keeps every label. Only
+	// an owner-only watch keeps fewer: the keys copied from it.
+	Labels sets.Set[string]
+
+	// Owner: the kind is on an owner chain of copyFromOwner. Every replica
+	// caches all of its objects (a pod's owner may be in any shard), indexed
+	// by their controlling owner's uid.
+	Owner bool
+	// OwnersOnly: watched only for copyFromOwner (not in the configuration's
+	// watches): no controller of its own, and the cache keeps only uid,
+	// controlling ownerReference and the copied keys.
+	OwnersOnly bool
+	// KeepController: the cache keeps the controlling ownerReference (every
+	// other ownerReference is dropped, as for every other kind).
+	KeepController bool
 }
 
 // Resolve maps every watch to the resource the cluster serves, with mapper.
@@ -64,8 +79,13 @@ func Resolve(c *Config, mapper meta.RESTMapper) (watches []ResolvedWatch, warnin
 		return nil, warnings, Invalid(errs.ToAggregate())
 	}
 	watches, errs = resolveRuleNeeds(c, watches)
+	watches, ownerErrs := resolveOwnerNeeds(c, watches)
+	errs = append(errs, ownerErrs...)
 	for i := range watches {
 		watches[i].Annotations = annotationsRead(c, watches[i].GVK.Kind)
+		if watches[i].OwnersOnly {
+			watches[i].Annotations = copiedFromOwner(c, watches[i].GVK.Kind, Annotations)
+		}
 	}
 	return watches, warnings, Invalid(errs.ToAggregate())
 }

@@ -15,11 +15,11 @@ var namespaceGVK = corev1.SchemeGroupVersion.WithKind("Namespace")
 // every Namespace in the cache (watched implicitly if the config does not), and
 // a namespaced kind to copy to.
 func resolveRuleNeeds(c *Config, watches []ResolvedWatch) ([]ResolvedWatch, field.ErrorList) {
+	errs := checkCopyTargets(c, watches)
 	copier := copyingRule(c)
 	if copier < 0 {
-		return watches, nil
+		return watches, errs
 	}
-	errs := checkCopyTargets(c, watches)
 	for _, w := range watches {
 		if w.GVK != namespaceGVK {
 			continue
@@ -54,13 +54,13 @@ func checkCopyTargets(c *Config, watches []ResolvedWatch) field.ErrorList {
 	}
 	var errs field.ErrorList
 	for i, r := range c.Rules {
-		if r.CopyFromNamespace == nil {
+		if r.CopyFromNamespace == nil && r.CopyFromOwner == nil {
 			continue
 		}
 		for j, kind := range r.Kinds {
 			if clusterScoped[kind] {
 				errs = append(errs, field.Invalid(field.NewPath("rules").Index(i).Child("kinds").Index(j), kind,
-					"is cluster-scoped: it has no namespace to copy from"))
+					"is cluster-scoped: it has no namespace to copy from, nor an owner in one"))
 			}
 		}
 	}

@@ -116,6 +116,54 @@ rules:
 	}
 }
 
+// copyFromOwner caches the owner chain's kinds: implicitly, keeping only the
+// copied keys, or the configuration's own watches of them, which must hold
+// every object; the kinds it writes keep their controlling ownerReference.
+func TestResolveAddsTheOwnerChain(t *testing.T) {
+	controlplane.SkipIfShort(t)
+	c, err := config.Parse([]byte(`
+watches:
+- kind: Pod
+- kind: StatefulSet
+rules:
+- {name: a, kinds: [Pod], copyFromOwner: {kinds: [Deployment, StatefulSet], labels: [cost-center], annotations: [example.com/owner]}}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	watches, _, err := config.Resolve(c, newMapper(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	type want struct {
+		owner, ownersOnly, keepController bool
+		labels, annotations               []string
+	}
+	wants := map[string]want{
+		"Pod":         {keepController: true, annotations: []string{"example.com/owner"}},
+		"StatefulSet": {owner: true, keepController: true, annotations: []string{"example.com/owner"}},
+		"Deployment":  {owner: true, ownersOnly: true, keepController: true, labels: []string{"cost-center"}, annotations: []string{"example.com/owner"}},
+		"ReplicaSet":  {owner: true, ownersOnly: true, keepController: true, labels: []string{}, annotations: []string{}},
+	}
+	for _, w := range watches {
+		got := want{owner: w.Owner, ownersOnly: w.OwnersOnly, keepController: w.KeepController, annotations: sets.List(w.Annotations)}
+		if w.Labels != nil {
+			got.labels = sets.List(w.Labels)
+		}
+		if !reflect.DeepEqual(got, wants[w.GVK.Kind]) {
+			t.Errorf("%s: %+v, want %+v", w.GVK.Kind, got, wants[w.GVK.Kind])
+		}
+		delete(wants, w.GVK.Kind)
+	}
+	if len(wants) > 0 {
+		t.Errorf("not watched: %v", wants)
+	}
+	narrow, _ := config.Parse([]byte("watches:\n- kind: Pod\n- kind: Deployment\n  labelSelector: app=web\n" +
+		"rules:\n- {name: a, kinds: [Pod], copyFromOwner: {kinds: [Deployment], labels: [team]}}\n"))
+	_, _, err = config.Resolve(narrow, newMapper(t))
+	assertErrorContains(t, err, []string{"watches[1]: Invalid value: \"Deployment\": rules[0].copyFromOwner needs every Deployment cached"})
+}
+
 func assertErrorContains(t *testing.T, err error, want []string) {
 	t.Helper()
 	if len(want) == 0 && err != nil {

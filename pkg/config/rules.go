@@ -51,7 +51,7 @@ func validateRule(p *field.Path, r Rule, watched map[string]int) field.ErrorList
 	}
 	if !hasAction(r) {
 		errs = append(errs, field.Required(p, "a rule needs an action: setLabels, setAnnotations, removeLabels, "+
-			"removeAnnotations, copyFromNamespace, requireLabels or requireAnnotations"))
+			"removeAnnotations, copyFromNamespace, copyFromOwner, requireLabels or requireAnnotations"))
 	}
 	return append(errs, validateRuleKeys(p, r)...)
 }
@@ -81,7 +81,8 @@ func hasAction(r Rule) bool {
 // Writes reports whether the rule writes labels or annotations (set, remove or
 // copy), as opposed to only auditing them: its kinds need the patch verb.
 func (r Rule) Writes() bool {
-	return len(r.SetLabels)+len(r.SetAnnotations)+len(r.RemoveLabels)+len(r.RemoveAnnotations) > 0 || r.CopyFromNamespace != nil
+	return len(r.SetLabels)+len(r.SetAnnotations)+len(r.RemoveLabels)+len(r.RemoveAnnotations) > 0 ||
+		r.CopyFromNamespace != nil || r.CopyFromOwner != nil
 }
 
 // validateRuleKeys checks keys and values with the API server's own rules.
@@ -100,6 +101,9 @@ func validateRuleKeys(p *field.Path, r Rule) field.ErrorList {
 		}
 		errs = append(errs, validateKeys(cp.Child("labels"), c.Labels)...)
 		errs = append(errs, validateKeys(cp.Child("annotations"), c.Annotations)...)
+	}
+	if c := r.CopyFromOwner; c != nil {
+		errs = append(errs, validateCopyFromOwner(p.Child("copyFromOwner"), c)...)
 	}
 	return errs
 }

@@ -20,7 +20,7 @@ type write struct {
 
 // agrees reports whether w and other leave the key the same way.
 func (w write) agrees(other write) bool {
-	return w.op == other.op && w.value == other.value && w.op != actionCopy
+	return w.op == other.op && w.value == other.value && w.op != actionCopy && w.op != actionCopyOwner
 }
 
 func (w write) String() string {
@@ -29,6 +29,8 @@ func (w write) String() string {
 		return fmt.Sprintf("sets it to %q", w.value)
 	case actionRemove:
 		return "removes it"
+	case actionCopyOwner:
+		return "copies it from the owner"
 	}
 	return "copies it from the namespace"
 }
@@ -60,12 +62,23 @@ func writesOf(i int, r Rule) []write {
 			add(Annotations, k, p.Child("copyFromNamespace", "annotations").Index(j), actionCopy, "")
 		}
 	}
+	if c := r.CopyFromOwner; c != nil {
+		for j, k := range c.Labels {
+			add(Labels, k, p.Child("copyFromOwner", "labels").Index(j), actionCopyOwner, "")
+		}
+		for j, k := range c.Annotations {
+			add(Annotations, k, p.Child("copyFromOwner", "annotations").Index(j), actionCopyOwner, "")
+		}
+	}
 	sort.Slice(out, func(a, b int) bool { return out[a].path.String() < out[b].path.String() })
 	return out
 }
 
 // validateConflicts rejects two rules that write the same key of the same kind
-// differently: each would undo the other on every reconcile.
+// differently: each would undo the other on every reconcile. That gives a key
+// one source per object: a fixed value, the Namespace or the owner, never two
+// (no order between sources to learn, and nothing that flips when one of them
+// loses the key).
 func validateConflicts(c *Config) field.ErrorList {
 	var errs field.ErrorList
 	seen := map[string]write{} // kind/map/key -> first write

@@ -54,6 +54,31 @@ func TestRuleValidation(t *testing.T) {
 			rules: "- {name: a, kinds: [Pod], setLabels: {tier: gold}}\n- {name: b, kinds: [Pod], removeLabels: [tier]}\n",
 			want:  []string{`rule "b" removes it on Pod`, `(rule "a") sets it to "gold"`},
 		},
+		"copy from the owner": {rules: "- {name: a, kinds: [Pod], copyFromOwner: {kinds: [Deployment, CronJob], labels: [cost-center], annotations: [example.com/owner]}}\n"},
+		"copy from an owner kind metawatch does not follow": {
+			rules: "- {name: a, kinds: [Pod], copyFromOwner: {kinds: [Service], labels: [team]}}\n",
+			want:  []string{`rules[0].copyFromOwner.kinds[0]: Unsupported value: "Service": supported values: "CronJob", "DaemonSet", "Deployment", "Job", "ReplicaSet", "StatefulSet"`},
+		},
+		"copy from the owner without kinds": {
+			rules: "- {name: a, kinds: [Pod], copyFromOwner: {labels: [team]}}\n",
+			want:  []string{"rules[0].copyFromOwner.kinds: Required value: the owner kinds to copy from"},
+		},
+		"copy from the owner without keys": {
+			rules: "- {name: a, kinds: [Pod], copyFromOwner: {kinds: [Deployment]}}\n",
+			want:  []string{"rules[0].copyFromOwner: Required value: the owner's labels or annotations to copy"},
+		},
+		"one key copied from the namespace and from the owner": {
+			rules: "- {name: a, kinds: [Pod], copyFromNamespace: {labels: [team]}}\n- {name: b, kinds: [Pod], copyFromOwner: {kinds: [Deployment], labels: [team]}}\n",
+			want:  []string{`rules[1].copyFromOwner.labels[0]: Invalid value: "team": rule "b" copies it from the owner on Pod, but rules[0].copyFromNamespace.labels[0] (rule "a") copies it from the namespace: one key must not be written two ways`},
+		},
+		"one key set and copied from the owner": {
+			rules: "- {name: a, kinds: [Pod], setLabels: {team: red}, copyFromOwner: {kinds: [Deployment], labels: [team]}}\n",
+			want:  []string{"one key must not be written two ways"},
+		},
+		"one key copied from owners by two rules": {
+			rules: "- {name: a, kinds: [Pod], copyFromOwner: {kinds: [Deployment], labels: [team]}}\n- {name: b, kinds: [Pod], copyFromOwner: {kinds: [StatefulSet], labels: [team]}}\n",
+			want:  []string{`rule "b" copies it from the owner on Pod`},
+		},
 		"set and copy in one rule": {
 			rules: "- {name: a, kinds: [Pod], setLabels: {team: x}, copyFromNamespace: {labels: [team]}}\n",
 			want:  []string{"one key must not be written two ways"},

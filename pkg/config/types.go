@@ -60,6 +60,10 @@ type Rule struct {
 	RemoveAnnotations []string `json:"removeAnnotations,omitempty"`
 	// CopyFromNamespace keeps these keys equal to the object's Namespace.
 	CopyFromNamespace *CopyFromNamespace `json:"copyFromNamespace,omitempty"`
+	// CopyFromOwner keeps these keys equal to the object's nearest
+	// controlling owner of the listed kinds (ownerReferences with
+	// controller: true, followed through ReplicaSets and Jobs).
+	CopyFromOwner *CopyFromOwner `json:"copyFromOwner,omitempty"`
 	// RequireLabels and RequireAnnotations are audited only: a metric and an Event, never a write.
 	RequireLabels      []string `json:"requireLabels,omitempty"`
 	RequireAnnotations []string `json:"requireAnnotations,omitempty"`
@@ -74,6 +78,15 @@ type Rule struct {
 // Match selects the objects a rule applies to.
 type Match struct {
 	LabelSelector string `json:"labelSelector,omitempty"`
+}
+
+// CopyFromOwner names the owner kinds to copy from and the keys to copy.
+type CopyFromOwner struct {
+	// Kinds are the owner kinds whose keys are copied, nearest first wins:
+	// Deployment, StatefulSet, DaemonSet, ReplicaSet, Job or CronJob.
+	Kinds       []string `json:"kinds"`
+	Labels      []string `json:"labels,omitempty"`
+	Annotations []string `json:"annotations,omitempty"`
 }
 
 // CopyFromNamespace names the Namespace labels and annotations to copy.

@@ -32,4 +32,6 @@ const (
 	actionRemove action = "remove"
 	// actionCopy keeps the key equal to the object's Namespace (copyFromNamespace).
 	actionCopy action = "copy"
+	// actionCopyOwner keeps the key equal to the object's controlling owner (copyFromOwner).
+	actionCopyOwner action = "copy-owner"
 )

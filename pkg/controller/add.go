@@ -70,15 +70,19 @@ func Setup(mgr manager.Manager, watches []config.ResolvedWatch, rulesByKind map[
 	if opts.Audits == nil {
 		opts.Audits = NewAudits(true)
 	}
+	owners := ownerKindsOf(watches)
 	for _, w := range watches {
-		if err := setupKind(mgr, w, rulesByKind[w.GVK.Kind], opts); err != nil {
+		if w.OwnersOnly {
+			continue // cached for the owner chains only: the kinds copying from them watch it
+		}
+		if err := setupKind(mgr, w, rulesByKind[w.GVK.Kind], owners, opts); err != nil {
 			return fmt.Errorf("%s: setting up controller for %s: %w", w.Path, w.GVK.Kind, err)
 		}
 	}
 	return nil
 }
 
-func setupKind(mgr manager.Manager, w config.ResolvedWatch, rs []rules.Rule, opts Options) error {
+func setupKind(mgr manager.Manager, w config.ResolvedWatch, rs []rules.Rule, owners ownerKinds, opts Options) error {
 	mem := newMemory()
 	report := newReporter(mem)
 	var ruler *ruleReconciler
@@ -89,6 +93,7 @@ func setupKind(mgr manager.Manager, w config.ResolvedWatch, rs []rules.Rule, opt
 		ruler.writesFrozen, ruler.inScope = opts.WritesFrozen, opts.InScope
 		ruler.live, ruler.versions, ruler.eventValues = mgr.GetAPIReader(), opts.Versions, opts.EventValues
 		ruler.audit = opts.Audits.forKind(kindLabel(w.GVK), mgr.GetEventRecorder(EventSource))
+		ruler.ownerKinds, ruler.copiesFromOwners = owners, rules.CopiesFromOwners(rs)
 		kr.steps = append(kr.steps, ruler)
 	}
 	c, err := controller.New(controllerName(w), mgr, controller.Options{
@@ -103,6 +108,13 @@ func setupKind(mgr manager.Manager, w config.ResolvedWatch, rs []rules.Rule, opt
 	kind := w.GVK.GroupKind().String()
 	if err := c.Watch(source.Kind[client.Object](mgr.GetCache(), metacache.NewObject(w.GVK), enqueueWithSnapshot(mem, ruler), metadataChanged(kind))); err != nil {
 		return err
+	}
+	if ruler != nil && ruler.copiesFromOwners {
+		for _, gvk := range owners {
+			if err := c.Watch(source.Kind[client.Object](mgr.GetCache(), metacache.NewObject(gvk), ownerFanout(mgr.GetCache(), w.GVK, ruler), ownerMetadataChanged())); err != nil {
+				return err
+			}
+		}
 	}
 	if ruler == nil || !rules.Copies(rs) || opts.NamespacesUnreadable {
 		return nil

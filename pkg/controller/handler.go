@@ -27,7 +27,7 @@ type queue = workqueue.TypedRateLimitingInterface[reconcile.Request]
 func enqueueWithSnapshot(mem *memory, ruler *ruleReconciler) handler.EventHandler {
 	return handler.Funcs{
 		CreateFunc: func(ctx context.Context, e event.CreateEvent, q queue) {
-			if ruler != nil && !ruler.awaitsNamespace(ctx, e.Object) && !ruler.settled(ctx, e.Object) {
+			if ruler != nil && !ruler.awaitsSources(ctx, e.Object) && !ruler.settled(ctx, e.Object) {
 				q.Add(requestFor(e.Object))
 			}
 		},
@@ -67,37 +67,33 @@ func (r *ruleReconciler) settled(ctx context.Context, o client.Object) bool {
 	if !r.writable(obj) || r.frozen() != nil {
 		return true // nothing metawatch may do to it
 	}
-	ns, cached, err := r.namespaceOf(ctx, obj)
-	if err != nil || !cached {
+	src, missing, err := r.sourcesOf(ctx, obj)
+	if err != nil || missing != "" {
 		return false
 	}
-	result := rules.Evaluate(r.Rules, rules.Metadata{Labels: obj.Labels, Annotations: obj.Annotations}, ns)
+	result := rules.Evaluate(r.Rules, rules.Metadata{Labels: obj.Labels, Annotations: obj.Annotations}, src)
 	return len(result.Violations) == 0 &&
 		len(present(obj.Labels, result.RemoveLabels, sets.New[string]()))+len(present(obj.Annotations, result.RemoveAnnotations, sets.New[string]())) == 0 &&
 		changeOf(obj, result).empty()
 }
 
-// awaitsNamespace tells, for a create event, whether the object's Namespace
-// is not cached yet (a generation's Namespaces and objects are listed by
-// separate informers, in no set order): the object then waits, unqueued, and
-// the Namespace's arrival judges it (reevaluate), so that a converged
-// cluster's objects are never queued whatever order the informers sync in.
-func (r *ruleReconciler) awaitsNamespace(ctx context.Context, o client.Object) bool {
+// awaitsSources tells, for a create event, whether the object's Namespace or
+// an owner on its chain is not cached yet (a generation's Namespaces, owners
+// and objects are listed by separate informers, in no set order): the object
+// then waits, unqueued, and the source's arrival judges it (reevaluate), so
+// that a converged cluster's objects are never queued whatever order the
+// informers sync in.
+func (r *ruleReconciler) awaitsSources(ctx context.Context, o client.Object) bool {
 	obj, ok := o.(*metav1.PartialObjectMetadata)
 	if !ok || !r.writable(obj) || r.frozen() != nil {
 		return false
 	}
-	if _, cached, err := r.namespaceOf(ctx, obj); cached || err != nil {
-		return false
-	}
-	return r.memory.waiting.waitUnlessCached(client.ObjectKeyFromObject(obj), func() bool {
-		_, cached, err := r.namespaceOf(ctx, obj)
-		return cached || err != nil
-	})
+	_, waits, err := r.awaitSources(ctx, client.ObjectKeyFromObject(obj), obj)
+	return waits && err == nil
 }
 
-// reevaluate is called for each object that waited for its Namespace, once
-// that is cached: it is queued unless it is settled.
+// reevaluate is called for each object that waited for a source, once that
+// is cached: it is queued unless it is settled.
 func (r *ruleReconciler) reevaluate(ctx context.Context, key client.ObjectKey) bool {
 	obj := metacache.NewObject(r.GVK)
 	if err := r.Reader.Get(ctx, key, obj, client.UnsafeDisableDeepCopy); err != nil {

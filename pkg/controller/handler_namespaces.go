@@ -25,7 +25,7 @@ func namespaceFanout(reader client.Reader, gvk schema.GroupVersionKind, ruler *r
 	copiers := copyRules(ruler.Rules)
 	return handler.Funcs{
 		CreateFunc: func(ctx context.Context, e event.CreateEvent, q queue) {
-			for _, key := range ruler.memory.waiting.take(e.Object.GetName()) {
+			for _, key := range ruler.memory.waiting.take(namespaceSource(e.Object.GetName())) {
 				if ruler.reevaluate(ctx, key) {
 					q.Add(reconcile.Request{NamespacedName: key})
 				}

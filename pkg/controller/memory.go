@@ -12,9 +12,9 @@ type memory struct {
 	// snapshots: the labels and annotations an object had before its first
 	// unreported change, for the reporter's diff (memory_snapshots.go).
 	snapshots *snapshots
-	// waiting: created objects whose Namespace is not cached yet; the
-	// Namespace's arrival judges them (memory_waiting.go).
-	waiting *namespaceWaiters
+	// waiting: objects whose Namespace or owner is not cached yet; its
+	// arrival judges them (memory_waiting.go).
+	waiting *waiters
 	// reclaims: keys metawatch owned until another manager's Update took
 	// them, to be put back (memory_reclaims.go).
 	reclaims *reclaims
@@ -29,7 +29,7 @@ type memory struct {
 func newMemory() *memory {
 	return &memory{
 		snapshots: newSnapshots(),
-		waiting:   newNamespaceWaiters(),
+		waiting:   newWaiters(),
 		reclaims:  newReclaims(),
 		yielded:   newYielded(),
 		takeovers: newTakeovers(),

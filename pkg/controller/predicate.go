@@ -22,9 +22,11 @@ func metadataChanged(kind string) predicate.Predicate {
 		return pass
 	}
 	return predicate.Funcs{
-		CreateFunc:  func(event.CreateEvent) bool { return count(true) },
-		DeleteFunc:  func(event.DeleteEvent) bool { return count(true) },
-		UpdateFunc:  func(e event.UpdateEvent) bool { return count(labelsOrAnnotationsChanged.Update(e)) },
+		CreateFunc: func(event.CreateEvent) bool { return count(true) },
+		DeleteFunc: func(event.DeleteEvent) bool { return count(true) },
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			return count(labelsOrAnnotationsChanged.Update(e) || controllerChanged(e))
+		},
 		GenericFunc: func(event.GenericEvent) bool { return count(false) },
 	}
 }

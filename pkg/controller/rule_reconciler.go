@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/go-logr/logr"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -39,6 +40,10 @@ type ruleReconciler struct {
 	live         client.Reader                // the API server, uncached: the object as it is now, after a stale write
 	versions     ResourceVersions             // see Options.Versions; nil: the cached object's
 	eventValues  bool                         // see Options.EventValues
+	// ownerKinds are the kinds cached for copyFromOwner; copiesFromOwners:
+	// some rule of this kind copies from an owner (see ownersOf).
+	ownerKinds       ownerKinds
+	copiesFromOwners bool
 }
 
 // ResourceVersions gives the newest resourceVersion of a cached object: the
@@ -74,24 +79,11 @@ func (r *ruleReconciler) reconcileObject(ctx context.Context, key types.Namespac
 		logr.FromContextOrDiscard(ctx).V(1).Info("out of the write scope: not reconciled")
 		return nil
 	}
-	ns, cached, err := r.namespaceOf(ctx, obj)
-	if err != nil {
+	src, waits, err := r.awaitSources(ctx, key, obj)
+	if err != nil || waits {
 		return err
 	}
-	if !cached {
-		waits := r.memory.waiting.waitUnlessCached(key, func() bool {
-			ns, cached, err = r.namespaceOf(ctx, obj)
-			return cached || err != nil
-		})
-		if err != nil {
-			return err
-		}
-		if waits {
-			logr.FromContextOrDiscard(ctx).V(1).Info("waiting for the object's Namespace to reach the cache")
-			return nil
-		}
-	}
-	stale, err := r.decideAndWrite(ctx, key, obj, ns)
+	stale, err := r.decideAndWrite(ctx, key, obj, src)
 	if !stale {
 		return err
 	}
@@ -103,8 +95,55 @@ func (r *ruleReconciler) reconcileObject(ctx context.Context, key types.Namespac
 	if err != nil || fresh == nil || fresh.UID != obj.UID {
 		return err // gone or replaced: the watch brings the deletion or the new object
 	}
-	_, err = r.decideAndWrite(ctx, key, fresh, ns)
+	if src, waits, err = r.awaitSources(ctx, key, fresh); err != nil || waits {
+		return err // its owner may have changed with it
+	}
+	_, err = r.decideAndWrite(ctx, key, fresh, src)
 	return err
+}
+
+// sourcesOf reads from the cache what obj's copy rules copy from: its
+// Namespace and its chain of owners. missing names the source that is not
+// cached yet (see waiters), "" when none is.
+func (r *ruleReconciler) sourcesOf(ctx context.Context, obj *metav1.PartialObjectMetadata) (src rules.Sources, missing string, err error) {
+	ns, cached, err := r.namespaceOf(ctx, obj)
+	if err != nil || !cached {
+		return src, namespaceSource(obj.Namespace), err
+	}
+	owners, uid, err := r.ownersOf(ctx, obj)
+	if err != nil || uid != "" {
+		return src, ownerSource(uid), err
+	}
+	return rules.Sources{Namespace: ns, Owners: owners}, "", nil
+}
+
+// awaitSources returns obj's sources, or reports that obj waits, unqueued,
+// for one that is not cached yet: its arrival judges obj (reevaluate).
+func (r *ruleReconciler) awaitSources(ctx context.Context, key types.NamespacedName, obj *metav1.PartialObjectMetadata) (src rules.Sources, waits bool, err error) {
+	// Each round either finds every source or waits for the one missing; a
+	// source that arrives between the two reads moves on to the next one
+	// (the Namespace, then each owner up the chain).
+	for range maxOwnerDepth + 2 {
+		src, missing, err := r.sourcesOf(ctx, obj)
+		if err != nil || missing == "" {
+			return src, false, err
+		}
+		moved := false
+		waits := r.memory.waiting.waitUnless(missing, key, func() bool {
+			var now string
+			src, now, err = r.sourcesOf(ctx, obj)
+			moved = now != missing
+			return moved || err != nil
+		})
+		switch {
+		case waits:
+			logr.FromContextOrDiscard(ctx).V(1).Info("waiting for a source to reach the cache", "source", missing)
+			return src, true, nil
+		case err != nil:
+			return src, false, err
+		}
+	}
+	return src, false, fmt.Errorf("the sources of %s kept changing while read; retrying", key)
 }
 
 // readLive reads the object named key from the API server, nil if it is
@@ -129,8 +168,8 @@ func (r *ruleReconciler) readLive(ctx context.Context, key types.NamespacedName)
 // as a precondition (the apply with the one the remove left). A remove that
 // fails does not keep the other keys from being written. stale reports that a
 // precondition failed: obj is not the object as it is now.
-func (r *ruleReconciler) decideAndWrite(ctx context.Context, key types.NamespacedName, obj *metav1.PartialObjectMetadata, ns *rules.Metadata) (stale bool, err error) {
-	result := rules.Evaluate(r.Rules, rules.Metadata{Labels: obj.Labels, Annotations: obj.Annotations}, ns)
+func (r *ruleReconciler) decideAndWrite(ctx context.Context, key types.NamespacedName, obj *metav1.PartialObjectMetadata, src rules.Sources) (stale bool, err error) {
+	result := rules.Evaluate(r.Rules, rules.Metadata{Labels: obj.Labels, Annotations: obj.Annotations}, src)
 	r.audit.observe(key, obj, result.Violations)
 	rv, removeErr := r.remove(ctx, obj, r.newestVersion(obj), result)
 	if staleVersion(removeErr) {
@@ -153,7 +192,7 @@ func (r *ruleReconciler) newestVersion(obj *metav1.PartialObjectMetadata) string
 // rule copies from it (nil otherwise, and for cluster-scoped objects): read
 // without a copy (the rules only read it), so that event handlers can call it
 // too (ruleReconciler.settled). cached is false when a rule needs the
-// Namespace and the cache does not hold it (yet): see namespaceWaiters.
+// Namespace and the cache does not hold it (yet): see waiters.
 func (r *ruleReconciler) namespaceOf(ctx context.Context, obj *metav1.PartialObjectMetadata) (ns *rules.Metadata, cached bool, err error) {
 	if obj.Namespace == "" || !rules.Copies(r.Rules) {
 		return nil, true, nil

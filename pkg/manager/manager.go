@@ -2,6 +2,7 @@ package manager
 
 import (
 	"cmp"
+	"context"
 	"fmt"
 	"time"
 
@@ -101,6 +102,11 @@ func New(cfg *rest.Config, watches []config.ResolvedWatch, opts Options) (manage
 	})
 	if err != nil {
 		return nil, fmt.Errorf("creating manager: %w", err)
+	}
+	// The index needs no context: IndexField only registers it, and it
+	// applies from the cache's start.
+	if err := metacache.IndexControllers(context.Background(), mgr.GetFieldIndexer(), watches); err != nil {
+		return nil, fmt.Errorf("indexing owners: %w", err)
 	}
 	return mgr, nil
 }

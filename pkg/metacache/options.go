@@ -58,9 +58,10 @@ func CacheOptions(watches []config.ResolvedWatch, o Options) cache.Options {
 // newInformer is the stock informer, its list and watch restricted to the
 // share (namespaced kinds) and reported to loss, either of which may be nil.
 func newInformer(watches []config.ResolvedWatch, loss *access.AccessLoss, shards *ShardFilter) func(toolscache.ListerWatcher, runtime.Object, time.Duration, toolscache.Indexers) toolscache.SharedIndexInformer {
+	// Owners are cached whole on every replica: a pod's owner may be in any shard.
 	namespaced := map[schema.GroupVersionKind]bool{}
 	for _, w := range watches {
-		namespaced[w.GVK] = w.Namespaced
+		namespaced[w.GVK] = w.Namespaced && !w.Owner
 	}
 	return func(lw toolscache.ListerWatcher, obj runtime.Object, resync time.Duration, indexers toolscache.Indexers) toolscache.SharedIndexInformer {
 		var sharded *sharding.ListWatch
@@ -80,7 +81,7 @@ func newInformer(watches []config.ResolvedWatch, loss *access.AccessLoss, shards
 }
 
 func byObjectFor(w config.ResolvedWatch, fieldManager string) cache.ByObject {
-	entry := cache.ByObject{Label: w.Label, Field: w.Field, Transform: transformFor(fieldManager, w.Annotations)}
+	entry := cache.ByObject{Label: w.Label, Field: w.Field, Transform: watchTransform(w, fieldManager)}
 	if len(w.Namespaces) > 0 {
 		entry.Namespaces = make(map[string]cache.Config, len(w.Namespaces))
 		for _, ns := range w.Namespaces {

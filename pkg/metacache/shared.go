@@ -69,7 +69,31 @@ func (t *table[V]) holds(v V) bool {
 var (
 	sharedLabels = newTable(func(m map[string]string) unsafe.Pointer { return reflect.ValueOf(m).UnsafePointer() })
 	sharedOwn    = newTable(func(s []metav1.ManagedFieldsEntry) unsafe.Pointer { return unsafe.Pointer(unsafe.SliceData(s)) })
+	sharedOwners = newTable(func(s []metav1.OwnerReference) unsafe.Pointer { return unsafe.Pointer(unsafe.SliceData(s)) })
 )
+
+// shareController returns the controlling reference of owners alone, one
+// shared slice per owner: the pods of a ReplicaSet all point to it, and a
+// reference costs ~150 B.
+func shareController(owners []metav1.OwnerReference) []metav1.OwnerReference {
+	if len(owners) == 0 {
+		return nil
+	}
+	if sharedOwners.holds(owners) {
+		return owners // shared already: the transform's second run
+	}
+	i := slices.IndexFunc(owners, func(o metav1.OwnerReference) bool { return o.Controller != nil && *o.Controller })
+	if i < 0 {
+		return nil
+	}
+	ref := owners[i]
+	key := []byte(ref.APIVersion + "\x00" + ref.Kind + "\x00" + ref.Name + "\x00" + string(ref.UID))
+	return sharedOwners.share(key, func() []metav1.OwnerReference {
+		ref.APIVersion, ref.Kind = intern(ref.APIVersion), intern(ref.Kind)
+		ref.BlockOwnerDeletion = nil // nothing reads it
+		return []metav1.OwnerReference{ref}
+	})
+}
 
 // shareLabels returns the map equal to m that an earlier call returned, or
 // m's copy (with interned strings if intern) that later calls will return.

@@ -8,6 +8,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
 	toolscache "k8s.io/client-go/tools/cache"
+
+	"github.com/metawatch/metawatch/pkg/config"
 )
 
 // Shrink is what a cache transform removes from, and shares between, the
@@ -37,12 +39,31 @@ type Shrink struct {
 	// finalizers and generateName. Rules read labels and annotations only;
 	// writes need name, namespace and resourceVersion, and Events the UID.
 	UnreadFields bool
+	// KeepController keeps, of the ownerReferences UnreadFields drops, the
+	// controlling one (copyFromOwner follows it), shared between the objects
+	// of one owner.
+	KeepController bool
+	// KeepLabels, if not nil, keeps only these labels (an owner-only watch
+	// keeps the keys copied from it).
+	KeepLabels sets.Set[string]
 }
 
 // transformFor is what the cache keeps of an object of a watch: every Shrink
 // step, with fieldManager's entry and the annotations in keep (nil keeps all).
 func transformFor(fieldManager string, keep sets.Set[string]) toolscache.TransformFunc {
-	return Shrink{ManagedFields: true, Manager: fieldManager, Annotations: keep != nil, Keep: keep, Intern: true, ShareLabels: true, UnreadFields: true}.Transform()
+	return shrinkFor(fieldManager, keep).Transform()
+}
+
+func shrinkFor(fieldManager string, keep sets.Set[string]) Shrink {
+	return Shrink{ManagedFields: true, Manager: fieldManager, Annotations: keep != nil, Keep: keep, Intern: true, ShareLabels: true, UnreadFields: true}
+}
+
+// watchTransform is what the cache keeps of an object of w: transformFor's,
+// and what copyFromOwner needs of the owner chains (see ResolvedWatch).
+func watchTransform(w config.ResolvedWatch, fieldManager string) toolscache.TransformFunc {
+	s := shrinkFor(fieldManager, w.Annotations)
+	s.KeepController, s.KeepLabels = w.KeepController, w.Labels
+	return s.Transform()
 }
 
 // Transform is s as a cache transform. Objects it returns may share label
@@ -66,15 +87,25 @@ func (s Shrink) apply(obj metav1.Object) {
 	if s.Annotations {
 		obj.SetAnnotations(filter(obj.GetAnnotations(), s.Keep))
 	}
+	if s.KeepLabels != nil {
+		obj.SetLabels(filter(obj.GetLabels(), s.KeepLabels))
+	}
+	if s.UnreadFields && s.KeepController {
+		obj.SetOwnerReferences(shareController(obj.GetOwnerReferences()))
+	}
 	if s.UnreadFields {
-		obj.SetOwnerReferences(nil)
+		if !s.KeepController {
+			obj.SetOwnerReferences(nil)
+		}
 		obj.SetFinalizers(nil)
 		obj.SetGenerateName("")
 	}
 	if s.Intern {
 		obj.SetNamespace(intern(obj.GetNamespace()))
 		obj.SetAnnotations(internMap(obj.GetAnnotations(), false))
-		internOwners(obj)
+		if !s.KeepController { // a kept controller reference is shared, interned already
+			internOwners(obj)
+		}
 	}
 	s.shrinkLabels(obj)
 }

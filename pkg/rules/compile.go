@@ -35,6 +35,9 @@ func compileRule(cr config.Rule) (Rule, error) {
 	if cr.CopyFromNamespace != nil {
 		r.CopyLabels, r.CopyAnnotations = cr.CopyFromNamespace.Labels, cr.CopyFromNamespace.Annotations
 	}
+	if o := cr.CopyFromOwner; o != nil {
+		r.OwnerKinds, r.OwnerLabels, r.OwnerAnnotations = o.Kinds, o.Labels, o.Annotations
+	}
 	if cr.Match != nil {
 		sel, err := labels.Parse(cr.Match.LabelSelector)
 		if err != nil {
@@ -48,6 +51,16 @@ func compileRule(cr config.Rule) (Rule, error) {
 // Copies reports whether any rule copies from the namespace.
 func Copies(rules []Rule) bool {
 	return slices.ContainsFunc(rules, Rule.CopiesFromNamespace)
+}
+
+// CopiesFromOwners reports whether any rule copies from an owner.
+func CopiesFromOwners(rules []Rule) bool {
+	return slices.ContainsFunc(rules, Rule.CopiesFromOwner)
+}
+
+// CopiesFromOwner reports whether r reads the object's owners.
+func (r Rule) CopiesFromOwner() bool {
+	return len(r.OwnerKinds) > 0 && len(r.OwnerLabels)+len(r.OwnerAnnotations) > 0
 }
 
 // CopiesFromNamespace reports whether r reads its namespace.

@@ -13,6 +13,6 @@
 //
 //	r := rules.Rule{Name: "team-from-namespace", Match: labels.Everything(),
 //		CopyLabels: []string{"team"}}
-//	result := rules.Evaluate([]rules.Rule{r}, rules.Metadata{Labels: pod.Labels}, &rules.Metadata{Labels: ns.Labels})
+//	result := rules.Evaluate([]rules.Rule{r}, rules.Metadata{Labels: pod.Labels}, rules.Sources{Namespace: &rules.Metadata{Labels: ns.Labels}})
 //	// result.Labels["team"] == rules.Owned{Value: ns.Labels["team"], Rule: "team-from-namespace"}
 package rules

@@ -1,6 +1,7 @@
 package rules
 
 import (
+	"slices"
 	"sort"
 
 	"k8s.io/apimachinery/pkg/labels"
@@ -11,9 +12,13 @@ type Rule struct {
 	Name  string
 	Match labels.Selector // nil or empty: every object
 
-	SetLabels, SetAnnotations         map[string]string
-	RemoveLabels, RemoveAnnotations   []string
-	CopyLabels, CopyAnnotations       []string
+	SetLabels, SetAnnotations       map[string]string
+	RemoveLabels, RemoveAnnotations []string
+	CopyLabels, CopyAnnotations     []string
+	// OwnerKinds, OwnerLabels and OwnerAnnotations: copyFromOwner, the keys
+	// of the nearest owner of one of these kinds.
+	OwnerKinds                        []string
+	OwnerLabels, OwnerAnnotations     []string
 	RequireLabels, RequireAnnotations []string
 	Force                             bool
 }
@@ -21,6 +26,24 @@ type Rule struct {
 // Metadata is what rules read of an object or a namespace.
 type Metadata struct {
 	Labels, Annotations map[string]string
+}
+
+// Owner is one controlling owner of an object, with what rules read of it.
+type Owner struct {
+	Kind string
+	Metadata
+}
+
+// Sources are what copy actions copy from.
+type Sources struct {
+	// Namespace is the object's namespace; nil for a cluster-scoped object
+	// or a namespace not (yet) in the cache: then copyFromNamespace wants
+	// nothing, so it neither sets nor keeps a key.
+	Namespace *Metadata
+	// Owners is the object's chain of controlling owners, nearest first
+	// (a pod's ReplicaSet, then its Deployment). copyFromOwner copies from
+	// the first of its kinds; none: it wants nothing.
+	Owners []Owner
 }
 
 // Owned is a key's desired value and the rule that wants it.
@@ -47,29 +70,31 @@ type Result struct {
 	Violations []Violation
 }
 
-// Evaluate applies rules to obj. ns is the object's namespace, nil for a
-// cluster-scoped object or a namespace not (yet) in the cache: then copy
-// actions want nothing, so they neither set nor keep a key.
-func Evaluate(rules []Rule, obj Metadata, ns *Metadata) Result {
+// Evaluate applies rules to obj, copying from src.
+func Evaluate(rules []Rule, obj Metadata, src Sources) Result {
 	res := Result{Labels: map[string]Owned{}, Annotations: map[string]Owned{}, RemoveLabels: map[string]string{}, RemoveAnnotations: map[string]string{}}
 	for _, r := range rules {
 		if r.Match != nil && !r.Match.Matches(labels.Set(obj.Labels)) {
 			continue
 		}
-		res.apply(r, obj, ns)
+		res.apply(r, obj, src)
 	}
 	sort.Slice(res.Violations, func(i, j int) bool { return res.Violations[i].Rule < res.Violations[j].Rule })
 	return res
 }
 
-func (res *Result) apply(r Rule, obj Metadata, ns *Metadata) {
+func (res *Result) apply(r Rule, obj Metadata, src Sources) {
 	own(res.Labels, r, r.SetLabels)
 	own(res.Annotations, r, r.SetAnnotations)
 	remove(res.RemoveLabels, r.Name, r.RemoveLabels)
 	remove(res.RemoveAnnotations, r.Name, r.RemoveAnnotations)
-	if ns != nil {
+	if ns := src.Namespace; ns != nil {
 		own(res.Labels, r, pick(ns.Labels, r.CopyLabels))
 		own(res.Annotations, r, pick(ns.Annotations, r.CopyAnnotations))
+	}
+	if owner := nearest(src.Owners, r.OwnerKinds); owner != nil {
+		own(res.Labels, r, pick(owner.Labels, r.OwnerLabels))
+		own(res.Annotations, r, pick(owner.Annotations, r.OwnerAnnotations))
 	}
 	v := Violation{Rule: r.Name, MissingLabels: missing(obj.Labels, r.RequireLabels), MissingAnnotations: missing(obj.Annotations, r.RequireAnnotations)}
 	if len(v.MissingLabels)+len(v.MissingAnnotations) > 0 {
@@ -87,6 +112,16 @@ func remove(dst map[string]string, rule string, keys []string) {
 	for _, k := range keys {
 		dst[k] = rule
 	}
+}
+
+// nearest is the first owner of one of kinds, or nil.
+func nearest(owners []Owner, kinds []string) *Owner {
+	for i := range owners {
+		if slices.Contains(kinds, owners[i].Kind) {
+			return &owners[i]
+		}
+	}
+	return nil
 }
 
 // pick returns the entries of m whose keys are in keys.

@@ -90,7 +90,7 @@ func TestEvaluate(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			got := rules.Evaluate(tc.rules, tc.obj, tc.ns)
+			got := rules.Evaluate(tc.rules, tc.obj, rules.Sources{Namespace: tc.ns})
 			if !reflect.DeepEqual(got, tc.want) {
 				t.Errorf("Evaluate =\n%+v\nwant\n%+v", got, tc.want)
 			}
@@ -110,4 +110,43 @@ func with(r rules.Result, f func(*rules.Result)) rules.Result {
 func withMatch(r rules.Rule, sel labels.Selector) rules.Rule {
 	r.Match = sel
 	return r
+}
+
+func TestEvaluateCopiesFromTheNearestOwnerOfItsKinds(t *testing.T) {
+	fromWorkload := rules.Rule{Name: "cost-from-workload", OwnerKinds: []string{"Deployment", "CronJob"}, OwnerLabels: []string{"cost-center"}, OwnerAnnotations: []string{"owner"}}
+	replicaSet := rules.Owner{Kind: "ReplicaSet", Metadata: rules.Metadata{Labels: map[string]string{"cost-center": "from-the-replicaset"}}}
+	deployment := rules.Owner{Kind: "Deployment", Metadata: rules.Metadata{Labels: map[string]string{"cost-center": "7", "app": "web"}, Annotations: map[string]string{"owner": "alice"}}}
+	job := rules.Owner{Kind: "Job", Metadata: rules.Metadata{Labels: map[string]string{"cost-center": "from-the-job"}}}
+	cronJob := rules.Owner{Kind: "CronJob", Metadata: rules.Metadata{Labels: map[string]string{"cost-center": "9"}}}
+	copied := func(labels, annotations map[string]string) rules.Result {
+		return with(result(), func(r *rules.Result) {
+			for k, v := range labels {
+				r.Labels[k] = rules.Owned{Value: v, Rule: "cost-from-workload"}
+			}
+			for k, v := range annotations {
+				r.Annotations[k] = rules.Owned{Value: v, Rule: "cost-from-workload"}
+			}
+		})
+	}
+	cases := map[string]struct {
+		owners []rules.Owner
+		want   rules.Result
+	}{
+		"through the ReplicaSet to the Deployment": {owners: []rules.Owner{replicaSet, deployment},
+			want: copied(map[string]string{"cost-center": "7"}, map[string]string{"owner": "alice"})},
+		"through the Job to the CronJob":                {owners: []rules.Owner{job, cronJob}, want: copied(map[string]string{"cost-center": "9"}, nil)},
+		"an owner of no listed kind is not copied from": {owners: []rules.Owner{replicaSet}, want: result()},
+		"a Job without a CronJob is not copied from":    {owners: []rules.Owner{job}, want: result()},
+		"no owner wants nothing":                        {want: result()},
+		"a key the owner lacks is not wanted": {owners: []rules.Owner{{Kind: "Deployment", Metadata: rules.Metadata{Labels: map[string]string{"app": "web"}}}},
+			want: result()},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got := rules.Evaluate([]rules.Rule{fromWorkload}, rules.Metadata{}, rules.Sources{Owners: tc.owners})
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("Evaluate =\n%+v\nwant\n%+v", got, tc.want)
+			}
+		})
+	}
 }
