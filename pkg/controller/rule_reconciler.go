@@ -125,8 +125,12 @@ func (r *ruleReconciler) awaitSources(ctx context.Context, key types.NamespacedN
 	// (the Namespace, then each owner up the chain).
 	for range maxOwnerDepth + 2 {
 		src, missing, err := r.sourcesOf(ctx, obj)
-		if err != nil || missing == "" {
+		if err != nil {
 			return src, false, err
+		}
+		if missing == "" {
+			r.memory.waiting.forget(key) // it may have waited for a source it no longer has (orphaned)
+			return src, false, nil
 		}
 		moved := false
 		waits := r.memory.waiting.waitUnless(missing, key, func() bool {

@@ -37,6 +37,9 @@ type generation struct {
 	forbidden []access.Forbidden // at build time
 	lost      *access.AccessLoss // since then
 	copiers   sets.Set[schema.GroupKind]
+	// ownerCopiers are the kinds whose rules copy from owners, ownerKinds
+	// the kinds of the owner chains they read.
+	ownerCopiers, ownerKinds sets.Set[schema.GroupKind]
 	audits    *controller.Audits
 	fence     *controller.WriteFence
 	mgr       manager.Manager
@@ -131,6 +134,7 @@ func newGeneration(ctx context.Context, cfg *rest.Config, number int64, r resolv
 		return nil, config.Invalid(err)
 	}
 	g.copiers = copyingKinds(r.watches, rulesByKind)
+	g.ownerCopiers, g.ownerKinds = ownerCopyingKinds(r.watches, rulesByKind)
 	copts := opts.controller
 	copts.Gate, copts.Audits, copts.WritesFrozen, copts.Fence, copts.Versions = g.gate, g.audits, g.writesFrozen, g.fence, versions
 	if opts.sharding != nil {
@@ -157,6 +161,19 @@ func copyingKinds(watches []config.ResolvedWatch, byKind map[string][]rules.Rule
 	return out
 }
 
+func ownerCopyingKinds(watches []config.ResolvedWatch, byKind map[string][]rules.Rule) (copiers, owners sets.Set[schema.GroupKind]) {
+	copiers, owners = sets.New[schema.GroupKind](), sets.New[schema.GroupKind]()
+	for _, w := range watches {
+		if rules.CopiesFromOwners(byKind[w.GVK.Kind]) {
+			copiers.Insert(w.GVK.GroupKind())
+		}
+		if w.Owner {
+			owners.Insert(w.GVK.GroupKind())
+		}
+	}
+	return copiers, owners
+}
+
 // writesFrozen says why kind's rules may not write: its informer lost its
 // access, or it copies from Namespaces that may not be read (forbidden at
 // build time, or since). Writing then would act on a cache that no longer
@@ -164,6 +181,13 @@ func copyingKinds(watches []config.ResolvedWatch, byKind map[string][]rules.Rule
 func (g *generation) writesFrozen(kind schema.GroupKind) error {
 	if err := g.lost.Forbidden(kind); err != nil {
 		return fmt.Errorf("%s: writes frozen, its list or watch is now forbidden: %w", kind, err)
+	}
+	if g.ownerCopiers.Has(kind) {
+		for owner := range g.ownerKinds {
+			if err := errors.Join(g.forbiddenAtStart(owner), g.lost.Forbidden(owner)); err != nil {
+				return fmt.Errorf("%s: writes frozen, its rules copy from owners, and the list or watch of %s is forbidden: %w", kind, owner, err)
+			}
+		}
 	}
 	if !g.copiers.Has(kind) {
 		return nil
