@@ -3,6 +3,7 @@ package controller_test
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
@@ -77,13 +78,22 @@ func TestCopyFromOwnerFollowsTheChain(t *testing.T) {
 	ownedPod(t, c, ns, "web-rollout", create(t, c, replicaSet(ns, "web-2", web)))
 	waitPods(t, c, ns, "the new ReplicaSet's pod to get the cost-center too", costIs("11", "10"))
 
-	// Orphaned (the owner deleted with propagation orphan: the garbage
-	// collector drops the reference), a pod releases what it copied.
+	// Orphaned (its owner deleted with propagation orphan: the garbage
+	// collector drops the reference), a pod keeps what it copied, unchanged,
+	// until an owner adopts it; the pods still owned follow on.
 	testkit.MergePatch(t, c, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web-0"}}, "kube-controller-manager", `{"metadata":{"ownerReferences":null}}`)
-	testkit.WaitFor(t, "the orphaned pod to release the cost-center", testkit.Timeout, func() bool {
-		_, has := getPod(t, c, ns, "web-0").Labels["cost-center"]
-		return !has
-	})
+	testkit.MergePatch(t, c, web, "kubectl-label", `{"metadata":{"labels":{"cost-center":"12"}}}`)
+	waitPods(t, c, ns, "the owned pods to follow the Deployment", costIs("12", "10"))
+	if got := getPod(t, c, ns, "web-0").Labels["cost-center"]; got != "11" {
+		t.Errorf("the orphaned pod's cost-center is %q, want the 11 it had", got)
+	}
+	// A Job whose CronJob is gone (orphaned too): its pods keep theirs.
+	testkit.MergePatch(t, c, nightlyJob, "kube-controller-manager", `{"metadata":{"ownerReferences":null}}`)
+	testkit.MergePatch(t, c, nightly, "kubectl-label", `{"metadata":{"labels":{"cost-center":"13"}}}`)
+	time.Sleep(2 * time.Second) // what a fan-out through the orphaned Job would write, it writes now
+	if got := getPod(t, c, ns, "nightly-0").Labels["cost-center"]; got != "10" {
+		t.Errorf("a pod of the orphaned Job has cost-center %q, want the 10 it had", got)
+	}
 	for name, uid := range uids {
 		if name == "web-0" {
 			continue

@@ -40,13 +40,13 @@ type generation struct {
 	// ownerCopiers are the kinds whose rules copy from owners, ownerKinds
 	// the kinds of the owner chains they read.
 	ownerCopiers, ownerKinds sets.Set[schema.GroupKind]
-	audits    *controller.Audits
-	fence     *controller.WriteFence
-	mgr       manager.Manager
-	counts    *metacache.ObjectCounts
-	gate      chan struct{}
-	cancel    context.CancelFunc
-	done      chan error
+	audits                   *controller.Audits
+	fence                    *controller.WriteFence
+	mgr                      manager.Manager
+	counts                   *metacache.ObjectCounts
+	gate                     chan struct{}
+	cancel                   context.CancelFunc
+	done                     chan error
 	// rebuild: a forbidden watch became allowed; run the same configuration anew.
 	rebuild bool
 }
@@ -134,7 +134,7 @@ func newGeneration(ctx context.Context, cfg *rest.Config, number int64, r resolv
 		return nil, config.Invalid(err)
 	}
 	g.copiers = copyingKinds(r.watches, rulesByKind)
-	g.ownerCopiers, g.ownerKinds = ownerCopyingKinds(r.watches, rulesByKind)
+	g.ownerCopiers, g.ownerKinds = ownerCopyingKinds(r.watches, r.forbidden, rulesByKind)
 	copts := opts.controller
 	copts.Gate, copts.Audits, copts.WritesFrozen, copts.Fence, copts.Versions = g.gate, g.audits, g.writesFrozen, g.fence, versions
 	if opts.sharding != nil {
@@ -161,8 +161,16 @@ func copyingKinds(watches []config.ResolvedWatch, byKind map[string][]rules.Rule
 	return out
 }
 
-func ownerCopyingKinds(watches []config.ResolvedWatch, byKind map[string][]rules.Rule) (copiers, owners sets.Set[schema.GroupKind]) {
+// ownerCopyingKinds are the kinds whose rules copy from owners, and the
+// owner chains' kinds, forbidden ones included: a chain with a kind the cache
+// cannot hold ends early, and its objects would look ownerless.
+func ownerCopyingKinds(watches []config.ResolvedWatch, forbidden []access.Forbidden, byKind map[string][]rules.Rule) (copiers, owners sets.Set[schema.GroupKind]) {
 	copiers, owners = sets.New[schema.GroupKind](), sets.New[schema.GroupKind]()
+	for _, f := range forbidden {
+		if f.Watch.Owner {
+			owners.Insert(f.Watch.GVK.GroupKind())
+		}
+	}
 	for _, w := range watches {
 		if rules.CopiesFromOwners(byKind[w.GVK.Kind]) {
 			copiers.Insert(w.GVK.GroupKind())
