@@ -111,7 +111,7 @@ func setupKind(mgr manager.Manager, w config.ResolvedWatch, rs []rules.Rule, own
 	}
 	if ruler != nil && ruler.copiesFromOwners {
 		for _, gvk := range owners {
-			if err := c.Watch(source.Kind[client.Object](mgr.GetCache(), metacache.NewObject(gvk), ownerFanout(mgr.GetCache(), w.GVK, ruler), ownerMetadataChanged())); err != nil {
+			if err := c.Watch(source.Kind[client.Object](mgr.GetCache(), metacache.NewObject(gvk), ownerFanout(mgr.GetCache(), ruler), ownerMetadataChanged())); err != nil {
 				return err
 			}
 		}

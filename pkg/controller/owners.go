@@ -105,7 +105,7 @@ func ownedValues(obj metav1.Object) *rules.Metadata {
 // owner change, the objects of kind gvk below it (through the controller
 // index, from the cache); and when an owner reaches the cache, the objects
 // that waited for it and are not settled.
-func ownerFanout(reader client.Reader, gvk schema.GroupVersionKind, ruler *ruleReconciler) handler.EventHandler {
+func ownerFanout(reader client.Reader, ruler *ruleReconciler) handler.EventHandler {
 	return handler.Funcs{
 		CreateFunc: func(ctx context.Context, e event.CreateEvent, q queue) {
 			for _, key := range ruler.memory.waiting.take(ownerSource(e.Object.GetUID())) {
@@ -140,23 +140,28 @@ func (r *ruleReconciler) descendants(ctx context.Context, reader client.Reader, 
 	if depth == 0 {
 		return nil
 	}
-	list := metacache.NewList(r.GVK)
-	if err := reader.List(ctx, list, client.InNamespace(namespace), client.MatchingFields{metacache.ControllerIndex: string(uid)}, client.UnsafeDisableDeepCopy); err != nil {
+	controlled := func(gvk schema.GroupVersionKind) ([]metav1.PartialObjectMetadata, error) {
+		list := metacache.NewList(gvk)
+		err := reader.List(ctx, list, client.InNamespace(namespace), client.MatchingFields{metacache.ControllerIndex: string(uid)}, client.UnsafeDisableDeepCopy)
+		return list.Items, err
+	}
+	objs, err := controlled(r.GVK)
+	if err != nil {
 		return err
 	}
-	for i := range list.Items {
-		found(&list.Items[i])
+	for i := range objs {
+		found(&objs[i])
 	}
 	for _, gvk := range r.ownerKinds {
 		if gvk == r.GVK {
-			continue // listed above
+			continue // found above
 		}
-		between := metacache.NewList(gvk)
-		if err := reader.List(ctx, between, client.InNamespace(namespace), client.MatchingFields{metacache.ControllerIndex: string(uid)}, client.UnsafeDisableDeepCopy); err != nil {
+		between, err := controlled(gvk)
+		if err != nil {
 			return err
 		}
-		for i := range between.Items {
-			if err := r.descendants(ctx, reader, namespace, between.Items[i].UID, depth-1, found); err != nil {
+		for i := range between {
+			if err := r.descendants(ctx, reader, namespace, between[i].UID, depth-1, found); err != nil {
 				return err
 			}
 		}

@@ -103,9 +103,8 @@ func New(cfg *rest.Config, watches []config.ResolvedWatch, opts Options) (manage
 	if err != nil {
 		return nil, fmt.Errorf("creating manager: %w", err)
 	}
-	// The index needs no context: IndexField only registers it, and it
-	// applies from the cache's start.
-	if err := metacache.IndexControllers(context.Background(), mgr.GetFieldIndexer(), watches); err != nil {
+	// The index needs no context: it is registered on informers not started.
+	if err := metacache.IndexControllers(context.Background(), mgr.GetCache(), watches); err != nil {
 		return nil, fmt.Errorf("indexing owners: %w", err)
 	}
 	return mgr, nil
