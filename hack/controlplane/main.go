@@ -19,11 +19,18 @@ func main() {
 		fmt.Fprintf(os.Stderr, "controlplane: %v\n", err)
 		os.Exit(1)
 	}
+	// The tests that need pods made by the real workload controllers run it
+	// beside the control plane (controlplane.StartControllerManager): built
+	// here, with its progress shown, not inside a test's output.
+	if _, err := controlplane.EnsureControllerManager(context.Background(), os.Stderr); err != nil {
+		fmt.Fprintf(os.Stderr, "controlplane: %v\n", err)
+		os.Exit(1)
+	}
 	helm, err := controlplane.EnsureHelm(context.Background(), os.Stderr)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "controlplane: %v\n", err)
 		os.Exit(1)
 	}
-	fmt.Printf("controlplane: kube-apiserver %s, etcd %s and kubectl ready in %s, helm %s at %s (%s)\n",
+	fmt.Printf("controlplane: kube-apiserver %s, etcd %s, kubectl and kube-controller-manager ready in %s, helm %s at %s (%s)\n",
 		controlplane.KubernetesVersion, controlplane.EtcdVersion, bins.Dir, controlplane.HelmVersion, helm, time.Since(start).Round(time.Millisecond))
 }

@@ -38,22 +38,9 @@ func CacheDir() (string, error) {
 // EnsureBinaries returns the cached binaries, building whichever are missing or
 // invalid. Progress goes to log (what is being built, elapsed time).
 func EnsureBinaries(ctx context.Context, log io.Writer) (Binaries, error) {
-	dir, err := CacheDir()
+	dir, err := ensureInCache(ctx, log, artifacts()...)
 	if err != nil {
 		return Binaries{}, err
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return Binaries{}, fmt.Errorf("creating cache directory: %w", err)
-	}
-	unlock, err := lockDir(dir)
-	if err != nil {
-		return Binaries{}, err
-	}
-	defer unlock()
-	for _, a := range artifacts() {
-		if err := ensure(ctx, dir, a, log); err != nil {
-			return Binaries{}, err
-		}
 	}
 	return Binaries{
 		Dir:           dir,
@@ -67,6 +54,24 @@ func EnsureBinaries(ctx context.Context, log io.Writer) (Binaries, error) {
 // kube-controller-manager and kube-proxy, next to the control plane's
 // binaries, building whichever are missing (once, cached by version).
 func EnsureNodeBinaries(ctx context.Context, log io.Writer) (string, error) {
+	return ensureInCache(ctx, log, nodeArtifacts()...)
+}
+
+// EnsureControllerManager returns the path of kube-controller-manager, the
+// node binaries' own copy (same directory and name), building it alone if it
+// is missing: the tests that run it need no kubelet, scheduler or proxy.
+func EnsureControllerManager(ctx context.Context, log io.Writer) (string, error) {
+	a := kubernetesCommand("kube-controller-manager")
+	dir, err := ensureInCache(ctx, log, a)
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(dir, a.name), nil
+}
+
+// ensureInCache builds whichever of as are missing into CacheDir, under its
+// lock, and returns the directory.
+func ensureInCache(ctx context.Context, log io.Writer, as ...artifact) (string, error) {
 	dir, err := CacheDir()
 	if err != nil {
 		return "", err
@@ -79,7 +84,7 @@ func EnsureNodeBinaries(ctx context.Context, log io.Writer) (string, error) {
 		return "", err
 	}
 	defer unlock()
-	for _, a := range nodeArtifacts() {
+	for _, a := range as {
 		if err := ensure(ctx, dir, a, log); err != nil {
 			return "", err
 		}

@@ -17,4 +17,11 @@
 //
 // Start runs them through controller-runtime's envtest with the alpha
 // ShardedListAndWatch feature gate on (KEP-5866), and writes an admin kubeconfig.
+//
+// A test that needs objects the way a cluster's controllers make them
+// (Deployment → ReplicaSet → Pods, Job → Pods, with controller
+// ownerReferences) calls ControlPlane.StartControllerManager: it builds
+// kube-controller-manager of the same version (once, cached with the node
+// binaries) and runs those controllers beside the control plane until the
+// test ends. There is no scheduler or kubelet, so the pods stay Pending.
 package controlplane

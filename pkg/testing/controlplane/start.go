@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/client-go/rest"
@@ -28,6 +29,8 @@ type ControlPlane struct {
 	tempDir  string
 	certDir  string
 	existing bool // USE_EXISTING_CLUSTER: nothing to stop
+	// controllerManager is set while a test's kube-controller-manager runs (one at a time).
+	controllerManager atomic.Bool
 }
 
 // Options tune Start. The zero value is fine.

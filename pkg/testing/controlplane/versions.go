@@ -45,12 +45,17 @@ func artifacts() []artifact {
 func nodeArtifacts() []artifact {
 	var out []artifact
 	for _, name := range []string{"kubelet", "kube-scheduler", "kube-controller-manager", "kube-proxy"} {
-		out = append(out, artifact{
-			name: name, module: kubernetesModule(), pkg: "k8s.io/kubernetes/cmd/" + name,
-			ldflags: kubernetesLdflags(), versionArgs: []string{"--version"}, versionWant: "Kubernetes " + KubernetesVersion,
-		})
+		out = append(out, kubernetesCommand(name))
 	}
 	return out
+}
+
+// kubernetesCommand is k8s.io/kubernetes/cmd/<name> of KubernetesVersion.
+func kubernetesCommand(name string) artifact {
+	return artifact{
+		name: name, module: kubernetesModule(), pkg: "k8s.io/kubernetes/cmd/" + name,
+		ldflags: kubernetesLdflags(), versionArgs: []string{"--version"}, versionWant: "Kubernetes " + KubernetesVersion,
+	}
 }
 
 // kubernetesLdflags stamps the version the binaries report: without it they
