@@ -172,3 +172,115 @@ func ownedPod(t *testing.T, c client.Client, ns, name string, owner client.Objec
 	return create(t, c, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, OwnerReferences: controlledBy(owner, kind)},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: testkit.PodImage}}}})
 }
+
+// The chains the cluster's controllers make (kube-controller-manager runs
+// beside the control plane): a Deployment's pods through its ReplicaSet, a
+// rollout's new ReplicaSet, a StatefulSet's pods, a CronJob's Job's pods.
+// Every pod follows its workload's labels in place (the same uid), and an
+// orphaning Deployment deletion leaves its pods their keys.
+func TestCopyFromOwnerOnTheControllersChains(t *testing.T) {
+	controlplane.SkipIfShort(t)
+	cp.StartControllerManager(t)
+	c := testkit.Client(t, cp.Config)
+	const ns = "owners-kcm"
+	testkit.Namespace(t, c, ns, nil)
+	web := deployment(ns, "web", map[string]string{"cost-center": "7"}, nil)
+	web.Spec.Replicas = ptr.To[int32](30)
+	create(t, c, web)
+	db := create(t, c, &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "db", Labels: map[string]string{"cost-center": "8"}},
+		Spec: appsv1.StatefulSetSpec{Replicas: ptr.To[int32](3), ServiceName: "db", PodManagementPolicy: appsv1.ParallelPodManagement, // no kubelet: none would be Ready
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "db"}}, Spec: webTemplate.Spec}}})
+	nightly := create(t, c, cronJob(ns, "nightly", map[string]string{"cost-center": "9"}))
+	nightlyJob := job(ns, "nightly-1", nightly) // the CronJob's Job, as its controller makes it at the scheduled time
+	nightlyJob.Spec.Parallelism = ptr.To[int32](2)
+	create(t, c, nightlyJob)
+	podsOf := func(prefix string) func(*corev1.Pod) bool {
+		return func(p *corev1.Pod) bool { return len(p.Name) > len(prefix) && p.Name[:len(prefix)] == prefix }
+	}
+	testkit.WaitFor(t, "the controllers to make 30 + 3 + 2 pods", testkit.Timeout, func() bool {
+		return len(listPods(t, c, ns, podsOf("web-"))) == 30 && len(listPods(t, c, ns, podsOf("db-"))) == 3 && len(listPods(t, c, ns, podsOf("nightly-"))) == 2
+	})
+
+	startInstance(t, "watches:\n- kind: Pod\n  namespaces: ["+ns+"]\nrules:\n- name: cost\n  kinds: [Pod]\n  copyFromOwner: {kinds: [Deployment, StatefulSet, CronJob], labels: [cost-center]}\n",
+		controller.Options{MaxConcurrentReconciles: 4})
+	want := map[string]string{"web-": "7", "db-": "8", "nightly-": "9"}
+	costs := func(p *corev1.Pod) bool {
+		for prefix, v := range want {
+			if podsOf(prefix)(p) {
+				return p.Labels["cost-center"] == v
+			}
+		}
+		return true
+	}
+	waitPods(t, c, ns, "every pod to get its workload's cost-center", costs)
+	uids := map[string]string{}
+	for _, p := range listPods(t, c, ns, func(*corev1.Pod) bool { return true }) {
+		uids[p.Name] = string(p.UID)
+	}
+
+	changed := time.Now()
+	testkit.MergePatch(t, c, web, "kubectl-label", `{"metadata":{"labels":{"cost-center":"17"}}}`)
+	want["web-"] = "17"
+	waitPods(t, c, ns, "the Deployment's 30 pods to follow its new cost-center", costs)
+	t.Logf("a Deployment's label change reached the last of its 30 pods in %s", time.Since(changed).Round(time.Millisecond))
+	testkit.MergePatch(t, c, db, "kubectl-label", `{"metadata":{"labels":{"cost-center":"18"}}}`)
+	testkit.MergePatch(t, c, nightly, "kubectl-label", `{"metadata":{"labels":{"cost-center":"19"}}}`)
+	want["db-"], want["nightly-"] = "18", "19"
+	waitPods(t, c, ns, "the StatefulSet's and the CronJob's pods to follow", costs)
+	for _, p := range listPods(t, c, ns, func(*corev1.Pod) bool { return true }) {
+		if uid, ok := uids[p.Name]; ok && uid != string(p.UID) {
+			t.Errorf("pod %s was replaced: labels reach pods in place", p.Name)
+		}
+	}
+
+	// A rollout: the new ReplicaSet's pods get the Deployment's keys too.
+	testkit.MergePatch(t, c, web, "kubectl-rollout", `{"spec":{"template":{"metadata":{"annotations":{"restartedAt":"now"}}}}}`)
+	testkit.WaitFor(t, "the rollout's first new pods", testkit.Timeout, func() bool { return len(listPods(t, c, ns, podsOf("web-"))) > 30 })
+	waitPods(t, c, ns, "the rollout's pods to get the cost-center", costs)
+
+	// Deleted with propagation orphan: the garbage collector takes the
+	// ReplicaSets' references away; their pods keep their keys. (A pod the
+	// rollout makes meanwhile, whose Deployment is gone before metawatch
+	// saw it, gets none: an ownerless pod keeps what it has.)
+	had := map[string]bool{}
+	for _, p := range listPods(t, c, ns, podsOf("web-")) {
+		had[p.Name] = p.Labels["cost-center"] == "17"
+	}
+	if err := c.Delete(t.Context(), web, client.PropagationPolicy(metav1.DeletePropagationOrphan)); err != nil {
+		t.Fatal(err)
+	}
+	testkit.WaitFor(t, "the garbage collector to orphan the ReplicaSets", testkit.Timeout, func() bool {
+		var sets appsv1.ReplicaSetList
+		if err := c.List(t.Context(), &sets, client.InNamespace(ns)); err != nil {
+			t.Fatal(err)
+		}
+		for _, rs := range sets.Items {
+			if len(rs.OwnerReferences) > 0 {
+				return false
+			}
+		}
+		return len(sets.Items) > 0
+	})
+	time.Sleep(2 * time.Second) // what a release would write, it writes now
+	for _, p := range listPods(t, c, ns, podsOf("web-")) {
+		if had[p.Name] && p.Labels["cost-center"] != "17" {
+			t.Errorf("pod %s of the orphaned ReplicaSets has cost-center %q, want the 17 it had", p.Name, p.Labels["cost-center"])
+		}
+	}
+}
+
+func listPods(t *testing.T, c client.Client, ns string, keep func(*corev1.Pod) bool) []corev1.Pod {
+	t.Helper()
+	var pods corev1.PodList
+	if err := c.List(t.Context(), &pods, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	var out []corev1.Pod
+	for i := range pods.Items {
+		if keep(&pods.Items[i]) {
+			out = append(out, pods.Items[i])
+		}
+	}
+	return out
+}
