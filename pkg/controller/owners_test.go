@@ -199,7 +199,7 @@ func TestCopyFromOwnerOnTheControllersChains(t *testing.T) {
 		return func(p *corev1.Pod) bool { return len(p.Name) > len(prefix) && p.Name[:len(prefix)] == prefix }
 	}
 	testkit.WaitFor(t, "the controllers to make 30 + 3 + 2 pods", testkit.Timeout, func() bool {
-		return len(listPods(t, c, ns, podsOf("web-"))) == 30 && len(listPods(t, c, ns, podsOf("db-"))) == 3 && len(listPods(t, c, ns, podsOf("nightly-"))) == 2
+		return len(listPods(t, c, podsOf("web-"))) == 30 && len(listPods(t, c, podsOf("db-"))) == 3 && len(listPods(t, c, podsOf("nightly-"))) == 2
 	})
 
 	startInstance(t, "watches:\n- kind: Pod\n  namespaces: ["+ns+"]\nrules:\n- name: cost\n  kinds: [Pod]\n  copyFromOwner: {kinds: [Deployment, StatefulSet, CronJob], labels: [cost-center]}\n",
@@ -215,7 +215,7 @@ func TestCopyFromOwnerOnTheControllersChains(t *testing.T) {
 	}
 	waitPods(t, c, ns, "every pod to get its workload's cost-center", costs)
 	uids := map[string]string{}
-	for _, p := range listPods(t, c, ns, func(*corev1.Pod) bool { return true }) {
+	for _, p := range listPods(t, c, func(*corev1.Pod) bool { return true }) {
 		uids[p.Name] = string(p.UID)
 	}
 
@@ -228,7 +228,7 @@ func TestCopyFromOwnerOnTheControllersChains(t *testing.T) {
 	testkit.MergePatch(t, c, nightly, "kubectl-label", `{"metadata":{"labels":{"cost-center":"19"}}}`)
 	want["db-"], want["nightly-"] = "18", "19"
 	waitPods(t, c, ns, "the StatefulSet's and the CronJob's pods to follow", costs)
-	for _, p := range listPods(t, c, ns, func(*corev1.Pod) bool { return true }) {
+	for _, p := range listPods(t, c, func(*corev1.Pod) bool { return true }) {
 		if uid, ok := uids[p.Name]; ok && uid != string(p.UID) {
 			t.Errorf("pod %s was replaced: labels reach pods in place", p.Name)
 		}
@@ -236,7 +236,7 @@ func TestCopyFromOwnerOnTheControllersChains(t *testing.T) {
 
 	// A rollout: the new ReplicaSet's pods get the Deployment's keys too.
 	testkit.MergePatch(t, c, web, "kubectl-rollout", `{"spec":{"template":{"metadata":{"annotations":{"restartedAt":"now"}}}}}`)
-	testkit.WaitFor(t, "the rollout's first new pods", testkit.Timeout, func() bool { return len(listPods(t, c, ns, podsOf("web-"))) > 30 })
+	testkit.WaitFor(t, "the rollout's first new pods", testkit.Timeout, func() bool { return len(listPods(t, c, podsOf("web-"))) > 30 })
 	waitPods(t, c, ns, "the rollout's pods to get the cost-center", costs)
 
 	// Deleted with propagation orphan: the garbage collector takes the
@@ -244,7 +244,7 @@ func TestCopyFromOwnerOnTheControllersChains(t *testing.T) {
 	// rollout makes meanwhile, whose Deployment is gone before metawatch
 	// saw it, gets none: an ownerless pod keeps what it has.)
 	had := map[string]bool{}
-	for _, p := range listPods(t, c, ns, podsOf("web-")) {
+	for _, p := range listPods(t, c, podsOf("web-")) {
 		had[p.Name] = p.Labels["cost-center"] == "17"
 	}
 	if err := c.Delete(t.Context(), web, client.PropagationPolicy(metav1.DeletePropagationOrphan)); err != nil {
@@ -263,17 +263,18 @@ func TestCopyFromOwnerOnTheControllersChains(t *testing.T) {
 		return len(sets.Items) > 0
 	})
 	time.Sleep(2 * time.Second) // what a release would write, it writes now
-	for _, p := range listPods(t, c, ns, podsOf("web-")) {
+	for _, p := range listPods(t, c, podsOf("web-")) {
 		if had[p.Name] && p.Labels["cost-center"] != "17" {
 			t.Errorf("pod %s of the orphaned ReplicaSets has cost-center %q, want the 17 it had", p.Name, p.Labels["cost-center"])
 		}
 	}
 }
 
-func listPods(t *testing.T, c client.Client, ns string, keep func(*corev1.Pod) bool) []corev1.Pod {
+// listPods lists the pods of TestCopyFromOwnerOnTheControllersChains's namespace that keep says.
+func listPods(t *testing.T, c client.Client, keep func(*corev1.Pod) bool) []corev1.Pod {
 	t.Helper()
 	var pods corev1.PodList
-	if err := c.List(t.Context(), &pods, client.InNamespace(ns)); err != nil {
+	if err := c.List(t.Context(), &pods, client.InNamespace("owners-kcm")); err != nil {
 		t.Fatal(err)
 	}
 	var out []corev1.Pod
