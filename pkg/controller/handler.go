@@ -92,6 +92,16 @@ func (r *ruleReconciler) awaitsSources(ctx context.Context, o client.Object) boo
 	return waits && err == nil
 }
 
+// wake queues the objects that waited for source, now cached, unless they
+// are settled.
+func (r *ruleReconciler) wake(ctx context.Context, source string, q queue) {
+	for _, key := range r.memory.waiting.take(source) {
+		if r.reevaluate(ctx, key) {
+			q.Add(reconcile.Request{NamespacedName: key})
+		}
+	}
+}
+
 // reevaluate is called for each object that waited for a source, once that
 // is cached: it is queued unless it is settled.
 func (r *ruleReconciler) reevaluate(ctx context.Context, key client.ObjectKey) bool {

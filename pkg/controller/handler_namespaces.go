@@ -10,7 +10,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/metawatch/metawatch/pkg/metacache"
 	"github.com/metawatch/metawatch/pkg/rules"
@@ -25,11 +24,7 @@ func namespaceFanout(reader client.Reader, gvk schema.GroupVersionKind, ruler *r
 	copiers := copyRules(ruler.Rules)
 	return handler.Funcs{
 		CreateFunc: func(ctx context.Context, e event.CreateEvent, q queue) {
-			for _, key := range ruler.memory.waiting.take(namespaceSource(e.Object.GetName())) {
-				if ruler.reevaluate(ctx, key) {
-					q.Add(reconcile.Request{NamespacedName: key})
-				}
-			}
+			ruler.wake(ctx, namespaceSource(e.Object.GetName()), q)
 		},
 		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q queue) {
 			ns := e.ObjectNew.GetName()

@@ -16,7 +16,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/metawatch/metawatch/pkg/config"
 	"github.com/metawatch/metawatch/pkg/metacache"
@@ -108,21 +107,13 @@ func ownedValues(obj metav1.Object) *rules.Metadata {
 func ownerFanout(reader client.Reader, ruler *ruleReconciler) handler.EventHandler {
 	return handler.Funcs{
 		CreateFunc: func(ctx context.Context, e event.CreateEvent, q queue) {
-			for _, key := range ruler.memory.waiting.take(ownerSource(e.Object.GetUID())) {
-				if ruler.reevaluate(ctx, key) {
-					q.Add(reconcile.Request{NamespacedName: key})
-				}
-			}
+			ruler.wake(ctx, ownerSource(e.Object.GetUID()), q)
 		},
 		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q queue) {
 			// A relist delivers an owner deleted and created again under its
 			// name as an update: its waiters wait for the new uid.
 			if e.ObjectOld.GetUID() != e.ObjectNew.GetUID() {
-				for _, key := range ruler.memory.waiting.take(ownerSource(e.ObjectNew.GetUID())) {
-					if ruler.reevaluate(ctx, key) {
-						q.Add(reconcile.Request{NamespacedName: key})
-					}
-				}
+				ruler.wake(ctx, ownerSource(e.ObjectNew.GetUID()), q)
 			}
 			err := ruler.descendants(ctx, reader, e.ObjectNew.GetNamespace(), e.ObjectNew.GetUID(), maxOwnerDepth, func(obj *metav1.PartialObjectMetadata) {
 				q.Add(requestFor(obj))

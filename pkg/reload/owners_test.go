@@ -115,12 +115,5 @@ func ownerCopierRules(replicaSets bool) []rbacv1.PolicyRule {
 // setOwnerAccess grants or revokes list and watch on ReplicaSets.
 func setOwnerAccess(t *testing.T, role *rbacv1.ClusterRole, allowed bool) {
 	t.Helper()
-	c := testkit.Client(t, cp.Config)
-	if err := c.Get(t.Context(), client.ObjectKeyFromObject(role), role); err != nil {
-		t.Fatal(err)
-	}
-	role.Rules = ownerCopierRules(allowed)
-	if err := c.Update(t.Context(), role); err != nil {
-		t.Fatal(err)
-	}
+	setRules(t, role, ownerCopierRules(allowed))
 }

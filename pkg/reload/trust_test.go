@@ -185,11 +185,17 @@ func copierRules(namespaces bool) []rbacv1.PolicyRule {
 // setNamespaceAccess grants or revokes list and watch on Namespaces.
 func setNamespaceAccess(t *testing.T, role *rbacv1.ClusterRole, allowed bool) {
 	t.Helper()
+	setRules(t, role, copierRules(allowed))
+}
+
+// setRules replaces role's rules.
+func setRules(t *testing.T, role *rbacv1.ClusterRole, rules []rbacv1.PolicyRule) {
+	t.Helper()
 	c := testkit.Client(t, cp.Config)
 	if err := c.Get(t.Context(), client.ObjectKeyFromObject(role), role); err != nil {
 		t.Fatal(err)
 	}
-	role.Rules = copierRules(allowed)
+	role.Rules = rules
 	if err := c.Update(t.Context(), role); err != nil {
 		t.Fatal(err)
 	}
