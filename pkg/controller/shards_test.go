@@ -6,12 +6,14 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/metawatch/metawatch/pkg/controller"
 	"github.com/metawatch/metawatch/pkg/sharding"
+	"github.com/metawatch/metawatch/pkg/testing/controlplane"
 	"github.com/metawatch/metawatch/pkg/testing/testkit"
 )
 
@@ -96,4 +98,41 @@ func TestWritesWaitingForTheirBucketAreRetried(t *testing.T) {
 	}
 	gate.open.Store(true)
 	waitAllPods(t, c, "every pod to converge once its bucket is held", []string{ns}, func(_ string, l map[string]string) bool { return l["team"] == "blue" })
+}
+
+// heldGate admits no write until opened, and says no bucket is coming: the
+// objects are another replica's until it takes them over.
+type heldGate struct{ open atomic.Bool }
+
+func (g *heldGate) Begin(types.UID) (func(), bool) { return func() {}, g.open.Load() }
+func (g *heldGate) Pending(types.UID) bool         { return false }
+
+// Deployments that rules write and copyFromOwner reads are cached whole on
+// every replica, so no list brings them when their bucket comes: a write
+// refused because another replica held the bucket is tried again, and once
+// this replica holds it the Deployment converges without any new event.
+func TestWritesOfKindsCachedWholeAreRetriedWhenTheirBucketComes(t *testing.T) {
+	controlplane.SkipIfShort(t)
+	controller.SetHeldElsewhereRetry(t, time.Second)
+	c := testkit.Client(t, cp.Config)
+	const ns = "shards-whole"
+	testkit.Namespace(t, c, ns, nil)
+	web := create(t, c, deployment(ns, "web", nil, nil))
+	gate := &heldGate{}
+	inst := startInstance(t, "watches:\n- kind: Pod\n  namespaces: ["+ns+"]\n- kind: Deployment\nrules:\n"+
+		"- {name: tier, kinds: [Deployment], setLabels: {tier: gold}}\n"+
+		"- {name: cost, kinds: [Pod], copyFromOwner: {kinds: [Deployment], labels: [cost-center]}}\n",
+		controller.Options{MaxConcurrentReconciles: 4, ShardGate: gate})
+	time.Sleep(3 * time.Second) // refused, and tried again, while another replica holds the bucket
+	if n := inst.writes.Load(); n != 0 {
+		t.Fatalf("%d writes while another replica held every bucket, want none", n)
+	}
+	gate.open.Store(true)
+	testkit.WaitFor(t, "the Deployment to get its tier once its bucket is held", testkit.Timeout, func() bool {
+		var d appsv1.Deployment
+		if err := c.Get(t.Context(), client.ObjectKeyFromObject(web), &d); err != nil {
+			t.Fatal(err)
+		}
+		return d.Labels["tier"] == "gold"
+	})
 }
