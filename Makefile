@@ -86,7 +86,7 @@ verify-clean:
 cluster: controlplane
 	$(GO) run ./hack/cluster
 
-## fuzz: fuzz the config parser, the guardrails, the rules core, the managedFields stripper and its frame reader, the shard selectors, bucket assignment and cache moves, about 10 s each (FUZZTIME=10m make fuzz for a long run).
+## fuzz: fuzz the config parser, the guardrails, the rules core, label selectors as admission CEL, the managedFields stripper and its frame reader, the shard selectors, bucket assignment and cache moves, about 10 s each (FUZZTIME=10m make fuzz for a long run).
 # Each target's budget is a count of inputs, about 10 s of fuzzing each on the 2-core VM, not a
 # duration: with a duration, Go 1.26's fuzz coordinator can fail a clean run with a bare
 # "context deadline exceeded" as the time runs out (golang/go#75804, fixed in Go 1.27; it
@@ -95,6 +95,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime $(or $(FUZZTIME),3000x) ./pkg/config
 	$(GO) test -run '^$$' -fuzz FuzzLimits -fuzztime $(or $(FUZZTIME),5000x) ./pkg/config
 	$(GO) test -run '^$$' -fuzz FuzzEvaluate -fuzztime $(or $(FUZZTIME),40000x) ./pkg/rules
+	$(GO) test -run '^$$' -fuzz FuzzSelectorCEL -fuzztime $(or $(FUZZTIME),20000x) ./pkg/admission
 	$(GO) test -run '^$$' -fuzz FuzzStripManagedFields -fuzztime $(or $(FUZZTIME),10000x) ./pkg/wire
 	$(GO) test -run '^$$' -fuzz FuzzFrameStripper -fuzztime $(or $(FUZZTIME),10000x) ./pkg/wire
 	$(GO) test -run '^$$' -fuzz FuzzKeepUIDsInLists -fuzztime $(or $(FUZZTIME),10000x) ./pkg/wire

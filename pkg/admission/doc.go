@@ -1,0 +1,18 @@
+// Package admission is the MutatingAdmissionPolicy (admissionregistration.k8s.io/v1)
+// and its binding that give a rule's keys to objects as they are created, so
+// that their first version already carries them: a policy that requires the
+// key at admission (a ValidatingAdmissionPolicy, Gatekeeper) then admits
+// them, where metawatch's own write comes milliseconds to seconds later.
+//
+// The policy is the rule's set and copy-from-Namespace actions as CEL: the
+// rule's match selector becomes its match conditions, the write scope its
+// binding's namespace selector, and each key an apply configuration (a copied
+// key only where the Namespace has it). Its failure policy is Ignore: a
+// creation never fails because of metawatch. The controller keeps existing
+// objects, and later changes, in sync as for any rule.
+//
+// The API server computes a create's managedFields before mutating admission
+// runs: a key the policy sets is owned by no field manager, so metawatch's
+// apply takes it without a conflict when its source changes, while a hand
+// edit (kubectl label) owns it and conflicts as any other manager's.
+package admission

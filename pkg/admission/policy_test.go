@@ -1,0 +1,159 @@
+package admission_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/metawatch/metawatch/pkg/admission"
+	"github.com/metawatch/metawatch/pkg/testing/controlplane"
+	"github.com/metawatch/metawatch/pkg/testing/testkit"
+)
+
+var pods = admission.Resource{GroupVersionResource: schema.GroupVersionResource{Version: "v1", Resource: "pods"}, Namespaced: true}
+
+// The policy gives a created pod the rule's keys in its first version: a
+// watch opened before 50 creates sees no version without them, a
+// ValidatingAdmissionPolicy that requires the key admits them, a pod the
+// rule's match leaves out gets none, and a Namespace without a copied key
+// gives none and fails nothing.
+func TestPolicyGivesTheKeysAtCreation(t *testing.T) {
+	controlplane.SkipIfShort(t)
+	c := testkit.Client(t, cp.Config)
+	testkit.Namespace(t, c, "at-creation", map[string]string{"team": "red"})
+	testkit.Namespace(t, c, "at-creation-bare", nil)
+	match, _ := labels.Parse("!example.com/skip")
+	install(t, c, admission.Rule{Name: "team", Resources: []admission.Resource{pods}, Match: match,
+		SetLabels: map[string]string{"tier": "gold"}, SetAnnotations: map[string]string{"example.com/note": `a "quoted" value`},
+		CopyLabels: []string{"team"}, Namespaces: []string{"at-creation", "at-creation-bare"}})
+	requireTeam(t, c, "at-creation")
+	waitEffective(t, c, "at-creation")
+
+	cs := kubernetes.NewForConfigOrDie(cp.Config)
+	w, err := cs.CoreV1().Pods("at-creation").Watch(t.Context(), metav1.ListOptions{LabelSelector: "app=web"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	for i := range 50 {
+		testkit.Pod(t, c, "at-creation", fmt.Sprintf("web-%d", i), map[string]string{"app": "web"}) // admitted: the required team is there
+	}
+	seen := 0
+	for seen < 50 {
+		select {
+		case ev := <-w.ResultChan():
+			pod, ok := ev.Object.(*corev1.Pod)
+			if !ok || ev.Type == watch.Bookmark {
+				continue
+			}
+			if pod.Labels["team"] != "red" || pod.Labels["tier"] != "gold" || pod.Annotations["example.com/note"] != `a "quoted" value` {
+				t.Errorf("a version of %s without the keys: labels %v, annotations %v", pod.Name, pod.Labels, pod.Annotations)
+			}
+			if ev.Type == watch.Added {
+				seen++
+			}
+		case <-time.After(testkit.Timeout):
+			t.Fatalf("saw %d of 50 pods created", seen)
+		}
+	}
+	skipped := testkit.Pod(t, c, "at-creation-bare", "skipped", map[string]string{"example.com/skip": "true"})
+	if _, has := skipped.Labels["tier"]; has {
+		t.Errorf("a pod the rule's match leaves out got %v", skipped.Labels)
+	}
+	bare := testkit.Pod(t, c, "at-creation-bare", "bare", nil)
+	if _, has := bare.Labels["team"]; has || bare.Labels["tier"] != "gold" {
+		t.Errorf("a pod of a Namespace without team got %v, want tier only", bare.Labels)
+	}
+}
+
+// A key set at admission is owned by no field manager: metawatch's apply
+// takes it without a conflict when its source changes; after a hand edit,
+// the editor owns it, and metawatch's apply conflicts as with any manager.
+func TestKeysSetAtCreationAreNobodysUntilEdited(t *testing.T) {
+	controlplane.SkipIfShort(t)
+	c := testkit.Client(t, cp.Config)
+	testkit.Namespace(t, c, "at-creation-owners", map[string]string{"team": "red"})
+	install(t, c, admission.Rule{Name: "team-owners", Resources: []admission.Resource{pods}, CopyLabels: []string{"team"}, Namespaces: []string{"at-creation-owners"}})
+	waitEffective(t, c, "at-creation-owners")
+	pod := testkit.Pod(t, c, "at-creation-owners", "p", nil)
+	for _, f := range pod.ManagedFields {
+		if strings.Contains(f.FieldsV1.GetRawString(), `"f:team"`) {
+			t.Errorf("%s owns the team the policy set: %s", f.Manager, f.FieldsV1.GetRawString())
+		}
+	}
+	apply := func(value string) error {
+		body := fmt.Sprintf(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","namespace":"at-creation-owners","labels":{"team":%q}}}`, value)
+		return c.Patch(t.Context(), &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "at-creation-owners", Name: "p"}},
+			client.RawPatch(types.ApplyPatchType, []byte(body)), client.FieldOwner("metawatch"))
+	}
+	if err := apply("blue"); err != nil {
+		t.Fatalf("metawatch's apply of a key set at admission: %v, want no conflict", err)
+	}
+	testkit.MergePatch(t, c, pod, "kubectl-label", `{"metadata":{"labels":{"team":"green"}}}`)
+	if err := apply("blue"); !apierrors.IsConflict(err) {
+		t.Fatalf("metawatch's apply after a hand edit: %v, want a conflict", err)
+	}
+}
+
+func install(t *testing.T, c client.Client, r admission.Rule) {
+	t.Helper()
+	policy, binding, err := admission.Policy(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, obj := range []client.Object{policy, binding} {
+		if err := c.Create(t.Context(), obj); err != nil {
+			t.Fatalf("creating %s %s: %v", obj.GetObjectKind().GroupVersionKind().Kind, obj.GetName(), err)
+		}
+	}
+}
+
+// requireTeam refuses pods without a team label in ns, as a cluster's
+// policy would.
+func requireTeam(t *testing.T, c client.Client, ns string) {
+	t.Helper()
+	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: "require-team"}, Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+		FailurePolicy: ptr.To(admissionregistrationv1.Fail),
+		MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+			Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create}, Rule: admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods"}}}}}},
+		Validations: []admissionregistrationv1.Validation{{Expression: `has(object.metadata.labels) && "team" in object.metadata.labels`, Message: "pods need a team label"}},
+	}}
+	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{ObjectMeta: metav1.ObjectMeta{Name: "require-team"}, Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
+		PolicyName: "require-team", ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
+		MatchResources: &admissionregistrationv1.MatchResources{NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": ns}}},
+	}}
+	for _, obj := range []client.Object{policy, binding} {
+		if err := c.Create(t.Context(), obj); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// waitEffective waits until the API server applies the new policies in ns
+// (it loads them a moment after they are created): a probe pod gets the
+// Namespace's team.
+func waitEffective(t *testing.T, c client.Client, ns string) {
+	t.Helper()
+	testkit.WaitFor(t, "the policy to take effect", testkit.Timeout, func() bool {
+		probe := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, GenerateName: "probe-"},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: testkit.PodImage}}}}
+		if err := c.Create(t.Context(), probe); err != nil {
+			return false // refused by a policy that requires what is not applied yet
+		}
+		defer func() { _ = c.Delete(t.Context(), probe) }()
+		return probe.Labels["team"] != ""
+	})
+}
