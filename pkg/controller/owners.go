@@ -10,7 +10,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/sets"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -54,16 +53,12 @@ func (k ownerKinds) of(ref *metav1.OwnerReference) (schema.GroupVersionKind, boo
 // ownersOf walks obj's controlling owners up through the cache, nearest
 // first, while they are of the cached owner kinds. missing is the uid of an
 // owner on the way that is not cached (yet): the walk stops there, and obj
-// waits for it. unowned: the walk ended at an object (obj or an owner) with
-// no controlling owner.
-func (r *ruleReconciler) ownersOf(ctx context.Context, obj metav1.Object) (owners []rules.Owner, missing types.UID, unowned bool, err error) {
+// waits for it.
+func (r *ruleReconciler) ownersOf(ctx context.Context, obj metav1.Object) (owners []rules.Owner, missing types.UID, err error) {
 	if !r.copiesFromOwners {
-		return nil, "", false, nil
+		return nil, "", nil
 	}
 	ref := metav1.GetControllerOfNoCopy(obj)
-	if ref == nil {
-		return nil, "", true, nil
-	}
 	for depth := 0; ref != nil && depth < maxOwnerDepth; depth++ {
 		gvk, ok := r.ownerKinds.of(ref)
 		if !ok {
@@ -72,32 +67,15 @@ func (r *ruleReconciler) ownersOf(ctx context.Context, obj metav1.Object) (owner
 		owner := metacache.NewObject(gvk)
 		err := r.Reader.Get(ctx, types.NamespacedName{Namespace: obj.GetNamespace(), Name: ref.Name}, owner, client.UnsafeDisableDeepCopy)
 		if notCached := (&cache.ErrResourceNotCached{}); apierrors.IsNotFound(err) || errors.As(err, &notCached) || err == nil && owner.UID != ref.UID {
-			return nil, ref.UID, false, nil // not here yet, or the name is another's now: wait for ours
+			return nil, ref.UID, nil // not here yet, or the name is another's now: wait for ours
 		}
 		if err != nil {
-			return nil, "", false, fmt.Errorf("reading the owner %s %s: %w", ref.Kind, ref.Name, err)
+			return nil, "", fmt.Errorf("reading the owner %s %s: %w", ref.Kind, ref.Name, err)
 		}
 		owners = append(owners, rules.Owner{Kind: ref.Kind, Metadata: rules.Metadata{Labels: owner.Labels, Annotations: owner.Annotations}})
-		if ref = metav1.GetControllerOfNoCopy(owner); ref == nil {
-			return owners, "", true, nil
-		}
+		ref = metav1.GetControllerOfNoCopy(owner)
 	}
-	return owners, "", false, nil
-}
-
-// ownedValues is what metawatch owns of obj, with obj's values.
-func ownedValues(obj metav1.Object) *rules.Metadata {
-	o := ownedKeys(obj)
-	pick := func(m map[string]string, keys sets.Set[string]) map[string]string {
-		out := map[string]string{}
-		for k := range keys {
-			if v, ok := m[k]; ok {
-				out[k] = v
-			}
-		}
-		return out
-	}
-	return &rules.Metadata{Labels: pick(obj.GetLabels(), o.labels), Annotations: pick(obj.GetAnnotations(), o.annotations)}
+	return owners, "", nil
 }
 
 // ownerFanout enqueues, when an owner's copied keys or its own controlling

@@ -110,15 +110,11 @@ func (r *ruleReconciler) sourcesOf(ctx context.Context, obj *metav1.PartialObjec
 	if err != nil || !cached {
 		return src, namespaceSource(obj.Namespace), err
 	}
-	owners, uid, unowned, err := r.ownersOf(ctx, obj)
+	owners, uid, err := r.ownersOf(ctx, obj)
 	if err != nil || uid != "" {
 		return src, ownerSource(uid), err
 	}
-	src = rules.Sources{Namespace: ns, Owners: owners}
-	if unowned {
-		src.Unowned = ownedValues(obj)
-	}
-	return src, "", nil
+	return rules.Sources{Namespace: ns, Owners: owners}, "", nil
 }
 
 // awaitSources returns obj's sources, or reports that obj waits, unqueued,

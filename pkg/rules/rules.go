@@ -42,14 +42,11 @@ type Sources struct {
 	Namespace *Metadata
 	// Owners is the object's chain of controlling owners, nearest first
 	// (a pod's ReplicaSet, then its Deployment). copyFromOwner copies from
-	// the first of its kinds; none: it wants nothing, unless Unowned.
+	// the first of its kinds; none (a bare or orphaned object): it wants
+	// nothing, and the keys metawatch set are released. Keeping them instead
+	// would keep, on every bare object, the keys a removed or changed rule
+	// set, with no history to tell the two apart.
 	Owners []Owner
-	// Unowned, when the chain ends at an object without a controlling owner
-	// and none of a rule's kinds is on it, is what copyFromOwner keeps: the
-	// keys metawatch set, as they are. An orphaning (kubectl delete
-	// --cascade=orphan, before a new owner adopts) must not strip them; an
-	// owner found without the key, or one metawatch does not follow, does.
-	Unowned *Metadata
 }
 
 // Owned is a key's desired value and the rule that wants it.
@@ -98,9 +95,11 @@ func (res *Result) apply(r Rule, obj Metadata, src Sources) {
 		own(res.Labels, r, pick(ns.Labels, r.CopyLabels))
 		own(res.Annotations, r, pick(ns.Annotations, r.CopyAnnotations))
 	}
-	if from := ownerSource(r, src); from != nil {
-		own(res.Labels, r, pick(from.Labels, r.OwnerLabels))
-		own(res.Annotations, r, pick(from.Annotations, r.OwnerAnnotations))
+	if len(r.OwnerKinds) > 0 {
+		if owner := nearest(src.Owners, r.OwnerKinds); owner != nil {
+			own(res.Labels, r, pick(owner.Labels, r.OwnerLabels))
+			own(res.Annotations, r, pick(owner.Annotations, r.OwnerAnnotations))
+		}
 	}
 	v := Violation{Rule: r.Name, MissingLabels: missing(obj.Labels, r.RequireLabels), MissingAnnotations: missing(obj.Annotations, r.RequireAnnotations)}
 	if len(v.MissingLabels)+len(v.MissingAnnotations) > 0 {
@@ -118,18 +117,6 @@ func remove(dst map[string]string, rule string, keys []string) {
 	for _, k := range keys {
 		dst[k] = rule
 	}
-}
-
-// ownerSource is what r copies from owners: the nearest of its kinds, else
-// what is kept of an unowned object; nil if r does not copy from owners.
-func ownerSource(r Rule, src Sources) *Metadata {
-	if len(r.OwnerKinds) == 0 {
-		return nil
-	}
-	if owner := nearest(src.Owners, r.OwnerKinds); owner != nil {
-		return &owner.Metadata
-	}
-	return src.Unowned
 }
 
 // nearest is the first owner of one of kinds, or nil.

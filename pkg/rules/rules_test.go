@@ -128,17 +128,10 @@ func TestEvaluateCopiesFromTheNearestOwnerOfItsKinds(t *testing.T) {
 			}
 		})
 	}
-	kept := &rules.Metadata{Labels: map[string]string{"cost-center": "5"}}
 	cases := map[string]struct {
-		owners  []rules.Owner
-		unowned *rules.Metadata
-		want    rules.Result
+		owners []rules.Owner
+		want   rules.Result
 	}{
-		"an unowned object keeps what metawatch set": {unowned: kept, want: copied(map[string]string{"cost-center": "5"}, nil)},
-		"a chain ending at an orphaned ReplicaSet keeps what metawatch set": {owners: []rules.Owner{replicaSet}, unowned: kept,
-			want: copied(map[string]string{"cost-center": "5"}, nil)},
-		"an owner of its kinds wins over what is kept": {owners: []rules.Owner{replicaSet, deployment}, unowned: kept,
-			want: copied(map[string]string{"cost-center": "7"}, map[string]string{"owner": "alice"})},
 		"through the ReplicaSet to the Deployment": {owners: []rules.Owner{replicaSet, deployment},
 			want: copied(map[string]string{"cost-center": "7"}, map[string]string{"owner": "alice"})},
 		"through the Job to the CronJob":                {owners: []rules.Owner{job, cronJob}, want: copied(map[string]string{"cost-center": "9"}, nil)},
@@ -150,7 +143,7 @@ func TestEvaluateCopiesFromTheNearestOwnerOfItsKinds(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			got := rules.Evaluate([]rules.Rule{fromWorkload}, rules.Metadata{}, rules.Sources{Owners: tc.owners, Unowned: tc.unowned})
+			got := rules.Evaluate([]rules.Rule{fromWorkload}, rules.Metadata{}, rules.Sources{Owners: tc.owners})
 			if !reflect.DeepEqual(got, tc.want) {
 				t.Errorf("Evaluate =\n%+v\nwant\n%+v", got, tc.want)
 			}
