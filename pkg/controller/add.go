@@ -15,6 +15,7 @@ import (
 	"github.com/metawatch/metawatch/pkg/fence"
 	"github.com/metawatch/metawatch/pkg/metacache"
 	"github.com/metawatch/metawatch/pkg/rules"
+	"github.com/metawatch/metawatch/pkg/sharding"
 )
 
 // Options tune every controller.
@@ -40,6 +41,9 @@ type Options struct {
 	Fence *WriteFence
 	// ShardGate, when set, admits each write by its object's uid (sharding).
 	ShardGate ShardGate
+	// BucketsGained, when set (sharding), registers a function told of the
+	// buckets that come to this replica; see requeueGained.
+	BucketsGained func(func([]sharding.Bucket)) (remove func())
 	// Claim, when set, is this replica's right to write (the leader Lease,
 	// or the Ring sharded): checked when a write is admitted and again as
 	// its request is sent; the request ends when the claim does (package
@@ -88,7 +92,7 @@ func setupKind(mgr manager.Manager, w config.ResolvedWatch, rs []rules.Rule, own
 	var ruler *ruleReconciler
 	kr := &kindReconciler{reader: mgr.GetCache(), gvk: w.GVK, gate: opts.Gate, steps: []step{report}}
 	if len(rs) > 0 {
-		writer := fencedWriter{client: mgr.GetClient(), fence: opts.Fence, gate: opts.ShardGate, claim: opts.Claim, cachedWhole: w.Owner}
+		writer := fencedWriter{client: mgr.GetClient(), fence: opts.Fence, gate: opts.ShardGate, claim: opts.Claim}
 		ruler = newRuleReconciler(mgr.GetCache(), writer, mgr.GetEventRecorder(EventSource), w.GVK, rs, opts.DryRun, mem)
 		ruler.writesFrozen, ruler.inScope = opts.WritesFrozen, opts.InScope
 		ruler.live, ruler.versions, ruler.eventValues = mgr.GetAPIReader(), opts.Versions, opts.EventValues
@@ -108,6 +112,11 @@ func setupKind(mgr manager.Manager, w config.ResolvedWatch, rs []rules.Rule, own
 	kind := w.GVK.GroupKind().String()
 	if err := c.Watch(source.Kind[client.Object](mgr.GetCache(), metacache.NewObject(w.GVK), enqueueWithSnapshot(mem, ruler), metadataChanged(kind))); err != nil {
 		return err
+	}
+	if ruler != nil && opts.BucketsGained != nil && (w.Owner || !w.Namespaced) {
+		if err := requeueGained(mgr, c, w.GVK, opts.BucketsGained); err != nil {
+			return err
+		}
 	}
 	if ruler != nil && ruler.copiesFromOwners {
 		for _, gvk := range owners {

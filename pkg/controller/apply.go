@@ -66,8 +66,8 @@ func (r *ruleReconciler) apply(ctx context.Context, obj *metav1.PartialObjectMet
 	case replacedOrGone(err) || notWritten(err):
 		log.V(1).Info("not applied: the object is gone or was replaced (the watch will tell), this generation is stopping, or another replica holds its bucket", "uid", obj.UID)
 		return nil
-	case retrySoon(err), retryLater(err), staleVersion(err):
-		return err // not a failure: tried again soon or later, or at once on the object as it is now
+	case retrySoon(err), staleVersion(err):
+		return err // not a failure: tried again soon, or at once on the object as it is now
 	case err != nil:
 		r.count(changed.rules, metrics.ResultError)
 		return err

@@ -3,7 +3,6 @@ package controller
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync"
 	"time"
 
@@ -28,19 +27,6 @@ var errShardPending = errors.New("this object's bucket is coming to this replica
 // shardPendingRetry is how soon a write waiting for its bucket is tried again.
 const shardPendingRetry = time.Second
 
-// errHeldElsewhere is errNotOurs for an object of a kind every replica
-// caches whole (an owner kind that rules also write): when its bucket comes
-// to this replica, nothing lists it again (as moves do for the kinds cached
-// by share), so a write the old holder had not made yet would wait for the
-// object's next change. It is tried again until the object is settled.
-var errHeldElsewhere = fmt.Errorf("%w, and the object is cached on every replica: tried again later", errNotOurs)
-
-// heldElsewhereRetry is how soon a write refused with errHeldElsewhere is
-// tried again: about a lease duration, after which a dead holder's bucket
-// is taken over. The replica that holds the bucket writes it long before,
-// and the object's update settles it here.
-var heldElsewhereRetry = 15 * time.Second
-
 // ShardGate admits a write by the uid of the object written (sharding.Ring
 // is one): with several active replicas, only the one holding the object's
 // bucket writes it, and done is called when the write has ended. Pending
@@ -53,13 +39,7 @@ type ShardGate interface {
 
 // notWritten reports whether err means the write was not sent on purpose:
 // the generation is stopping, or another replica holds the object.
-func notWritten(err error) bool {
-	return errors.Is(err, errFenced) || errors.Is(err, errNotOurs) && !retryLater(err)
-}
-
-// retryLater reports whether err means the write was left to the replica
-// holding the object's bucket, to be tried again after heldElsewhereRetry.
-func retryLater(err error) bool { return errors.Is(err, errHeldElsewhere) }
+func notWritten(err error) bool { return errors.Is(err, errFenced) || errors.Is(err, errNotOurs) }
 
 // retrySoon reports whether err means the write was not sent for now and
 // should be tried again shortly, not with the error backoff: its bucket is
@@ -129,9 +109,6 @@ type fencedWriter struct {
 	fence  *WriteFence
 	gate   ShardGate
 	claim  fence.Claim
-	// cachedWhole: every replica caches this kind whole (an owner kind),
-	// not only its share; see errHeldElsewhere.
-	cachedWhole bool
 }
 
 func (w fencedWriter) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
@@ -145,9 +122,6 @@ func (w fencedWriter) Patch(ctx context.Context, obj client.Object, patch client
 		done, ok := w.gate.Begin(obj.GetUID())
 		if !ok && w.gate.Pending(obj.GetUID()) {
 			return errShardPending
-		}
-		if !ok && w.cachedWhole {
-			return errHeldElsewhere
 		}
 		if !ok {
 			return errNotOurs

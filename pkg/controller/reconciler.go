@@ -23,9 +23,8 @@ type step interface {
 // hands it to every step in order, stopping at the first error. With a gate,
 // it waits until the gate is closed: a new generation's controllers fill their
 // queues from its synced cache, but act only once the previous generation has
-// stopped; a generation stopped before its gate opened acts on nothing. Steps
-// are level-triggered and retried on error; a timed requeue is only for
-// writes that wait for a bucket (retrySoon, retryLater).
+// stopped; a generation stopped before its gate opened acts on nothing. No step
+// asks for a timed requeue: they are level-triggered and retried on error.
 type kindReconciler struct {
 	reader client.Reader
 	gvk    schema.GroupVersionKind
@@ -49,8 +48,7 @@ type kindReconciler struct {
 //     (remove.go); apply owned keys by server-side apply, yielding, reclaiming
 //     or forcing keys another manager holds (apply.go, ownership.go).
 //
-// It asks for a timed requeue only for writes left to another replica or to
-// a coming bucket (see retrySoon, retryLater): every step is level-triggered.
+// It never asks for a timed requeue: every step is level-triggered.
 func (k *kindReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	if k.gate != nil {
 		select {
@@ -69,8 +67,6 @@ func (k *kindReconciler) Reconcile(ctx context.Context, req reconcile.Request) (
 			// again soon, not with the error backoff (a dead holder's Lease
 			// takes its duration).
 			return reconcile.Result{RequeueAfter: shardPendingRetry}, nil
-		} else if retryLater(err) {
-			return reconcile.Result{RequeueAfter: heldElsewhereRetry}, nil
 		} else if err != nil {
 			return reconcile.Result{}, err
 		}

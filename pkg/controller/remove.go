@@ -53,8 +53,8 @@ func (r *ruleReconciler) remove(ctx context.Context, obj *metav1.PartialObjectMe
 	case replacedOrGone(err) || notWritten(err):
 		log.V(1).Info("not removed: the object is gone or was replaced (the watch will tell), this generation is stopping, or another replica holds its bucket", "uid", obj.UID)
 		return rv, nil
-	case retrySoon(err), retryLater(err), staleVersion(err):
-		return rv, err // not a failure: tried again soon or later, or at once on the object as it is now
+	case retrySoon(err), staleVersion(err):
+		return rv, err // not a failure: tried again soon, or at once on the object as it is now
 	case err != nil:
 		r.count(involved, metrics.ResultError)
 		return rv, err

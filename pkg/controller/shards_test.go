@@ -107,27 +107,54 @@ type heldGate struct{ open atomic.Bool }
 func (g *heldGate) Begin(types.UID) (func(), bool) { return func() {}, g.open.Load() }
 func (g *heldGate) Pending(types.UID) bool         { return false }
 
+// gainedBuckets stands for the Ring's buckets coming to this replica: it
+// tells the listeners the controllers registered.
+type gainedBuckets struct {
+	mu        sync.Mutex
+	listeners []func([]sharding.Bucket)
+}
+
+func (g *gainedBuckets) register(f func([]sharding.Bucket)) func() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.listeners = append(g.listeners, f)
+	return func() {}
+}
+
+func (g *gainedBuckets) all() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	buckets := make([]sharding.Bucket, sharding.Buckets)
+	for i := range buckets {
+		buckets[i] = sharding.Bucket(i)
+	}
+	for _, f := range g.listeners {
+		f(buckets)
+	}
+}
+
 // Deployments that rules write and copyFromOwner reads are cached whole on
 // every replica, so no list brings them when their bucket comes: a write
-// refused because another replica held the bucket is tried again, and once
-// this replica holds it the Deployment converges without any new event.
-func TestWritesOfKindsCachedWholeAreRetriedWhenTheirBucketComes(t *testing.T) {
+// refused because another replica held the bucket is dropped, and when the
+// bucket comes the controller queues the bucket's objects itself; the
+// Deployment converges without any new event.
+func TestWritesOfKindsCachedWholeAreQueuedWhenTheirBucketComes(t *testing.T) {
 	controlplane.SkipIfShort(t)
-	controller.SetHeldElsewhereRetry(t, time.Second)
 	c := testkit.Client(t, cp.Config)
 	const ns = "shards-whole"
 	testkit.Namespace(t, c, ns, nil)
 	web := create(t, c, deployment(ns, "web", nil, nil))
-	gate := &heldGate{}
+	gate, gained := &heldGate{}, &gainedBuckets{}
 	inst := startInstance(t, "watches:\n- kind: Pod\n  namespaces: ["+ns+"]\n- kind: Deployment\nrules:\n"+
 		"- {name: tier, kinds: [Deployment], setLabels: {tier: gold}}\n"+
 		"- {name: cost, kinds: [Pod], copyFromOwner: {kinds: [Deployment], labels: [cost-center]}}\n",
-		controller.Options{MaxConcurrentReconciles: 4, ShardGate: gate})
-	time.Sleep(3 * time.Second) // refused, and tried again, while another replica holds the bucket
+		controller.Options{MaxConcurrentReconciles: 4, ShardGate: gate, BucketsGained: gained.register})
+	time.Sleep(2 * time.Second) // refused while another replica holds the bucket
 	if n := inst.writes.Load(); n != 0 {
 		t.Fatalf("%d writes while another replica held every bucket, want none", n)
 	}
 	gate.open.Store(true)
+	gained.all()
 	testkit.WaitFor(t, "the Deployment to get its tier once its bucket is held", testkit.Timeout, func() bool {
 		var d appsv1.Deployment
 		if err := c.Get(t.Context(), client.ObjectKeyFromObject(web), &d); err != nil {

@@ -138,7 +138,7 @@ func newGeneration(ctx context.Context, cfg *rest.Config, number int64, r resolv
 	copts := opts.controller
 	copts.Gate, copts.Audits, copts.WritesFrozen, copts.Fence, copts.Versions = g.gate, g.audits, g.writesFrozen, g.fence, versions
 	if opts.sharding != nil {
-		copts.ShardGate, copts.Claim = opts.sharding.Ring, opts.sharding.Ring
+		copts.ShardGate, copts.Claim, copts.BucketsGained = opts.sharding.Ring, opts.sharding.Ring, opts.sharding.OnGained
 	}
 	copts.NamespacesUnreadable = g.forbiddenAtStart(namespaceKind) != nil
 	copts.InScope = func(ns string) bool { return opts.writeScope.Allows(ns) && r.conf.WriteScope.Allows(ns) }

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -33,6 +35,10 @@ type Sharding struct {
 	Regarding runtime.Object
 
 	cover *sharding.Coverage // the Ring's desired buckets, which the caches hold
+	// desired are the buckets last desired, and gained is told of those
+	// that come (the Ring's own goroutine only, through OnChange).
+	desired []sharding.Bucket
+	gained  listeners
 	// reported is how many buckets were last reported unwritable (the
 	// Ring's own goroutine only, through OnChange).
 	reported int
@@ -73,8 +79,13 @@ func (s *Sharding) share() string {
 // desired, held and unwritable.
 func (s *Sharding) watch() {
 	s.cover = sharding.NewCoverage(s.Ring.Desired())
+	s.desired = s.Ring.Desired()
 	s.Ring.OnChange(func(share sharding.Share) {
 		s.cover.Set(share.Desired)
+		if came := without(share.Desired, s.desired); len(came) > 0 {
+			s.gained.tell(came)
+		}
+		s.desired = share.Desired
 		metrics.BucketsOwned.Set(float64(len(share.Held)))
 		s.noteUnwritable(share.Unwritable)
 	})
@@ -132,4 +143,55 @@ func (s *Sharding) ready() error {
 // cacheFilter restricts a generation's cache to the buckets desired.
 func (s *Sharding) cacheFilter() *metacache.ShardFilter {
 	return &metacache.ShardFilter{Cover: s.cover, ServerSide: s.ServerSide}
+}
+
+// OnGained calls f with the buckets that come to this replica, as they come,
+// until remove is called. The kinds every replica caches whole (cluster-scoped
+// kinds, owner chains) are not listed again when their buckets come, as the
+// kinds cached by share are: their controllers queue the objects of the
+// buckets that came, whose writes another replica may have left undone.
+func (s *Sharding) OnGained(f func([]sharding.Bucket)) (remove func()) {
+	return s.gained.add(f)
+}
+
+// listeners are functions told of buckets, added and removed at any time.
+type listeners struct {
+	mu   sync.Mutex
+	next int
+	fns  map[int]func([]sharding.Bucket)
+}
+
+func (l *listeners) add(f func([]sharding.Bucket)) (remove func()) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.fns == nil {
+		l.fns = map[int]func([]sharding.Bucket){}
+	}
+	id := l.next
+	l.next++
+	l.fns[id] = f
+	return func() {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		delete(l.fns, id)
+	}
+}
+
+func (l *listeners) tell(buckets []sharding.Bucket) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, f := range l.fns {
+		f(buckets)
+	}
+}
+
+// without is a's buckets that are not in b.
+func without(a, b []sharding.Bucket) []sharding.Bucket {
+	var out []sharding.Bucket
+	for _, x := range a {
+		if !slices.Contains(b, x) {
+			out = append(out, x)
+		}
+	}
+	return out
 }
