@@ -97,7 +97,7 @@ func setupKind(mgr manager.Manager, w config.ResolvedWatch, rs []rules.Rule, own
 		ruler.writesFrozen, ruler.inScope = opts.WritesFrozen, opts.InScope
 		ruler.live, ruler.versions, ruler.eventValues = mgr.GetAPIReader(), opts.Versions, opts.EventValues
 		ruler.audit = opts.Audits.forKind(kindLabel(w.GVK), mgr.GetEventRecorder(EventSource))
-		ruler.ownerKinds, ruler.copiesFromOwners = owners, rules.CopiesFromOwners(rs)
+		ruler.ownerKinds, ruler.copiesFromOwners, ruler.watchedNamespaces = owners, rules.CopiesFromOwners(rs), w.Namespaces
 		kr.steps = append(kr.steps, ruler)
 	}
 	c, err := controller.New(controllerName(w), mgr, controller.Options{

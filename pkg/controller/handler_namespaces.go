@@ -28,6 +28,9 @@ func namespaceFanout(reader client.Reader, gvk schema.GroupVersionKind, ruler *r
 		},
 		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q queue) {
 			ns := e.ObjectNew.GetName()
+			if !ruler.cachesNamespace(ns) {
+				return // none of the kind's objects is cached there
+			}
 			list := metacache.NewList(gvk)
 			if err := reader.List(ctx, list, client.InNamespace(ns), client.UnsafeDisableDeepCopy); err != nil {
 				logr.FromContextOrDiscard(ctx).Error(err, "listing objects to re-evaluate after a namespace change", "namespace", ns)

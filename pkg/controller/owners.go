@@ -106,8 +106,8 @@ func ownerFanout(reader client.Reader, ruler *ruleReconciler) handler.EventHandl
 // descendants calls found for every object of the ruler's kind controlled,
 // directly or through owners of the cached kinds, by the owner uid.
 func (r *ruleReconciler) descendants(ctx context.Context, reader client.Reader, namespace string, uid types.UID, depth int, found func(*metav1.PartialObjectMetadata)) error {
-	if depth == 0 {
-		return nil
+	if depth == 0 || !r.cachesNamespace(namespace) {
+		return nil // none of the kind's objects is cached there
 	}
 	controlled := func(gvk schema.GroupVersionKind) ([]metav1.PartialObjectMetadata, error) {
 		list := metacache.NewList(gvk)

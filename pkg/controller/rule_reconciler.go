@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/go-logr/logr"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -44,6 +45,15 @@ type ruleReconciler struct {
 	// some rule of this kind copies from an owner (see ownersOf).
 	ownerKinds       ownerKinds
 	copiesFromOwners bool
+	// watchedNamespaces are the namespaces the kind's watch lists; empty: all.
+	watchedNamespaces []string
+}
+
+// cachesNamespace reports whether the kind's cache holds namespace's objects:
+// a watch that lists namespaces has a cache for each, and a List in any
+// other is an error, not an empty list.
+func (r *ruleReconciler) cachesNamespace(namespace string) bool {
+	return len(r.watchedNamespaces) == 0 || slices.Contains(r.watchedNamespaces, namespace)
 }
 
 // ResourceVersions gives the newest resourceVersion of a cached object: the
