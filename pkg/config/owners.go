@@ -6,8 +6,6 @@ import (
 	"sort"
 	"strings"
 
-	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -131,7 +129,7 @@ func resolveOwnerNeeds(c *Config, watches []ResolvedWatch) ([]ResolvedWatch, fie
 		}
 		watched.Insert(kind)
 		w.Owner, w.KeepController = true, true
-		if !w.Label.Empty() || !w.Field.Empty() || len(w.Namespaces) > 0 {
+		if w.narrowed() {
 			errs = append(errs, field.Invalid(field.NewPath(w.Path), kind, fmt.Sprintf(
 				"rules[%d].copyFromOwner needs every %s cached (an owner outside the watch would keep its objects waiting): remove this watch's selectors and namespaces", rule, kind)))
 		}
@@ -141,11 +139,9 @@ func resolveOwnerNeeds(c *Config, watches []ResolvedWatch) ([]ResolvedWatch, fie
 			continue
 		}
 		o := ownerKinds[kind]
-		watches = append(watches, ResolvedWatch{
-			Path: fmt.Sprintf("rules[%d].copyFromOwner", chain[kind]), GVK: o.gvk, Resource: o.gvk.GroupVersion().WithResource(o.resource),
-			Namespaced: true, Label: labels.Everything(), Field: fields.Everything(), BuiltIn: true,
-			Owner: true, OwnersOnly: true, KeepController: true, Labels: copiedFromOwner(c, kind, Labels),
-		})
+		implicit := wholeWatch(fmt.Sprintf("rules[%d].copyFromOwner", chain[kind]), o.gvk, o.gvk.GroupVersion().WithResource(o.resource), true)
+		implicit.Owner, implicit.OwnersOnly, implicit.KeepController, implicit.Labels = true, true, true, copiedFromOwner(c, kind, Labels)
+		watches = append(watches, implicit)
 	}
 	return watches, errs
 }

@@ -6,6 +6,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
@@ -24,17 +25,26 @@ func resolveRuleNeeds(c *Config, watches []ResolvedWatch) ([]ResolvedWatch, fiel
 		if w.GVK != namespaceGVK {
 			continue
 		}
-		if !w.Label.Empty() || !w.Field.Empty() || len(w.Namespaces) > 0 {
+		if w.narrowed() {
 			errs = append(errs, field.Invalid(field.NewPath(w.Path), "Namespace", fmt.Sprintf(
 				"rules[%d].copyFromNamespace needs every Namespace cached: remove this watch's selectors", copier)))
 		}
 		return watches, errs
 	}
-	implicit := ResolvedWatch{
-		Path: fmt.Sprintf("rules[%d].copyFromNamespace", copier), GVK: namespaceGVK,
-		Resource: corev1.SchemeGroupVersion.WithResource("namespaces"), Label: labels.Everything(), Field: fields.Everything(), BuiltIn: true,
-	}
+	implicit := wholeWatch(fmt.Sprintf("rules[%d].copyFromNamespace", copier), namespaceGVK, corev1.SchemeGroupVersion.WithResource("namespaces"), false)
 	return append(watches, implicit), errs
+}
+
+// narrowed reports whether w leaves out some objects of its kind: a
+// selector, or a list of namespaces.
+func (w ResolvedWatch) narrowed() bool {
+	return !w.Label.Empty() || !w.Field.Empty() || len(w.Namespaces) > 0
+}
+
+// wholeWatch is the implicit watch of every object of a built-in kind that a
+// rule reads (at path) and the configuration does not watch.
+func wholeWatch(path string, gvk schema.GroupVersionKind, resource schema.GroupVersionResource, namespaced bool) ResolvedWatch {
+	return ResolvedWatch{Path: path, GVK: gvk, Resource: resource, Namespaced: namespaced, Label: labels.Everything(), Field: fields.Everything(), BuiltIn: true}
 }
 
 // copyingRule is the index of the first rule with copyFromNamespace, or -1.
