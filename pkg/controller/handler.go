@@ -20,14 +20,14 @@ type queue = workqueue.TypedRateLimitingInterface[reconcile.Request]
 
 // enqueueWithSnapshot enqueues the object of every event but creates of
 // objects that need nothing (see ruleReconciler.settled; without rules, a new
-// object needs nothing: the reporter reports changes) or that wait for their
-// Namespace (ruleReconciler.awaitsNamespace). On updates it
+// object needs nothing: the reporter reports changes) or that wait for a
+// source (ruleReconciler.needsReconcile). On updates it
 // remembers the labels and annotations the object had before, for the
 // reporter's diff, and tells ruler (if any) which keys another manager took.
 func enqueueWithSnapshot(mem *memory, ruler *ruleReconciler) handler.EventHandler {
 	return handler.Funcs{
 		CreateFunc: func(ctx context.Context, e event.CreateEvent, q queue) {
-			if ruler != nil && !ruler.awaitsSources(ctx, e.Object) && !ruler.settled(ctx, e.Object) {
+			if ruler != nil && ruler.needsReconcile(ctx, e.Object) {
 				q.Add(requestFor(e.Object))
 			}
 		},
@@ -71,25 +71,40 @@ func (r *ruleReconciler) settled(ctx context.Context, o client.Object) bool {
 	if err != nil || missing != "" {
 		return false
 	}
+	return r.settledWith(obj, src)
+}
+
+// settledWith is settled, with obj's sources read.
+func (r *ruleReconciler) settledWith(obj *metav1.PartialObjectMetadata, src rules.Sources) bool {
 	result := rules.Evaluate(r.Rules, rules.Metadata{Labels: obj.Labels, Annotations: obj.Annotations}, src)
 	return len(result.Violations) == 0 &&
 		len(present(obj.Labels, result.RemoveLabels, sets.New[string]()))+len(present(obj.Annotations, result.RemoveAnnotations, sets.New[string]())) == 0 &&
 		changeOf(obj, result).empty()
 }
 
-// awaitsSources tells, for a create event, whether the object's Namespace or
-// an owner on its chain is not cached yet (a generation's Namespaces, owners
-// and objects are listed by separate informers, in no set order): the object
-// then waits, unqueued, and the source's arrival judges it (reevaluate), so
-// that a converged cluster's objects are never queued whatever order the
-// informers sync in.
-func (r *ruleReconciler) awaitsSources(ctx context.Context, o client.Object) bool {
+// needsReconcile tells, for a create event, whether the object is queued:
+// not when nothing may be done to it, nor when it is settled, nor when its
+// Namespace or an owner on its chain is not cached yet (a generation's
+// Namespaces, owners and objects are listed by separate informers, in no set
+// order): it then waits, unqueued, and the source's arrival judges it
+// (reevaluate), so that a converged cluster's objects are never queued
+// whatever order the informers sync in. The sources are read once for both.
+func (r *ruleReconciler) needsReconcile(ctx context.Context, o client.Object) bool {
 	obj, ok := o.(*metav1.PartialObjectMetadata)
-	if !ok || !r.writable(obj) || r.frozen() != nil {
+	if !ok {
+		return true
+	}
+	if !r.writable(obj) || r.frozen() != nil {
+		return false // nothing metawatch may do to it
+	}
+	src, waits, err := r.awaitSources(ctx, client.ObjectKeyFromObject(obj), obj)
+	switch {
+	case err != nil:
+		return true // the reconcile tells
+	case waits:
 		return false
 	}
-	_, waits, err := r.awaitSources(ctx, client.ObjectKeyFromObject(obj), obj)
-	return waits && err == nil
+	return !r.settledWith(obj, src)
 }
 
 // wake queues the objects that waited for source, now cached, unless they
