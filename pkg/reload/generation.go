@@ -133,8 +133,9 @@ func newGeneration(ctx context.Context, cfg *rest.Config, number int64, r resolv
 	if err != nil {
 		return nil, config.Invalid(err)
 	}
-	g.copiers = copyingKinds(r.watches, rulesByKind)
-	g.ownerCopiers, g.ownerKinds = ownerCopyingKinds(r.watches, r.forbidden, rulesByKind)
+	g.copiers = kindsWhoseRules(r.watches, rulesByKind, rules.Copies)
+	g.ownerCopiers = kindsWhoseRules(r.watches, rulesByKind, rules.CopiesFromOwners)
+	g.ownerKinds = ownerChainKinds(r.watches, r.forbidden)
 	copts := opts.controller
 	copts.Gate, copts.Audits, copts.WritesFrozen, copts.Fence, copts.Versions = g.gate, g.audits, g.writesFrozen, g.fence, versions
 	if opts.sharding != nil {
@@ -151,35 +152,34 @@ func newGeneration(ctx context.Context, cfg *rest.Config, number int64, r resolv
 
 var namespaceKind = corev1.SchemeGroupVersion.WithKind("Namespace").GroupKind()
 
-func copyingKinds(watches []config.ResolvedWatch, byKind map[string][]rules.Rule) sets.Set[schema.GroupKind] {
+// kindsWhoseRules are the watched kinds whose rules do what does says (copy
+// from the Namespace, or from owners).
+func kindsWhoseRules(watches []config.ResolvedWatch, byKind map[string][]rules.Rule, does func([]rules.Rule) bool) sets.Set[schema.GroupKind] {
 	out := sets.New[schema.GroupKind]()
 	for _, w := range watches {
-		if rules.Copies(byKind[w.GVK.Kind]) {
+		if does(byKind[w.GVK.Kind]) {
 			out.Insert(w.GVK.GroupKind())
 		}
 	}
 	return out
 }
 
-// ownerCopyingKinds are the kinds whose rules copy from owners, and the
-// owner chains' kinds, forbidden ones included: a chain with a kind the cache
-// cannot hold ends early, and its objects would look ownerless.
-func ownerCopyingKinds(watches []config.ResolvedWatch, forbidden []access.Forbidden, byKind map[string][]rules.Rule) (copiers, owners sets.Set[schema.GroupKind]) {
-	copiers, owners = sets.New[schema.GroupKind](), sets.New[schema.GroupKind]()
+// ownerChainKinds are the owner chains' kinds, forbidden ones included: a
+// chain with a kind the cache cannot hold ends early, and its objects would
+// look ownerless.
+func ownerChainKinds(watches []config.ResolvedWatch, forbidden []access.Forbidden) sets.Set[schema.GroupKind] {
+	owners := sets.New[schema.GroupKind]()
 	for _, f := range forbidden {
 		if f.Watch.Owner {
 			owners.Insert(f.Watch.GVK.GroupKind())
 		}
 	}
 	for _, w := range watches {
-		if rules.CopiesFromOwners(byKind[w.GVK.Kind]) {
-			copiers.Insert(w.GVK.GroupKind())
-		}
 		if w.Owner {
 			owners.Insert(w.GVK.GroupKind())
 		}
 	}
-	return copiers, owners
+	return owners
 }
 
 // writesFrozen says why kind's rules may not write: its informer lost its
