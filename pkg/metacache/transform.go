@@ -90,11 +90,10 @@ func (s Shrink) apply(obj metav1.Object) {
 	if s.KeepLabels != nil {
 		obj.SetLabels(filter(obj.GetLabels(), s.KeepLabels))
 	}
-	if s.UnreadFields && s.KeepController {
-		obj.SetOwnerReferences(shareController(obj.GetOwnerReferences()))
-	}
 	if s.UnreadFields {
-		if !s.KeepController {
+		if s.KeepController {
+			obj.SetOwnerReferences(shareController(obj.GetOwnerReferences()))
+		} else {
 			obj.SetOwnerReferences(nil)
 		}
 		obj.SetFinalizers(nil)
