@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/metawatch/metawatch/pkg/access"
+	"github.com/metawatch/metawatch/pkg/admission"
 	"github.com/metawatch/metawatch/pkg/apiserver"
 	"github.com/metawatch/metawatch/pkg/config"
 )
@@ -22,6 +23,8 @@ import (
 // checkOptions are metawatch check's flags.
 type checkOptions struct {
 	file, kubeconfig, as string
+	// live: the check against the cluster is required (a kubeconfig must be given).
+	live bool
 	// rbac also reports what the identity holds beyond the configuration's needs.
 	rbac bool
 	// chartValues is where to write the chart's rbac.kinds for the configuration.
@@ -42,17 +45,19 @@ func runCheck(args []string) int {
 	fs.StringVar(&o.file, "f", "", "The configuration file: a config.yaml or a selectors ConfigMap manifest.")
 	fs.StringVar(&o.file, "config-file", "", "The same as -f, as metawatch itself calls it.")
 	fs.StringVar(&o.kubeconfig, "kubeconfig", os.Getenv("KUBECONFIG"), "Also check against this cluster (kinds, selectors, RBAC).")
+	fs.BoolVar(&o.live, "live", false, "Require the check against the cluster of --kubeconfig (or KUBECONFIG): fail, not skip it, without one. "+
+		"Against a cluster, check also has the API server dry-run the admission policies of rules with atCreation (validating them and compiling their CEL).")
 	fs.StringVar(&o.as, "as", "", "Check RBAC as this user, e.g. system:serviceaccount:metawatch-system:metawatch (impersonation).")
 	fs.BoolVar(&o.rbac, "rbac", false, "Also fail when the identity holds more than the configuration needs: any verb on any resource beyond list and watch of the watched kinds, "+
 		"patch of the kinds rules write, and metawatch's own Events, Leases and selectors ConfigMap (in the --as ServiceAccount's namespace, else default). Needs --kubeconfig.")
 	fs.StringVar(&o.chartValues, "chart-values", "", "Write to this file the chart values (rbac.kinds) whose RBAC is exactly what the configuration needs. Needs --kubeconfig.")
 	o.limits.BindFlags(fs)
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: metawatch check -f FILE [--kubeconfig PATH [--as USER] [--rbac] [--chart-values FILE]] [the guardrail flags metawatch runs with]")
+		fmt.Fprintln(fs.Output(), "usage: metawatch check -f FILE [--kubeconfig PATH [--live] [--as USER] [--rbac] [--chart-values FILE]] [the guardrail flags metawatch runs with]")
 		fs.PrintDefaults()
 	}
 	_ = fs.Parse(args)
-	if o.file == "" || ((o.rbac || o.chartValues != "") && o.kubeconfig == "") {
+	if o.file == "" || ((o.rbac || o.chartValues != "" || o.live) && o.kubeconfig == "") {
 		fs.Usage()
 		return 2
 	}
@@ -74,6 +79,9 @@ func check(ctx context.Context, out io.Writer, o checkOptions) error {
 			return err
 		}
 		fmt.Fprintf(out, "%s: %d watches, %d rules: valid offline, within the guardrails\n", o.file, len(conf.Watches), len(conf.Rules))
+		if names := atCreationRules(conf); len(names) > 0 {
+			fmt.Fprintf(out, "atCreation: %d rules get an admission policy; --live checks them on the cluster: %s\n", len(names), strings.Join(names, ", "))
+		}
 		return nil
 	}
 	fmt.Fprintf(out, "%s: %d watches, %d rules: valid offline\n", o.file, len(conf.Watches), len(conf.Rules))
@@ -100,7 +108,7 @@ func checkCluster(ctx context.Context, out io.Writer, conf *config.Config, o che
 	// What the configuration needs, before the guardrails judge it: the
 	// values' write: true is how the operator lets rules write a kind.
 	if o.chartValues != "" {
-		if err := writeChartValues(o.chartValues, o.file, watches, writtenKinds(conf)); err != nil {
+		if err := writeChartValues(o.chartValues, o.file, watches, writtenKinds(conf), len(atCreationRules(conf)) > 0); err != nil {
 			return err
 		}
 		fmt.Fprintf(out, "chart values for this configuration's RBAC: %s\n", o.chartValues)
@@ -120,11 +128,21 @@ func checkCluster(ctx context.Context, out io.Writer, conf *config.Config, o che
 	if _, _, err := access.Check(ctx, cfg, watches); err != nil {
 		return err
 	}
+	policyDenied, err := policyAccess(ctx, cs, conf)
+	if err != nil {
+		return err
+	}
+	denied = append(denied, policyDenied...)
+	if len(policyDenied) == 0 { // else the dry run is refused too: the denial says why
+		if err := checkPolicies(ctx, out, cfg, cs, admission.Rules(conf, watches, &o.limits.WriteScope, conf.WriteScope)); err != nil {
+			return err
+		}
+	}
 	if len(denied) > 0 {
 		return fmt.Errorf("the identity lacks permissions: %s", strings.Join(denied, "; "))
 	}
 	if o.rbac {
-		return reviewRBAC(ctx, out, cs, reviewNamespace(o.as), configNeeds(watches, writtenKinds(conf)))
+		return reviewRBAC(ctx, out, cs, reviewNamespace(o.as), policyNeeds(configNeeds(watches, writtenKinds(conf)), conf))
 	}
 	return nil
 }

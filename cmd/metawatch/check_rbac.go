@@ -107,11 +107,19 @@ type chartKind struct {
 // writeChartValues writes to path the chart values whose ClusterRole is what
 // the configuration needs: each watched kind, write: true where a rule writes
 // it (which also sets --writable-kinds).
-func writeChartValues(path, source string, watches []config.ResolvedWatch, written map[string]bool) error {
+func writeChartValues(path, source string, watches []config.ResolvedWatch, written map[string]bool, atCreation bool) error {
 	var values struct {
 		RBAC struct {
 			Kinds []chartKind `json:"kinds"`
 		} `json:"rbac"`
+		AtCreation *struct {
+			Enabled bool `json:"enabled"`
+		} `json:"atCreation,omitempty"`
+	}
+	if atCreation {
+		values.AtCreation = &struct {
+			Enabled bool `json:"enabled"`
+		}{Enabled: true}
 	}
 	for _, w := range watches {
 		gr := w.Resource.GroupResource()
@@ -122,7 +130,7 @@ func writeChartValues(path, source string, watches []config.ResolvedWatch, writt
 		return err
 	}
 	header := fmt.Sprintf("# The chart's RBAC for %s (metawatch check --chart-values): list and watch of each watched kind,\n"+
-		"# patch and --writable-kinds for those with write: true. helm install/upgrade -f this file.\n", source)
+		"# patch and --writable-kinds for those with write: true; atCreation for rules with it. helm install/upgrade -f this file.\n", source)
 	if err := os.WriteFile(path, append([]byte(header), data...), 0o644); err != nil { //nolint:gosec // a values file, read by helm
 		return fmt.Errorf("--chart-values: %w", err)
 	}

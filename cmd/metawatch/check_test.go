@@ -14,6 +14,7 @@ func TestCheck(t *testing.T) {
 	cases := map[string]struct {
 		config     string
 		kubeconfig bool
+		flags      []string
 		wantExit   int
 		want       []string
 	}{
@@ -31,6 +32,17 @@ func TestCheck(t *testing.T) {
 			kubeconfig: true, wantExit: 0,
 			want: []string{"KIND", "Pod", "pods", "yes", "Deployment", "deployments.apps", "SUCCESS"},
 		},
+		"a rule with atCreation, its policy compiled by the server": {
+			config:     "watches:\n- kind: Pod\n- kind: Namespace\nrules:\n- {name: team, kinds: [Pod], atCreation: true, match: {labelSelector: '!skip'}, setLabels: {tier: gold}, copyFromNamespace: {labels: [team]}}\n",
+			kubeconfig: true, flags: []string{"--allow-at-creation", "--live"}, wantExit: 0,
+			want: []string{"rule team: MutatingAdmissionPolicy and binding metawatch-team accepted by the server (dry run, CEL compiled)", "SUCCESS"},
+		},
+		"a rule with atCreation, offline": {
+			config:   "watches:\n- kind: Pod\nrules:\n- {name: team, kinds: [Pod], atCreation: true, setLabels: {tier: gold}}\n",
+			flags:    []string{"--allow-at-creation"},
+			wantExit: 0, want: []string{"atCreation: 1 rules get an admission policy; --live checks them on the cluster: team", "SUCCESS"},
+		},
+		"--live without a cluster": {config: "watches:\n- kind: Pod\n", flags: []string{"--live"}, wantExit: 2, want: []string{"usage: metawatch check"}},
 		"an unknown kind on the cluster": {
 			config: "watches:\n- kind: Podz\n", kubeconfig: true, wantExit: 1, want: []string{`watches[0].kind: Invalid value: "Podz"`},
 		},
@@ -41,7 +53,7 @@ func TestCheck(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			args := []string{"check", "-f", writeConfig(t, tc.config)}
+			args := append([]string{"check", "-f", writeConfig(t, tc.config)}, tc.flags...)
 			if tc.kubeconfig {
 				args = append(args, "--kubeconfig", cp.KubeconfigPath)
 			}
@@ -90,6 +102,8 @@ func TestCheckAppliesTheGuardrails(t *testing.T) {
 			want: `rules[0].kinds[0]: Forbidden: rule "spot" may not write Node: it is cluster-scoped, and --writable-kinds=* allows namespaced kinds only`},
 		"a reserved key not allowed": {rule: "{name: zone, kinds: [Pod], setLabels: {topology.kubernetes.io/zone: west}, reservedKeys: [topology.kubernetes.io/zone]}",
 			want: `rules[0].reservedKeys[0]: Forbidden: rule "zone" may not write topology.kubernetes.io/zone: --allowed-reserved-keys allows none`},
+		"atCreation not allowed": {rule: "{name: team, kinds: [Pod], atCreation: true, setLabels: {tier: gold}}",
+			want: `rules[0].atCreation: Forbidden: rule "team" may not apply its keys at creation`},
 		"a cluster-scoped kind and a reserved key the operator allowed": {
 			rule:  "{name: zone, kinds: [Node], setLabels: {topology.kubernetes.io/zone: west}, reservedKeys: [topology.kubernetes.io/zone]}",
 			flags: []string{"--writable-kinds=Pod,Node", "--allowed-reserved-keys=topology.kubernetes.io/zone"}},

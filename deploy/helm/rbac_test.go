@@ -32,7 +32,7 @@ func TestChartRBACIsExactForEachExample(t *testing.T) {
 	for i, example := range examples {
 		t.Run(filepath.Base(example), func(t *testing.T) {
 			values := filepath.Join(t.TempDir(), "values.yaml")
-			out, err := checkAs(example, "", "--chart-values", values, "--writable-kinds=*,Node,Namespace")
+			out, err := checkAs(example, "", "--chart-values", values, "--writable-kinds=*,Node,Namespace", "--allow-at-creation")
 			if err != nil {
 				t.Fatalf("check --chart-values: %v\n%s", err, out)
 			}
@@ -91,13 +91,13 @@ func installRBAC(t *testing.T, ns string, values ...string) []string {
 	var flags []string
 	for _, line := range strings.Split(deployment, "\n") {
 		arg := strings.TrimPrefix(strings.TrimSpace(line), "- ")
-		for _, f := range []string{"--writable-kinds=", "--protected-keys=", "--allowed-reserved-keys="} {
+		for _, f := range []string{"--writable-kinds=", "--protected-keys=", "--allowed-reserved-keys=", "--allow-at-creation="} {
 			if strings.HasPrefix(arg, f) {
 				flags = append(flags, arg)
 			}
 		}
 	}
-	if len(flags) != 3 {
+	if len(flags) != 4 {
 		t.Fatalf("the Deployment's guardrail flags: got %v", flags)
 	}
 	return flags

@@ -15,4 +15,11 @@
 // runs: a key the policy sets is owned by no field manager, so metawatch's
 // apply takes it without a conflict when its source changes, while a hand
 // edit (kubectl label) owns it and conflicts as any other manager's.
+//
+// A generation runs a Syncer for its rules with atCreation: it creates,
+// updates and deletes the policies and bindings metawatch made (by their
+// managed-by label), through the same guard as the controllers' writes, so
+// that one replica at a time writes them and a stalled one cannot undo a
+// newer version. Where the API server does not serve the API, or RBAC
+// forbids it, the rules run without atCreation and the Syncer says so.
 package admission

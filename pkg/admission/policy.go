@@ -3,13 +3,14 @@ package admission
 import (
 	"fmt"
 	"sort"
-	"strings"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/ptr"
+
+	"github.com/metawatch/metawatch/pkg/config"
 )
 
 // Rule is what a policy is made of: a rule's set and copy-from-Namespace
@@ -23,9 +24,13 @@ type Rule struct {
 	Match                       labels.Selector
 	SetLabels, SetAnnotations   map[string]string
 	CopyLabels, CopyAnnotations []string
-	// Namespaces, if not empty, are the only namespaces written;
-	// ExcludeNamespaces are never written (the write scope).
-	Namespaces, ExcludeNamespaces []string
+	// Force: the rule takes keys another field manager set with another
+	// value. Without it, a key the object is created with is left as it is
+	// (the controller would report a conflict and not write it either).
+	Force bool
+	// Scopes are the write scopes (the operator's, the configuration's): an
+	// object is written only in a namespace all of them allow.
+	Scopes []*config.WriteScope
 }
 
 // Resource is one kind a policy applies to.
@@ -34,14 +39,18 @@ type Resource struct {
 	Namespaced bool
 }
 
-// ManagedBy labels every policy and binding metawatch makes, with the rule's name in RuleLabel.
+// ManagedBy is the app.kubernetes.io/managed-by label of every policy and
+// binding metawatch makes: those it updates and deletes, and no other. The
+// rule's name is in the RuleAnnotation (a rule's name may be longer than a
+// label value).
 const (
-	ManagedBy = "metawatch"
-	RuleLabel = "metawatch.dev/rule"
+	ManagedByLabel = "app.kubernetes.io/managed-by"
+	ManagedBy      = "metawatch"
+	RuleAnnotation = "metawatch.dev/rule"
 )
 
 // Name is the name of the policy and of the binding of the rule named rule.
-func Name(rule string) string { return "metawatch-" + rule }
+func Name(rule string) string { return config.PolicyNamePrefix + rule }
 
 // Policy returns the policy and binding that apply r's keys at creation.
 func Policy(r Rule) (*admissionregistrationv1.MutatingAdmissionPolicy, *admissionregistrationv1.MutatingAdmissionPolicyBinding, error) {
@@ -53,13 +62,13 @@ func Policy(r Rule) (*admissionregistrationv1.MutatingAdmissionPolicy, *admissio
 	if len(mutations) == 0 {
 		return nil, nil, fmt.Errorf("rule %q sets and copies nothing: no admission policy to make", r.Name)
 	}
-	meta := metav1.ObjectMeta{Name: Name(r.Name), Labels: map[string]string{"app.kubernetes.io/managed-by": ManagedBy, RuleLabel: r.Name}}
+	meta := metav1.ObjectMeta{Name: Name(r.Name), Labels: map[string]string{ManagedByLabel: ManagedBy}, Annotations: map[string]string{RuleAnnotation: r.Name}}
 	policy := &admissionregistrationv1.MutatingAdmissionPolicy{
 		TypeMeta:   metav1.TypeMeta{APIVersion: admissionregistrationv1.SchemeGroupVersion.String(), Kind: "MutatingAdmissionPolicy"},
 		ObjectMeta: meta,
 		Spec: admissionregistrationv1.MutatingAdmissionPolicySpec{
 			MatchConstraints:   &admissionregistrationv1.MatchResources{ResourceRules: resourceRules(r.Resources)},
-			MatchConditions:    []admissionregistrationv1.MatchCondition{{Name: "rule-match", Expression: match}},
+			MatchConditions:    []admissionregistrationv1.MatchCondition{{Name: "rule-match", Expression: match}, {Name: "write-scope", Expression: scopeCEL(r.Scopes)}},
 			Mutations:          mutations,
 			FailurePolicy:      ptr.To(admissionregistrationv1.Ignore), // a creation never fails because of metawatch
 			ReinvocationPolicy: admissionregistrationv1.NeverReinvocationPolicy,
@@ -69,8 +78,7 @@ func Policy(r Rule) (*admissionregistrationv1.MutatingAdmissionPolicy, *admissio
 		TypeMeta:   metav1.TypeMeta{APIVersion: admissionregistrationv1.SchemeGroupVersion.String(), Kind: "MutatingAdmissionPolicyBinding"},
 		ObjectMeta: *meta.DeepCopy(),
 		Spec: admissionregistrationv1.MutatingAdmissionPolicyBindingSpec{
-			PolicyName:     policy.Name,
-			MatchResources: &admissionregistrationv1.MatchResources{NamespaceSelector: namespaceSelector(r.Namespaces, r.ExcludeNamespaces)},
+			PolicyName: policy.Name,
 		},
 	}
 	return policy, binding, nil
@@ -83,63 +91,59 @@ func orEverything(sel labels.Selector) labels.Selector {
 	return sel
 }
 
-// mutationsOf is one apply configuration for the set keys, and one per
-// copied key, which applies only where the Namespace has the key.
+// mutationsOf is one apply configuration per key: a set key where the
+// object lacks it (any value with Force), a copied key where the Namespace
+// has it and the object lacks it (any value with Force).
 func mutationsOf(r Rule) []admissionregistrationv1.Mutation {
 	var out []admissionregistrationv1.Mutation
-	if set := metadataCEL(mapCEL(r.SetLabels), mapCEL(r.SetAnnotations)); set != "" {
-		out = append(out, applyConfiguration(set))
+	add := func(field, key, valueCEL, when string) {
+		if !r.Force {
+			when = and(when, absent(field, key))
+		}
+		apply := "Object{metadata: Object.metadata{" + field + ": {" + quote(key) + ": " + valueCEL + "}}}"
+		if when != "" {
+			apply = when + " ? " + apply + " : Object{}"
+		}
+		out = append(out, applyConfiguration(apply))
+	}
+	for _, k := range sortedKeys(r.SetLabels) {
+		add("labels", k, quote(r.SetLabels[k]), "")
+	}
+	for _, k := range sortedKeys(r.SetAnnotations) {
+		add("annotations", k, quote(r.SetAnnotations[k]), "")
 	}
 	for _, k := range sorted(r.CopyLabels) {
-		out = append(out, applyConfiguration(copyCEL("labels", k, metadataCEL(fromNamespace("labels", k), ""))))
+		add("labels", k, "namespaceObject.metadata.labels["+quote(k)+"]", inNamespace("labels", k))
 	}
 	for _, k := range sorted(r.CopyAnnotations) {
-		out = append(out, applyConfiguration(copyCEL("annotations", k, metadataCEL("", fromNamespace("annotations", k)))))
+		add("annotations", k, "namespaceObject.metadata.annotations["+quote(k)+"]", inNamespace("annotations", k))
 	}
 	return out
 }
 
+// absent is true where the created object has no key in field.
+func absent(field, key string) string {
+	return "!(has(object.metadata." + field + ") && " + quote(key) + " in object.metadata." + field + ")"
+}
+
+// inNamespace is true where the object's Namespace has key in field.
+func inNamespace(field, key string) string {
+	return "namespaceObject != null && has(namespaceObject.metadata." + field + ") && " + quote(key) + " in namespaceObject.metadata." + field
+}
+
+// and joins two CEL conditions, either of which may be "" (true).
+func and(a, b string) string {
+	switch {
+	case a == "":
+		return b
+	case b == "":
+		return a
+	}
+	return "(" + a + ") && (" + b + ")"
+}
+
 func applyConfiguration(expression string) admissionregistrationv1.Mutation {
 	return admissionregistrationv1.Mutation{PatchType: admissionregistrationv1.PatchTypeApplyConfiguration, ApplyConfiguration: &admissionregistrationv1.ApplyConfiguration{Expression: expression}}
-}
-
-// metadataCEL is an apply configuration of the object's labels and
-// annotations, each a CEL map literal or "" for none; "" if both are.
-func metadataCEL(labelsMap, annotationsMap string) string {
-	var fields []string
-	if labelsMap != "" {
-		fields = append(fields, "labels: "+labelsMap)
-	}
-	if annotationsMap != "" {
-		fields = append(fields, "annotations: "+annotationsMap)
-	}
-	if len(fields) == 0 {
-		return ""
-	}
-	return "Object{metadata: Object.metadata{" + strings.Join(fields, ", ") + "}}"
-}
-
-// mapCEL is m as a CEL map literal, "" if empty.
-func mapCEL(m map[string]string) string {
-	if len(m) == 0 {
-		return ""
-	}
-	entries := make([]string, 0, len(m))
-	for _, k := range sortedKeys(m) {
-		entries = append(entries, quote(k)+": "+quote(m[k]))
-	}
-	return "{" + strings.Join(entries, ", ") + "}"
-}
-
-// fromNamespace is a CEL map literal of the Namespace's key in field.
-func fromNamespace(field, key string) string {
-	return "{" + quote(key) + ": namespaceObject.metadata." + field + "[" + quote(key) + "]}"
-}
-
-// copyCEL applies apply where the Namespace's field has key, else nothing.
-func copyCEL(field, key, apply string) string {
-	return "namespaceObject != null && has(namespaceObject.metadata." + field + ") && " + quote(key) + " in namespaceObject.metadata." + field +
-		" ? " + apply + " : Object{}"
 }
 
 func resourceRules(resources []Resource) []admissionregistrationv1.NamedRuleWithOperations {
@@ -158,21 +162,6 @@ func resourceRules(resources []Resource) []admissionregistrationv1.NamedRuleWith
 	return out
 }
 
-// namespaceSelector selects the namespaces of the write scope by their name
-// label (kubernetes.io/metadata.name, which the API server sets on each).
-func namespaceSelector(include, exclude []string) *metav1.LabelSelector {
-	sel := &metav1.LabelSelector{}
-	if len(include) > 0 {
-		sel.MatchExpressions = append(sel.MatchExpressions, metav1.LabelSelectorRequirement{
-			Key: "kubernetes.io/metadata.name", Operator: metav1.LabelSelectorOpIn, Values: sorted(include)})
-	}
-	if len(exclude) > 0 {
-		sel.MatchExpressions = append(sel.MatchExpressions, metav1.LabelSelectorRequirement{
-			Key: "kubernetes.io/metadata.name", Operator: metav1.LabelSelectorOpNotIn, Values: sorted(exclude)})
-	}
-	return sel
-}
-
 func sorted(s []string) []string {
 	out := append([]string(nil), s...)
 	sort.Strings(out)
@@ -187,3 +176,10 @@ func sortedKeys(m map[string]string) []string {
 	sort.Strings(keys)
 	return keys
 }
+
+// Resources are the resources of what metawatch makes, and Verbs what it
+// does to them (get: to tell a policy of the same name it did not make).
+var (
+	Resources = []string{"mutatingadmissionpolicies", "mutatingadmissionpolicybindings"}
+	Verbs     = []string{"get", "list", "create", "patch", "delete"}
+)

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/metawatch/metawatch/pkg/admission"
+	"github.com/metawatch/metawatch/pkg/config"
 	"github.com/metawatch/metawatch/pkg/testing/controlplane"
 	"github.com/metawatch/metawatch/pkg/testing/testkit"
 )
@@ -38,7 +39,7 @@ func TestPolicyGivesTheKeysAtCreation(t *testing.T) {
 	match, _ := labels.Parse("!example.com/skip")
 	install(t, c, admission.Rule{Name: "team", Resources: []admission.Resource{pods}, Match: match,
 		SetLabels: map[string]string{"tier": "gold"}, SetAnnotations: map[string]string{"example.com/note": `a "quoted" value`},
-		CopyLabels: []string{"team"}, Namespaces: []string{"at-creation", "at-creation-bare"}})
+		CopyLabels: []string{"team"}, Scopes: []*config.WriteScope{{Namespaces: []string{"at-creation", "at-creation-bare"}}}})
 	requireTeam(t, c, "at-creation")
 	waitEffective(t, c, "at-creation")
 
@@ -73,6 +74,10 @@ func TestPolicyGivesTheKeysAtCreation(t *testing.T) {
 	if _, has := skipped.Labels["tier"]; has {
 		t.Errorf("a pod the rule's match leaves out got %v", skipped.Labels)
 	}
+	own := testkit.Pod(t, c, "at-creation", "own-team", map[string]string{"team": "blue", "tier": "silver"})
+	if own.Labels["team"] != "blue" || own.Labels["tier"] != "silver" {
+		t.Errorf("a pod created with its own team and tier got %v: the policy must leave keys the creator set (the controller would not take them without force)", own.Labels)
+	}
 	bare := testkit.Pod(t, c, "at-creation-bare", "bare", nil)
 	if _, has := bare.Labels["team"]; has || bare.Labels["tier"] != "gold" {
 		t.Errorf("a pod of a Namespace without team got %v, want tier only", bare.Labels)
@@ -86,7 +91,7 @@ func TestKeysSetAtCreationAreNobodysUntilEdited(t *testing.T) {
 	controlplane.SkipIfShort(t)
 	c := testkit.Client(t, cp.Config)
 	testkit.Namespace(t, c, "at-creation-owners", map[string]string{"team": "red"})
-	install(t, c, admission.Rule{Name: "team-owners", Resources: []admission.Resource{pods}, CopyLabels: []string{"team"}, Namespaces: []string{"at-creation-owners"}})
+	install(t, c, admission.Rule{Name: "team-owners", Resources: []admission.Resource{pods}, CopyLabels: []string{"team"}, Scopes: []*config.WriteScope{{Namespaces: []string{"at-creation-owners"}}}})
 	waitEffective(t, c, "at-creation-owners")
 	pod := testkit.Pod(t, c, "at-creation-owners", "p", nil)
 	for _, f := range pod.ManagedFields {

@@ -2,12 +2,13 @@ package admission
 
 import (
 	"fmt"
-	"sort"
 	"strconv"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
+
+	"github.com/metawatch/metawatch/pkg/config"
 )
 
 // objectLabels is the created object's labels in CEL, empty when it has none
@@ -36,22 +37,17 @@ func requirementCEL(r labels.Requirement) (string, error) {
 	key := quote(r.Key())
 	has := key + " in " + objectLabels
 	value := objectLabels + "[" + key + "]"
-	values := r.Values().UnsortedList()
-	sort.Strings(values)
-	quoted := make([]string, len(values))
-	for i, v := range values {
-		quoted[i] = quote(v)
-	}
-	list := "[" + strings.Join(quoted, ", ") + "]"
+	values := sorted(r.Values().UnsortedList())
+	list := listCEL(values)
 	switch r.Operator() {
 	case selection.Exists:
 		return has, nil
 	case selection.DoesNotExist:
 		return "!(" + has + ")", nil
 	case selection.Equals, selection.DoubleEquals:
-		return "(" + has + " && " + value + " == " + quoted[0] + ")", nil
+		return "(" + has + " && " + value + " == " + quote(values[0]) + ")", nil
 	case selection.NotEquals:
-		return "(!(" + has + ") || " + value + " != " + quoted[0] + ")", nil
+		return "(!(" + has + ") || " + value + " != " + quote(values[0]) + ")", nil
 	case selection.In:
 		return "(" + has + " && " + value + " in " + list + ")", nil
 	case selection.NotIn:
@@ -62,3 +58,37 @@ func requirementCEL(r labels.Requirement) (string, error) {
 
 // quote is s as a CEL string literal: CEL's escapes are Go's.
 func quote(s string) string { return strconv.Quote(s) }
+
+// requestNamespace is the namespace a request writes in, as the write scope
+// counts it: a Namespace's own name, "" for other cluster-scoped objects.
+const requestNamespace = `(request.resource.group == "" && request.resource.resource == "namespaces" ? object.metadata.name : request.namespace)`
+
+// scopeCEL is true where every scope allows the request's namespace, as
+// config.WriteScope.Allows does.
+func scopeCEL(scopes []*config.WriteScope) string {
+	var terms []string
+	for _, s := range scopes {
+		if s == nil {
+			continue
+		}
+		if len(s.Namespaces) > 0 {
+			terms = append(terms, requestNamespace+" in "+listCEL(s.Namespaces))
+		}
+		if len(s.ExcludeNamespaces) > 0 {
+			terms = append(terms, "!("+requestNamespace+" in "+listCEL(s.ExcludeNamespaces)+")")
+		}
+	}
+	if len(terms) == 0 {
+		return "true"
+	}
+	return requestNamespace + ` == "" || (` + strings.Join(terms, " && ") + ")"
+}
+
+// listCEL is values, sorted, as a CEL list of strings.
+func listCEL(values []string) string {
+	quoted := make([]string, 0, len(values))
+	for _, v := range sorted(values) {
+		quoted = append(quoted, quote(v))
+	}
+	return "[" + strings.Join(quoted, ", ") + "]"
+}

@@ -6,6 +6,8 @@ import (
 
 	"github.com/google/cel-go/cel"
 	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/metawatch/metawatch/pkg/config"
 )
 
 // evalSelector evaluates the selector's CEL on an object with objLabels
@@ -98,4 +100,81 @@ func assertSameVerdict(t *testing.T, selector string, objLabels map[string]strin
 	if got, want := evalSelector(t, expr, objLabels), sel.Matches(labels.Set(objLabels)); got != want {
 		t.Errorf("selector %q on %v: CEL %s says %v, the selector %v", selector, objLabels, expr, got, want)
 	}
+}
+
+// evalScope evaluates the write scope's CEL on a request in namespace ns
+// (for a Namespace, its own name; "" for another cluster-scoped object).
+func evalScope(t *testing.T, expr, resource, ns string) bool {
+	t.Helper()
+	env, err := cel.NewEnv(cel.Variable("object", cel.DynType), cel.Variable("request", cel.DynType))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ast, iss := env.Compile(expr)
+	if iss.Err() != nil {
+		t.Fatalf("%s: %v", expr, iss.Err())
+	}
+	prg, err := env.Program(ast)
+	if err != nil {
+		t.Fatal(err)
+	}
+	request := map[string]any{"resource": map[string]any{"group": "", "resource": resource}, "namespace": ns}
+	name := "obj"
+	if resource == "namespaces" {
+		request["namespace"], name = "", ns
+	}
+	out, _, err := prg.Eval(map[string]any{"request": request, "object": map[string]any{"metadata": map[string]any{"name": name}}})
+	if err != nil {
+		t.Fatalf("%s: %v", expr, err)
+	}
+	return out.Value() == true
+}
+
+func TestScopeCELAllowsWhatTheWriteScopeAllows(t *testing.T) {
+	operator := &config.WriteScope{ExcludeNamespaces: []string{"kube-system"}}
+	own := &config.WriteScope{Namespaces: []string{"shop", "kube-system", "web"}, ExcludeNamespaces: []string{"web"}}
+	cases := map[string]struct {
+		scopes       []*config.WriteScope
+		resource, ns string
+		want         bool
+	}{
+		"no scope allows every namespace":               {resource: "pods", ns: "any", want: true},
+		"a pod in a listed namespace":                   {scopes: []*config.WriteScope{operator, own}, resource: "pods", ns: "shop", want: true},
+		"a pod the operator excludes, listed by config": {scopes: []*config.WriteScope{operator, own}, resource: "pods", ns: "kube-system"},
+		"a pod the config excludes":                     {scopes: []*config.WriteScope{operator, own}, resource: "pods", ns: "web"},
+		"a pod in an unlisted namespace":                {scopes: []*config.WriteScope{nil, own}, resource: "pods", ns: "other"},
+		"a Namespace is in its own namespace":           {scopes: []*config.WriteScope{operator}, resource: "namespaces", ns: "kube-system"},
+		"a Namespace allowed by its name":               {scopes: []*config.WriteScope{own}, resource: "namespaces", ns: "shop", want: true},
+		"another cluster-scoped object is not limited":  {scopes: []*config.WriteScope{own}, resource: "nodes", ns: "", want: true},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if got := evalScope(t, scopeCEL(tc.scopes), tc.resource, tc.ns); got != tc.want {
+				t.Errorf("CEL %s on %s in %q: %v, want %v", scopeCEL(tc.scopes), tc.resource, tc.ns, got, tc.want)
+			}
+		})
+	}
+}
+
+// FuzzScopeCEL: for any two write scopes and namespace, the policy's scope
+// condition allows a pod there exactly when both scopes do.
+func FuzzScopeCEL(f *testing.F) {
+	f.Add("a,b", "c", "", "b", "b")
+	f.Add("", "kube-system", "x", "", "x")
+	f.Fuzz(func(t *testing.T, include1, exclude1, include2, exclude2, ns string) {
+		if ns == "" {
+			return // a pod is always in a namespace
+		}
+		split := func(s string) []string {
+			if s == "" {
+				return nil
+			}
+			return strings.Split(s, ",")
+		}
+		scopes := []*config.WriteScope{{Namespaces: split(include1), ExcludeNamespaces: split(exclude1)}, {Namespaces: split(include2), ExcludeNamespaces: split(exclude2)}}
+		want := scopes[0].Allows(ns) && scopes[1].Allows(ns)
+		if got := evalScope(t, scopeCEL(scopes), "pods", ns); got != want {
+			t.Errorf("scopes %+v %+v on %q: CEL %v, Allows %v", *scopes[0], *scopes[1], ns, got, want)
+		}
+	})
 }

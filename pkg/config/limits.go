@@ -29,6 +29,10 @@ type Limits struct {
 	// (kubernetes.io/, k8s.io/ and their subdomains) that a rule may write
 	// when it lists them under reservedKeys (--allowed-reserved-keys).
 	AllowedReservedKeys []string
+	// AtCreation lets rules have atCreation (--allow-at-creation): metawatch
+	// then creates cluster-wide MutatingAdmissionPolicies, which apply the
+	// rules' keys as objects are created, within these same limits.
+	AtCreation bool
 }
 
 // anyNamespacedKind is the WritableKinds entry that allows every namespaced kind.
@@ -72,8 +76,8 @@ var defaultProtectedKeys = []string{
 
 // String describes the limits for logs.
 func (l *Limits) String() string {
-	return fmt.Sprintf("writes %s in %s; protected keys %s; reserved keys allowed: %s",
-		listOrNone(l.WritableKinds), l.WriteScope.String(), listOrNone(l.ProtectedKeys), listOrNone(l.AllowedReservedKeys))
+	return fmt.Sprintf("writes %s in %s; protected keys %s; reserved keys allowed: %s; atCreation allowed: %t",
+		listOrNone(l.WritableKinds), l.WriteScope.String(), listOrNone(l.ProtectedKeys), listOrNone(l.AllowedReservedKeys), l.AtCreation)
 }
 
 func listOrNone(items []string) string {
@@ -106,6 +110,11 @@ func (l *Limits) check(c *Config, scope KindScope) field.ErrorList {
 		}
 		errs = append(errs, l.checkKinds(i, r, scope)...)
 		errs = append(errs, l.checkKeys(i, r)...)
+		if r.AtCreation && !l.AtCreation {
+			errs = append(errs, field.Forbidden(field.NewPath("rules").Index(i).Child("atCreation"), fmt.Sprintf("rule %q may not apply its keys at creation: "+
+				"that needs cluster-wide admission policies, which the operator has not allowed; they allow them with --allow-at-creation "+
+				"(chart: atCreation.enabled: true), or remove atCreation from the rule", r.Name)))
+		}
 	}
 	return errs
 }

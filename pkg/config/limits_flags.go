@@ -26,6 +26,9 @@ func (l *Limits) BindFlags(fs *flag.FlagSet) {
 	fs.Var(&listFlag{dst: &l.AllowedReservedKeys, parse: keyPattern}, "allowed-reserved-keys",
 		"Comma-separated `keys` under the prefixes Kubernetes reserves (kubernetes.io/, k8s.io/ and subdomains) a rule may write when it lists them under reservedKeys: keys, "+
 			"or prefixes as prefix/*, e.g. topology.kubernetes.io/zone. Default: none. --protected-keys still applies.")
+	fs.BoolVar(&l.AtCreation, "allow-at-creation", l.AtCreation,
+		"Let rules have atCreation: metawatch then keeps one MutatingAdmissionPolicy and binding per such rule, cluster-wide, which apply the rule's keys "+
+			"as objects are created (its identity needs create, patch, list and delete on them). Off: a configuration with atCreation is rejected.")
 }
 
 // listFlag is a comma-separated list whose first Set replaces the default,

@@ -48,6 +48,14 @@ func TestLimitsRejectWhatTheOperatorDidNotAllow(t *testing.T) {
 			flags: []string{"--writable-kinds=*"},
 			want:  []string{"offline whether it is namespaced is unknown"},
 		},
+		"at creation is refused unless the operator allows it": {
+			rules: "- {name: team, kinds: [Pod], atCreation: true, setLabels: {team: red}}",
+			want:  []string{`rules[0].atCreation: Forbidden: rule "team" may not apply its keys at creation`, "--allow-at-creation (chart: atCreation.enabled: true)"},
+		},
+		"at creation allowed by the operator": {
+			rules: "- {name: team, kinds: [Pod], atCreation: true, setLabels: {team: red}}",
+			flags: []string{"--allow-at-creation"},
+		},
 		"a reserved key the operator did not allow is refused at the opt-in": {
 			rules: "- {name: zone, kinds: [Pod], setLabels: {topology.kubernetes.io/zone: west}, reservedKeys: [topology.kubernetes.io/zone]}",
 			want:  []string{`rules[0].reservedKeys[0]: Forbidden: rule "zone" may not write topology.kubernetes.io/zone: --allowed-reserved-keys allows none`},

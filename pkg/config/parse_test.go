@@ -155,10 +155,12 @@ func TestTheShippedSelectorsParseAndResolve(t *testing.T) {
 		t.Fatalf("no selectors found: %v", err)
 	}
 	mapper := newMapper(t)
-	// Within the default guardrails, but for the Node rules of spot-nodes.yaml,
-	// which says what the operator must allow for them.
+	// Within the default guardrails, but for the Node rules of spot-nodes.yaml
+	// and the atCreation of team-at-creation.yaml, which say what the
+	// operator must allow for them.
 	limits := config.DefaultLimits()
 	limits.WritableKinds = append(limits.WritableKinds, "Node")
+	limits.AtCreation = true
 	for _, path := range matches {
 		c, err := config.ParseFile(path)
 		if err != nil {

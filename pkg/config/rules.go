@@ -53,7 +53,8 @@ func validateRule(p *field.Path, r Rule, watched map[string]int) field.ErrorList
 		errs = append(errs, field.Required(p, "a rule needs an action: setLabels, setAnnotations, removeLabels, "+
 			"removeAnnotations, copyFromNamespace, copyFromOwner, requireLabels or requireAnnotations"))
 	}
-	return append(errs, validateRuleKeys(p, r)...)
+	errs = append(errs, validateRuleKeys(p, r)...)
+	return append(errs, validateAtCreation(p, r)...)
 }
 
 func validateRuleKinds(p *field.Path, kinds []string, watched map[string]int) field.ErrorList {

@@ -95,6 +95,26 @@ func TestRuleValidation(t *testing.T) {
 			rules: "- {name: a, kinds: [Pod], copyFromNamespace: {labels: [app]}}\n",
 			want:  []string{"rules[0].copyFromNamespace.labels[0]", "loop"},
 		},
+		"set and copy from the namespace at creation": {
+			rules: "- {name: a, kinds: [Pod, Deployment], atCreation: true, match: {labelSelector: 'tier in (web), !skip'}, setLabels: {x: v}, copyFromNamespace: {labels: [team]}, requireLabels: [owner]}\n",
+		},
+		"at creation with nothing it can apply then": {
+			rules: "- {name: a, kinds: [Pod], atCreation: true, requireLabels: [team]}\n",
+			want:  []string{"rules[0].atCreation: Invalid value: true: applies setLabels, setAnnotations and copyFromNamespace as objects are created, and this rule has none of them"},
+		},
+		"at creation with a removal and a copy from the owner": {
+			rules: "- {name: a, kinds: [Pod], atCreation: true, setLabels: {x: v}, removeLabels: [old], copyFromOwner: {kinds: [Deployment], labels: [team]}}\n",
+			want: []string{"rules[0].atCreation: Invalid value: true: only setLabels, setAnnotations and copyFromNamespace are applied at creation, and this rule also has removeLabels, which only the controller does: move removeLabels into a rule of its own",
+				"also has copyFromOwner"},
+		},
+		"at creation with a numeric match": {
+			rules: "- {name: a, kinds: [Pod], atCreation: true, match: {labelSelector: 'gen>3'}, setLabels: {x: v}}\n",
+			want:  []string{`rules[0].match.labelSelector: Invalid value: "gen>3": with atCreation, the match is evaluated at admission, where a numeric comparison (> or <, on gen) has no equivalent`},
+		},
+		"at creation with a name too long for the policy": {
+			rules: "- {name: " + strings.Repeat("a", 244) + ", kinds: [Pod], atCreation: true, setLabels: {x: v}}\n",
+			want:  []string{"rules[0].name: Invalid value", "shorten the name to 243 characters"},
+		},
 		"a write that keeps matching the watch": {rules: "- {name: a, kinds: [Pod], setLabels: {app: web}}\n"},
 		"a write that stops matching its own match": {
 			rules: "- {name: a, kinds: [Node], match: {labelSelector: '!done'}, setLabels: {done: 'yes'}}\n",

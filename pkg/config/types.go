@@ -68,6 +68,12 @@ type Rule struct {
 	RequireLabels      []string `json:"requireLabels,omitempty"`
 	RequireAnnotations []string `json:"requireAnnotations,omitempty"`
 
+	// AtCreation also applies the rule's setLabels, setAnnotations and
+	// copyFromNamespace as objects of its kinds are created, by a
+	// MutatingAdmissionPolicy metawatch keeps, so that their first version
+	// carries the keys. The controller keeps them afterwards as for any rule.
+	AtCreation bool `json:"atCreation,omitempty"`
+
 	// Force takes ownership of keys another field manager owns with another value.
 	Force bool `json:"force,omitempty"`
 	// ReservedKeys opts in, key by key, to writing keys under the prefixes

@@ -63,10 +63,10 @@ func (r *ruleReconciler) apply(ctx context.Context, obj *metav1.PartialObjectMet
 		changed = changeOf(obj, kept) // yielded keys were not written
 	}
 	switch {
-	case replacedOrGone(err) || notWritten(err):
+	case replacedOrGone(err) || NotWritten(err):
 		log.V(1).Info("not applied: the object is gone or was replaced (the watch will tell), this generation is stopping, or another replica holds its bucket", "uid", obj.UID)
 		return nil
-	case retrySoon(err), staleVersion(err):
+	case RetrySoon(err), staleVersion(err):
 		return err // not a failure: tried again soon, or at once on the object as it is now
 	case err != nil:
 		r.count(changed.rules, metrics.ResultError)

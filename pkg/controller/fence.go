@@ -37,15 +37,15 @@ type ShardGate interface {
 	Pending(uid types.UID) bool
 }
 
-// notWritten reports whether err means the write was not sent on purpose:
+// NotWritten reports whether err means the write was not sent on purpose:
 // the generation is stopping, or another replica holds the object.
-func notWritten(err error) bool { return errors.Is(err, errFenced) || errors.Is(err, errNotOurs) }
+func NotWritten(err error) bool { return errors.Is(err, errFenced) || errors.Is(err, errNotOurs) }
 
-// retrySoon reports whether err means the write was not sent for now and
+// RetrySoon reports whether err means the write was not sent for now and
 // should be tried again shortly, not with the error backoff: its bucket is
 // coming to this replica, or its claim lapsed (a renewal, or another holder,
 // settles it within the lease duration).
-func retrySoon(err error) bool {
+func RetrySoon(err error) bool {
 	return errors.Is(err, errShardPending) || errors.Is(err, fence.ErrLapsed)
 }
 
@@ -95,32 +95,36 @@ func (f *WriteFence) Close(ctx context.Context) bool {
 	}
 }
 
-// patcher is the one write verb metawatch uses: patch (merge or apply).
+// patcher is the one write verb metawatch uses on watched objects: patch
+// (merge or apply).
 type patcher interface {
 	Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.PatchOption) error
 }
 
-// fencedWriter patches through the fence, the shard gate and the claim,
-// any of which may be nil. It has no other verb: a write that did not pass
-// all three could not be written by mistake. obj must carry the uid of the
-// object written.
-type fencedWriter struct {
-	client patcher
-	fence  *WriteFence
-	gate   ShardGate
-	claim  fence.Claim
+// Guard is what every write of a generation passes, in this order: its
+// write fence, the shard gate and the claim, any of which may be nil.
+type Guard struct {
+	Fence *WriteFence
+	Gate  ShardGate
+	Claim fence.Claim
 }
 
-func (w fencedWriter) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
-	if w.fence != nil {
-		if err := w.fence.enter(); err != nil {
+// Guard is what the writes of controllers made with opts pass.
+func (o Options) Guard() Guard { return Guard{Fence: o.Fence, Gate: o.ShardGate, Claim: o.Claim} }
+
+// Write calls write with a context for its request if the guard admits a
+// write of the object keyed uid (its bucket and claim); otherwise it
+// returns why not, which NotWritten or RetrySoon tell apart.
+func (g Guard) Write(ctx context.Context, uid types.UID, write func(context.Context) error) error {
+	if g.Fence != nil {
+		if err := g.Fence.enter(); err != nil {
 			return err
 		}
-		defer w.fence.inflight.Done()
+		defer g.Fence.inflight.Done()
 	}
-	if w.gate != nil {
-		done, ok := w.gate.Begin(obj.GetUID())
-		if !ok && w.gate.Pending(obj.GetUID()) {
+	if g.Gate != nil {
+		done, ok := g.Gate.Begin(uid)
+		if !ok && g.Gate.Pending(uid) {
 			return errShardPending
 		}
 		if !ok {
@@ -130,13 +134,25 @@ func (w fencedWriter) Patch(ctx context.Context, obj client.Object, patch client
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), writeTimeout)
 	defer cancel()
-	if w.claim != nil {
+	if g.Claim != nil {
 		var err error
 		// Checked again as the request is sent (fence.Wrap, after the rate
 		// limiter), and the request ends when the claim does.
-		if ctx, err = fence.Admit(ctx, w.claim, obj.GetUID()); err != nil {
+		if ctx, err = fence.Admit(ctx, g.Claim, uid); err != nil {
 			return err
 		}
 	}
-	return w.client.Patch(ctx, obj, patch, opts...)
+	return write(ctx)
+}
+
+// fencedWriter patches through the guard. It has no other verb: a write
+// that did not pass it could not be written by mistake. obj must carry the
+// uid of the object written.
+type fencedWriter struct {
+	client patcher
+	guard  Guard
+}
+
+func (w fencedWriter) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+	return w.guard.Write(ctx, obj.GetUID(), func(ctx context.Context) error { return w.client.Patch(ctx, obj, patch, opts...) })
 }

@@ -62,7 +62,7 @@ func (k *kindReconciler) Reconcile(ctx context.Context, req reconcile.Request) (
 		return reconcile.Result{}, err
 	}
 	for _, s := range k.steps {
-		if err := s.reconcileObject(ctx, req.NamespacedName, obj); retrySoon(err) {
+		if err := s.reconcileObject(ctx, req.NamespacedName, obj); RetrySoon(err) {
 			// Its bucket is coming to this replica, or its claim lapsed: try
 			// again soon, not with the error backoff (a dead holder's Lease
 			// takes its duration).

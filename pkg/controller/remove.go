@@ -50,10 +50,10 @@ func (r *ruleReconciler) remove(ctx context.Context, obj *metav1.PartialObjectMe
 	target.Namespace, target.Name, target.UID = obj.Namespace, obj.Name, obj.UID // the UID for the shard gate
 	err = r.Writer.Patch(ctx, target, client.RawPatch(types.MergePatchType, patch), client.FieldOwner(FieldManager))
 	switch {
-	case replacedOrGone(err) || notWritten(err):
+	case replacedOrGone(err) || NotWritten(err):
 		log.V(1).Info("not removed: the object is gone or was replaced (the watch will tell), this generation is stopping, or another replica holds its bucket", "uid", obj.UID)
 		return rv, nil
-	case retrySoon(err), staleVersion(err):
+	case RetrySoon(err), staleVersion(err):
 		return rv, err // not a failure: tried again soon, or at once on the object as it is now
 	case err != nil:
 		r.count(involved, metrics.ResultError)

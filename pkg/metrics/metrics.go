@@ -94,6 +94,13 @@ var (
 		Name: "metawatch_writes_frozen",
 		Help: "1 if the kind's rules write nothing (and release nothing) because its list or watch, or the Namespaces' it copies from, is forbidden.",
 	}, []string{"kind"})
+	// AdmissionPolicyReady is 1 for each rule with atCreation whose admission
+	// policy and binding are in place and current, 0 for one whose are not.
+	AdmissionPolicyReady = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "metawatch_admission_policy_ready",
+		Help: "1 if the MutatingAdmissionPolicy and binding of a rule with atCreation are in place and current, 0 if not (the API server does not serve them, " +
+			"RBAC forbids them, or the server refused them: see /readyz and the AtCreationUnavailable Event); absent on a replica that leaves them to another.",
+	}, []string{"rule"})
 	// WatchReady is 1 for each watched kind whose informer has synced, 0 for one that is not (yet), e.g. forbidden.
 	WatchReady = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "metawatch_watch_ready",
@@ -194,6 +201,6 @@ func SetShardingMode(mode string) {
 
 func init() {
 	ctrlmetrics.Registry.MustRegister(Events, CachedObjects, RuleWrites, RuleConflicts, OwnershipFights, RuleViolations,
-		ConfigGeneration, ConfigLastReloadSuccessful, ConfigHash, ConfigReloadRetries, WritesFrozen, WatchReady,
+		ConfigGeneration, ConfigLastReloadSuccessful, ConfigHash, ConfigReloadRetries, WritesFrozen, WatchReady, AdmissionPolicyReady,
 		ShardingMode, ShardDropped, ShardCacheMoves, ShardMovedObjects, BucketsOwned, BucketsUnwritable, WritesFenced, UnchangedEvents)
 }

@@ -79,3 +79,15 @@ func (r *Reloader) reportLoss(g *generation, kind schema.GroupKind, err error) {
 		r.Recorder.Eventf(cm, nil, corev1.EventTypeWarning, ReasonForbidden, "Watch", "%s", eventNote(msg))
 	}
 }
+
+// reportAdmissionProblem reports a rule with atCreation whose admission
+// policy is not in place: the rule runs, its keys come a moment after creation.
+func (r *Reloader) reportAdmissionProblem(rule, problem string) {
+	if r.follower == nil {
+		return // logged by the Syncer; a file has no object to put an Event on
+	}
+	if cm := r.follower.current().cm; cm != nil {
+		r.Recorder.Eventf(cm, nil, corev1.EventTypeWarning, ReasonAtCreationUnavailable, "AdmissionPolicy", "%s",
+			eventNote(fmt.Sprintf("rule %q runs without atCreation: %s", rule, problem)))
+	}
+}

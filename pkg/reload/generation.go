@@ -8,13 +8,16 @@ import (
 	"strings"
 	"time"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/metawatch/metawatch/pkg/access"
+	"github.com/metawatch/metawatch/pkg/admission"
 	"github.com/metawatch/metawatch/pkg/apiserver"
 	"github.com/metawatch/metawatch/pkg/config"
 	"github.com/metawatch/metawatch/pkg/controller"
@@ -41,6 +44,7 @@ type generation struct {
 	// the kinds of the owner chains they read.
 	ownerCopiers, ownerKinds sets.Set[schema.GroupKind]
 	audits                   *controller.Audits
+	policies                 *admission.Syncer // of the rules with atCreation
 	fence                    *controller.WriteFence
 	mgr                      manager.Manager
 	counts                   *metacache.ObjectCounts
@@ -105,6 +109,9 @@ type generationOptions struct {
 	sharding *Sharding
 	// wire is how the cache fetches (status-only updates, connections).
 	wire wire.Options
+	// onAdmissionProblem reports a new reason a rule runs without atCreation.
+	onAdmissionProblem func(rule, problem string)
+	log                logr.Logger
 }
 
 func newGeneration(ctx context.Context, cfg *rest.Config, number int64, r resolved, opts generationOptions) (*generation, error) {
@@ -146,8 +153,30 @@ func newGeneration(ctx context.Context, cfg *rest.Config, number int64, r resolv
 	if err := controller.Setup(mgr, r.watches, rulesByKind, copts); err != nil {
 		return nil, err
 	}
+	if err := g.addPolicies(cfg, mgr, r, opts, copts); err != nil {
+		return nil, err
+	}
 	g.mgr = mgr
 	return g, nil
+}
+
+// addPolicies adds the Syncer of the rules' admission policies (atCreation)
+// to the generation: it writes as its controllers do, through their guard.
+func (g *generation) addPolicies(cfg *rest.Config, mgr manager.Manager, r resolved, opts generationOptions, copts controller.Options) error {
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	g.policies = &admission.Syncer{Rules: admission.Rules(r.conf, r.watches, opts.writeScope, r.conf.WriteScope),
+		Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Discovery: dc, Guard: copts.Guard(), Gate: g.gate,
+		Log: opts.log.WithName("admission-policies"), OnProblem: opts.onAdmissionProblem}
+	if copts.DryRun {
+		if len(g.policies.Rules) > 0 {
+			opts.log.Info("dry run: the admission policies of rules with atCreation are not written", "rules", len(g.policies.Rules))
+		}
+		return nil
+	}
+	return mgr.Add(g.policies)
 }
 
 var namespaceKind = corev1.SchemeGroupVersion.WithKind("Namespace").GroupKind()
@@ -271,6 +300,7 @@ func (g *generation) open() {
 	metrics.WritesFrozen.Reset()
 	g.publishFrozen()
 	metrics.WatchReady.Reset()
+	metrics.AdmissionPolicyReady.Reset()
 	for _, w := range g.watches {
 		ready := 1.0
 		if g.lost.Forbidden(w.GVK.GroupKind()) != nil {
@@ -317,6 +347,7 @@ func (g *generation) ready(req *http.Request) error {
 		problems = append(problems, g.lost.Forbidden(kind).Error())
 	}
 	problems = append(problems, g.frozen()...)
+	problems = append(problems, g.policies.Problems()...)
 	if err := metacache.SyncedCheck(g.mgr.GetCache(), g.watches)(req); err != nil {
 		problems = append(problems, err.Error())
 	}

@@ -28,6 +28,10 @@ const (
 	// ReasonRetrying: a valid configuration could not start for a reason that
 	// is not its own (the API server unreachable, a sync too slow); retried.
 	ReasonRetrying = "ReloadRetrying"
+	// ReasonAtCreationUnavailable: a rule with atCreation runs without it
+	// (the API server does not serve admission policies, RBAC forbids them,
+	// or the server refused one).
+	ReasonAtCreationUnavailable = "AtCreationUnavailable"
 )
 
 // SyncTimeout bounds how long a new generation may take to sync before the
@@ -159,7 +163,7 @@ func (r *Reloader) swap(ctx context.Context, res resolved, superseded func() boo
 		number = old.number + 1
 	}
 	next, err := newGeneration(ctx, r.Config, number, res, generationOptions{controller: r.Controller, onLoss: r.reportLoss, shutdownTimeout: r.shutdownTimeout(), writeScope: &r.limits().WriteScope,
-		sharding: r.Sharding, wire: r.Wire})
+		sharding: r.Sharding, wire: r.Wire, onAdmissionProblem: r.reportAdmissionProblem, log: r.Log})
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,224 @@
+package reload_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/metawatch/metawatch/pkg/admission"
+	"github.com/metawatch/metawatch/pkg/config"
+	"github.com/metawatch/metawatch/pkg/controller"
+	"github.com/metawatch/metawatch/pkg/reload"
+	"github.com/metawatch/metawatch/pkg/testing/controlplane"
+	"github.com/metawatch/metawatch/pkg/testing/testkit"
+)
+
+// atCreationConfig copies team from the Namespace and sets tier on pods of
+// namespaces, at creation and after.
+func atCreationConfig(namespaces ...string) string {
+	return "watches:\n- kind: Namespace\n- kind: Pod\nwriteScope: {namespaces: [" + strings.Join(namespaces, ", ") + "]}\nrules:\n" +
+		"- name: team\n  kinds: [Pod]\n  atCreation: true\n  setLabels: {tier: gold}\n  copyFromNamespace: {labels: [team]}\n"
+}
+
+func allowAtCreation(r *reload.Reloader) {
+	limits := config.DefaultLimits()
+	limits.AtCreation = true
+	r.Limits = &limits
+}
+
+// With atCreation, pods have the rule's keys from their first version: a
+// watch opened before a Deployment is scaled to 50 (by the real
+// kube-controller-manager) and before a kubectl apply of a Namespace and 50
+// pods sees no version without them, and a ValidatingAdmissionPolicy that
+// requires the key admits every pod. Then a change of the Namespace's label
+// reaches every pod with no conflict (the key set at admission is nobody's),
+// and removing the rule removes its policy and binding.
+func TestAtCreationGivesTheKeysFromTheFirstVersion(t *testing.T) {
+	controlplane.SkipIfShort(t)
+	cp.StartControllerManager(t)
+	c := testkit.Client(t, cp.Config)
+	const scaled, applied = "at-creation-scaled", "at-creation-applied"
+	testkit.Namespace(t, c, scaled, map[string]string{"team": "red", "require-team": "true"})
+	requireTeam(t, c)
+	kubectlApply(t, selectors(scaled, atCreationConfig(scaled, applied)))
+	startInstance(t, cp.Config, scaled+"/selectors", allowAtCreation)
+	waitEffective(t, c, scaled)
+
+	w, err := kubernetes.NewForConfigOrDie(cp.Config).CoreV1().Pods("").Watch(t.Context(), metav1.ListOptions{LabelSelector: "app=at-creation"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	web := deployment(scaled, "web", 0)
+	create(t, c, web)
+	testkit.MergePatch(t, c, web, "kubectl-scale", `{"spec":{"replicas":50}}`)
+	kubectlApply(t, namespaceWithPods(applied, 50))
+	seen := map[string]bool{}
+	for len(seen) < 100 {
+		select {
+		case ev := <-w.ResultChan():
+			pod, ok := ev.Object.(*corev1.Pod)
+			if !ok || ev.Type == watch.Bookmark || ev.Type == watch.Error {
+				continue
+			}
+			if pod.Labels["team"] != "red" || pod.Labels["tier"] != "gold" {
+				t.Errorf("a version of %s/%s without the keys: %v", pod.Namespace, pod.Name, pod.Labels)
+			}
+			seen[pod.Namespace+"/"+pod.Name] = true
+		case <-time.After(2 * testkit.Timeout):
+			t.Fatalf("saw %d of 100 pods created", len(seen))
+		}
+	}
+
+	for _, ns := range []string{scaled, applied} {
+		testkit.MergePatch(t, c, namespaceObject(ns), "kubectl-label", `{"metadata":{"labels":{"team":"blue"}}}`)
+	}
+	testkit.WaitFor(t, "every pod to follow its Namespace's team", 2*testkit.Timeout, func() bool {
+		var pods corev1.PodList
+		if err := c.List(t.Context(), &pods, client.MatchingLabels{"app": "at-creation"}); err != nil || len(pods.Items) != 100 {
+			return false
+		}
+		for _, p := range pods.Items {
+			if p.Labels["team"] != "blue" {
+				return false
+			}
+		}
+		return true
+	})
+	for _, ns := range []string{scaled, applied} {
+		if conflicts := conflictEvents(t, c, ns); len(conflicts) > 0 {
+			t.Errorf("%d LabelConflict Events in %s, e.g. %q: a key set at admission must be metawatch's to change", len(conflicts), ns, conflicts[0])
+		}
+	}
+
+	kubectlApply(t, selectors(scaled, "watches:\n- kind: Pod\n"))
+	testkit.WaitFor(t, "the removed rule's policy and binding to be deleted", testkit.Timeout, func() bool {
+		return gone(t, c, &admissionregistrationv1.MutatingAdmissionPolicy{}) && gone(t, c, &admissionregistrationv1.MutatingAdmissionPolicyBinding{})
+	})
+}
+
+func gone(t *testing.T, c client.Client, obj client.Object) bool {
+	err := c.Get(t.Context(), client.ObjectKey{Name: admission.Name("team")}, obj)
+	return apierrors.IsNotFound(err)
+}
+
+func conflictEvents(t *testing.T, c client.Client, ns string) []string {
+	t.Helper()
+	var out []string
+	var pods corev1.PodList
+	if err := c.List(t.Context(), &pods, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pods.Items {
+		for _, e := range testkit.Events(t, c, ns, "Pod", p.Name, controller.ReasonConflict) {
+			out = append(out, e.Note)
+		}
+	}
+	return out
+}
+
+func deployment(ns, name string, replicas int32) *appsv1.Deployment {
+	labels := map[string]string{"app": "at-creation"}
+	return &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: appsv1.DeploymentSpec{
+		Replicas: ptr.To(replicas), Selector: &metav1.LabelSelector{MatchLabels: labels},
+		Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: testkit.PodImage}}}},
+	}}
+}
+
+// namespaceWithPods is one manifest: a Namespace whose team is red, and n pods in it.
+func namespaceWithPods(ns string, n int) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "apiVersion: v1\nkind: Namespace\nmetadata: {name: %s, labels: {team: red, require-team: \"true\"}}\n", ns)
+	for i := range n {
+		fmt.Fprintf(&b, "---\napiVersion: v1\nkind: Pod\nmetadata: {name: p-%d, namespace: %s, labels: {app: at-creation}}\nspec: {containers: [{name: app, image: %s}]}\n", i, ns, testkit.PodImage)
+	}
+	return b.String()
+}
+
+// requireTeam refuses pods without a team label in namespaces labelled
+// require-team=true, as a cluster's own policy would.
+func requireTeam(t *testing.T, c client.Client) {
+	t.Helper()
+	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{ObjectMeta: objectMeta("require-team"), Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+		FailurePolicy: ptr.To(admissionregistrationv1.Fail),
+		MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+			Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create}, Rule: admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods"}}}}}},
+		Validations: []admissionregistrationv1.Validation{{Expression: `has(object.metadata.labels) && "team" in object.metadata.labels`, Message: "pods need a team label"}},
+	}}
+	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{ObjectMeta: objectMeta("require-team"), Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
+		PolicyName: "require-team", ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
+		MatchResources: &admissionregistrationv1.MatchResources{NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"require-team": "true"}}},
+	}}
+	create(t, c, policy)
+	create(t, c, binding)
+	t.Cleanup(func() {
+		_ = c.Delete(t.Context(), binding)
+		_ = c.Delete(t.Context(), policy)
+	})
+}
+
+// waitEffective waits until the API server applies metawatch's policy in ns
+// (it loads policies a moment after they are written): a probe pod gets the
+// Namespace's team.
+func waitEffective(t *testing.T, c client.Client, ns string) {
+	t.Helper()
+	testkit.WaitFor(t, "the admission policy to take effect", 2*testkit.Timeout, func() bool {
+		probe := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, GenerateName: "probe-"},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: testkit.PodImage}}}}
+		if err := c.Create(t.Context(), probe); err != nil {
+			return false // refused by the policy that requires what is not applied yet
+		}
+		defer func() { _ = c.Delete(t.Context(), probe) }()
+		return probe.Labels["team"] != ""
+	})
+}
+
+// Where the API server does not serve MutatingAdmissionPolicy, a rule with
+// atCreation runs without it: the controller still sets its keys, and
+// /readyz/configuration, an Event and metawatch_admission_policy_ready say so.
+func TestAtCreationWithoutTheAPIRunsTheRuleAndSaysSo(t *testing.T) {
+	controlplane.SkipIfShort(t)
+	// A server without the API, as one before Kubernetes 1.36 (or with it
+	// turned off): the resources not served, and the admission plugin off.
+	off, err := controlplane.Start(t.Context(), controlplane.Options{ExtraAPIServerArgs: map[string]string{
+		"runtime-config":            "admissionregistration.k8s.io/v1/mutatingadmissionpolicies=false,admissionregistration.k8s.io/v1/mutatingadmissionpolicybindings=false",
+		"disable-admission-plugins": "ServiceAccount,MutatingAdmissionPolicy", // ServiceAccount: as envtest has it
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = off.Stop() }()
+	c := testkit.Client(t, off.Config)
+	const ns = "at-creation-off"
+	testkit.Namespace(t, c, ns, map[string]string{"team": "red"})
+	if err := testkit.KubectlApply(off.Binaries.Kubectl, off.KubeconfigPath, selectors(ns, atCreationConfig(ns))); err != nil {
+		t.Fatal(err)
+	}
+	inst := startInstance(t, off.Config, ns+"/selectors", allowAtCreation)
+	testkit.Pod(t, c, ns, "p", nil)
+	testkit.WaitFor(t, "the controller to set the keys", testkit.Timeout, func() bool {
+		l := podLabels(t, c, ns, "p")
+		return l["team"] == "red" && l["tier"] == "gold"
+	})
+	testkit.WaitFor(t, "/readyz/configuration to say the rule runs without atCreation", testkit.Timeout, func() bool {
+		return contains(inst.readiness(), `rule "team" runs without atCreation: the API server does not serve MutatingAdmissionPolicy`)
+	})
+	testkit.WaitFor(t, "the AtCreationUnavailable Event", testkit.Timeout, func() bool {
+		return eventWith(t, c, ns, reload.ReasonAtCreationUnavailable, "does not serve MutatingAdmissionPolicy")
+	})
+	if got := testkit.Metric(t, "metawatch_admission_policy_ready", map[string]string{"rule": "team"}); got != 0 {
+		t.Errorf("metawatch_admission_policy_ready{rule=team} = %v without the API, want 0", got)
+	}
+}
