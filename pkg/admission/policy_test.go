@@ -113,7 +113,7 @@ func TestKeysSetAtCreationAreNobodysUntilEdited(t *testing.T) {
 	}
 }
 
-func install(t *testing.T, c client.Client, r admission.Rule) {
+func install(t testing.TB, c client.Client, r admission.Rule) {
 	t.Helper()
 	policy, binding, err := admission.Policy(r)
 	if err != nil {
@@ -150,7 +150,7 @@ func requireTeam(t *testing.T, c client.Client, ns string) {
 // waitEffective waits until the API server applies the new policies in ns
 // (it loads them a moment after they are created): a probe pod gets the
 // Namespace's team.
-func waitEffective(t *testing.T, c client.Client, ns string) {
+func waitEffective(t testing.TB, c client.Client, ns string) {
 	t.Helper()
 	testkit.WaitFor(t, "the policy to take effect", testkit.Timeout, func() bool {
 		probe := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, GenerateName: "probe-"},
