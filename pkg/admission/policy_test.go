@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -15,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/metawatch/metawatch/pkg/admission"
@@ -40,8 +38,8 @@ func TestPolicyGivesTheKeysAtCreation(t *testing.T) {
 	install(t, c, admission.Rule{Name: "team", Resources: []admission.Resource{pods}, Match: match,
 		SetLabels: map[string]string{"tier": "gold"}, SetAnnotations: map[string]string{"example.com/note": `a "quoted" value`},
 		CopyLabels: []string{"team"}, Scopes: []*config.WriteScope{{Namespaces: []string{"at-creation", "at-creation-bare"}}}})
-	requireTeam(t, c, "at-creation")
-	waitEffective(t, c, "at-creation")
+	testkit.RequireLabel(t, c, "require-team", "team", &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": "at-creation"}})
+	testkit.WaitAdmitted(t, c, "at-creation", "team")
 
 	cs := kubernetes.NewForConfigOrDie(cp.Config)
 	w, err := cs.CoreV1().Pods("at-creation").Watch(t.Context(), metav1.ListOptions{LabelSelector: "app=web"})
@@ -92,7 +90,7 @@ func TestKeysSetAtCreationAreNobodysUntilEdited(t *testing.T) {
 	c := testkit.Client(t, cp.Config)
 	testkit.Namespace(t, c, "at-creation-owners", map[string]string{"team": "red"})
 	install(t, c, admission.Rule{Name: "team-owners", Resources: []admission.Resource{pods}, CopyLabels: []string{"team"}, Scopes: []*config.WriteScope{{Namespaces: []string{"at-creation-owners"}}}})
-	waitEffective(t, c, "at-creation-owners")
+	testkit.WaitAdmitted(t, c, "at-creation-owners", "team")
 	pod := testkit.Pod(t, c, "at-creation-owners", "p", nil)
 	for _, f := range pod.ManagedFields {
 		if strings.Contains(f.FieldsV1.GetRawString(), `"f:team"`) {
@@ -124,41 +122,4 @@ func install(t testing.TB, c client.Client, r admission.Rule) {
 			t.Fatalf("creating %s %s: %v", obj.GetObjectKind().GroupVersionKind().Kind, obj.GetName(), err)
 		}
 	}
-}
-
-// requireTeam refuses pods without a team label in ns, as a cluster's
-// policy would.
-func requireTeam(t *testing.T, c client.Client, ns string) {
-	t.Helper()
-	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: "require-team"}, Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
-		FailurePolicy: ptr.To(admissionregistrationv1.Fail),
-		MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{RuleWithOperations: admissionregistrationv1.RuleWithOperations{
-			Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create}, Rule: admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods"}}}}}},
-		Validations: []admissionregistrationv1.Validation{{Expression: `has(object.metadata.labels) && "team" in object.metadata.labels`, Message: "pods need a team label"}},
-	}}
-	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{ObjectMeta: metav1.ObjectMeta{Name: "require-team"}, Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
-		PolicyName: "require-team", ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
-		MatchResources: &admissionregistrationv1.MatchResources{NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": ns}}},
-	}}
-	for _, obj := range []client.Object{policy, binding} {
-		if err := c.Create(t.Context(), obj); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
-// waitEffective waits until the API server applies the new policies in ns
-// (it loads them a moment after they are created): a probe pod gets the
-// Namespace's team.
-func waitEffective(t testing.TB, c client.Client, ns string) {
-	t.Helper()
-	testkit.WaitFor(t, "the policy to take effect", testkit.Timeout, func() bool {
-		probe := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, GenerateName: "probe-"},
-			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: testkit.PodImage}}}}
-		if err := c.Create(t.Context(), probe); err != nil {
-			return false // refused by a policy that requires what is not applied yet
-		}
-		defer func() { _ = c.Delete(t.Context(), probe) }()
-		return probe.Labels["team"] != ""
-	})
 }

@@ -10,11 +10,15 @@ import (
 	"github.com/metawatch/metawatch/pkg/config"
 )
 
-// evalSelector evaluates the selector's CEL on an object with objLabels
-// (nil: an object without labels), as the API server's CEL does.
-func evalSelector(t *testing.T, expr string, objLabels map[string]string) bool {
+// evalCEL evaluates expr with vars (each a dynamic value), as the API
+// server's CEL does, and reports whether it is true.
+func evalCEL(t *testing.T, expr string, vars map[string]any) bool {
 	t.Helper()
-	env, err := cel.NewEnv(cel.Variable("object", cel.DynType))
+	var decls []cel.EnvOption
+	for name := range vars {
+		decls = append(decls, cel.Variable(name, cel.DynType))
+	}
+	env, err := cel.NewEnv(decls...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -26,6 +30,17 @@ func evalSelector(t *testing.T, expr string, objLabels map[string]string) bool {
 	if err != nil {
 		t.Fatal(err)
 	}
+	out, _, err := prg.Eval(vars)
+	if err != nil {
+		t.Fatalf("%s: %v", expr, err)
+	}
+	return out.Value() == true
+}
+
+// evalSelector evaluates the selector's CEL on an object with objLabels
+// (nil: an object without labels).
+func evalSelector(t *testing.T, expr string, objLabels map[string]string) bool {
+	t.Helper()
 	metadata := map[string]any{}
 	if objLabels != nil {
 		l := map[string]any{}
@@ -34,11 +49,7 @@ func evalSelector(t *testing.T, expr string, objLabels map[string]string) bool {
 		}
 		metadata["labels"] = l
 	}
-	out, _, err := prg.Eval(map[string]any{"object": map[string]any{"metadata": metadata}})
-	if err != nil {
-		t.Fatalf("%s: %v", expr, err)
-	}
-	return out.Value() == true
+	return evalCEL(t, expr, map[string]any{"object": map[string]any{"metadata": metadata}})
 }
 
 func TestSelectorCELMatchesAsTheSelector(t *testing.T) {
@@ -106,28 +117,12 @@ func assertSameVerdict(t *testing.T, selector string, objLabels map[string]strin
 // (for a Namespace, its own name; "" for another cluster-scoped object).
 func evalScope(t *testing.T, expr, resource, ns string) bool {
 	t.Helper()
-	env, err := cel.NewEnv(cel.Variable("object", cel.DynType), cel.Variable("request", cel.DynType))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ast, iss := env.Compile(expr)
-	if iss.Err() != nil {
-		t.Fatalf("%s: %v", expr, iss.Err())
-	}
-	prg, err := env.Program(ast)
-	if err != nil {
-		t.Fatal(err)
-	}
 	request := map[string]any{"resource": map[string]any{"group": "", "resource": resource}, "namespace": ns}
 	name := "obj"
 	if resource == "namespaces" {
 		request["namespace"], name = "", ns
 	}
-	out, _, err := prg.Eval(map[string]any{"request": request, "object": map[string]any{"metadata": map[string]any{"name": name}}})
-	if err != nil {
-		t.Fatalf("%s: %v", expr, err)
-	}
-	return out.Value() == true
+	return evalCEL(t, expr, map[string]any{"request": request, "object": map[string]any{"metadata": map[string]any{"name": name}}})
 }
 
 func TestScopeCELAllowsWhatTheWriteScopeAllows(t *testing.T) {

@@ -50,10 +50,10 @@ func TestAtCreationGivesTheKeysFromTheFirstVersion(t *testing.T) {
 	c := testkit.Client(t, cp.Config)
 	const scaled, applied = "at-creation-scaled", "at-creation-applied"
 	testkit.Namespace(t, c, scaled, map[string]string{"team": "red", "require-team": "true"})
-	requireTeam(t, c)
+	testkit.RequireLabel(t, c, "require-team", "team", &metav1.LabelSelector{MatchLabels: map[string]string{"require-team": "true"}})
 	kubectlApply(t, selectors(scaled, atCreationConfig(scaled, applied)))
 	startInstance(t, cp.Config, scaled+"/selectors", allowAtCreation)
-	waitEffective(t, c, scaled)
+	testkit.WaitAdmitted(t, c, scaled, "team")
 
 	w, err := kubernetes.NewForConfigOrDie(cp.Config).CoreV1().Pods("").Watch(t.Context(), metav1.ListOptions{LabelSelector: "app=at-creation"})
 	if err != nil {
@@ -145,44 +145,6 @@ func namespaceWithPods(ns string, n int) string {
 		fmt.Fprintf(&b, "---\napiVersion: v1\nkind: Pod\nmetadata: {name: p-%d, namespace: %s, labels: {app: at-creation}}\nspec: {containers: [{name: app, image: %s}]}\n", i, ns, testkit.PodImage)
 	}
 	return b.String()
-}
-
-// requireTeam refuses pods without a team label in namespaces labelled
-// require-team=true, as a cluster's own policy would.
-func requireTeam(t *testing.T, c client.Client) {
-	t.Helper()
-	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{ObjectMeta: objectMeta("require-team"), Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
-		FailurePolicy: ptr.To(admissionregistrationv1.Fail),
-		MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{RuleWithOperations: admissionregistrationv1.RuleWithOperations{
-			Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create}, Rule: admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods"}}}}}},
-		Validations: []admissionregistrationv1.Validation{{Expression: `has(object.metadata.labels) && "team" in object.metadata.labels`, Message: "pods need a team label"}},
-	}}
-	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{ObjectMeta: objectMeta("require-team"), Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
-		PolicyName: "require-team", ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
-		MatchResources: &admissionregistrationv1.MatchResources{NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"require-team": "true"}}},
-	}}
-	create(t, c, policy)
-	create(t, c, binding)
-	t.Cleanup(func() {
-		_ = c.Delete(t.Context(), binding)
-		_ = c.Delete(t.Context(), policy)
-	})
-}
-
-// waitEffective waits until the API server applies metawatch's policy in ns
-// (it loads policies a moment after they are written): a probe pod gets the
-// Namespace's team.
-func waitEffective(t *testing.T, c client.Client, ns string) {
-	t.Helper()
-	testkit.WaitFor(t, "the admission policy to take effect", 2*testkit.Timeout, func() bool {
-		probe := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, GenerateName: "probe-"},
-			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: testkit.PodImage}}}}
-		if err := c.Create(t.Context(), probe); err != nil {
-			return false // refused by the policy that requires what is not applied yet
-		}
-		defer func() { _ = c.Delete(t.Context(), probe) }()
-		return probe.Labels["team"] != ""
-	})
 }
 
 // Where the API server does not serve MutatingAdmissionPolicy, a rule with
