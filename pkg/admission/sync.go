@@ -104,6 +104,8 @@ func (s *Syncer) sync(ctx context.Context) time.Duration {
 	}
 	existing, err := s.list(ctx)
 	switch {
+	case ctx.Err() != nil:
+		return 0 // the generation stops: not a problem of the rules
 	case err != nil && len(s.Rules) == 0:
 		s.Log.V(1).Info("cannot list admission policies to delete those of removed rules", "error", err.Error())
 		return 0 // without the permission, none was made by this identity
@@ -117,7 +119,11 @@ func (s *Syncer) sync(ctx context.Context) time.Duration {
 	}
 	next := resync
 	for _, r := range s.Rules {
-		next = min(next, s.report(r.Name, s.put(ctx, r, existing)))
+		err := s.put(ctx, r, existing)
+		if ctx.Err() != nil {
+			return 0
+		}
+		next = min(next, s.report(r.Name, err))
 	}
 	if err := s.removeStale(ctx, existing); err != nil {
 		s.Log.Error(err, "deleting the admission policies of removed rules")
