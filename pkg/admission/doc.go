@@ -5,8 +5,8 @@
 // them, where metawatch's own write comes milliseconds to seconds later.
 //
 // The policy is the rule's set and copy-from-Namespace actions as CEL: the
-// rule's match selector becomes its match conditions, the write scope its
-// binding's namespace selector, and each key an apply configuration (a copied
+// rule's match selector becomes its match conditions, the write scope
+// another match condition, and each key an apply configuration (a copied
 // key only where the Namespace has it). Its failure policy is Ignore: a
 // creation never fails because of metawatch. The controller keeps existing
 // objects, and later changes, in sync as for any rule.

@@ -94,20 +94,22 @@ func (c change) empty() bool {
 func changeOf(obj *metav1.PartialObjectMetadata, res rules.Result) change {
 	mine := ownedKeys(obj)
 	c := change{rules: sets.New[string]()}
-	c.setLabels, c.releaseLabels = diffOwned(c.rules, obj.Labels, res.Labels, mine.labels.UnsortedList())
-	c.setAnnotations, c.releaseAnnotations = diffOwned(c.rules, obj.Annotations, res.Annotations, mine.annotations.UnsortedList())
+	c.setLabels, c.releaseLabels = diffOwned(c.rules, obj.Labels, res.Labels, mine.labels)
+	c.setAnnotations, c.releaseAnnotations = diffOwned(c.rules, obj.Annotations, res.Annotations, mine.annotations)
 	return c
 }
 
-func diffOwned(involved sets.Set[string], current map[string]string, desired map[string]rules.Owned, mine []string) (set map[string]string, release []string) {
+// diffOwned is what to apply (a key missing or with another value, or one
+// to adopt that metawatch does not own yet) and what to release.
+func diffOwned(involved sets.Set[string], current map[string]string, desired map[string]rules.Owned, mine sets.Set[string]) (set map[string]string, release []string) {
 	set = map[string]string{}
 	for k, o := range desired {
-		if v, ok := current[k]; !ok || v != o.Value {
+		if v, ok := current[k]; !ok || v != o.Value || (o.Adopt && !mine.Has(k)) {
 			set[k] = o.Value
 			involved.Insert(o.Rule)
 		}
 	}
-	for _, k := range mine {
+	for k := range mine {
 		if _, wanted := desired[k]; !wanted {
 			release = append(release, k)
 		}

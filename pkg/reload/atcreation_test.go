@@ -81,20 +81,15 @@ func TestAtCreationGivesTheKeysFromTheFirstVersion(t *testing.T) {
 		}
 	}
 
-	for _, ns := range []string{scaled, applied} {
-		testkit.MergePatch(t, c, namespaceObject(ns), "kubectl-label", `{"metadata":{"labels":{"team":"blue"}}}`)
-	}
+	// The keys set at admission are metawatch's to change and to release:
+	// one Namespace's team changes, the other's goes.
+	testkit.MergePatch(t, c, namespaceObject(scaled), "kubectl-label", `{"metadata":{"labels":{"team":"blue"}}}`)
+	testkit.MergePatch(t, c, namespaceObject(applied), "kubectl-label", `{"metadata":{"labels":{"team":null}}}`)
 	testkit.WaitFor(t, "every pod to follow its Namespace's team", 2*testkit.Timeout, func() bool {
-		var pods corev1.PodList
-		if err := c.List(t.Context(), &pods, client.MatchingLabels{"app": "at-creation"}); err != nil || len(pods.Items) != 100 {
-			return false
-		}
-		for _, p := range pods.Items {
-			if p.Labels["team"] != "blue" {
-				return false
-			}
-		}
-		return true
+		return everyPod(t, c, func(p corev1.Pod) bool {
+			want := map[string]string{scaled: "blue", applied: ""}[p.Namespace]
+			return p.Labels["team"] == want
+		})
 	})
 	for _, ns := range []string{scaled, applied} {
 		if conflicts := conflictEvents(t, c, ns); len(conflicts) > 0 {
@@ -102,10 +97,28 @@ func TestAtCreationGivesTheKeysFromTheFirstVersion(t *testing.T) {
 		}
 	}
 
-	kubectlApply(t, selectors(scaled, "watches:\n- kind: Pod\n"))
+	// Another rule keeps Pods under rules: a kind with none is not reconciled at all.
+	kubectlApply(t, selectors(scaled, "watches:\n- kind: Pod\nwriteScope: {namespaces: ["+scaled+", "+applied+"]}\nrules:\n- {name: other, kinds: [Pod], requireLabels: [app]}\n"))
 	testkit.WaitFor(t, "the removed rule's policy and binding to be deleted", testkit.Timeout, func() bool {
 		return gone(t, c, &admissionregistrationv1.MutatingAdmissionPolicy{}) && gone(t, c, &admissionregistrationv1.MutatingAdmissionPolicyBinding{})
 	})
+	testkit.WaitFor(t, "the removed rule's tier to be released from every pod", testkit.Timeout, func() bool {
+		return everyPod(t, c, func(p corev1.Pod) bool { return p.Labels["tier"] == "" })
+	})
+}
+
+// everyPod reports whether the test's 100 pods all exist and satisfy ok.
+func everyPod(t *testing.T, c client.Client, ok func(corev1.Pod) bool) bool {
+	var pods corev1.PodList
+	if err := c.List(t.Context(), &pods, client.MatchingLabels{"app": "at-creation"}); err != nil || len(pods.Items) != 100 {
+		return false
+	}
+	for _, p := range pods.Items {
+		if !ok(p) {
+			return false
+		}
+	}
+	return true
 }
 
 func gone(t *testing.T, c client.Client, obj client.Object) bool {

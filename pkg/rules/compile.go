@@ -27,7 +27,7 @@ func Compile(c *config.Config) (map[string][]Rule, error) {
 
 func compileRule(cr config.Rule) (Rule, error) {
 	r := Rule{
-		Name: cr.Name, Force: cr.Force,
+		Name: cr.Name, Force: cr.Force, AtCreation: cr.AtCreation,
 		SetLabels: cr.SetLabels, SetAnnotations: cr.SetAnnotations,
 		RemoveLabels: cr.RemoveLabels, RemoveAnnotations: cr.RemoveAnnotations,
 		RequireLabels: cr.RequireLabels, RequireAnnotations: cr.RequireAnnotations,

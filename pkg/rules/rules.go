@@ -21,6 +21,9 @@ type Rule struct {
 	OwnerLabels, OwnerAnnotations     []string
 	RequireLabels, RequireAnnotations []string
 	Force                             bool
+	// AtCreation: an admission policy also sets the keys as objects are
+	// created (see Owned.Adopt).
+	AtCreation bool
 }
 
 // Metadata is what rules read of an object or a namespace.
@@ -54,6 +57,11 @@ type Owned struct {
 	Value string
 	Rule  string
 	Force bool
+	// Adopt: the rule's admission policy may have set the key, and a key set
+	// at admission is owned by no field manager. It is applied even when its
+	// value is right, so that metawatch owns it (and releases it when the
+	// rule no longer wants it, and puts a hand edit back).
+	Adopt bool
 }
 
 // Violation is a rule's requirement an object does not meet.
@@ -109,7 +117,7 @@ func (res *Result) apply(r Rule, obj Metadata, src Sources) {
 
 func own(dst map[string]Owned, r Rule, values map[string]string) {
 	for k, v := range values {
-		dst[k] = Owned{Value: v, Rule: r.Name, Force: r.Force}
+		dst[k] = Owned{Value: v, Rule: r.Name, Force: r.Force, Adopt: r.AtCreation}
 	}
 }
 
