@@ -63,17 +63,11 @@ func checkPolicies(ctx context.Context, out io.Writer, cfg *rest.Config, cs kube
 	return nil
 }
 
+// servesPolicies is admission.Served; check counts an unanswered discovery
+// as not served (a warning).
 func servesPolicies(cs kubernetes.Interface) bool {
-	list, err := cs.Discovery().ServerResourcesForGroupVersion(admissionregistrationv1.SchemeGroupVersion.String())
-	if err != nil {
-		return false
-	}
-	for _, r := range list.APIResources {
-		if r.Name == admission.Resources[0] {
-			return true
-		}
-	}
-	return false
+	served, err := admission.Served(cs.Discovery())
+	return err == nil && served
 }
 
 func dryRunPolicy(ctx context.Context, c client.Client, r admission.Rule) error {

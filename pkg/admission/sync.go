@@ -90,7 +90,7 @@ func (s *Syncer) Start(ctx context.Context) error {
 // has atCreation, and nothing of metawatch's is left to delete).
 func (s *Syncer) sync(ctx context.Context) time.Duration {
 	resync := s.resync()
-	served, err := s.served()
+	served, err := Served(s.Discovery)
 	switch {
 	case err != nil:
 		s.failAll(fmt.Sprintf("cannot tell whether the API server serves MutatingAdmissionPolicy: %v", err))
@@ -132,10 +132,9 @@ func (s *Syncer) sync(ctx context.Context) time.Duration {
 	return next
 }
 
-// served reports whether the API server serves MutatingAdmissionPolicy.
-func (s *Syncer) served() (bool, error) {
-	gv := admissionregistrationv1.SchemeGroupVersion.String()
-	list, err := s.Discovery.ServerResourcesForGroupVersion(gv)
+// Served reports whether the API server serves MutatingAdmissionPolicy.
+func Served(dc discovery.DiscoveryInterface) (bool, error) {
+	list, err := dc.ServerResourcesForGroupVersion(admissionregistrationv1.SchemeGroupVersion.String())
 	if apierrors.IsNotFound(err) {
 		return false, nil
 	}
@@ -143,7 +142,7 @@ func (s *Syncer) served() (bool, error) {
 		return false, err
 	}
 	for _, r := range list.APIResources {
-		if r.Name == "mutatingadmissionpolicies" {
+		if r.Name == Resources[0] {
 			return true, nil
 		}
 	}
