@@ -5,8 +5,9 @@
 // them, where metawatch's own write comes milliseconds to seconds later.
 //
 // The policy is the rule's set and copy-from-Namespace actions as CEL: the
-// rule's match selector becomes its match conditions, the write scope
-// another match condition, and each key an apply configuration (a copied
+// rule's match selector, the write scope and the watches of its kinds
+// become its match conditions (it writes only what the controller caches
+// and may write), and each key an apply configuration (a copied
 // key only where the Namespace has it). Its failure policy is Ignore: a
 // creation never fails because of metawatch. The controller keeps existing
 // objects, and later changes, in sync as for any rule.
@@ -17,8 +18,8 @@
 // edit (kubectl label) owns it and conflicts as any other manager's.
 //
 // A generation runs a Syncer for its rules with atCreation: it creates,
-// updates and deletes the policies and bindings metawatch made (by their
-// managed-by label), through the same guard as the controllers' writes, so
+// updates and deletes the policies and bindings its installation made (by
+// their managed-by and installation labels), through the same guard as the controllers' writes, so
 // that one replica at a time writes them and a stalled one cannot undo a
 // newer version. Where the API server does not serve the API, or RBAC
 // forbids it, the rules run without atCreation and the Syncer says so.

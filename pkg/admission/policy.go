@@ -6,6 +6,7 @@ import (
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/ptr"
@@ -37,6 +38,12 @@ type Rule struct {
 type Resource struct {
 	schema.GroupVersionResource
 	Namespaced bool
+	// Namespaces, Label and Field are the kind's watch: the policy writes
+	// only objects the controller caches, which it alone can keep and
+	// release. Empty or nil: every object of the kind.
+	Namespaces []string
+	Label      labels.Selector
+	Field      fields.Selector
 }
 
 // ManagedBy is the app.kubernetes.io/managed-by label of every policy and
@@ -58,6 +65,10 @@ func Policy(r Rule) (*admissionregistrationv1.MutatingAdmissionPolicy, *admissio
 	if err != nil {
 		return nil, nil, fmt.Errorf("rule %q: match.labelSelector: %w", r.Name, err)
 	}
+	watched, err := watchedCEL(r.Resources)
+	if err != nil {
+		return nil, nil, fmt.Errorf("rule %q: %w", r.Name, err)
+	}
 	mutations := mutationsOf(r)
 	if len(mutations) == 0 {
 		return nil, nil, fmt.Errorf("rule %q sets and copies nothing: no admission policy to make", r.Name)
@@ -67,8 +78,9 @@ func Policy(r Rule) (*admissionregistrationv1.MutatingAdmissionPolicy, *admissio
 		TypeMeta:   metav1.TypeMeta{APIVersion: admissionregistrationv1.SchemeGroupVersion.String(), Kind: "MutatingAdmissionPolicy"},
 		ObjectMeta: meta,
 		Spec: admissionregistrationv1.MutatingAdmissionPolicySpec{
-			MatchConstraints:   &admissionregistrationv1.MatchResources{ResourceRules: resourceRules(r.Resources)},
-			MatchConditions:    []admissionregistrationv1.MatchCondition{{Name: "rule-match", Expression: match}, {Name: "write-scope", Expression: scopeCEL(r.Scopes)}},
+			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: resourceRules(r.Resources)},
+			MatchConditions: []admissionregistrationv1.MatchCondition{
+				{Name: "rule-match", Expression: match}, {Name: "write-scope", Expression: scopeCEL(r.Scopes)}, {Name: "watched", Expression: watched}},
 			Mutations:          mutations,
 			FailurePolicy:      ptr.To(admissionregistrationv1.Ignore), // a creation never fails because of metawatch
 			ReinvocationPolicy: admissionregistrationv1.NeverReinvocationPolicy,

@@ -50,5 +50,5 @@ func setUpPodCreate(b *testing.B, c client.Client) {
 	rule := admission.Rule{Name: "bench", Resources: []admission.Resource{pods}, SetLabels: map[string]string{"tier": "gold"},
 		CopyLabels: []string{"team", "cost-center"}, Scopes: []*config.WriteScope{{Namespaces: []string{"bench-with"}}}}
 	install(b, c, rule)
-	testkit.WaitAdmitted(b, c, "bench-with", "team")
+	testkit.WaitAdmitted(b, c, "bench-with", "team", nil)
 }

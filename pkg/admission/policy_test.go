@@ -39,7 +39,7 @@ func TestPolicyGivesTheKeysAtCreation(t *testing.T) {
 		SetLabels: map[string]string{"tier": "gold"}, SetAnnotations: map[string]string{"example.com/note": `a "quoted" value`},
 		CopyLabels: []string{"team"}, Scopes: []*config.WriteScope{{Namespaces: []string{"at-creation", "at-creation-bare"}}}})
 	testkit.RequireLabel(t, c, "require-team", "team", &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": "at-creation"}})
-	testkit.WaitAdmitted(t, c, "at-creation", "team")
+	testkit.WaitAdmitted(t, c, "at-creation", "team", nil)
 
 	cs := kubernetes.NewForConfigOrDie(cp.Config)
 	w, err := cs.CoreV1().Pods("at-creation").Watch(t.Context(), metav1.ListOptions{LabelSelector: "app=web"})
@@ -90,7 +90,7 @@ func TestKeysSetAtCreationAreNobodysUntilEdited(t *testing.T) {
 	c := testkit.Client(t, cp.Config)
 	testkit.Namespace(t, c, "at-creation-owners", map[string]string{"team": "red"})
 	install(t, c, admission.Rule{Name: "team-owners", Resources: []admission.Resource{pods}, CopyLabels: []string{"team"}, Scopes: []*config.WriteScope{{Namespaces: []string{"at-creation-owners"}}}})
-	testkit.WaitAdmitted(t, c, "at-creation-owners", "team")
+	testkit.WaitAdmitted(t, c, "at-creation-owners", "team", nil)
 	pod := testkit.Pod(t, c, "at-creation-owners", "p", nil)
 	for _, f := range pod.ManagedFields {
 		if strings.Contains(f.FieldsV1.GetRawString(), `"f:team"`) {
@@ -108,6 +108,41 @@ func TestKeysSetAtCreationAreNobodysUntilEdited(t *testing.T) {
 	testkit.MergePatch(t, c, pod, "kubectl-label", `{"metadata":{"labels":{"team":"green"}}}`)
 	if err := apply("blue"); !apierrors.IsConflict(err) {
 		t.Fatalf("metawatch's apply after a hand edit: %v, want a conflict", err)
+	}
+}
+
+// The policy writes only objects the watch of their kind caches: the
+// controller never sees the others, and could not release what it set.
+func TestPolicyWritesOnlyWhatTheWatchCaches(t *testing.T) {
+	controlplane.SkipIfShort(t)
+	c := testkit.Client(t, cp.Config)
+	testkit.Namespace(t, c, "at-creation-watched", nil)
+	testkit.Namespace(t, c, "at-creation-unwatched", nil)
+	watches := "watches:\n- kind: Pod\n  namespaces: [at-creation-watched, at-creation-unwatched]\n  labelSelector: app=shop\n" +
+		"  fieldSelector: metadata.namespace!=at-creation-unwatched,status.phase!=Failed,spec.nodeName!=retired\n"
+	conf, err := config.Parse([]byte(watches + "rules:\n- {name: watched, kinds: [Pod], atCreation: true, setLabels: {tier: gold}}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rules := admission.Rules(conf, testkit.Resolve(t, cp.Config, watches))
+	if len(rules) != 1 {
+		t.Fatalf("rules with atCreation: %+v", rules)
+	}
+	install(t, c, rules[0])
+	testkit.WaitAdmitted(t, c, "at-creation-watched", "tier", map[string]string{"app": "shop"})
+	onRetired := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "at-creation-watched", Name: "on-retired", Labels: map[string]string{"app": "shop"}},
+		Spec: corev1.PodSpec{NodeName: "retired", Containers: []corev1.Container{{Name: "app", Image: testkit.PodImage}}}}
+	if err := c.Create(t.Context(), onRetired); err != nil {
+		t.Fatal(err)
+	}
+	for name, pod := range map[string]*corev1.Pod{
+		"a pod the label selector leaves out":           testkit.Pod(t, c, "at-creation-watched", "other-app", map[string]string{"app": "other"}),
+		"a pod the field selector leaves out":           testkit.Pod(t, c, "at-creation-unwatched", "shop", map[string]string{"app": "shop"}),
+		"a pod on a node the field selector leaves out": onRetired,
+	} {
+		if tier, has := pod.Labels["tier"]; has {
+			t.Errorf("%s got tier=%s at creation: the controller never sees it, nor could release the key", name, tier)
+		}
 	}
 }
 

@@ -13,7 +13,7 @@ import (
 func Rules(conf *config.Config, watches []config.ResolvedWatch, scopes ...*config.WriteScope) []Rule {
 	resources := map[string]Resource{}
 	for _, w := range watches {
-		resources[w.GVK.Kind] = Resource{GroupVersionResource: w.Resource, Namespaced: w.Namespaced}
+		resources[w.GVK.Kind] = Resource{GroupVersionResource: w.Resource, Namespaced: w.Namespaced, Namespaces: w.Namespaces, Label: w.Label, Field: w.Field}
 	}
 	var out []Rule
 	for _, r := range conf.Rules {

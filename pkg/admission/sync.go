@@ -11,6 +11,7 @@ import (
 	"github.com/go-logr/logr"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -19,11 +20,11 @@ import (
 )
 
 // Syncer keeps the cluster's admission policies and bindings equal to
-// Rules: it creates or updates one pair per rule, and deletes the pairs it
-// made (app.kubernetes.io/managed-by=metawatch) whose rule is gone. It runs
-// in a generation, as a Runnable of its Manager: it writes only once Gate
-// closes, through Guard, like the generation's controllers, so that one
-// replica at a time writes a pair, and not after its claim has lapsed.
+// Rules: it creates or updates one pair per rule, and deletes the pairs of
+// its installation whose rule is gone. It runs in a generation, as a
+// Runnable of its Manager: it writes only once Gate closes, through Guard,
+// like the generation's controllers, so that one replica at a time writes a
+// pair, and not after its claim has lapsed.
 //
 // Where the API server does not serve MutatingAdmissionPolicy, or RBAC
 // forbids it, the rules run without atCreation: the controller alone keeps
@@ -31,6 +32,10 @@ import (
 // metawatch_admission_policy_ready and OnProblem (an Event).
 type Syncer struct {
 	Rules []Rule
+	// Installation names the configuration the rules come from (the
+	// ConfigMap's namespace/name): the pairs of another installation of
+	// metawatch are not this one's to update or delete.
+	Installation string
 	// Client writes (built with fence.Wrap, for Guard's claim); Reader
 	// lists, uncached; Discovery tells whether the API is served.
 	Client    client.Client
@@ -39,24 +44,42 @@ type Syncer struct {
 	Guard     controller.Guard
 	// Gate holds every write until it is closed (the generation opens).
 	Gate <-chan struct{}
-	// Resync is how often the pairs are checked again (a pair deleted by
-	// hand comes back, the API server may start serving the API); 0: a minute.
+	// Resync is how often the pairs are checked again (a pair deleted or
+	// edited by hand comes back, the API server may start serving the
+	// API); 0: a minute.
 	Resync time.Duration
 	Log    logr.Logger
-	// OnProblem, when set, is told each new reason a rule's pair is not in place.
+	// OnProblem, when set, is told each change of the reason a rule's pair
+	// is not in place ("" once it is).
 	OnProblem func(rule, problem string)
 
 	mu       sync.Mutex
 	problems map[string]string // rule → why its pair is not in place
+	// written is the resourceVersion of each object as this Syncer last
+	// wrote it: one still at it is not written again.
+	written map[string]string
+	// failures counts the passes in a row that met a transient error.
+	failures int
 }
 
 // The guard's key of a rule's pair: sharded, the replica holding its bucket
 // writes it.
-func guardKey(name string) string { return "admission-policy/" + name }
+func guardKey(name string) types.UID { return types.UID("admission-policy/" + name) }
 
 // errRetrySoon: a write was not sent for now (a claim lapsed, a bucket
-// coming); the pass is repeated shortly.
+// coming, another wrote since the list); the pass is repeated shortly.
 var errRetrySoon = errors.New("retry soon")
+
+// lastingError is a write that fails the same way until someone acts (a
+// policy of the name that is not metawatch's, RBAC, a refused policy): it
+// is tried again at the next resync, not in a loop.
+type lastingError struct{ error }
+
+func (e lastingError) Unwrap() error { return e.error }
+
+func lasting(err error) error { return lastingError{err} }
+
+func isLasting(err error) bool { return errors.As(err, new(lastingError)) }
 
 const (
 	retrySoonAfter = time.Second
@@ -87,49 +110,72 @@ func (s *Syncer) Start(ctx context.Context) error {
 }
 
 // sync is one pass; it returns when to pass again, 0 for never (no rule
-// has atCreation, and nothing of metawatch's is left to delete).
+// has atCreation, and nothing of this installation's is left to delete).
 func (s *Syncer) sync(ctx context.Context) time.Duration {
-	resync := s.resync()
 	served, err := Served(s.Discovery)
 	switch {
 	case err != nil:
 		s.failAll(fmt.Sprintf("cannot tell whether the API server serves MutatingAdmissionPolicy: %v", err))
-		return failedAfter
+		return s.failed()
 	case !served && len(s.Rules) == 0:
 		return 0
 	case !served:
-		s.failAll("the API server does not serve MutatingAdmissionPolicy (admissionregistration.k8s.io/v1, Kubernetes 1.36 and later): " +
-			"the rule runs without atCreation, and the controller sets its keys a moment after each object is created")
-		return resync
+		s.failAll("the API server does not serve MutatingAdmissionPolicy (admissionregistration.k8s.io/v1, Kubernetes 1.36 and later); " +
+			"the controller sets the rule's keys a moment after each object is created")
+		return s.resync()
 	}
 	existing, err := s.list(ctx)
 	switch {
 	case ctx.Err() != nil:
 		return 0 // the generation stops: not a problem of the rules
-	case err != nil && len(s.Rules) == 0:
-		s.Log.V(1).Info("cannot list admission policies to delete those of removed rules", "error", err.Error())
-		return 0 // without the permission, none was made by this identity
+	case len(s.Rules) == 0 && (apierrors.IsForbidden(err) || apierrors.IsNotFound(err)):
+		return 0 // nothing to make, and none was made by this identity to delete
 	case apierrors.IsForbidden(err):
-		s.failAll(fmt.Sprintf("RBAC forbids metawatch the admission policies, so the rule runs without atCreation: %v; "+
-			"grant get, list, create, patch and delete on mutatingadmissionpolicies and mutatingadmissionpolicybindings (chart: atCreation.enabled: true)", err))
-		return resync
+		s.failAll(fmt.Sprintf("RBAC forbids listing the admission policies (%v): %s", err, grantHint))
+		return s.resync()
+	case err != nil && len(s.Rules) == 0:
+		s.Log.Info("cannot list the admission policies to delete those of removed rules; trying again", "error", err.Error())
+		return s.failed()
 	case err != nil:
-		s.failAll(fmt.Sprintf("listing admission policies: %v", err))
-		return failedAfter
+		s.failAll(fmt.Sprintf("listing the admission policies: %v", err))
+		return s.failed()
 	}
-	next := resync
+	return s.putAll(ctx, existing)
+}
+
+// putAll puts every rule's pair and deletes the stale ones.
+func (s *Syncer) putAll(ctx context.Context, existing made) time.Duration {
+	next, transient := s.resync(), false
 	for _, r := range s.Rules {
 		err := s.put(ctx, r, existing)
 		if ctx.Err() != nil {
 			return 0
 		}
-		next = min(next, s.report(r.Name, err))
+		switch {
+		case errors.Is(err, errRetrySoon):
+			next = min(next, retrySoonAfter)
+		case err != nil && !isLasting(err):
+			transient = true
+		}
+		s.report(r.Name, err)
 	}
 	if err := s.removeStale(ctx, existing); err != nil {
 		s.Log.Error(err, "deleting the admission policies of removed rules")
-		next = min(next, failedAfter)
+		transient = true
 	}
+	if transient {
+		return min(next, s.failed())
+	}
+	s.failures = 0
 	return next
+}
+
+// failed counts a pass with a transient error and returns when to try
+// again: 5 s, doubling to the resync period.
+func (s *Syncer) failed() time.Duration {
+	after := failedAfter << min(s.failures, 8)
+	s.failures++
+	return min(after, s.resync())
 }
 
 // Served reports whether the API server serves MutatingAdmissionPolicy.
@@ -149,21 +195,17 @@ func Served(dc discovery.DiscoveryInterface) (bool, error) {
 	return false, nil
 }
 
-// report records the outcome of putting a rule's pair and returns when to
-// pass again.
-func (s *Syncer) report(rule string, err error) time.Duration {
+// report records the outcome of putting a rule's pair.
+func (s *Syncer) report(rule string, err error) {
 	switch {
 	case err == nil:
 		s.setProblem(rule, "", 1)
 	case errors.Is(err, errRetrySoon):
-		return retrySoonAfter
 	case controller.NotWritten(err): // another replica writes it, or the generation stops
 		s.setProblem(rule, "", -1)
 	default:
 		s.setProblem(rule, err.Error(), 0)
-		return failedAfter
 	}
-	return s.resync()
 }
 
 func (s *Syncer) resync() time.Duration {
@@ -173,8 +215,13 @@ func (s *Syncer) resync() time.Duration {
 	return s.Resync
 }
 
+// failAll reports problem for every rule this replica would write.
 func (s *Syncer) failAll(problem string) {
 	for _, r := range s.Rules {
+		if s.Guard.LeavesToAnother(guardKey(Name(r.Name))) {
+			s.setProblem(r.Name, "", -1)
+			continue
+		}
 		s.setProblem(r.Name, problem, 0)
 	}
 }
@@ -191,14 +238,17 @@ func (s *Syncer) setProblem(rule, problem string, ready float64) {
 	if s.problems == nil {
 		s.problems = map[string]string{}
 	}
-	changed := problem != "" && s.problems[rule] != problem
+	previous, known := s.problems[rule]
 	s.problems[rule] = problem
 	s.mu.Unlock()
-	if changed {
+	if known && previous == problem || !known && problem == "" {
+		return
+	}
+	if problem != "" {
 		s.Log.Error(errors.New(problem), "the rule runs without atCreation", "rule", rule)
-		if s.OnProblem != nil {
-			s.OnProblem(rule, problem)
-		}
+	}
+	if s.OnProblem != nil {
+		s.OnProblem(rule, problem)
 	}
 }
 

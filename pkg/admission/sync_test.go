@@ -24,10 +24,16 @@ func tierRule(name, tier string) admission.Rule {
 // syncer runs a Syncer of rules, through c, until the returned stop.
 func syncer(t *testing.T, cfg *rest.Config, c client.Client, rules ...admission.Rule) (*admission.Syncer, func()) {
 	t.Helper()
+	return run(t, &admission.Syncer{Rules: rules, Client: c, Reader: testkit.Client(t, cfg), Resync: 200 * time.Millisecond})
+}
+
+// run starts s, with an open gate and discovery of the test control plane,
+// until the returned stop.
+func run(t *testing.T, s *admission.Syncer) (*admission.Syncer, func()) {
+	t.Helper()
 	open := make(chan struct{})
 	close(open)
-	s := &admission.Syncer{Rules: rules, Client: c, Reader: testkit.Client(t, cfg), Discovery: discovery.NewDiscoveryClientForConfigOrDie(cfg),
-		Gate: open, Resync: 200 * time.Millisecond}
+	s.Gate, s.Discovery = open, discovery.NewDiscoveryClientForConfigOrDie(cp.Config)
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan struct{})
 	go func() { defer close(done); _ = s.Start(ctx) }()
@@ -121,6 +127,6 @@ func TestAPolicyMetawatchCannotWriteIsReported(t *testing.T) {
 	s, stop = syncer(t, forbidden, testkit.Client(t, forbidden), tierRule("forbidden", "a"))
 	defer stop()
 	testkit.WaitFor(t, "the problem", testkit.Timeout, func() bool {
-		return strings.Contains(strings.Join(s.Problems(), "\n"), `rule "forbidden" runs without atCreation: RBAC forbids metawatch the admission policies`)
+		return strings.Contains(strings.Join(s.Problems(), "\n"), `rule "forbidden" runs without atCreation: RBAC forbids listing the admission policies`)
 	})
 }

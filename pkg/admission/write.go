@@ -2,6 +2,8 @@ package admission
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,12 +16,35 @@ import (
 	"github.com/metawatch/metawatch/pkg/controller"
 )
 
-// made are metawatch's policies and bindings in the cluster, by name.
+// InstallationLabel tells apart the pairs of metawatch installations that
+// read different configurations: its value is InstallationValue of the
+// configuration's source, which ConfigurationAnnotation spells out.
+const (
+	InstallationLabel       = "metawatch.dev/installation"
+	ConfigurationAnnotation = "metawatch.dev/configuration"
+)
+
+// InstallationValue is the InstallationLabel of the pairs made from the
+// configuration source names (a ConfigMap's namespace/name): a hash, as a
+// source may be longer than a label value.
+func InstallationValue(source string) string {
+	sum := sha256.Sum256([]byte(source))
+	return hex.EncodeToString(sum[:10])
+}
+
+// grantHint is how to give metawatch the permissions the pairs need.
+const grantHint = "grant get, list, create, patch and delete on mutatingadmissionpolicies and mutatingadmissionpolicybindings " +
+	"(chart: atCreation.enabled: true)"
+
+// made are this installation's policies and bindings in the cluster, by name.
 type made struct {
 	policies map[string]*admissionregistrationv1.MutatingAdmissionPolicy
 	bindings map[string]*admissionregistrationv1.MutatingAdmissionPolicyBinding
 }
 
+// list lists the pairs metawatch made for this installation, and those
+// made before installations were told apart (no InstallationLabel), which
+// it takes over.
 func (s *Syncer) list(ctx context.Context) (made, error) {
 	ours := client.MatchingLabels{ManagedByLabel: ManagedBy}
 	var policies admissionregistrationv1.MutatingAdmissionPolicyList
@@ -32,47 +57,71 @@ func (s *Syncer) list(ctx context.Context) (made, error) {
 	}
 	m := made{policies: map[string]*admissionregistrationv1.MutatingAdmissionPolicy{}, bindings: map[string]*admissionregistrationv1.MutatingAdmissionPolicyBinding{}}
 	for i := range policies.Items {
-		m.policies[policies.Items[i].Name] = &policies.Items[i]
+		if p := &policies.Items[i]; s.mine(p) {
+			m.policies[p.Name] = p
+		}
 	}
 	for i := range bindings.Items {
-		m.bindings[bindings.Items[i].Name] = &bindings.Items[i]
+		if b := &bindings.Items[i]; s.mine(b) {
+			m.bindings[b.Name] = b
+		}
 	}
 	return m, nil
 }
 
+func (s *Syncer) mine(obj client.Object) bool {
+	v, ok := obj.GetLabels()[InstallationLabel]
+	return !ok || v == InstallationValue(s.Installation)
+}
+
+// stamp labels obj as this installation's.
+func (s *Syncer) stamp(obj client.Object) {
+	obj.GetLabels()[InstallationLabel] = InstallationValue(s.Installation)
+	obj.GetAnnotations()[ConfigurationAnnotation] = s.Installation
+}
+
 // put makes r's policy and binding as they should be: created if missing,
-// applied over metawatch's own otherwise.
+// applied over this installation's own otherwise, unless this Syncer wrote
+// them as they are.
 func (s *Syncer) put(ctx context.Context, r Rule, existing made) error {
 	policy, binding, err := Policy(r)
 	if err != nil {
-		return err
+		return lasting(err)
 	}
-	key := types.UID(guardKey(policy.Name))
-	var policyRV, bindingRV string
+	s.stamp(policy)
+	s.stamp(binding)
+	var listedPolicy, listedBinding client.Object
 	if p, ok := existing.policies[policy.Name]; ok {
-		policyRV = p.ResourceVersion
+		listedPolicy = p
 	}
 	if b, ok := existing.bindings[binding.Name]; ok {
-		bindingRV = b.ResourceVersion
+		listedBinding = b
 	}
-	if err := s.write(ctx, key, policy, policyRV); err != nil {
+	if err := s.write(ctx, policy, listedPolicy); err != nil {
 		return fmt.Errorf("MutatingAdmissionPolicy %s: %w", policy.Name, err)
 	}
-	if err := s.write(ctx, key, binding, bindingRV); err != nil {
+	if err := s.write(ctx, binding, listedBinding); err != nil {
 		return fmt.Errorf("MutatingAdmissionPolicyBinding %s: %w", binding.Name, err)
 	}
 	return nil
 }
 
-// write creates obj if rv is "" (none of metawatch's exists), else applies
-// it with rv as a precondition: a replica that stalled past its claim and
-// sends an old version late is refused once another wrote since.
-func (s *Syncer) write(ctx context.Context, key types.UID, obj client.Object, rv string) error {
-	err := s.Guard.Write(ctx, key, func(ctx context.Context) error {
-		if rv == "" {
+// write creates obj if listed is nil (none of this installation's exists),
+// else applies it with the listed uid and resourceVersion as preconditions:
+// a replica that stalled past its claim and sends an old version late is
+// refused once another wrote since, or deleted it. An object still as this
+// Syncer last wrote it is left alone.
+func (s *Syncer) write(ctx context.Context, obj, listed client.Object) error {
+	kindName := obj.GetObjectKind().GroupVersionKind().Kind + "/" + obj.GetName()
+	if listed != nil && s.unchanged(kindName, listed) {
+		return nil
+	}
+	err := s.Guard.Write(ctx, guardKey(obj.GetName()), func(ctx context.Context) error {
+		if listed == nil {
 			return s.Client.Create(ctx, obj, client.FieldOwner(controller.FieldManager))
 		}
-		obj.SetResourceVersion(rv)
+		obj.SetUID(listed.GetUID())
+		obj.SetResourceVersion(listed.GetResourceVersion())
 		body, err := json.Marshal(obj)
 		if err != nil {
 			return err
@@ -80,34 +129,59 @@ func (s *Syncer) write(ctx context.Context, key types.UID, obj client.Object, rv
 		return s.Client.Patch(ctx, obj, client.RawPatch(types.ApplyPatchType, body), client.FieldOwner(controller.FieldManager), client.ForceOwnership)
 	})
 	switch {
-	case err == nil, controller.NotWritten(err):
+	case err == nil:
+		s.remember(kindName, obj.GetResourceVersion())
+		return nil
+	case controller.NotWritten(err):
 		return err
-	case controller.RetrySoon(err), apierrors.IsConflict(err):
-		return errRetrySoon // another wrote it since it was listed: list again
+	case controller.RetrySoon(err), apierrors.IsConflict(err), listed != nil && apierrors.IsNotFound(err):
+		return errRetrySoon // another wrote or deleted it since it was listed: list again
 	case apierrors.IsAlreadyExists(err):
 		return s.alreadyExists(ctx, obj)
 	case apierrors.IsInvalid(err):
-		return fmt.Errorf("the API server refused it: %w", err)
+		return lasting(fmt.Errorf("the API server refused it: %w", err))
+	case apierrors.IsForbidden(err):
+		return lasting(fmt.Errorf("%w: %s", err, grantHint))
 	}
 	return err
 }
 
-// alreadyExists tells an object of the same name that metawatch did not
-// make (refused: it is not metawatch's to change) from one of its own made
+func (s *Syncer) unchanged(kindName string, listed client.Object) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.written[kindName] == listed.GetResourceVersion()
+}
+
+func (s *Syncer) remember(kindName, resourceVersion string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.written == nil {
+		s.written = map[string]string{}
+	}
+	s.written[kindName] = resourceVersion
+}
+
+// alreadyExists tells an object of the same name that is not this
+// installation's (refused: it is not metawatch's to change) from one made
 // since the list (written on the next pass).
 func (s *Syncer) alreadyExists(ctx context.Context, obj client.Object) error {
 	current := obj.DeepCopyObject().(client.Object)
 	if err := s.Reader.Get(ctx, client.ObjectKeyFromObject(obj), current); err != nil {
 		return err
 	}
-	if current.GetLabels()[ManagedByLabel] == ManagedBy {
-		return errRetrySoon
+	switch {
+	case current.GetLabels()[ManagedByLabel] != ManagedBy:
+		return lasting(fmt.Errorf("one of this name exists that metawatch did not make (it lacks the label %s=%s): delete it, or rename the rule",
+			ManagedByLabel, ManagedBy))
+	case !s.mine(current):
+		return lasting(fmt.Errorf("another metawatch installation, configured by %s, has a rule of this name: rename the rule in one of them",
+			current.GetAnnotations()[ConfigurationAnnotation]))
 	}
-	return fmt.Errorf("one of this name exists that metawatch did not make (it lacks the label %s=%s): delete it, or rename the rule", ManagedByLabel, ManagedBy)
+	return errRetrySoon
 }
 
-// removeStale deletes metawatch's bindings and policies whose rule is gone
-// (bindings first: a policy without one applies to nothing).
+// removeStale deletes this installation's bindings and policies whose rule
+// is gone (bindings first: a policy without one applies to nothing).
 func (s *Syncer) removeStale(ctx context.Context, existing made) error {
 	wanted := map[string]bool{}
 	for _, r := range s.Rules {
@@ -130,14 +204,14 @@ func (s *Syncer) removeStale(ctx context.Context, existing made) error {
 // remove deletes obj (of kind) if it is still the version listed.
 func (s *Syncer) remove(ctx context.Context, kind string, obj client.Object) error {
 	name, uid, rv := obj.GetName(), obj.GetUID(), obj.GetResourceVersion()
-	err := s.Guard.Write(ctx, types.UID(guardKey(name)), func(ctx context.Context) error {
+	err := s.Guard.Write(ctx, guardKey(name), func(ctx context.Context) error {
 		return s.Client.Delete(ctx, obj, client.Preconditions{UID: &uid, ResourceVersion: &rv})
 	})
 	if err == nil {
 		s.Log.Info("deleted the admission policy of a removed rule", "kind", kind, "name", name)
 	}
-	if err == nil || apierrors.IsNotFound(err) || controller.NotWritten(err) {
-		return nil
+	if err == nil || apierrors.IsNotFound(err) || controller.NotWritten(err) || controller.RetrySoon(err) || apierrors.IsConflict(err) {
+		return nil // a conflict: changed since the list, looked at again at the next pass
 	}
 	return fmt.Errorf("deleting %s %s: %w", kind, name, err)
 }

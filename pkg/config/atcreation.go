@@ -2,9 +2,13 @@ package config
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
@@ -62,4 +66,113 @@ func validateAdmissionMatch(p *field.Path, selector string) field.ErrorList {
 		}
 	}
 	return errs
+}
+
+// admissionFields are the fields a watch's fieldSelector may use on a kind
+// of a rule with atCreation, by kind ("": every kind): admission sees them
+// as the watch will. A pod's spec fields are defaulted before admission,
+// and its status.phase is Pending at creation whatever the request says.
+// Other fields (a pod's status.podIP, spec.serviceAccountName, which an
+// admission plugin may still change) are not known there.
+var admissionFields = map[string]sets.Set[string]{
+	"":    sets.New("metadata.name", "metadata.namespace"),
+	"Pod": sets.New("spec.nodeName", "spec.restartPolicy", "spec.schedulerName", "status.phase"),
+}
+
+// FieldAtAdmission reports whether a watch of kind may select on field in
+// the configuration of a rule with atCreation.
+func FieldAtAdmission(kind, field string) bool {
+	return admissionFields[""].Has(field) || admissionFields[kind].Has(field)
+}
+
+// AdmissionFieldsOf lists the fields FieldAtAdmission allows on kind.
+func AdmissionFieldsOf(kind string) []string {
+	return sets.List(admissionFields[""].Union(admissionFields[kind]))
+}
+
+// validateAtCreationAcross checks each rule with atCreation against the
+// watches of its kinds and the other rules: its policy writes only objects
+// the watch will cache (so their selectors must be expressible at
+// admission), and its match must not read a key another rule writes
+// (policies run in no set order at admission, and a key written there on a
+// match the controller then finds false would be nobody's to release).
+func validateAtCreationAcross(c *Config) field.ErrorList {
+	watches := map[string]int{}
+	for i, w := range c.Watches {
+		watches[w.Kind] = i
+	}
+	var errs field.ErrorList
+	for i, r := range c.Rules {
+		if !r.AtCreation {
+			continue
+		}
+		p := field.NewPath("rules").Index(i)
+		for _, kind := range r.Kinds {
+			if wi, ok := watches[kind]; ok {
+				errs = append(errs, validateAdmissionWatch(p, r.Name, wi, c.Watches[wi])...)
+			}
+		}
+		errs = append(errs, validateMatchUnwritten(c, i)...)
+	}
+	return errs
+}
+
+// validateAdmissionWatch refuses a watch of a rule with atCreation whose
+// selectors admission cannot evaluate as the watch does.
+func validateAdmissionWatch(rulePath *field.Path, rule string, i int, w Watch) field.ErrorList {
+	wp := field.NewPath("watches").Index(i)
+	errs := validateAdmissionMatch(wp.Child("labelSelector"), w.LabelSelector)
+	sel, err := fields.ParseSelector(w.FieldSelector)
+	if err != nil {
+		return errs // reported with the watch
+	}
+	for _, req := range sel.Requirements() {
+		if !FieldAtAdmission(w.Kind, req.Field) {
+			errs = append(errs, field.Invalid(wp.Child("fieldSelector"), w.FieldSelector, fmt.Sprintf("rule %q (%s) has atCreation, and its policy "+
+				"writes only objects this watch will cache; admission does not know %s as the watch will see it, so it cannot tell: "+
+				"remove atCreation from the rule, or %s from the fieldSelector (a %s watch can use %s)",
+				rule, rulePath, req.Field, req.Field, w.Kind, strings.Join(AdmissionFieldsOf(w.Kind), ", "))))
+		}
+	}
+	return errs
+}
+
+// validateMatchUnwritten refuses a rule with atCreation whose match reads
+// a label another rule of a shared kind writes.
+func validateMatchUnwritten(c *Config, i int) field.ErrorList {
+	r := c.Rules[i]
+	if r.Match == nil {
+		return nil
+	}
+	sel, err := labels.Parse(r.Match.LabelSelector)
+	if err != nil {
+		return nil // reported with the rule
+	}
+	reqs, _ := sel.Requirements()
+	var errs field.ErrorList
+	for _, req := range reqs {
+		for j, other := range c.Rules {
+			if j == i || !sharesKind(r, other) {
+				continue
+			}
+			for _, w := range writesOf(j, other) {
+				if w.target == Labels && w.key == req.Key() {
+					errs = append(errs, field.Invalid(field.NewPath("rules").Index(i).Child("match", "labelSelector"), r.Match.LabelSelector,
+						fmt.Sprintf("with atCreation, the match is evaluated at admission, where the label %s is not yet as rule %q (%s) %s: "+
+							"the admission policies run in no set order, and the key may be absent then; match on a label no rule writes, "+
+							"or remove atCreation", req.Key(), other.Name, w.path, w)))
+				}
+			}
+		}
+	}
+	return errs
+}
+
+func sharesKind(a, b Rule) bool {
+	for _, k := range a.Kinds {
+		if slices.Contains(b.Kinds, k) {
+			return true
+		}
+	}
+	return false
 }

@@ -35,6 +35,7 @@ func validateRules(c *Config) field.ErrorList {
 		return errs // conflicts between broken rules would only add noise
 	}
 	errs = append(errs, validateConflicts(c)...)
+	errs = append(errs, validateAtCreationAcross(c)...)
 	return append(errs, validateLoops(c)...)
 }
 

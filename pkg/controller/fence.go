@@ -145,6 +145,20 @@ func (g Guard) Write(ctx context.Context, uid types.UID, write func(context.Cont
 	return write(ctx)
 }
 
+// LeavesToAnother reports whether another replica writes the object keyed
+// uid (sharded: it holds its bucket, which is not coming to this one).
+func (g Guard) LeavesToAnother(uid types.UID) bool {
+	if g.Gate == nil {
+		return false
+	}
+	done, ok := g.Gate.Begin(uid)
+	if ok {
+		done()
+		return false
+	}
+	return !g.Gate.Pending(uid)
+}
+
 // fencedWriter patches through the guard. It has no other verb: a write
 // that did not pass it could not be written by mistake. obj must carry the
 // uid of the object written.

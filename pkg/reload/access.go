@@ -80,11 +80,20 @@ func (r *Reloader) reportLoss(g *generation, kind schema.GroupKind, err error) {
 	}
 }
 
-// reportAdmissionProblem reports a rule with atCreation whose admission
-// policy is not in place: the rule runs, its keys come a moment after creation.
+// reportAdmissionProblem reports, once per reason, a rule with atCreation
+// whose admission policy is not in place: the rule runs, its keys come a
+// moment after creation. The reasons reported outlive generations, so that
+// a reload that meets the same one does not repeat its Event.
 func (r *Reloader) reportAdmissionProblem(rule, problem string) {
-	if r.follower == nil {
-		return // logged by the Syncer; a file has no object to put an Event on
+	r.mu.Lock()
+	if r.admissionReported == nil {
+		r.admissionReported = map[string]string{}
+	}
+	repeated := r.admissionReported[rule] == problem
+	r.admissionReported[rule] = problem
+	r.mu.Unlock()
+	if repeated || problem == "" || r.follower == nil {
+		return // a file has no object to put an Event on; the Syncer logs
 	}
 	if cm := r.follower.current().cm; cm != nil {
 		r.Recorder.Eventf(cm, nil, corev1.EventTypeWarning, ReasonAtCreationUnavailable, "AdmissionPolicy", "%s",

@@ -3,6 +3,7 @@ package reload_test
 import (
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -11,8 +12,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -53,7 +57,7 @@ func TestAtCreationGivesTheKeysFromTheFirstVersion(t *testing.T) {
 	testkit.RequireLabel(t, c, "require-team", "team", &metav1.LabelSelector{MatchLabels: map[string]string{"require-team": "true"}})
 	kubectlApply(t, selectors(scaled, atCreationConfig(scaled, applied)))
 	startInstance(t, cp.Config, scaled+"/selectors", allowAtCreation)
-	testkit.WaitAdmitted(t, c, scaled, "team")
+	testkit.WaitAdmitted(t, c, scaled, "team", nil)
 
 	w, err := kubernetes.NewForConfigOrDie(cp.Config).CoreV1().Pods("").Watch(t.Context(), metav1.ListOptions{LabelSelector: "app=at-creation"})
 	if err != nil {
@@ -181,7 +185,10 @@ func TestAtCreationWithoutTheAPIRunsTheRuleAndSaysSo(t *testing.T) {
 	if err := testkit.KubectlApply(off.Binaries.Kubectl, off.KubeconfigPath, selectors(ns, atCreationConfig(ns))); err != nil {
 		t.Fatal(err)
 	}
-	inst := startInstance(t, off.Config, ns+"/selectors", allowAtCreation)
+	broadcaster := events.NewBroadcaster(&events.EventSinkImpl{Interface: kubernetes.NewForConfigOrDie(off.Config).EventsV1()})
+	broadcaster.StartRecordingToSink(t.Context().Done())
+	recorder := &countingRecorder{EventRecorder: broadcaster.NewRecorder(scheme.Scheme, controller.EventSource), reason: reload.ReasonAtCreationUnavailable}
+	inst := startInstance(t, off.Config, ns+"/selectors", allowAtCreation, func(r *reload.Reloader) { r.Recorder = recorder })
 	testkit.Pod(t, c, ns, "p", nil)
 	testkit.WaitFor(t, "the controller to set the keys", testkit.Timeout, func() bool {
 		l := podLabels(t, c, ns, "p")
@@ -196,4 +203,28 @@ func TestAtCreationWithoutTheAPIRunsTheRuleAndSaysSo(t *testing.T) {
 	if got := testkit.Metric(t, "metawatch_admission_policy_ready", map[string]string{"rule": "team"}); got != 0 {
 		t.Errorf("metawatch_admission_policy_ready{rule=team} = %v without the API, want 0", got)
 	}
+
+	// A reload meets the same reason: its Event is not repeated.
+	if err := testkit.KubectlApply(off.Binaries.Kubectl, off.KubeconfigPath, selectors(ns, strings.Replace(atCreationConfig(ns), "gold", "silver", 1))); err != nil {
+		t.Fatal(err)
+	}
+	testkit.WaitFor(t, "the reload", testkit.Timeout, func() bool { return podLabels(t, c, ns, "p")["tier"] == "silver" })
+	time.Sleep(2 * time.Second) // the new generation's Syncer has passed
+	if n := recorder.count.Load(); n != 1 {
+		t.Errorf("%d AtCreationUnavailable Events for one reason across a reload, want 1", n)
+	}
+}
+
+// countingRecorder counts the Events of one reason it records.
+type countingRecorder struct {
+	events.EventRecorder
+	reason string
+	count  atomic.Int64
+}
+
+func (r *countingRecorder) Eventf(regarding, related runtime.Object, eventtype, reason, action, note string, args ...any) {
+	if reason == r.reason {
+		r.count.Add(1)
+	}
+	r.EventRecorder.Eventf(regarding, related, eventtype, reason, action, note, args...)
 }

@@ -109,7 +109,11 @@ type generationOptions struct {
 	sharding *Sharding
 	// wire is how the cache fetches (status-only updates, connections).
 	wire wire.Options
-	// onAdmissionProblem reports a new reason a rule runs without atCreation.
+	// installation names the configuration's source on the admission
+	// policies the generation makes.
+	installation string
+	// onAdmissionProblem reports each change of the reason a rule runs
+	// without atCreation ("" once its policy is in place).
 	onAdmissionProblem func(rule, problem string)
 	log                logr.Logger
 }
@@ -167,7 +171,7 @@ func (g *generation) addPolicies(cfg *rest.Config, mgr manager.Manager, r resolv
 	if err != nil {
 		return err
 	}
-	g.policies = &admission.Syncer{Rules: admission.Rules(r.conf, r.watches, opts.writeScope, r.conf.WriteScope),
+	g.policies = &admission.Syncer{Rules: admission.Rules(r.conf, r.watches, opts.writeScope, r.conf.WriteScope), Installation: opts.installation,
 		Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Discovery: dc, Guard: copts.Guard(), Gate: g.gate,
 		Log: opts.log.WithName("admission-policies"), OnProblem: opts.onAdmissionProblem}
 	if copts.DryRun {

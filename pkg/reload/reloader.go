@@ -83,6 +83,9 @@ type Reloader struct {
 	current       *generation
 	waiting       string // why there is no generation yet
 	writesStopped bool   // at shutdown, every write of the last generation finished
+	// admissionReported is the last reason reported per rule with
+	// atCreation ("" once in place).
+	admissionReported map[string]string
 }
 
 // AddTo adds the Reloader to mgr and, for a ConfigMap source, the follower
@@ -163,7 +166,7 @@ func (r *Reloader) swap(ctx context.Context, res resolved, superseded func() boo
 		number = old.number + 1
 	}
 	next, err := newGeneration(ctx, r.Config, number, res, generationOptions{controller: r.Controller, onLoss: r.reportLoss, shutdownTimeout: r.shutdownTimeout(), writeScope: &r.limits().WriteScope,
-		sharding: r.Sharding, wire: r.Wire, onAdmissionProblem: r.reportAdmissionProblem, log: r.Log})
+		sharding: r.Sharding, wire: r.Wire, installation: r.Source.Installation(), onAdmissionProblem: r.reportAdmissionProblem, log: r.Log})
 	if err != nil {
 		return err
 	}

@@ -33,6 +33,16 @@ func (s Source) Validate() error {
 	return err
 }
 
+// Installation names the source on what metawatch makes outside the
+// watched objects (admission policies): the ConfigMap's namespace/name, or
+// the file's path. Two installations read different sources.
+func (s Source) Installation() string {
+	if s.ConfigMap != "" {
+		return s.ConfigMap
+	}
+	return "file " + s.File
+}
+
 func (s Source) configMapKey() (types.NamespacedName, error) {
 	if s.ConfigMap == "" {
 		return types.NamespacedName{}, nil

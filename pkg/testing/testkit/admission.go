@@ -39,11 +39,12 @@ func RequireLabel(t testing.TB, c client.Client, name, key string, namespaces *m
 
 // WaitAdmitted waits until pods created in ns get the label key at
 // admission (the API server loads a new admission policy a moment after it
-// is written): a probe pod, deleted again, carries it.
-func WaitAdmitted(t testing.TB, c client.Client, ns, key string) {
+// is written): a probe pod, deleted again, carries it. probeLabels are the
+// probe's own labels (nil: none).
+func WaitAdmitted(t testing.TB, c client.Client, ns, key string, probeLabels map[string]string) {
 	t.Helper()
 	WaitFor(t, "the admission policy to take effect", 2*Timeout, func() bool {
-		probe := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, GenerateName: "probe-"},
+		probe := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, GenerateName: "probe-", Labels: probeLabels},
 			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: PodImage}}}}
 		if err := c.Create(t.Context(), probe); err != nil {
 			return false // refused by a policy that requires what is not applied yet
