@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -31,7 +32,17 @@ type checkOptions struct {
 	chartValues string
 	// limits are the guardrails metawatch runs with: check rejects what it would.
 	limits config.Limits
+	// objects are files of objects to preview the rules on (--objects).
+	objects stringList
+	// output is the format of --objects' report: text or json.
+	output string
 }
+
+// stringList is a flag that may be given several times.
+type stringList []string
+
+func (l *stringList) String() string     { return strings.Join(*l, ",") }
+func (l *stringList) Set(v string) error { *l = append(*l, v); return nil }
 
 // runCheck is `metawatch check -f FILE [--kubeconfig PATH]`: it validates a
 // configuration (a bare config.yaml or a ConfigMap manifest) offline and, with
@@ -39,8 +50,12 @@ type checkOptions struct {
 // accepted, and the identity may list and watch every watched kind and patch
 // every kind a rule writes (with --rbac, and nothing more). It prints every
 // problem and exits 0 or 1, like `promtool check config`.
-func runCheck(args []string) int {
-	fs := flag.NewFlagSet("check", flag.ExitOnError)
+func runCheck(args []string) int { return checkCommand(args, os.Stdout, os.Stderr) }
+
+// checkCommand is metawatch check with args, writing to stdout and stderr.
+func checkCommand(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("check", flag.ContinueOnError)
+	fs.SetOutput(stderr)
 	o := checkOptions{limits: config.DefaultLimits()}
 	fs.StringVar(&o.file, "f", "", "The configuration file: a config.yaml or a selectors ConfigMap manifest.")
 	fs.StringVar(&o.file, "config-file", "", "The same as -f, as metawatch itself calls it.")
@@ -51,21 +66,42 @@ func runCheck(args []string) int {
 	fs.BoolVar(&o.rbac, "rbac", false, "Also fail when the identity holds more than the configuration needs: any verb on any resource beyond list and watch of the watched kinds, "+
 		"patch of the kinds rules write, and metawatch's own Events, Leases and selectors ConfigMap (in the --as ServiceAccount's namespace, else default). Needs --kubeconfig.")
 	fs.StringVar(&o.chartValues, "chart-values", "", "Write to this file the chart values (rbac.kinds) whose RBAC is exactly what the configuration needs. Needs --kubeconfig.")
+	fs.Var(&o.objects, "objects", "Show what the rules would do to the objects in this file (YAML or JSON, several documents, a List as kubectl get -o yaml writes; - for stdin), "+
+		"and exit 0 if nothing would change, 3 if metawatch would write, 4 if an object fails a requirement or holds a key another field manager owns, 5 for both. "+
+		"May be repeated; further files may follow the flags. Namespaces and owners come from the same files or, with --live, from the cluster (read-only).")
+	fs.StringVar(&o.output, "o", "text", "The format of --objects' report: text or json.")
 	o.limits.BindFlags(fs)
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: metawatch check -f FILE [--kubeconfig PATH [--live] [--as USER] [--rbac] [--chart-values FILE]] [the guardrail flags metawatch runs with]")
+		fmt.Fprintln(fs.Output(), "       metawatch check -f FILE --objects OBJECTS [OBJECTS...] [-o text|json] [--live [--kubeconfig PATH]] [the guardrail flags]")
 		fs.PrintDefaults()
 	}
-	_ = fs.Parse(args)
-	if o.file == "" || ((o.rbac || o.chartValues != "" || o.live) && o.kubeconfig == "") {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if len(o.objects) > 0 {
+		o.objects = append(o.objects, fs.Args()...)
+	}
+	if o.file == "" || ((o.rbac || o.chartValues != "" || o.live) && o.kubeconfig == "") || (o.output != "text" && o.output != "json") ||
+		(len(o.objects) == 0 && len(fs.Args()) > 0) {
 		fs.Usage()
 		return 2
 	}
-	if err := check(context.Background(), os.Stdout, o); err != nil {
-		fmt.Fprintf(os.Stdout, "FAILED: %s\n", config.Describe(err))
+	if len(o.objects) > 0 {
+		code, err := checkObjects(context.Background(), stdout, o)
+		if err != nil {
+			fmt.Fprintf(stderr, "FAILED: %s\n", config.Describe(err))
+		}
+		return code
+	}
+	if err := check(context.Background(), stdout, o); err != nil {
+		fmt.Fprintf(stdout, "FAILED: %s\n", config.Describe(err))
 		return 1
 	}
-	fmt.Fprintln(os.Stdout, "SUCCESS: the configuration is valid")
+	fmt.Fprintln(stdout, "SUCCESS: the configuration is valid")
 	return 0
 }
 

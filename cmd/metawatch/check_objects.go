@@ -1,0 +1,129 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/restmapper"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/metawatch/metawatch/pkg/config"
+	"github.com/metawatch/metawatch/pkg/preview"
+)
+
+// Exit codes of metawatch check --objects, for a CI pipeline: every object
+// is as the rules want (0), metawatch would write some (3), some fail a
+// requirement or hold a key another manager owns (4), or both (5). 1 is a
+// configuration or input error, 2 a usage error, as for every check.
+const (
+	exitWouldWrite = 3
+	exitOffends    = 4
+	exitBoth       = 5
+)
+
+// objectsExitCode is the exit code for reports.
+func objectsExitCode(reports []preview.Report) int {
+	s := preview.Summarize(reports)
+	switch {
+	case s.Change > 0 && s.Offend > 0:
+		return exitBoth
+	case s.Change > 0:
+		return exitWouldWrite
+	case s.Offend > 0:
+		return exitOffends
+	}
+	return 0
+}
+
+// checkObjects is metawatch check --objects: what the configuration's
+// rules would do to the objects of files, with their Namespaces and owners
+// from the same files or, with --live, from the cluster (read-only).
+func checkObjects(ctx context.Context, out io.Writer, o checkOptions) (int, error) {
+	conf, err := config.ParseFile(o.file)
+	if err != nil {
+		return 1, err
+	}
+	if err := o.limits.Check(conf, config.BuiltInScope); err != nil {
+		return 1, err
+	}
+	objects, err := preview.ReadFiles(o.objects, os.Stdin)
+	if err != nil {
+		return 1, fmt.Errorf("--objects: %w", err)
+	}
+	opts := preview.Options{Config: conf, Scopes: []*config.WriteScope{&o.limits.WriteScope}}
+	if o.live {
+		if opts.Lookup, err = clusterLookup(o.kubeconfig); err != nil {
+			return 1, err
+		}
+	}
+	reports, err := preview.Preview(ctx, objects, opts)
+	if err != nil {
+		return 1, err
+	}
+	if o.output == "json" {
+		err = preview.WriteJSON(out, reports)
+	} else {
+		err = preview.WriteText(out, reports)
+	}
+	if err != nil {
+		return 1, err
+	}
+	return objectsExitCode(reports), nil
+}
+
+// lookup reads Namespaces and owners from the cluster, metadata only.
+type lookup struct {
+	client metadata.Interface
+	mapper *restmapper.DeferredDiscoveryRESTMapper
+}
+
+func clusterLookup(kubeconfig string) (preview.Lookup, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	mc, err := metadata.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return lookup{client: mc, mapper: restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc))}, nil
+}
+
+func (l lookup) Namespace(ctx context.Context, name string) (*metav1.PartialObjectMetadata, error) {
+	return orNone(l.client.Resource(schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}).Get(ctx, name, metav1.GetOptions{}))
+}
+
+func (l lookup) Owner(ctx context.Context, namespace string, ref metav1.OwnerReference) (*metav1.PartialObjectMetadata, error) {
+	gv, err := schema.ParseGroupVersion(ref.APIVersion)
+	if err != nil {
+		return nil, fmt.Errorf("owner reference %s %s: %w", ref.Kind, ref.Name, err)
+	}
+	mapping, err := l.mapper.RESTMapping(gv.WithKind(ref.Kind).GroupKind(), gv.Version)
+	if meta.IsNoMatchError(err) {
+		return nil, nil // a kind the cluster does not serve: no such owner
+	}
+	if err != nil {
+		return nil, err
+	}
+	return orNone(l.client.Resource(mapping.Resource).Namespace(namespace).Get(ctx, ref.Name, metav1.GetOptions{}))
+}
+
+func orNone(obj *metav1.PartialObjectMetadata, err error) (*metav1.PartialObjectMetadata, error) {
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	return obj, err
+}

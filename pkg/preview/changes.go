@@ -1,0 +1,145 @@
+package preview
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/metawatch/metawatch/pkg/controller"
+	"github.com/metawatch/metawatch/pkg/rules"
+)
+
+// managers are the field managers of an object's label and annotation
+// keys, from its managedFields ("labels/key" → managers).
+type managers map[string][]string
+
+func managersOf(obj metav1.Object) managers {
+	m := managers{}
+	for _, f := range obj.GetManagedFields() {
+		if f.FieldsV1 == nil {
+			continue
+		}
+		var fields struct {
+			Metadata map[string]map[string]json.RawMessage `json:"f:metadata"`
+		}
+		if json.Unmarshal(f.FieldsV1.GetRawBytes(), &fields) != nil {
+			continue
+		}
+		name := f.Manager
+		if f.Manager == controller.FieldManager && f.Operation == metav1.ManagedFieldsOperationApply {
+			name = controller.FieldManager
+		} else if f.Manager == controller.FieldManager {
+			name = f.Manager + " (" + string(f.Operation) + ")"
+		}
+		for _, what := range []string{"labels", "annotations"} {
+			for k := range fields.Metadata["f:"+what] {
+				if key, ok := strings.CutPrefix(k, "f:"); ok {
+					m[what+"/"+key] = append(m[what+"/"+key], name)
+				}
+			}
+		}
+	}
+	return m
+}
+
+func (m managers) mine(what, key string) bool {
+	return slices.Contains(m[what+"/"+key], controller.FieldManager)
+}
+
+// other is a manager other than metawatch's apply that owns key, "" if none.
+func (m managers) other(what, key string) string {
+	for _, name := range m[what+"/"+key] {
+		if name != controller.FieldManager {
+			return name
+		}
+	}
+	return ""
+}
+
+// changes compares obj with what the rules want of it, as the controller
+// does: a key to set (or adopt), a key to remove, a key metawatch set that
+// no rule wants any more (released), and a key another manager holds with
+// another value (a conflict, unless the rule has force).
+func changes(obj *unstructured.Unstructured, res rules.Result, src found, inScope bool) ([]Write, []Conflict, []string) {
+	if !inScope {
+		return nil, nil, nil
+	}
+	m := managersOf(obj)
+	var writes []Write
+	var conflicts []Conflict
+	var notes []string
+	for _, what := range []struct {
+		name    string
+		current map[string]string
+		desired map[string]rules.Owned
+		remove  map[string]string
+	}{{"labels", obj.GetLabels(), res.Labels, res.RemoveLabels}, {"annotations", obj.GetAnnotations(), res.Annotations, res.RemoveAnnotations}} {
+		for _, k := range sortedKeys(what.desired) {
+			o := what.desired[k]
+			was, had := what.current[k]
+			w := Write{Map: what.name, Key: k, Action: "set", Value: o.Value, Was: was, Had: had, Rule: o.Rule, From: fromOf(o.Rule, what.name, k, src)}
+			switch other := m.other(what.name, k); {
+			case had && was == o.Value && o.Adopt && !m.mine(what.name, k) && len(obj.GetManagedFields()) > 0:
+				w.Action = "adopt"
+			case had && was == o.Value:
+				continue
+			case had && other != "" && !o.Force:
+				conflicts = append(conflicts, Conflict{Map: what.name, Key: k, Want: o.Value, Have: was, Manager: other, Rule: o.Rule})
+				continue
+			case had && len(obj.GetManagedFields()) == 0 && !o.Force:
+				notes = append(notes, fmt.Sprintf("%s %s: the object has no managedFields (kubectl get --show-managed-fields shows them): "+
+					"if another field manager owns it, metawatch leaves it (a conflict)", what.name, k))
+			}
+			writes = append(writes, w)
+		}
+		for _, k := range sortedKeys(what.remove) {
+			if was, had := what.current[k]; had {
+				writes = append(writes, Write{Map: what.name, Key: k, Action: "remove", Was: was, Had: true, Rule: what.remove[k]})
+			}
+		}
+		for _, k := range sortedKeys(what.current) {
+			if _, wanted := what.desired[k]; !wanted && m.mine(what.name, k) {
+				writes = append(writes, Write{Map: what.name, Key: k, Action: "release", Was: what.current[k], Had: true})
+			}
+		}
+	}
+	return writes, conflicts, notes
+}
+
+// fromOf says where rule's value of key comes from.
+func fromOf(rule, what, key string, src found) string {
+	for _, r := range src.rules {
+		if r.Name != rule {
+			continue
+		}
+		copied, owned := r.CopyLabels, r.OwnerLabels
+		if what == "annotations" {
+			copied, owned = r.CopyAnnotations, r.OwnerAnnotations
+		}
+		switch {
+		case slices.Contains(copied, key):
+			return "Namespace " + src.namespace
+		case slices.Contains(owned, key):
+			for i, o := range src.Owners {
+				if slices.Contains(r.OwnerKinds, o.Kind) {
+					return "owner " + src.owners[i].Kind + "/" + src.owners[i].Name
+				}
+			}
+		}
+	}
+	return "" // the rule's own value
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

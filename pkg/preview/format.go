@@ -1,0 +1,126 @@
+package preview
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+)
+
+// Summary counts the reports.
+type Summary struct {
+	Objects int `json:"objects"`
+	// Change: metawatch would write them; Offend: they fail a requirement
+	// or hold a key another manager owns; Skipped: no rule looks at them.
+	Change  int `json:"change"`
+	Offend  int `json:"offend"`
+	Skipped int `json:"skipped"`
+}
+
+// Summarize counts reports.
+func Summarize(reports []Report) Summary {
+	s := Summary{Objects: len(reports)}
+	for _, r := range reports {
+		switch {
+		case r.Skipped != "":
+			s.Skipped++
+		default:
+			if r.Changes() {
+				s.Change++
+			}
+			if r.Offends() {
+				s.Offend++
+			}
+		}
+	}
+	return s
+}
+
+// WriteJSON writes the reports and their summary as one JSON document.
+func WriteJSON(w io.Writer, reports []Report) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(struct {
+		Reports []Report `json:"reports"`
+		Summary Summary  `json:"summary"`
+	}{reports, Summarize(reports)})
+}
+
+// WriteText writes the reports for a person: one block per object.
+func WriteText(w io.Writer, reports []Report) error {
+	var b strings.Builder
+	for _, r := range reports {
+		writeReport(&b, r)
+	}
+	s := Summarize(reports)
+	fmt.Fprintf(&b, "%d objects: %d would change, %d violate a requirement or conflict, %d not looked at\n", s.Objects, s.Change, s.Offend, s.Skipped)
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func writeReport(b *strings.Builder, r Report) {
+	if r.Skipped != "" {
+		fmt.Fprintf(b, "%s: not looked at: %s\n", r.Object, r.Skipped)
+		return
+	}
+	fmt.Fprintf(b, "%s:\n", r.Object)
+	if len(r.Rules) == 0 {
+		fmt.Fprintf(b, "  no rule has kind %s\n", r.Object.Kind)
+	}
+	for _, v := range r.Rules {
+		verdict := "applies"
+		if !v.Applies {
+			verdict = "does not apply"
+		}
+		fmt.Fprintf(b, "  rule %s %s: %s\n", v.Rule, verdict, v.Why)
+	}
+	for _, w := range r.Writes {
+		fmt.Fprintf(b, "  %s\n", w)
+	}
+	for _, c := range r.Conflicts {
+		fmt.Fprintf(b, "  conflict: rule %s wants %s %s=%q, but field manager %q owns it with %q: left as it is (force: true on the rule takes it)\n",
+			c.Rule, singular(c.Map), c.Key, c.Want, c.Manager, c.Have)
+	}
+	for _, v := range r.Violations {
+		fmt.Fprintf(b, "  violation: rule %s: %s\n", v.Rule, missing(v.MissingLabels, v.MissingAnnotations))
+	}
+	for _, n := range r.Notes {
+		fmt.Fprintf(b, "  note: %s\n", n)
+	}
+	if !r.Changes() && !r.Offends() {
+		fmt.Fprintln(b, "  nothing to change")
+	}
+}
+
+func (w Write) String() string {
+	was := "absent"
+	if w.Had {
+		was = fmt.Sprintf("%q", w.Was)
+	}
+	from := ""
+	if w.From != "" {
+		from = ", from " + w.From
+	}
+	switch w.Action {
+	case "adopt":
+		return fmt.Sprintf("would adopt %s %s=%q (rule %s%s): the value is right; metawatch takes ownership, as of a key set at admission", singular(w.Map), w.Key, w.Value, w.Rule, from)
+	case "remove":
+		return fmt.Sprintf("would remove %s %s (was %s; rule %s)", singular(w.Map), w.Key, was, w.Rule)
+	case "release":
+		return fmt.Sprintf("would release %s %s (was %s): metawatch set it and no rule wants it now", singular(w.Map), w.Key, was)
+	}
+	return fmt.Sprintf("would set %s %s=%q (was %s; rule %s%s)", singular(w.Map), w.Key, w.Value, was, w.Rule, from)
+}
+
+func singular(what string) string { return strings.TrimSuffix(what, "s") }
+
+func missing(labels, annotations []string) string {
+	var parts []string
+	if len(labels) > 0 {
+		parts = append(parts, "missing label "+strings.Join(labels, ", "))
+	}
+	if len(annotations) > 0 {
+		parts = append(parts, "missing annotation "+strings.Join(annotations, ", "))
+	}
+	return strings.Join(parts, "; ")
+}

@@ -1,0 +1,260 @@
+package preview
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/metawatch/metawatch/pkg/config"
+	"github.com/metawatch/metawatch/pkg/rules"
+)
+
+// Options are what a preview evaluates against.
+type Options struct {
+	Config *config.Config
+	// Scopes are the write scopes besides the configuration's own (the
+	// operator's, from the guardrail flags).
+	Scopes []*config.WriteScope
+	// Lookup finds the Namespaces and owners the objects do not include;
+	// nil: only the objects are looked in.
+	Lookup Lookup
+}
+
+// Report is what the rules would do to one object.
+type Report struct {
+	Object Ref `json:"object"`
+	// Skipped says why no rule looks at the object (its kind is not
+	// watched, the watch leaves it out); empty when rules do.
+	Skipped string `json:"skipped,omitempty"`
+	// Rules are the rules of the object's kind, each with whether it
+	// applies and why.
+	Rules []RuleVerdict `json:"rules,omitempty"`
+	// Writes are the keys metawatch would set, remove or release.
+	Writes []Write `json:"writes,omitempty"`
+	// Conflicts are keys a rule wants that another field manager owns with
+	// another value: metawatch leaves them (without force).
+	Conflicts []Conflict `json:"conflicts,omitempty"`
+	// Violations are the requirements the object fails.
+	Violations []rules.Violation `json:"violations,omitempty"`
+	// Notes are what the preview could not know (a Namespace or owner not
+	// found, managedFields not given).
+	Notes []string `json:"notes,omitempty"`
+}
+
+// Ref names an object.
+type Ref struct {
+	Kind      string `json:"kind"`
+	Namespace string `json:"namespace,omitempty"`
+	Name      string `json:"name"`
+}
+
+func (r Ref) String() string {
+	if r.Namespace == "" {
+		return r.Kind + "/" + r.Name
+	}
+	return r.Kind + "/" + r.Namespace + "/" + r.Name
+}
+
+// RuleVerdict is whether a rule applies to the object, and why (not).
+type RuleVerdict struct {
+	Rule    string `json:"rule"`
+	Applies bool   `json:"applies"`
+	Why     string `json:"why"`
+}
+
+// Write is one key metawatch would write.
+type Write struct {
+	Map    string `json:"map"` // labels or annotations
+	Key    string `json:"key"`
+	Action string `json:"action"` // set, adopt, remove, release
+	Value  string `json:"value,omitempty"`
+	// Was is the object's value before ("" and Had false: absent).
+	Was  string `json:"was,omitempty"`
+	Had  bool   `json:"had"`
+	Rule string `json:"rule,omitempty"`
+	// From is where the value comes from: the rule, a Namespace, an owner.
+	From string `json:"from,omitempty"`
+}
+
+// Conflict is a key metawatch would leave to another field manager.
+type Conflict struct {
+	Map     string `json:"map"`
+	Key     string `json:"key"`
+	Want    string `json:"want"`
+	Have    string `json:"have"`
+	Manager string `json:"manager"`
+	Rule    string `json:"rule"`
+}
+
+// Changes reports whether metawatch would write the object.
+func (r Report) Changes() bool { return len(r.Writes) > 0 }
+
+// Offends reports whether the object fails a requirement, or holds a key a
+// rule wants that metawatch would leave to another manager.
+func (r Report) Offends() bool { return len(r.Violations)+len(r.Conflicts) > 0 }
+
+// Preview reports on every object of objects; the others (Namespaces,
+// owners) are read as sources too.
+func Preview(ctx context.Context, objects []*unstructured.Unstructured, o Options) ([]Report, error) {
+	byKind, err := rules.Compile(o.Config)
+	if err != nil {
+		return nil, err
+	}
+	src := newSources(objects, o.Lookup)
+	out := make([]Report, 0, len(objects))
+	for _, obj := range objects {
+		r, err := o.report(ctx, obj, byKind[obj.GetKind()], src)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", refOf(obj), err)
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+func refOf(obj *unstructured.Unstructured) Ref {
+	return Ref{Kind: obj.GetKind(), Namespace: obj.GetNamespace(), Name: obj.GetName()}
+}
+
+func (o Options) report(ctx context.Context, obj *unstructured.Unstructured, kindRules []rules.Rule, src *sources) (Report, error) {
+	rep := Report{Object: refOf(obj)}
+	w := o.watchOf(obj)
+	switch {
+	case w == nil && isNamespace(obj) && o.copiesFromNamespaces():
+		rep.Skipped = "no rule writes Namespaces; read as the source of copyFromNamespace"
+		return rep, nil
+	case w == nil && o.copiesFromOwners():
+		rep.Skipped = fmt.Sprintf("no rule writes %s; read as an owner on the chains of copyFromOwner", obj.GetKind())
+		return rep, nil
+	case w == nil:
+		rep.Skipped = fmt.Sprintf("the configuration watches no %s", obj.GetKind())
+		return rep, nil
+	}
+	if why := leftOut(w, obj); why != "" {
+		rep.Skipped = why
+		return rep, nil
+	}
+	namespace := writeNamespace(obj)
+	inScope := o.allows(namespace)
+	var applying []rules.Rule
+	for _, r := range kindRules {
+		v := RuleVerdict{Rule: r.Name, Applies: true, Why: "its match selects the object"}
+		switch {
+		case r.Match != nil && !r.Match.Matches(labels.Set(obj.GetLabels())):
+			v.Applies, v.Why = false, fmt.Sprintf("match.labelSelector %q does not select the object", r.Match.String())
+		case !inScope && writes(r):
+			v.Applies, v.Why = false, fmt.Sprintf("namespace %q is outside the write scope", namespace)
+		case r.Match == nil || r.Match.Empty():
+			v.Why = "it has no match: every " + obj.GetKind()
+		}
+		rep.Rules = append(rep.Rules, v)
+		if v.Applies {
+			applying = append(applying, r)
+		}
+	}
+	s, notes, err := src.of(ctx, obj, applying)
+	if err != nil {
+		return rep, err
+	}
+	rep.Notes = append(rep.Notes, notes...)
+	result := rules.Evaluate(applying, rules.Metadata{Labels: obj.GetLabels(), Annotations: obj.GetAnnotations()}, s.Sources)
+	rep.Violations = result.Violations
+	rep.Writes, rep.Conflicts, notes = changes(obj, result, s, inScope)
+	rep.Notes = append(rep.Notes, notes...)
+	return rep, nil
+}
+
+// writes reports whether r writes (a rule that only requires reads, in
+// any namespace).
+func writes(r rules.Rule) bool {
+	return len(r.SetLabels)+len(r.SetAnnotations)+len(r.RemoveLabels)+len(r.RemoveAnnotations)+
+		len(r.CopyLabels)+len(r.CopyAnnotations)+len(r.OwnerLabels)+len(r.OwnerAnnotations) > 0
+}
+
+// writeNamespace is the namespace the write scope counts the object in.
+func writeNamespace(obj *unstructured.Unstructured) string {
+	if isNamespace(obj) {
+		return obj.GetName()
+	}
+	return obj.GetNamespace()
+}
+
+func isNamespace(obj *unstructured.Unstructured) bool {
+	return obj.GetKind() == "Namespace" && obj.GroupVersionKind().Group == ""
+}
+
+func (o Options) copiesFromOwners() bool {
+	for _, r := range o.Config.Rules {
+		if r.CopyFromOwner != nil {
+			return true
+		}
+	}
+	return false
+}
+
+func (o Options) copiesFromNamespaces() bool {
+	for _, r := range o.Config.Rules {
+		if r.CopyFromNamespace != nil {
+			return true
+		}
+	}
+	return false
+}
+
+func (o Options) allows(ns string) bool {
+	for _, s := range append([]*config.WriteScope{o.Config.WriteScope}, o.Scopes...) {
+		if !s.Allows(ns) {
+			return false
+		}
+	}
+	return true
+}
+
+// watchOf is the configuration's watch of obj's kind (and group, when the
+// watch pins an apiVersion), nil if none.
+func (o Options) watchOf(obj *unstructured.Unstructured) *config.Watch {
+	for i, w := range o.Config.Watches {
+		if w.Kind == obj.GetKind() && (w.APIVersion == "" || w.APIVersion == obj.GetAPIVersion()) {
+			return &o.Config.Watches[i]
+		}
+	}
+	return nil
+}
+
+// leftOut says why the watch w does not cache obj, "" if it does.
+func leftOut(w *config.Watch, obj *unstructured.Unstructured) string {
+	if len(w.Namespaces) > 0 && !slices.Contains(w.Namespaces, obj.GetNamespace()) {
+		return fmt.Sprintf("the %s watch's namespaces %v leave out namespace %q", w.Kind, w.Namespaces, obj.GetNamespace())
+	}
+	if sel, _ := labels.Parse(w.LabelSelector); !sel.Matches(labels.Set(obj.GetLabels())) {
+		return fmt.Sprintf("the %s watch's labelSelector %q does not select it", w.Kind, w.LabelSelector)
+	}
+	if sel, _ := fields.ParseSelector(w.FieldSelector); !sel.Matches(fieldSet(obj, sel)) {
+		return fmt.Sprintf("the %s watch's fieldSelector %q does not select it", w.Kind, w.FieldSelector)
+	}
+	return ""
+}
+
+// fieldSet is the object's values of the fields sel reads.
+func fieldSet(obj *unstructured.Unstructured, sel fields.Selector) fields.Set {
+	set := fields.Set{}
+	for _, req := range sel.Requirements() {
+		set[req.Field] = fieldValue(obj, req.Field)
+	}
+	return set
+}
+
+// fieldValue is a field selector's field of obj ("" when absent), as the
+// API server reads it: a dotted path into the object.
+func fieldValue(obj *unstructured.Unstructured, path string) string {
+	v, found, _ := unstructured.NestedFieldNoCopy(obj.Object, strings.Split(path, ".")...)
+	if !found || v == nil {
+		return ""
+	}
+	return fmt.Sprint(v)
+}
