@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -67,6 +68,7 @@ func run(ctx context.Context, opts options) error {
 	reloader := &reload.Reloader{
 		Config: cfg, Source: opts.source, Controller: controllerOpts, Initial: conf, ShutdownTimeout: budget.generation, Limits: &opts.limits,
 		Recorder: mgr.GetEventRecorder(controller.EventSource), Log: ctrl.Log.WithName("reload"), Wire: mgrOpts.Wire,
+		Installation: installation(opts),
 	}
 	if opts.sharding.enabled {
 		if reloader.Sharding, err = addSharding(ctx, mgr, cfg, opts); err != nil {
@@ -182,4 +184,18 @@ func logEffectiveFlags() {
 	var kv []any
 	flag.CommandLine.VisitAll(func(f *flag.Flag) { kv = append(kv, f.Name, f.Value.String()) })
 	setupLog.Info("effective flags", kv...)
+}
+
+// installation names this installation on the admission policies it makes:
+// its selectors ConfigMap; for a file, which two installations may mount at
+// the same path, its leader-election Lease, which they cannot share.
+func installation(opts options) string {
+	if opts.source.ConfigMap != "" || !opts.manager.LeaderElection {
+		return opts.source.Installation()
+	}
+	ns, err := manager.LeaseNamespace(opts.manager)
+	if err != nil {
+		return opts.source.Installation()
+	}
+	return fmt.Sprintf("Lease %s/%s", ns, cmp.Or(opts.manager.LeaderElectionID, manager.DefaultLeaderElectionID))
 }

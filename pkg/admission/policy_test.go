@@ -152,7 +152,8 @@ func install(t testing.TB, c client.Client, r admission.Rule) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, obj := range []client.Object{policy, binding} {
+	for _, obj := range []client.Object{policy, binding} { // as a Syncer of installation "" makes them
+		obj.GetLabels()[admission.InstallationLabel] = admission.InstallationValue("")
 		if err := c.Create(t.Context(), obj); err != nil {
 			t.Fatalf("creating %s %s: %v", obj.GetObjectKind().GroupVersionKind().Kind, obj.GetName(), err)
 		}

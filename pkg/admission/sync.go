@@ -159,7 +159,10 @@ func (s *Syncer) putAll(ctx context.Context, existing made) time.Duration {
 		}
 		s.report(r.Name, err)
 	}
-	if err := s.removeStale(ctx, existing); err != nil {
+	switch err := s.removeStale(ctx, existing); {
+	case errors.Is(err, errRetrySoon):
+		next = min(next, retrySoonAfter)
+	case err != nil:
 		s.Log.Error(err, "deleting the admission policies of removed rules")
 		transient = true
 	}

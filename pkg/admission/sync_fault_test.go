@@ -66,7 +66,7 @@ func (p pendingFor) Begin(uid types.UID) (func(), bool) {
 }
 func (p pendingFor) Pending(types.UID) bool { return true }
 
-// countingClient counts creates and patches.
+// countingClient counts creates, updates and patches.
 type countingClient struct {
 	client.Client
 	writes atomic.Int64
@@ -75,6 +75,11 @@ type countingClient struct {
 func (c *countingClient) Create(ctx context.Context, obj client.Object, opts ...client.CreateOption) error {
 	c.writes.Add(1)
 	return c.Client.Create(ctx, obj, opts...)
+}
+
+func (c *countingClient) Update(ctx context.Context, obj client.Object, opts ...client.UpdateOption) error {
+	c.writes.Add(1)
+	return c.Client.Update(ctx, obj, opts...)
 }
 
 func (c *countingClient) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {

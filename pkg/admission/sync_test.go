@@ -79,20 +79,20 @@ func TestALateWriteDoesNotUndoANewerPolicy(t *testing.T) {
 	}
 }
 
-// holdingClient holds the first Patch until release, as a network would.
+// holdingClient holds the first Update until release, as a network would.
 type holdingClient struct {
 	client.Client
 	held, release chan struct{}
 	once          bool
 }
 
-func (h *holdingClient) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+func (h *holdingClient) Update(ctx context.Context, obj client.Object, opts ...client.UpdateOption) error {
 	if !h.once {
 		h.once = true
 		close(h.held)
 		<-h.release
 	}
-	return h.Client.Patch(ctx, obj, patch, opts...)
+	return h.Client.Update(ctx, obj, opts...)
 }
 
 // A policy of the rule's name that metawatch did not make is left alone,

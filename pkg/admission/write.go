@@ -4,13 +4,12 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/metawatch/metawatch/pkg/controller"
@@ -42,9 +41,7 @@ type made struct {
 	bindings map[string]*admissionregistrationv1.MutatingAdmissionPolicyBinding
 }
 
-// list lists the pairs metawatch made for this installation, and those
-// made before installations were told apart (no InstallationLabel), which
-// it takes over.
+// list lists the pairs metawatch made for this installation.
 func (s *Syncer) list(ctx context.Context) (made, error) {
 	ours := client.MatchingLabels{ManagedByLabel: ManagedBy}
 	var policies admissionregistrationv1.MutatingAdmissionPolicyList
@@ -70,8 +67,7 @@ func (s *Syncer) list(ctx context.Context) (made, error) {
 }
 
 func (s *Syncer) mine(obj client.Object) bool {
-	v, ok := obj.GetLabels()[InstallationLabel]
-	return !ok || v == InstallationValue(s.Installation)
+	return obj.GetLabels()[InstallationLabel] == InstallationValue(s.Installation)
 }
 
 // stamp labels obj as this installation's.
@@ -98,6 +94,11 @@ func (s *Syncer) put(ctx context.Context, r Rule, existing made) error {
 		listedBinding = b
 	}
 	if err := s.write(ctx, policy, listedPolicy); err != nil {
+		if apierrors.IsInvalid(err) && listedBinding != nil {
+			// The old version would keep applying what the rule no longer
+			// wants: without its binding, it applies nothing.
+			err = errors.Join(err, s.remove(ctx, "MutatingAdmissionPolicyBinding", listedBinding))
+		}
 		return fmt.Errorf("MutatingAdmissionPolicy %s: %w", policy.Name, err)
 	}
 	if err := s.write(ctx, binding, listedBinding); err != nil {
@@ -107,26 +108,25 @@ func (s *Syncer) put(ctx context.Context, r Rule, existing made) error {
 }
 
 // write creates obj if listed is nil (none of this installation's exists),
-// else applies it with the listed uid and resourceVersion as preconditions:
-// a replica that stalled past its claim and sends an old version late is
-// refused once another wrote since, or deleted it. An object still as this
-// Syncer last wrote it is left alone.
+// else replaces the listed object's spec, labels and annotations with
+// obj's by an update on the listed version: a replica that stalled past
+// its claim and sends an old version late is refused once another wrote
+// since, or deleted it; and a field added by hand goes too (an apply would
+// leave what another manager owns). An object still as this Syncer last
+// wrote it is left alone.
 func (s *Syncer) write(ctx context.Context, obj, listed client.Object) error {
 	kindName := obj.GetObjectKind().GroupVersionKind().Kind + "/" + obj.GetName()
 	if listed != nil && s.unchanged(kindName, listed) {
 		return nil
 	}
+	if listed != nil {
+		obj = replaced(listed, obj)
+	}
 	err := s.Guard.Write(ctx, guardKey(obj.GetName()), func(ctx context.Context) error {
 		if listed == nil {
 			return s.Client.Create(ctx, obj, client.FieldOwner(controller.FieldManager))
 		}
-		obj.SetUID(listed.GetUID())
-		obj.SetResourceVersion(listed.GetResourceVersion())
-		body, err := json.Marshal(obj)
-		if err != nil {
-			return err
-		}
-		return s.Client.Patch(ctx, obj, client.RawPatch(types.ApplyPatchType, body), client.FieldOwner(controller.FieldManager), client.ForceOwnership)
+		return s.Client.Update(ctx, obj, client.FieldOwner(controller.FieldManager))
 	})
 	switch {
 	case err == nil:
@@ -144,6 +144,30 @@ func (s *Syncer) write(ctx context.Context, obj, listed client.Object) error {
 		return lasting(fmt.Errorf("%w: %s", err, grantHint))
 	}
 	return err
+}
+
+// replaced is listed with desired's spec, and desired's labels and
+// annotations added to its own: what an update writes.
+func replaced(listed, desired client.Object) client.Object {
+	out := listed.DeepCopyObject().(client.Object)
+	switch o := out.(type) {
+	case *admissionregistrationv1.MutatingAdmissionPolicy:
+		o.Spec = desired.(*admissionregistrationv1.MutatingAdmissionPolicy).Spec
+	case *admissionregistrationv1.MutatingAdmissionPolicyBinding:
+		o.Spec = desired.(*admissionregistrationv1.MutatingAdmissionPolicyBinding).Spec
+	}
+	out.SetLabels(merged(out.GetLabels(), desired.GetLabels()))
+	out.SetAnnotations(merged(out.GetAnnotations(), desired.GetAnnotations()))
+	return out
+}
+
+func merged(base, over map[string]string) map[string]string {
+	out := maps.Clone(base)
+	if out == nil {
+		out = map[string]string{}
+	}
+	maps.Copy(out, over)
+	return out
 }
 
 func (s *Syncer) unchanged(kindName string, listed client.Object) bool {
@@ -173,6 +197,8 @@ func (s *Syncer) alreadyExists(ctx context.Context, obj client.Object) error {
 	case current.GetLabels()[ManagedByLabel] != ManagedBy:
 		return lasting(fmt.Errorf("one of this name exists that metawatch did not make (it lacks the label %s=%s): delete it, or rename the rule",
 			ManagedByLabel, ManagedBy))
+	case current.GetLabels()[InstallationLabel] == "":
+		return lasting(fmt.Errorf("one of this name exists that an older metawatch made, without the label %s: delete it, and metawatch makes it again", InstallationLabel))
 	case !s.mine(current):
 		return lasting(fmt.Errorf("another metawatch installation, configured by %s, has a rule of this name: rename the rule in one of them",
 			current.GetAnnotations()[ConfigurationAnnotation]))
@@ -210,8 +236,11 @@ func (s *Syncer) remove(ctx context.Context, kind string, obj client.Object) err
 	if err == nil {
 		s.Log.Info("deleted the admission policy of a removed rule", "kind", kind, "name", name)
 	}
-	if err == nil || apierrors.IsNotFound(err) || controller.NotWritten(err) || controller.RetrySoon(err) || apierrors.IsConflict(err) {
-		return nil // a conflict: changed since the list, looked at again at the next pass
+	switch {
+	case err == nil || apierrors.IsNotFound(err) || controller.NotWritten(err):
+		return nil
+	case controller.RetrySoon(err) || apierrors.IsConflict(err):
+		return errRetrySoon // changed since the list: listed and deleted again shortly
 	}
 	return fmt.Errorf("deleting %s %s: %w", kind, name, err)
 }

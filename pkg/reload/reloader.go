@@ -1,6 +1,7 @@
 package reload
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -70,6 +71,11 @@ type Reloader struct {
 	// each on its share of the objects (see Sharding). Nil: only the leader
 	// runs them.
 	Sharding *Sharding
+	// Installation names this installation on what it makes besides the
+	// watched objects' keys (admission policies), so that two installations
+	// never change each other's: two that read different configurations
+	// must differ. Empty: the ConfigMap's namespace/name, or the file's path.
+	Installation string
 	// Wire is how the generations' caches fetch (status-only updates,
 	// connections), as the flags say; every generation gets it unchanged.
 	Wire wire.Options
@@ -166,7 +172,7 @@ func (r *Reloader) swap(ctx context.Context, res resolved, superseded func() boo
 		number = old.number + 1
 	}
 	next, err := newGeneration(ctx, r.Config, number, res, generationOptions{controller: r.Controller, onLoss: r.reportLoss, shutdownTimeout: r.shutdownTimeout(), writeScope: &r.limits().WriteScope,
-		sharding: r.Sharding, wire: r.Wire, installation: r.Source.Installation(), onAdmissionProblem: r.reportAdmissionProblem, log: r.Log})
+		sharding: r.Sharding, wire: r.Wire, installation: cmp.Or(r.Installation, r.Source.Installation()), onAdmissionProblem: r.reportAdmissionProblem, log: r.Log})
 	if err != nil {
 		return err
 	}

@@ -33,9 +33,10 @@ func (s Source) Validate() error {
 	return err
 }
 
-// Installation names the source on what metawatch makes outside the
-// watched objects (admission policies): the ConfigMap's namespace/name, or
-// the file's path. Two installations read different sources.
+// Installation names the source on what metawatch makes besides the
+// watched objects' keys (admission policies): the ConfigMap's
+// namespace/name, or the file's path (which two installations may share:
+// Reloader.Installation tells them apart).
 func (s Source) Installation() string {
 	if s.ConfigMap != "" {
 		return s.ConfigMap
