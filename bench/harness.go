@@ -169,6 +169,11 @@ func (h *harness) measureSize(ctx context.Context, n int) error {
 		}
 		h.run.Results = append(h.run.Results, r)
 	}
+	if h.o.has("report") {
+		if err := h.liveReport(ctx, n); err != nil {
+			return fmt.Errorf("live report: %w", err)
+		}
+	}
 	if h.o.has("shards") {
 		return h.shards(ctx, n)
 	}

@@ -22,6 +22,7 @@ func Markdown(run Run) string {
 	firehoseTable(&b, run)
 	scalingTable(&b, run)
 	shardsTable(&b, run)
+	liveReportTable(&b, run)
 	b.WriteString("\n![retained heap per cached pod against pods in the cluster](memory.png)\n\n![label change to write latency](latency.png)\n")
 	return b.String()
 }

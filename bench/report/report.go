@@ -16,6 +16,8 @@ type Run struct {
 	Baseline string   `json:"baseline"` // the variant ratios are against
 	// Shards are the shards scenario's runs: N sharded replicas at once.
 	Shards []ShardRun `json:"shards,omitempty"`
+	// LiveReports are the report scenario's runs.
+	LiveReports []LiveReport `json:"liveReports,omitempty"`
 }
 
 // Machine describes where the run was made.

@@ -34,8 +34,10 @@ type checkOptions struct {
 	limits config.Limits
 	// objects are files of objects to preview the rules on (--objects).
 	objects stringList
-	// output is the format of --objects' report: text or json.
+	// output is the format of --objects' and --report's reports: text or json.
 	output string
+	// report lists the cluster's objects not as the rules want (--live).
+	report bool
 }
 
 // stringList is a flag that may be given several times.
@@ -69,11 +71,14 @@ func checkCommand(args []string, stdout, stderr io.Writer) int {
 	fs.Var(&o.objects, "objects", "Show what the rules would do to the objects in this file (YAML or JSON, several documents, a List as kubectl get -o yaml writes; - for stdin), "+
 		"and exit 0 if nothing would change, 3 if metawatch would write, 4 if an object fails a requirement or holds a key another field manager owns, 5 for both. "+
 		"May be repeated; further files may follow the flags. Namespaces and owners come from the same files or, with --live, from the cluster (read-only).")
-	fs.StringVar(&o.output, "o", "text", "The format of --objects' report: text or json.")
+	fs.BoolVar(&o.report, "report", false, "With --live: list the objects of the watched kinds that are not as the rules want (missing, wrong, conflicting keys, violations), "+
+		"grouped by rule and namespace, read-only and metadata only (paginated lists); exit codes as for --objects.")
+	fs.StringVar(&o.output, "o", "text", "The format of --objects' and --report's reports: text or json.")
 	o.limits.BindFlags(fs)
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: metawatch check -f FILE [--kubeconfig PATH [--live] [--as USER] [--rbac] [--chart-values FILE]] [the guardrail flags metawatch runs with]")
 		fmt.Fprintln(fs.Output(), "       metawatch check -f FILE --objects OBJECTS [OBJECTS...] [-o text|json] [--live [--kubeconfig PATH]] [the guardrail flags]")
+		fmt.Fprintln(fs.Output(), "       metawatch check -f FILE --live --report [--kubeconfig PATH] [-o text|json] [the guardrail flags]")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -86,9 +91,16 @@ func checkCommand(args []string, stdout, stderr io.Writer) int {
 		o.objects = append(o.objects, fs.Args()...)
 	}
 	if o.file == "" || ((o.rbac || o.chartValues != "" || o.live) && o.kubeconfig == "") || (o.output != "text" && o.output != "json") ||
-		(len(o.objects) == 0 && len(fs.Args()) > 0) {
+		(len(o.objects) == 0 && len(fs.Args()) > 0) || (o.report && (!o.live || len(o.objects) > 0)) {
 		fs.Usage()
 		return 2
+	}
+	if o.report {
+		code, err := checkReport(context.Background(), stdout, o)
+		if err != nil {
+			fmt.Fprintf(stderr, "FAILED: %s\n", config.Describe(err))
+		}
+		return code
 	}
 	if len(o.objects) > 0 {
 		code, err := checkObjects(context.Background(), stdout, o)

@@ -33,12 +33,17 @@ const (
 // objectsExitCode is the exit code for reports.
 func objectsExitCode(reports []preview.Report) int {
 	s := preview.Summarize(reports)
+	return exitCode(s.Change > 0, s.Offend > 0)
+}
+
+// exitCode is the exit code when metawatch would write, or objects offend.
+func exitCode(write, offend bool) int {
 	switch {
-	case s.Change > 0 && s.Offend > 0:
+	case write && offend:
 		return exitBoth
-	case s.Change > 0:
+	case write:
 		return exitWouldWrite
-	case s.Offend > 0:
+	case offend:
 		return exitOffends
 	}
 	return 0

@@ -58,3 +58,47 @@ func write(t *testing.T, path, content string) {
 		t.Fatal(err)
 	}
 }
+
+// check --live --report lists the cluster's objects not as the rules want,
+// grouped by rule and namespace: missing keys, a key another manager holds,
+// a requirement failed; objects as wanted are counted, not listed.
+func TestCheckReportGroupsWhatIsOff(t *testing.T) {
+	controlplane.SkipIfShort(t)
+	c := testkit.Client(t, cp.Config)
+	testkit.Namespace(t, c, "report-a", map[string]string{"team": "red"})
+	testkit.Namespace(t, c, "report-b", map[string]string{"team": "blue"})
+	for i := range 3 {
+		testkit.Pod(t, c, "report-a", fmt.Sprintf("bare-%d", i), nil)
+	}
+	testkit.Pod(t, c, "report-b", "labelled", map[string]string{"team": "blue", "owner": "jane"})
+	held := testkit.Pod(t, c, "report-b", "held", map[string]string{"owner": "joe"})
+	testkit.MergePatch(t, c, held, "kubectl-label", `{"metadata":{"labels":{"team":"green"}}}`)
+	conf := filepath.Join(t.TempDir(), "config.yaml")
+	write(t, conf, "watches:\n- kind: Pod\n  namespaces: [report-a, report-b]\nrules:\n- {name: team, kinds: [Pod], copyFromNamespace: {labels: [team]}}\n"+
+		"- {name: owner, kinds: [Pod], requireLabels: [owner]}\n")
+	var out, errOut bytes.Buffer
+	cmd := exec.CommandContext(t.Context(), bin, "check", "-f", conf, "--live", "--report", "--kubeconfig", cp.KubeconfigPath)
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	_ = cmd.Run()
+	rows := map[string][]string{}
+	for line := range strings.Lines(out.String()) {
+		if f := strings.Fields(line); len(f) >= 8 {
+			rows[f[0]+" "+f[1]] = f[2:8]
+		}
+	}
+	for group, want := range map[string]string{
+		"team report-a":  "3 0 0 0 0 0", // missing in 3 pods
+		"team report-b":  "0 0 0 0 1 0", // held by kubectl-label
+		"owner report-a": "0 0 0 0 0 3", // 3 pods without owner
+	} {
+		if got := strings.Join(rows[group], " "); got != want {
+			t.Errorf("%s: %q, want %q (missing wrong remove release conflicting violating)\n%s%s", group, got, want, out.String(), errOut.String())
+		}
+	}
+	if !strings.Contains(out.String(), "5 objects: 4 not as the rules want") {
+		t.Errorf("the summary:\n%s", out.String())
+	}
+	if code := cmd.ProcessState.ExitCode(); code != 5 {
+		t.Errorf("exit code %d, want 5 (would write, and offending)", code)
+	}
+}

@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/metawatch/metawatch/pkg/controller"
 	"github.com/metawatch/metawatch/pkg/rules"
@@ -65,7 +64,7 @@ func (m managers) other(what, key string) string {
 // does: a key to set (or adopt), a key to remove, a key metawatch set that
 // no rule wants any more (released), and a key another manager holds with
 // another value (a conflict, unless the rule has force).
-func changes(obj *unstructured.Unstructured, res rules.Result, src found, inScope bool) ([]Write, []Conflict, []string) {
+func changes(obj Object, res rules.Result, src found, inScope bool) ([]Write, []Conflict, []string) {
 	if !inScope {
 		return nil, nil, nil
 	}

@@ -6,9 +6,11 @@ import (
 	"slices"
 	"strings"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/metawatch/metawatch/pkg/config"
 	"github.com/metawatch/metawatch/pkg/rules"
@@ -23,6 +25,15 @@ type Options struct {
 	// Lookup finds the Namespaces and owners the objects do not include;
 	// nil: only the objects are looked in.
 	Lookup Lookup
+}
+
+// Object is what a preview reads of an object: its metadata and kind. An
+// *unstructured.Unstructured (from a file) also gives the fields a watch's
+// field selector reads; a *metav1.PartialObjectMetadata comes from a list
+// the server already filtered by the watch.
+type Object interface {
+	metav1.Object
+	GroupVersionKind() schema.GroupVersionKind
 }
 
 // Report is what the rules would do to one object.
@@ -101,27 +112,60 @@ func (r Report) Offends() bool { return len(r.Violations)+len(r.Conflicts) > 0 }
 // Preview reports on every object of objects; the others (Namespaces,
 // owners) are read as sources too.
 func Preview(ctx context.Context, objects []*unstructured.Unstructured, o Options) ([]Report, error) {
-	byKind, err := rules.Compile(o.Config)
+	p, err := New(o)
 	if err != nil {
 		return nil, err
 	}
-	src := newSources(objects, o.Lookup)
+	for _, obj := range objects {
+		p.src.add(obj)
+	}
 	out := make([]Report, 0, len(objects))
 	for _, obj := range objects {
-		r, err := o.report(ctx, obj, byKind[obj.GetKind()], src)
+		r, err := p.Report(ctx, obj)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", refOf(obj), err)
+			return nil, err
 		}
 		out = append(out, r)
 	}
 	return out, nil
 }
 
-func refOf(obj *unstructured.Unstructured) Ref {
-	return Ref{Kind: obj.GetKind(), Namespace: obj.GetNamespace(), Name: obj.GetName()}
+// Previewer reports on objects one at a time, with the sources it was
+// given (Add) and its Lookup.
+type Previewer struct {
+	opts   Options
+	byKind map[string][]rules.Rule
+	src    *sources
 }
 
-func (o Options) report(ctx context.Context, obj *unstructured.Unstructured, kindRules []rules.Rule, src *sources) (Report, error) {
+// New compiles o's rules.
+func New(o Options) (*Previewer, error) {
+	byKind, err := rules.Compile(o.Config)
+	if err != nil {
+		return nil, err
+	}
+	return &Previewer{opts: o, byKind: byKind, src: newSources(o.Lookup)}, nil
+}
+
+// AddSource makes obj (a Namespace, an owner) a source of the objects
+// reported on after: only its uid, kind, name, controller and the keys
+// are kept.
+func (p *Previewer) AddSource(obj Object) { p.src.add(obj) }
+
+// Report is what the rules would do to obj.
+func (p *Previewer) Report(ctx context.Context, obj Object) (Report, error) {
+	r, err := p.opts.report(ctx, obj, p.byKind[obj.GroupVersionKind().Kind], p.src)
+	if err != nil {
+		return r, fmt.Errorf("%s: %w", refOf(obj), err)
+	}
+	return r, nil
+}
+
+func refOf(obj Object) Ref {
+	return Ref{Kind: obj.GroupVersionKind().Kind, Namespace: obj.GetNamespace(), Name: obj.GetName()}
+}
+
+func (o Options) report(ctx context.Context, obj Object, kindRules []rules.Rule, src *sources) (Report, error) {
 	rep := Report{Object: refOf(obj)}
 	w := o.watchOf(obj)
 	switch {
@@ -129,10 +173,10 @@ func (o Options) report(ctx context.Context, obj *unstructured.Unstructured, kin
 		rep.Skipped = "no rule writes Namespaces; read as the source of copyFromNamespace"
 		return rep, nil
 	case w == nil && o.copiesFromOwners():
-		rep.Skipped = fmt.Sprintf("no rule writes %s; read as an owner on the chains of copyFromOwner", obj.GetKind())
+		rep.Skipped = fmt.Sprintf("no rule writes %s; read as an owner on the chains of copyFromOwner", rep.Object.Kind)
 		return rep, nil
 	case w == nil:
-		rep.Skipped = fmt.Sprintf("the configuration watches no %s", obj.GetKind())
+		rep.Skipped = fmt.Sprintf("the configuration watches no %s", rep.Object.Kind)
 		return rep, nil
 	}
 	if why := leftOut(w, obj); why != "" {
@@ -150,7 +194,7 @@ func (o Options) report(ctx context.Context, obj *unstructured.Unstructured, kin
 		case !inScope && writes(r):
 			v.Applies, v.Why = false, fmt.Sprintf("namespace %q is outside the write scope", namespace)
 		case r.Match == nil || r.Match.Empty():
-			v.Why = "it has no match: every " + obj.GetKind()
+			v.Why = "it has no match: every " + rep.Object.Kind
 		}
 		rep.Rules = append(rep.Rules, v)
 		if v.Applies {
@@ -177,15 +221,16 @@ func writes(r rules.Rule) bool {
 }
 
 // writeNamespace is the namespace the write scope counts the object in.
-func writeNamespace(obj *unstructured.Unstructured) string {
+func writeNamespace(obj Object) string {
 	if isNamespace(obj) {
 		return obj.GetName()
 	}
 	return obj.GetNamespace()
 }
 
-func isNamespace(obj *unstructured.Unstructured) bool {
-	return obj.GetKind() == "Namespace" && obj.GroupVersionKind().Group == ""
+func isNamespace(obj Object) bool {
+	gvk := obj.GroupVersionKind()
+	return gvk.Kind == "Namespace" && gvk.Group == ""
 }
 
 func (o Options) copiesFromOwners() bool {
@@ -217,24 +262,28 @@ func (o Options) allows(ns string) bool {
 
 // watchOf is the configuration's watch of obj's kind (and group, when the
 // watch pins an apiVersion), nil if none.
-func (o Options) watchOf(obj *unstructured.Unstructured) *config.Watch {
+func (o Options) watchOf(obj Object) *config.Watch {
+	gvk := obj.GroupVersionKind()
 	for i, w := range o.Config.Watches {
-		if w.Kind == obj.GetKind() && (w.APIVersion == "" || w.APIVersion == obj.GetAPIVersion()) {
+		if w.Kind == gvk.Kind && (w.APIVersion == "" || w.APIVersion == gvk.GroupVersion().String()) {
 			return &o.Config.Watches[i]
 		}
 	}
 	return nil
 }
 
-// leftOut says why the watch w does not cache obj, "" if it does.
-func leftOut(w *config.Watch, obj *unstructured.Unstructured) string {
+// leftOut says why the watch w does not cache obj, "" if it does. Only an
+// object from a file has the fields a field selector reads; a listed one
+// was selected by the server.
+func leftOut(w *config.Watch, obj Object) string {
 	if len(w.Namespaces) > 0 && !slices.Contains(w.Namespaces, obj.GetNamespace()) {
 		return fmt.Sprintf("the %s watch's namespaces %v leave out namespace %q", w.Kind, w.Namespaces, obj.GetNamespace())
 	}
 	if sel, _ := labels.Parse(w.LabelSelector); !sel.Matches(labels.Set(obj.GetLabels())) {
 		return fmt.Sprintf("the %s watch's labelSelector %q does not select it", w.Kind, w.LabelSelector)
 	}
-	if sel, _ := fields.ParseSelector(w.FieldSelector); !sel.Matches(fieldSet(obj, sel)) {
+	u, fromFile := obj.(*unstructured.Unstructured)
+	if sel, _ := fields.ParseSelector(w.FieldSelector); fromFile && !sel.Matches(fieldSet(u, sel)) {
 		return fmt.Sprintf("the %s watch's fieldSelector %q does not select it", w.Kind, w.FieldSelector)
 	}
 	return ""

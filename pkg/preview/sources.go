@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/metawatch/metawatch/pkg/rules"
@@ -19,25 +18,35 @@ type Lookup interface {
 	Owner(ctx context.Context, namespace string, ref metav1.OwnerReference) (*metav1.PartialObjectMetadata, error)
 }
 
-// sources finds an object's Namespace and owners among the given objects,
-// then through lookup.
+// sources finds an object's Namespace and owners among the objects added,
+// then through lookup. It keeps of each only what a chain and a copy read.
 type sources struct {
-	byUID      map[types.UID]*unstructured.Unstructured
-	namespaces map[string]*unstructured.Unstructured
+	byUID      map[types.UID]*source
+	namespaces map[string]*source
 	lookup     Lookup
 }
 
-func newSources(objects []*unstructured.Unstructured, lookup Lookup) *sources {
-	s := &sources{byUID: map[types.UID]*unstructured.Unstructured{}, namespaces: map[string]*unstructured.Unstructured{}, lookup: lookup}
-	for _, o := range objects {
-		if uid := o.GetUID(); uid != "" {
-			s.byUID[uid] = o
-		}
-		if isNamespace(o) {
-			s.namespaces[o.GetName()] = o
-		}
+// source is what is kept of a Namespace or an owner.
+type source struct {
+	meta       rules.Metadata
+	controller *metav1.OwnerReference
+}
+
+func newSources(lookup Lookup) *sources {
+	return &sources{byUID: map[types.UID]*source{}, namespaces: map[string]*source{}, lookup: lookup}
+}
+
+func (s *sources) add(o Object) {
+	src := &source{meta: rules.Metadata{Labels: o.GetLabels(), Annotations: o.GetAnnotations()}}
+	if ref := metav1.GetControllerOfNoCopy(o); ref != nil {
+		src.controller = ref.DeepCopy()
 	}
-	return s
+	if uid := o.GetUID(); uid != "" {
+		s.byUID[uid] = src
+	}
+	if isNamespace(o) {
+		s.namespaces[o.GetName()] = src
+	}
 }
 
 // found are an object's sources, with the names of what they came from.
@@ -52,7 +61,7 @@ type found struct {
 const maxOwnerDepth = 8
 
 // of finds the sources the applying rules copy from; notes say what was not found.
-func (s *sources) of(ctx context.Context, obj *unstructured.Unstructured, applying []rules.Rule) (found, []string, error) {
+func (s *sources) of(ctx context.Context, obj Object, applying []rules.Rule) (found, []string, error) {
 	f := found{rules: applying}
 	var notes []string
 	if ns := obj.GetNamespace(); ns != "" && rules.Copies(applying) {
@@ -69,9 +78,8 @@ func (s *sources) of(ctx context.Context, obj *unstructured.Unstructured, applyi
 	if !rules.CopiesFromOwners(applying) {
 		return f, notes, nil
 	}
-	cur := metav1.Object(obj)
+	ref := metav1.GetControllerOfNoCopy(obj)
 	for range maxOwnerDepth {
-		ref := metav1.GetControllerOfNoCopy(cur)
 		if ref == nil {
 			break
 		}
@@ -83,9 +91,9 @@ func (s *sources) of(ctx context.Context, obj *unstructured.Unstructured, applyi
 			notes = append(notes, fmt.Sprintf("its owner %s %s is not among the objects%s: copyFromOwner sets nothing until it is (the controller waits for it)", ref.Kind, ref.Name, s.where()))
 			break
 		}
-		f.Owners = append(f.Owners, rules.Owner{Kind: ref.Kind, Metadata: rules.Metadata{Labels: owner.GetLabels(), Annotations: owner.GetAnnotations()}})
+		f.Owners = append(f.Owners, rules.Owner{Kind: ref.Kind, Metadata: owner.meta})
 		f.owners = append(f.owners, Ref{Kind: ref.Kind, Namespace: obj.GetNamespace(), Name: ref.Name})
-		cur = owner
+		ref = owner.controller
 	}
 	return f, notes, nil
 }
@@ -99,7 +107,7 @@ func (s *sources) where() string {
 
 func (s *sources) namespace(ctx context.Context, name string) (*rules.Metadata, error) {
 	if ns, ok := s.namespaces[name]; ok {
-		return &rules.Metadata{Labels: ns.GetLabels(), Annotations: ns.GetAnnotations()}, nil
+		return &ns.meta, nil
 	}
 	if s.lookup == nil {
 		return nil, nil
@@ -108,12 +116,13 @@ func (s *sources) namespace(ctx context.Context, name string) (*rules.Metadata, 
 	if err != nil || ns == nil {
 		return nil, err
 	}
-	return &rules.Metadata{Labels: ns.Labels, Annotations: ns.Annotations}, nil
+	s.namespaces[name] = &source{meta: rules.Metadata{Labels: ns.Labels, Annotations: ns.Annotations}}
+	return &s.namespaces[name].meta, nil
 }
 
-// owner is the owner ref names: by uid among the objects, else looked up
+// owner is the owner ref names: by uid among the sources, else looked up
 // (and only if it is still the same object: same uid).
-func (s *sources) owner(ctx context.Context, namespace string, ref metav1.OwnerReference) (metav1.Object, error) {
+func (s *sources) owner(ctx context.Context, namespace string, ref metav1.OwnerReference) (*source, error) {
 	if o, ok := s.byUID[ref.UID]; ok {
 		return o, nil
 	}
@@ -124,5 +133,6 @@ func (s *sources) owner(ctx context.Context, namespace string, ref metav1.OwnerR
 	if err != nil || o == nil || o.UID != ref.UID {
 		return nil, err
 	}
-	return o, nil
+	s.add(o)
+	return s.byUID[o.UID], nil
 }

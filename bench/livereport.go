@@ -1,0 +1,91 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/metawatch/metawatch/bench/report"
+	"github.com/metawatch/metawatch/bench/seed"
+	"github.com/metawatch/metawatch/bench/variant"
+	"github.com/metawatch/metawatch/pkg/testing/controlplane"
+	"github.com/metawatch/metawatch/pkg/testing/testkit"
+)
+
+// liveReport is the report scenario: metawatch check --live --report with
+// the metawatch variant's configuration, then its baseline, kubectl get
+// -o yaml of the same pods; each timed, with its peak RSS.
+func (h *harness) liveReport(ctx context.Context, n int) error {
+	bin, remove, err := testkit.Build("github.com/metawatch/metawatch/cmd/metawatch", "metawatch")
+	if err != nil {
+		return err
+	}
+	defer remove()
+	conf := filepath.Join(filepath.Dir(bin), "config.yaml")
+	if err := os.WriteFile(conf, []byte(variant.Config(variant.Spec{Selector: seed.Selector, Label: costCenter})), 0o600); err != nil {
+		return err
+	}
+	kubectl, err := kubectlPath(ctx)
+	if err != nil {
+		return err
+	}
+	for _, c := range []struct {
+		tool string
+		args []string
+	}{
+		{"metawatch", []string{bin, "check", "-f", conf, "--live", "--report", "--kubeconfig", h.kubeconfig}},
+		{"kubectl", []string{kubectl, "--kubeconfig", h.kubeconfig, "get", "pods", "-A", "-l", seed.Selector, "-o", "yaml"}},
+	} {
+		fmt.Fprintf(os.Stderr, "bench: %d pods: live report, %s\n", n, c.tool)
+		r, err := timed(ctx, c.args)
+		if err != nil {
+			return fmt.Errorf("%s: %w", c.tool, err)
+		}
+		r.Pods, r.Tool = n, c.tool
+		h.run.LiveReports = append(h.run.LiveReports, r)
+	}
+	return nil
+}
+
+// timed runs args with its output discarded, and measures it.
+func timed(ctx context.Context, args []string) (report.LiveReport, error) {
+	devNull, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+	if err != nil {
+		return report.LiveReport{}, err
+	}
+	defer func() { _ = devNull.Close() }()
+	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
+	cmd.Stdout, cmd.Stderr = devNull, os.Stderr
+	start := time.Now()
+	err = cmd.Run()
+	took := time.Since(start)
+	if cmd.ProcessState == nil {
+		return report.LiveReport{}, err
+	}
+	if exit := (*exec.ExitError)(nil); err != nil && !errors.As(err, &exit) {
+		return report.LiveReport{}, err
+	}
+	usage, _ := cmd.ProcessState.SysUsage().(*syscall.Rusage)
+	r := report.LiveReport{Seconds: took.Seconds(), ExitCode: cmd.ProcessState.ExitCode()}
+	if usage != nil {
+		r.PeakRSSBytes = usage.Maxrss * 1024 // Linux reports kilobytes
+	}
+	if r.ExitCode == 1 || r.ExitCode == 2 {
+		return r, fmt.Errorf("exit code %d", r.ExitCode)
+	}
+	return r, nil
+}
+
+// kubectlPath is kubectl from PATH, else the control plane's.
+func kubectlPath(ctx context.Context) (string, error) {
+	if p, err := exec.LookPath("kubectl"); err == nil {
+		return p, nil
+	}
+	b, err := controlplane.EnsureBinaries(ctx, os.Stderr)
+	return b.Kubectl, err
+}

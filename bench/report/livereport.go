@@ -1,0 +1,43 @@
+package report
+
+import (
+	"fmt"
+	"strings"
+)
+
+// LiveReport is one run of a read-only listing of the cluster's pods: the
+// live report (metawatch check --live --report), or its baseline, the same
+// pods listed with kubectl get -o yaml.
+type LiveReport struct {
+	Pods    int     `json:"pods"`
+	Tool    string  `json:"tool"`
+	Seconds float64 `json:"seconds"`
+	// PeakRSSBytes is the process's peak resident set (getrusage's maxrss).
+	PeakRSSBytes int64 `json:"peakRSSBytes"`
+	ExitCode     int   `json:"exitCode"`
+}
+
+// liveReportTable compares the live report with kubectl at each size.
+func liveReportTable(b *strings.Builder, run Run) {
+	if len(run.LiveReports) == 0 {
+		return
+	}
+	b.WriteString("\n## Live report\n\n`metawatch check --live --report` (metadata-only protobuf lists, 500 a page, evaluated and tallied as they come) " +
+		"against `kubectl get pods -A -l <bench selector> -o yaml` to /dev/null, on the same pods, one after the other; each a process of its own.\n\n" +
+		"| pods | tool | time s | peak RSS MiB | time vs kubectl | peak RSS vs kubectl |\n| --- | --- | --- | --- | --- | --- |\n")
+	base := map[int]LiveReport{}
+	for _, r := range run.LiveReports {
+		if r.Tool == "kubectl" {
+			base[r.Pods] = r
+		}
+	}
+	for _, r := range run.LiveReports {
+		k, ok := base[r.Pods]
+		timeRatio, rssRatio := "-", "-"
+		if ok && r.Tool != "kubectl" && k.Seconds > 0 && k.PeakRSSBytes > 0 {
+			timeRatio = fmt.Sprintf("%.2fx", r.Seconds/k.Seconds)
+			rssRatio = fmt.Sprintf("%.2fx", float64(r.PeakRSSBytes)/float64(k.PeakRSSBytes))
+		}
+		fmt.Fprintf(b, "| %d | %s | %.1f | %.0f | %s | %s |\n", r.Pods, r.Tool, r.Seconds, float64(r.PeakRSSBytes)/(1<<20), timeRatio, rssRatio)
+	}
+}
