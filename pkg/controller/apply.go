@@ -42,40 +42,59 @@ var namespaceGVK = corev1.SchemeGroupVersion.WithKind("Namespace")
 // that no rule wants any more (leaving it out of the apply deletes it). rv is
 // the apply's resourceVersion precondition: the server refuses it (409, see
 // staleVersion) if anyone wrote the object since.
-func (r *ruleReconciler) apply(ctx context.Context, obj *metav1.PartialObjectMetadata, rv string, res rules.Result) error {
+// It also returns the rules whose keys another field manager holds (left
+// to it, settled or just now), for metawatch_rule_objects_off.
+func (r *ruleReconciler) apply(ctx context.Context, obj *metav1.PartialObjectMetadata, rv string, res rules.Result) (map[string]bool, error) {
 	key := types.NamespacedName{Namespace: obj.Namespace, Name: obj.Name}
+	wanted := res
 	res.Labels = r.memory.yielded.withoutSettled(key, config.Labels, res.Labels, obj.Labels)
 	res.Annotations = r.memory.yielded.withoutSettled(key, config.Annotations, res.Annotations, obj.Annotations)
+	held := heldRules(wanted, res)
 	changed := changeOf(obj, res)
 	if changed.empty() {
-		return nil
+		return held, nil
 	}
 	log := logr.FromContextOrDiscard(ctx)
 	if r.DryRun {
 		r.count(changed.rules, metrics.ResultDryRun)
 		log.Info("dry run: would apply", changed.logValues()...)
-		return nil
+		return held, nil
 	}
 	err := r.applyManifest(ctx, obj, rv, res.Labels, res.Annotations, false)
 	if conflicts, ok := conflictingKeys(err); ok {
 		var kept rules.Result
 		kept, err = r.resolveConflicts(ctx, obj, rv, res, conflicts, conflictHolders(err))
 		changed = changeOf(obj, kept) // yielded keys were not written
+		held = heldRules(wanted, kept)
 	}
 	switch {
 	case replacedOrGone(err) || NotWritten(err):
 		log.V(1).Info("not applied: the object is gone or was replaced (the watch will tell), this generation is stopping, or another replica holds its bucket", "uid", obj.UID)
-		return nil
+		return nil, nil
 	case RetrySoon(err), staleVersion(err):
-		return err // not a failure: tried again soon, or at once on the object as it is now
+		return nil, err // not a failure: tried again soon, or at once on the object as it is now
 	case err != nil:
 		r.count(changed.rules, metrics.ResultError)
-		return err
+		return nil, err
 	}
 	r.count(changed.rules, metrics.ResultApplied)
 	r.memory.reclaims.clear(key)
 	log.Info("applied", changed.logValues()...)
-	return nil
+	return held, nil
+}
+
+// heldRules are the rules of the keys wanted wants that kept leaves out:
+// those left to another field manager.
+func heldRules(wanted, kept rules.Result) map[string]bool {
+	held := map[string]bool{}
+	for _, m := range []struct{ wanted, kept map[string]rules.Owned }{{wanted.Labels, kept.Labels}, {wanted.Annotations, kept.Annotations}} {
+		for k, o := range m.wanted {
+			if _, ok := m.kept[k]; !ok {
+				held[o.Rule] = true
+			}
+		}
+	}
+	return held
 }
 
 // change is what an apply would change: keys to set (with the rule that

@@ -34,6 +34,7 @@ type audit struct {
 	failing   violators
 	inherited violators      // reported by earlier generations, for objects not observed since
 	counts    map[string]int // rule -> violating objects
+	off       offCounts
 }
 
 // observe records obj's current violations: an Event for each rule it starts
@@ -61,6 +62,7 @@ func (a *audit) forget(key types.NamespacedName) {
 	defer a.mu.Unlock()
 	delete(a.inherited, key)
 	a.setLocked(key, a.failing[key], nil)
+	a.setHeldLocked(key, nil)
 }
 
 // setLocked moves key from violating before to violating now, counting.
@@ -68,11 +70,13 @@ func (a *audit) setLocked(key types.NamespacedName, before, now map[string]bool)
 	for rule := range now {
 		if !before[rule] {
 			a.add(rule, 1)
+			a.addOff(rule, key.Namespace, reasonViolation, 1)
 		}
 	}
 	for rule := range before {
 		if !now[rule] {
 			a.add(rule, -1)
+			a.addOff(rule, key.Namespace, reasonViolation, -1)
 		}
 	}
 	if len(now) == 0 {
@@ -129,7 +133,7 @@ func NewAudits(live bool) *Audits { return &Audits{live: live, kinds: map[string
 func (a *Audits) forKind(kind string, recorder events.EventRecorder) *audit {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	au := &audit{kind: kind, recorder: recorder, owner: a, failing: violators{}, inherited: violators{}, counts: map[string]int{}}
+	au := &audit{kind: kind, recorder: recorder, owner: a, failing: violators{}, inherited: violators{}, counts: map[string]int{}, off: newOffCounts()}
 	a.kinds[kind] = au
 	return au
 }
@@ -161,13 +165,15 @@ func (a *Audits) Inherit(previous *Audits) {
 	}
 }
 
-// Publish makes these audits' counts metawatch_rule_violations, replacing
+// Publish makes these audits' counts metawatch_rule_violations and
+// metawatch_rule_objects_off, replacing
 // every other generation's (a removed rule's series goes).
 func (a *Audits) Publish() {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.live = true
 	metrics.RuleViolations.Reset()
+	metrics.ObjectsOff.Reset()
 	for kind, au := range a.kinds {
 		au.mu.Lock()
 		for rule, n := range au.counts {
@@ -175,6 +181,7 @@ func (a *Audits) Publish() {
 				metrics.RuleViolations.WithLabelValues(rule, kind).Set(float64(n))
 			}
 		}
+		au.publishOff()
 		au.mu.Unlock()
 	}
 }

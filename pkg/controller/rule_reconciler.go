@@ -189,7 +189,10 @@ func (r *ruleReconciler) decideAndWrite(ctx context.Context, key types.Namespace
 	if staleVersion(removeErr) {
 		return true, removeErr
 	}
-	applyErr := r.apply(ctx, obj, rv, result)
+	held, applyErr := r.apply(ctx, obj, rv, result)
+	if applyErr == nil {
+		r.audit.observeHeld(key, held)
+	}
 	return staleVersion(applyErr), errors.Join(removeErr, applyErr)
 }
 

@@ -125,9 +125,16 @@ func TestConflictWithAnotherManager(t *testing.T) {
 	if note := events[0].Note; !strings.Contains(note, `field manager "other-controller"`) || strings.Contains(note, "silver") {
 		t.Errorf("LabelConflict Event %q: want it to name the field manager other-controller and not carry its value silver", note)
 	}
+	held := map[string]string{"rule": "conflict-tier", "kind": "Pod", "namespace": "conflict", "reason": "conflict"}
+	if n := testkit.Metric(t, "metawatch_rule_objects_off", held); n != 1 {
+		t.Errorf("metawatch_rule_objects_off%v = %v, want 1 (pod-0's tier is held by another manager)", held, n)
+	}
+	testkit.MergePatch(t, c, getPod(t, c, "conflict", "pod-0"), "other-controller", `{"metadata":{"labels":{"tier":"gold"}}}`) // it agrees now: nothing is held
+	testkit.WaitFor(t, "the count of objects held to go", testkit.Timeout, func() bool { return testkit.Metric(t, "metawatch_rule_objects_off", held) == 0 })
 	inst.stop()
 
 	startInstance(t, strings.Replace(rule, "%s", ", force: true", 1), controller.Options{})
+	testkit.MergePatch(t, c, getPod(t, c, "conflict", "pod-0"), "other-controller", `{"metadata":{"labels":{"tier":"silver"}}}`)
 	testkit.WaitFor(t, "force to take the key", testkit.Timeout, func() bool { return getPod(t, c, "conflict", "pod-0").Labels["tier"] == "gold" })
 }
 
@@ -172,8 +179,14 @@ func TestRequireLabelsAudits(t *testing.T) {
 		return testkit.Metric(t, "metawatch_rule_violations", map[string]string{"rule": "audit-owner"})
 	}
 	testkit.WaitFor(t, "2 violations", testkit.Timeout, func() bool { return violations() == 2 })
+	off := map[string]string{"rule": "audit-owner", "kind": "Pod", "namespace": "audit", "reason": "violation"}
+	if n := testkit.Metric(t, "metawatch_rule_objects_off", off); n != 2 {
+		t.Errorf("metawatch_rule_objects_off%v = %v, want 2", off, n)
+	}
 	testkit.MergePatch(t, c, getPod(t, c, "audit", "pod-1"), "kubectl-label", `{"metadata":{"labels":{"owner":"bob","unrelated":"x"}}}`)
-	testkit.WaitFor(t, "1 violation", testkit.Timeout, func() bool { return violations() == 1 })
+	testkit.WaitFor(t, "1 violation", testkit.Timeout, func() bool {
+		return violations() == 1 && testkit.Metric(t, "metawatch_rule_objects_off", off) == 1
+	})
 	testkit.MergePatch(t, c, getPod(t, c, "audit", "pod-2"), "kubectl-label", `{"metadata":{"labels":{"unrelated":"y"}}}`)
 	testkit.WaitFor(t, "pod-2's change to be reconciled", testkit.Timeout, func() bool {
 		return len(logs.matching(`"name":"pod-2"`, `"unrelated":"y"`)) > 0

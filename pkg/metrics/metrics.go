@@ -64,6 +64,23 @@ var (
 		Name: "metawatch_rule_violations",
 		Help: "Objects currently missing a label or annotation a rule requires.",
 	}, []string{"rule", "kind"})
+	// ObjectsOff is, per rule, kind and namespace, the objects currently not
+	// as the rule wants that metawatch does not fix: reason "violation" (a
+	// requirement fails) or "conflict" (another field manager holds a key
+	// the rule wants). Bounded: beyond the first OtherNamespacesAfter
+	// namespaces of a kind, the rest are counted under namespace OtherNamespaces.
+	ObjectsOff = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "metawatch_rule_objects_off",
+		Help: "Objects currently not as a rule wants and left so: reason violation (a requirement fails) or conflict (another field manager holds a key); " +
+			"per namespace, the namespaces beyond the first 100 of a kind counted as namespace \"(other)\".",
+	}, []string{"rule", "kind", "namespace", "reason"})
+)
+
+// OtherNamespaces is the namespace label of ObjectsOff's series that count
+// the namespaces beyond the first OtherNamespacesAfter of a kind.
+const (
+	OtherNamespaces      = "(other)"
+	OtherNamespacesAfter = 100
 )
 
 var (
@@ -201,6 +218,6 @@ func SetShardingMode(mode string) {
 
 func init() {
 	ctrlmetrics.Registry.MustRegister(Events, CachedObjects, RuleWrites, RuleConflicts, OwnershipFights, RuleViolations,
-		ConfigGeneration, ConfigLastReloadSuccessful, ConfigHash, ConfigReloadRetries, WritesFrozen, WatchReady, AdmissionPolicyReady,
+		ObjectsOff, ConfigGeneration, ConfigLastReloadSuccessful, ConfigHash, ConfigReloadRetries, WritesFrozen, WatchReady, AdmissionPolicyReady,
 		ShardingMode, ShardDropped, ShardCacheMoves, ShardMovedObjects, BucketsOwned, BucketsUnwritable, WritesFenced, UnchangedEvents)
 }
