@@ -29,6 +29,14 @@ func EnsurePrometheus(ctx context.Context, log io.Writer) (Prometheus, error) {
 		return Prometheus{}, err
 	}
 	tools := filepath.Join(filepath.Dir(filepath.Dir(cpDir)), "tools")
+	if err := os.MkdirAll(tools, 0o755); err != nil {
+		return Prometheus{}, err
+	}
+	unlock, err := lockDir(tools) // test packages run in parallel
+	if err != nil {
+		return Prometheus{}, err
+	}
+	defer unlock()
 	if p, ok := cachedPrometheus(tools); ok {
 		return p, nil
 	}
