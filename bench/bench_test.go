@@ -32,7 +32,7 @@ func TestMain(m *testing.M) { os.Exit(controlplane.RunTests(m, &cp)) }
 func TestHarnessSmoke(t *testing.T) {
 	controlplane.SkipIfShort(t)
 	t.Parallel()
-	run, out := runBench(t, nil, "--kubeconfig", cp.KubeconfigPath, "--sizes", "30", "--pods-per-namespace", "20", "--scenarios", "sync,converge,churn,firehose",
+	run, out := runBench(t, nil, "--kubeconfig", cp.KubeconfigPath, "--sizes", "30", "--pods-per-namespace", "20", "--scenarios", "sync,converge,churn,firehose,report",
 		"--churn-duration", "2s", "--churn-status-rate", "10", "--churn-label-rate", "4", "--firehose-duration", "2s", "--firehose-rate", "50", "--steady-window", "1s")
 	all := variant.All()
 	if len(run.Results) != len(all) {
@@ -43,6 +43,9 @@ func TestHarnessSmoke(t *testing.T) {
 	}
 	if len(run.Bare) != 1 || run.Bare[0].Pods != 20 {
 		t.Errorf("bare client reference %+v, want one, on the first namespace's 20 pods", run.Bare)
+	}
+	if l := run.LiveReports; len(l) != 2 || l[0].Tool != "metawatch" || l[1].Tool != "kubectl" || l[0].Seconds <= 0 || l[0].PeakRSSBytes <= 0 || l[1].PeakRSSBytes <= 0 {
+		t.Errorf("live reports %+v, want metawatch's and kubectl's, timed and measured", l)
 	}
 	checkReport(t, out, all)
 }

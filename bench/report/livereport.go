@@ -14,8 +14,12 @@ type LiveReport struct {
 	Seconds float64 `json:"seconds"`
 	// PeakRSSBytes is the process's peak resident set (getrusage's maxrss).
 	PeakRSSBytes int64 `json:"peakRSSBytes"`
-	ExitCode     int   `json:"exitCode"`
+	// ExitCode is -1 for a process killed by a signal (the OOM killer, or
+	// an operator saving the machine): its figures are where it was stopped.
+	ExitCode int `json:"exitCode"`
 }
+
+func (r LiveReport) killed() bool { return r.ExitCode < 0 }
 
 // liveReportTable compares the live report with kubectl at each size.
 func liveReportTable(b *strings.Builder, run Run) {
@@ -34,10 +38,17 @@ func liveReportTable(b *strings.Builder, run Run) {
 	for _, r := range run.LiveReports {
 		k, ok := base[r.Pods]
 		timeRatio, rssRatio := "-", "-"
-		if ok && r.Tool != "kubectl" && k.Seconds > 0 && k.PeakRSSBytes > 0 {
+		switch {
+		case ok && r.Tool != "kubectl" && k.killed():
+			timeRatio, rssRatio = fmt.Sprintf("< %.3fx", r.Seconds/k.Seconds), fmt.Sprintf("< %.3fx", float64(r.PeakRSSBytes)/float64(k.PeakRSSBytes))
+		case ok && r.Tool != "kubectl" && k.Seconds > 0 && k.PeakRSSBytes > 0:
 			timeRatio = fmt.Sprintf("%.2fx", r.Seconds/k.Seconds)
 			rssRatio = fmt.Sprintf("%.2fx", float64(r.PeakRSSBytes)/float64(k.PeakRSSBytes))
 		}
-		fmt.Fprintf(b, "| %d | %s | %.1f | %.0f | %s | %s |\n", r.Pods, r.Tool, r.Seconds, float64(r.PeakRSSBytes)/(1<<20), timeRatio, rssRatio)
+		tool, at := r.Tool, ""
+		if r.killed() {
+			tool, at = r.Tool+" (killed, unfinished)", "> "
+		}
+		fmt.Fprintf(b, "| %d | %s | %s%.1f | %s%.0f | %s | %s |\n", r.Pods, tool, at, r.Seconds, at, float64(r.PeakRSSBytes)/(1<<20), timeRatio, rssRatio)
 	}
 }
