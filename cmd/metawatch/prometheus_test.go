@@ -17,7 +17,6 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 
 	"github.com/metawatch/metawatch/pkg/testing/controlplane"
 	"github.com/metawatch/metawatch/pkg/testing/testkit"
@@ -88,31 +87,6 @@ func TestPrometheusScrapesMetawatchAndEveryPanelHasData(t *testing.T) {
 	}
 }
 
-// chartAlertRules are the chart's alerting rules for a release "mw", as a
-// Prometheus rules file.
-func chartAlertRules(t *testing.T) []byte {
-	helmBin, err := controlplane.EnsureHelm(t.Context(), os.Stderr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := exec.CommandContext(t.Context(), helmBin, "template", "mw", "../../deploy/helm/metawatch", "--namespace", "prom",
-		"--set", "prometheusRule.enabled=true", "--show-only", "templates/prometheusrule.yaml").Output()
-	if err != nil {
-		t.Fatalf("helm template: %v", err)
-	}
-	var rule struct {
-		Spec map[string]any `json:"spec"`
-	}
-	if err := yaml.Unmarshal(out, &rule); err != nil {
-		t.Fatal(err)
-	}
-	rules, err := yaml.Marshal(rule.Spec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return rules
-}
-
 // scraperToken is a token of a ServiceAccount that may get /metrics.
 func scraperToken(t *testing.T, ns string) string {
 	c := testkit.Client(t, cp.Config)
@@ -141,7 +115,11 @@ func startPrometheus(t *testing.T, p controlplane.Prometheus, target, token stri
 	if err := os.WriteFile(tokenFile, []byte(token), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, "rules.yml"), chartAlertRules(t), 0o600); err != nil {
+	helm, err := controlplane.EnsureHelm(t.Context(), os.Stderr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "rules.yml"), testkit.ChartAlertRules(t, helm, "../../deploy/helm/metawatch", "mw", "prom"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	conf := fmt.Sprintf(`global: {scrape_interval: 1s, evaluation_interval: 1s}
@@ -191,6 +169,9 @@ func (p prometheus) query(t *testing.T, expr string) int {
 		return 0 // not up yet
 	}
 	defer func() { _ = resp.Body.Close() }()
+	if resp.StatusCode == http.StatusServiceUnavailable {
+		return 0 // starting up
+	}
 	var answer struct {
 		Status string `json:"status"`
 		Error  string `json:"error"`

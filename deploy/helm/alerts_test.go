@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/metawatch/metawatch/pkg/testing/controlplane"
+	"github.com/metawatch/metawatch/pkg/testing/testkit"
 )
 
 // The chart's alerts pass promtool: the rules check, and every alert's unit
@@ -18,18 +19,11 @@ func TestAlertsPassPromtool(t *testing.T) {
 	if err != nil {
 		t.Skipf("no promtool: %v", err)
 	}
-	rendered := helm(t, "template", "mw", repoFile(t, "deploy/helm/metawatch"), "--namespace", "mw",
-		"--set", "prometheusRule.enabled=true", "--show-only", "templates/prometheusrule.yaml")
-	var rule struct {
-		Spec map[string]any `json:"spec"`
-	}
-	if err := yaml.Unmarshal([]byte(rendered), &rule); err != nil {
-		t.Fatal(err)
-	}
-	rules, err := yaml.Marshal(rule.Spec)
+	helmBin, err := controlplane.EnsureHelm(t.Context(), os.Stderr)
 	if err != nil {
 		t.Fatal(err)
 	}
+	rules := testkit.ChartAlertRules(t, helmBin, repoFile(t, "deploy/helm/metawatch"), "mw", "mw")
 	dir := t.TempDir()
 	write := func(name string, data []byte) string {
 		path := filepath.Join(dir, name)

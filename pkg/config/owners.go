@@ -82,6 +82,12 @@ func ownerChainKinds(c *Config) map[string]int {
 	return kinds
 }
 
+// OwnerChainKinds are the kinds metawatch follows on owner chains for c's
+// copyFromOwner rules (ownerChainKinds, without the rule that needs each).
+func OwnerChainKinds(c *Config) sets.Set[string] {
+	return sets.KeySet(ownerChainKinds(c))
+}
+
 // copiedFromOwner is what the copyFromOwner rules copy from owners of kind:
 // the cache keeps these keys of an owner-only watch and no other.
 func copiedFromOwner(c *Config, kind string, m MetadataMap) sets.Set[string] {

@@ -64,10 +64,7 @@ func (m managers) other(what, key string) string {
 // does: a key to set (or adopt), a key to remove, a key metawatch set that
 // no rule wants any more (released), and a key another manager holds with
 // another value (a conflict, unless the rule has force).
-func changes(obj Object, res rules.Result, src found, inScope bool) ([]Write, []Conflict, []string) {
-	if !inScope {
-		return nil, nil, nil
-	}
+func changes(obj Object, res rules.Result, src found) ([]Write, []Conflict, []string) {
 	m := managersOf(obj)
 	var writes []Write
 	var conflicts []Conflict
@@ -102,7 +99,8 @@ func changes(obj Object, res rules.Result, src found, inScope bool) ([]Write, []
 			}
 		}
 		for _, k := range sortedKeys(what.current) {
-			if _, wanted := what.desired[k]; !wanted && m.mine(what.name, k) {
+			_, removed := what.remove[k]
+			if _, wanted := what.desired[k]; !wanted && !removed && m.mine(what.name, k) {
 				writes = append(writes, Write{Map: what.name, Key: k, Action: "release", Was: what.current[k], Had: true})
 			}
 		}

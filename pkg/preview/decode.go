@@ -60,24 +60,73 @@ func Read(r io.Reader) ([]*unstructured.Unstructured, error) {
 	}
 }
 
-// expand is obj, or the items of a List, each checked for a kind and name.
+// expand is obj, or the items of a List, each checked for what a preview
+// reads: kind, apiVersion, a name, and string labels and annotations
+// (unstructured drops a map with any other value without a word).
 func expand(obj *unstructured.Unstructured) ([]*unstructured.Unstructured, error) {
 	if obj.IsList() {
 		var out []*unstructured.Unstructured
+		i := 0
 		err := obj.EachListItem(func(o runtime.Object) error {
 			items, err := expand(o.(*unstructured.Unstructured))
+			if err != nil {
+				return fmt.Errorf("items[%d]: %w", i, err)
+			}
+			i++
 			out = append(out, items...)
-			return err
+			return nil
 		})
 		return out, err
 	}
-	switch {
-	case obj.GetKind() == "":
-		return nil, fmt.Errorf("an object without kind: each object needs apiVersion, kind and metadata.name")
-	case obj.GetName() == "":
-		return nil, fmt.Errorf("a %s without metadata.name: each object needs apiVersion, kind and metadata.name", obj.GetKind())
-	case strings.HasSuffix(obj.GetKind(), "List"):
+	if err := checkObject(obj.Object); err != nil {
+		return nil, err
+	}
+	if strings.HasSuffix(obj.GetKind(), "List") {
 		return nil, fmt.Errorf("a %s without items", obj.GetKind())
 	}
 	return []*unstructured.Unstructured{obj}, nil
+}
+
+const needs = "each object needs apiVersion, kind and metadata.name"
+
+func checkObject(o map[string]any) error {
+	for _, f := range []string{"apiVersion", "kind"} {
+		switch v, ok := o[f].(string); {
+		case o[f] == nil || (ok && v == ""):
+			return fmt.Errorf("an object without %s: %s", f, needs)
+		case !ok:
+			return fmt.Errorf("%s: expected a string, found %s: quote it", f, describeValue(o[f]))
+		}
+	}
+	meta, _ := o["metadata"].(map[string]any)
+	switch name, ok := meta["name"].(string); {
+	case meta["name"] == nil || (ok && name == ""):
+		return fmt.Errorf("a %s without metadata.name: %s", o["kind"], needs)
+	case !ok:
+		return fmt.Errorf("a %s whose metadata.name is %s: quote it", o["kind"], describeValue(meta["name"]))
+	}
+	for _, m := range []string{"labels", "annotations"} {
+		values, _ := meta[m].(map[string]any)
+		for k, v := range values {
+			if _, ok := v.(string); !ok {
+				return fmt.Errorf("%s %s: metadata.%s[%s]: expected a string, found %s: quote it", o["kind"], meta["name"], m, k, describeValue(v))
+			}
+		}
+	}
+	return nil
+}
+
+// describeValue names what a field holds, for a message.
+func describeValue(v any) string {
+	switch v := v.(type) {
+	case nil:
+		return "nothing"
+	case string:
+		return fmt.Sprintf("%q", v)
+	case bool:
+		return fmt.Sprintf("%v (YAML reads yes, no, on, off, true and false as booleans)", v)
+	case int64, float64:
+		return fmt.Sprintf("the number %v", v)
+	}
+	return fmt.Sprintf("a %T", v)
 }

@@ -22,7 +22,14 @@ func TestReadTakesWhatKubectlWrites(t *testing.T) {
 		"JSON, as kubectl get -o json writes": {
 			input: `{"apiVersion":"v1","kind":"PodList","items":[{"apiVersion":"v1","kind":"Pod","metadata":{"name":"a"}}]}`,
 			want:  []string{"Pod/a"}},
-		"an object without a kind": {input: "metadata: {name: a}\n", err: "document 1: an object without kind: each object needs apiVersion, kind and metadata.name"},
+		"an object without a kind":        {input: "apiVersion: v1\nmetadata: {name: a}\n", err: "document 1: an object without kind: each object needs apiVersion, kind and metadata.name"},
+		"an object without an apiVersion": {input: "kind: Pod\nmetadata: {name: a}\n", err: "document 1: an object without apiVersion"},
+		"a name YAML reads as a boolean":  {input: "apiVersion: v1\nkind: Pod\nmetadata: {name: n}\n", err: "document 1: a Pod whose metadata.name is false (YAML reads"},
+		"a label value YAML reads as a boolean": {
+			input: "apiVersion: v1\nkind: Pod\nmetadata: {name: a, labels: {legacy: on}}\n", err: "document 1: Pod a: metadata.labels[legacy]: expected a string, found true"},
+		"a List item without a name": {
+			input: "apiVersion: v1\nkind: List\nitems:\n- {apiVersion: v1, kind: Pod, metadata: {name: a}}\n- {apiVersion: v1, kind: Pod, metadata: {}}\n",
+			err:   "document 1: items[1]: a Pod without metadata.name"},
 		"an object without a name": {input: "apiVersion: v1\nkind: Pod\nmetadata: {}\n", err: "document 1: a Pod without metadata.name"},
 		"not YAML":                 {input: "a: [\n", err: "document 1"},
 	}

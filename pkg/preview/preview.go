@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/sets"
 
 	"github.com/metawatch/metawatch/pkg/config"
 	"github.com/metawatch/metawatch/pkg/rules"
@@ -25,6 +26,8 @@ type Options struct {
 	// Lookup finds the Namespaces and owners the objects do not include;
 	// nil: only the objects are looked in.
 	Lookup Lookup
+
+	chainKinds sets.Set[string] // the kinds owner chains are followed through
 }
 
 // Object is what a preview reads of an object: its metadata and kind. An
@@ -144,6 +147,7 @@ func New(o Options) (*Previewer, error) {
 	if err != nil {
 		return nil, err
 	}
+	o.chainKinds = config.OwnerChainKinds(o.Config)
 	return &Previewer{opts: o, byKind: byKind, src: newSources(o.Lookup)}, nil
 }
 
@@ -172,7 +176,7 @@ func (o Options) report(ctx context.Context, obj Object, kindRules []rules.Rule,
 	case w == nil && isNamespace(obj) && o.copiesFromNamespaces():
 		rep.Skipped = "no rule writes Namespaces; read as the source of copyFromNamespace"
 		return rep, nil
-	case w == nil && o.copiesFromOwners():
+	case w == nil && o.chainKinds.Has(rep.Object.Kind):
 		rep.Skipped = fmt.Sprintf("no rule writes %s; read as an owner on the chains of copyFromOwner", rep.Object.Kind)
 		return rep, nil
 	case w == nil:
@@ -183,16 +187,16 @@ func (o Options) report(ctx context.Context, obj Object, kindRules []rules.Rule,
 		rep.Skipped = why
 		return rep, nil
 	}
-	namespace := writeNamespace(obj)
-	inScope := o.allows(namespace)
+	if namespace := writeNamespace(obj); !o.allows(namespace) {
+		rep.Skipped = fmt.Sprintf("namespace %q is outside the write scope: metawatch neither writes nor audits it", namespace)
+		return rep, nil
+	}
 	var applying []rules.Rule
 	for _, r := range kindRules {
 		v := RuleVerdict{Rule: r.Name, Applies: true, Why: "its match selects the object"}
 		switch {
 		case r.Match != nil && !r.Match.Matches(labels.Set(obj.GetLabels())):
 			v.Applies, v.Why = false, fmt.Sprintf("match.labelSelector %q does not select the object", r.Match.String())
-		case !inScope && writes(r):
-			v.Applies, v.Why = false, fmt.Sprintf("namespace %q is outside the write scope", namespace)
 		case r.Match == nil || r.Match.Empty():
 			v.Why = "it has no match: every " + rep.Object.Kind
 		}
@@ -201,23 +205,20 @@ func (o Options) report(ctx context.Context, obj Object, kindRules []rules.Rule,
 			applying = append(applying, r)
 		}
 	}
-	s, notes, err := src.of(ctx, obj, applying)
+	s, waits, notes, err := src.of(ctx, obj, kindRules, o.chainKinds)
 	if err != nil {
 		return rep, err
 	}
 	rep.Notes = append(rep.Notes, notes...)
+	if waits {
+		return rep, nil // the controller writes and audits nothing until the source comes
+	}
+	s.rules = applying
 	result := rules.Evaluate(applying, rules.Metadata{Labels: obj.GetLabels(), Annotations: obj.GetAnnotations()}, s.Sources)
 	rep.Violations = result.Violations
-	rep.Writes, rep.Conflicts, notes = changes(obj, result, s, inScope)
+	rep.Writes, rep.Conflicts, notes = changes(obj, result, s)
 	rep.Notes = append(rep.Notes, notes...)
 	return rep, nil
-}
-
-// writes reports whether r writes (a rule that only requires reads, in
-// any namespace).
-func writes(r rules.Rule) bool {
-	return len(r.SetLabels)+len(r.SetAnnotations)+len(r.RemoveLabels)+len(r.RemoveAnnotations)+
-		len(r.CopyLabels)+len(r.CopyAnnotations)+len(r.OwnerLabels)+len(r.OwnerAnnotations) > 0
 }
 
 // writeNamespace is the namespace the write scope counts the object in.
@@ -231,15 +232,6 @@ func writeNamespace(obj Object) string {
 func isNamespace(obj Object) bool {
 	gvk := obj.GroupVersionKind()
 	return gvk.Kind == "Namespace" && gvk.Group == ""
-}
-
-func (o Options) copiesFromOwners() bool {
-	for _, r := range o.Config.Rules {
-		if r.CopyFromOwner != nil {
-			return true
-		}
-	}
-	return false
 }
 
 func (o Options) copiesFromNamespaces() bool {

@@ -6,6 +6,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
 
 	"github.com/metawatch/metawatch/pkg/rules"
 )
@@ -28,8 +29,9 @@ type sources struct {
 
 // source is what is kept of a Namespace or an owner.
 type source struct {
-	meta       rules.Metadata
-	controller *metav1.OwnerReference
+	namespace, kind, name string
+	meta                  rules.Metadata
+	controller            *metav1.OwnerReference
 }
 
 func newSources(lookup Lookup) *sources {
@@ -37,7 +39,8 @@ func newSources(lookup Lookup) *sources {
 }
 
 func (s *sources) add(o Object) {
-	src := &source{meta: rules.Metadata{Labels: o.GetLabels(), Annotations: o.GetAnnotations()}}
+	src := &source{namespace: o.GetNamespace(), kind: o.GroupVersionKind().Kind, name: o.GetName(),
+		meta: rules.Metadata{Labels: o.GetLabels(), Annotations: o.GetAnnotations()}}
 	if ref := metav1.GetControllerOfNoCopy(o); ref != nil {
 		src.controller = ref.DeepCopy()
 	}
@@ -60,42 +63,46 @@ type found struct {
 // maxOwnerDepth bounds an owner chain (a Pod's ReplicaSet's Deployment is 2).
 const maxOwnerDepth = 8
 
-// of finds the sources the applying rules copy from; notes say what was not found.
-func (s *sources) of(ctx context.Context, obj Object, applying []rules.Rule) (found, []string, error) {
-	f := found{rules: applying}
-	var notes []string
-	if ns := obj.GetNamespace(); ns != "" && rules.Copies(applying) {
+// of finds the sources the rules of the object's kind copy from. waits:
+// one is missing, and the controller writes and audits nothing until it
+// comes (a Namespace, or an owner of a kind the chains follow); notes say
+// which, and where a chain ends early.
+func (s *sources) of(ctx context.Context, obj Object, kindRules []rules.Rule, chainKinds sets.Set[string]) (f found, waits bool, notes []string, err error) {
+	if ns := obj.GetNamespace(); ns != "" && rules.Copies(kindRules) {
 		meta, err := s.namespace(ctx, ns)
 		if err != nil {
-			return f, nil, err
+			return f, false, nil, err
 		}
 		if meta == nil {
-			notes = append(notes, fmt.Sprintf("Namespace %s is not among the objects%s: copyFromNamespace sets nothing until it is (the controller waits for it)", ns, s.where()))
-		} else {
-			f.Namespace, f.namespace = meta, ns
+			return f, true, []string{fmt.Sprintf("waits: Namespace %s is not among the objects%s, and the controller writes and audits nothing of it until it is", ns, s.where())}, nil
 		}
+		f.Namespace, f.namespace = meta, ns
 	}
-	if !rules.CopiesFromOwners(applying) {
-		return f, notes, nil
+	if !rules.CopiesFromOwners(kindRules) {
+		return f, false, nil, nil
 	}
 	ref := metav1.GetControllerOfNoCopy(obj)
 	for range maxOwnerDepth {
 		if ref == nil {
 			break
 		}
+		if !chainKinds.Has(ref.Kind) {
+			notes = append(notes, fmt.Sprintf("its owner chain ends at %s %s, a kind copyFromOwner does not follow", ref.Kind, ref.Name))
+			break
+		}
 		owner, err := s.owner(ctx, obj.GetNamespace(), *ref)
 		if err != nil {
-			return f, nil, err
+			return f, false, nil, err
 		}
 		if owner == nil {
-			notes = append(notes, fmt.Sprintf("its owner %s %s is not among the objects%s: copyFromOwner sets nothing until it is (the controller waits for it)", ref.Kind, ref.Name, s.where()))
-			break
+			return f, true, append(notes, fmt.Sprintf("waits: its owner %s %s is not among the objects%s, and the controller writes and audits nothing of it until it is",
+				ref.Kind, ref.Name, s.where())), nil
 		}
 		f.Owners = append(f.Owners, rules.Owner{Kind: ref.Kind, Metadata: owner.meta})
 		f.owners = append(f.owners, Ref{Kind: ref.Kind, Namespace: obj.GetNamespace(), Name: ref.Name})
 		ref = owner.controller
 	}
-	return f, notes, nil
+	return f, false, notes, nil
 }
 
 func (s *sources) where() string {
@@ -123,7 +130,9 @@ func (s *sources) namespace(ctx context.Context, name string) (*rules.Metadata, 
 // owner is the owner ref names: by uid among the sources, else looked up
 // (and only if it is still the same object: same uid).
 func (s *sources) owner(ctx context.Context, namespace string, ref metav1.OwnerReference) (*source, error) {
-	if o, ok := s.byUID[ref.UID]; ok {
+	// Owner references are namespace-local, and name their owner's kind
+	// and name: one with the uid that is not that object is not the owner.
+	if o, ok := s.byUID[ref.UID]; ok && o.namespace == namespace && o.name == ref.Name && (o.kind == "" || o.kind == ref.Kind) {
 		return o, nil
 	}
 	if s.lookup == nil {
@@ -134,5 +143,6 @@ func (s *sources) owner(ctx context.Context, namespace string, ref metav1.OwnerR
 		return nil, err
 	}
 	s.add(o)
+	s.byUID[o.UID].kind = ref.Kind // a metadata Get does not say its kind
 	return s.byUID[o.UID], nil
 }

@@ -66,9 +66,9 @@ type Owned struct {
 
 // Violation is a rule's requirement an object does not meet.
 type Violation struct {
-	Rule               string
-	MissingLabels      []string
-	MissingAnnotations []string
+	Rule               string   `json:"rule"`
+	MissingLabels      []string `json:"missingLabels,omitempty"`
+	MissingAnnotations []string `json:"missingAnnotations,omitempty"`
 }
 
 // Result is what the rules want of one object.

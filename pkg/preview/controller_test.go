@@ -1,0 +1,98 @@
+package preview_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/metawatch/metawatch/pkg/config"
+	"github.com/metawatch/metawatch/pkg/preview"
+)
+
+const mine = `
+  managedFields:
+  - {manager: metawatch, operation: Apply, apiVersion: v1, fieldsType: FieldsV1, fieldsV1: {"f:metadata": {"f:labels": {"f:team": {}, "f:legacy": {}}}}}`
+
+// The preview says what the controller would do, where it waits, skips or
+// stops too.
+func TestPreviewDoesAsTheControllerWould(t *testing.T) {
+	cases := map[string]struct {
+		config, objects string
+		want, not       []string
+	}{
+		"a missing Namespace: the controller waits, and releases nothing": {
+			config:  "watches: [{kind: Pod}]\nrules: [{name: copy, kinds: [Pod], copyFromNamespace: {labels: [team]}}]\n",
+			objects: "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n  namespace: shop\n  labels: {team: red}" + mine + "\n",
+			want:    []string{"note: waits: Namespace shop is not among the objects", "0 would change"},
+			not:     []string{"would release"},
+		},
+		"a missing owner of a followed kind: it waits": {
+			config: "watches: [{kind: Pod}]\nrules: [{name: cost, kinds: [Pod], copyFromOwner: {kinds: [Deployment], labels: [team]}}]\n",
+			objects: "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n  namespace: shop\n  labels: {team: red}\n" +
+				"  ownerReferences: [{apiVersion: apps/v1, kind: ReplicaSet, name: rs, uid: u-rs, controller: true}]" + mine + "\n",
+			want: []string{"waits: its owner ReplicaSet rs is not among the objects"},
+			not:  []string{"would release"},
+		},
+		"an owner of a kind not followed: the chain ends, and the key goes": {
+			config: "watches: [{kind: Pod}]\nrules: [{name: cost, kinds: [Pod], copyFromOwner: {kinds: [Deployment], labels: [team]}}]\n",
+			objects: "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n  namespace: shop\n  labels: {team: red}\n" +
+				"  ownerReferences: [{apiVersion: argoproj.io/v1alpha1, kind: Rollout, name: ro, uid: u-ro, controller: true}]" + mine + "\n",
+			want: []string{"its owner chain ends at Rollout ro, a kind copyFromOwner does not follow", "would release label team"},
+			not:  []string{"waits"},
+		},
+		"an owner with the uid in another namespace is not the owner": {
+			config: "watches: [{kind: Pod}]\nrules: [{name: cost, kinds: [Pod], copyFromOwner: {kinds: [ReplicaSet], labels: [team]}}]\n",
+			objects: "apiVersion: apps/v1\nkind: ReplicaSet\nmetadata: {name: rs, namespace: shop, uid: u-rs, labels: {team: red}}\n---\n" +
+				"apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n  namespace: other\n" +
+				"  ownerReferences: [{apiVersion: apps/v1, kind: ReplicaSet, name: rs, uid: u-rs, controller: true}]\n",
+			want: []string{"waits: its owner ReplicaSet rs is not among the objects"},
+			not:  []string{"would set"},
+		},
+		"outside the write scope: neither written nor audited": {
+			config:  "watches: [{kind: Pod}]\nwriteScope: {excludeNamespaces: [kube-system]}\nrules: [{name: req, kinds: [Pod], requireLabels: [team]}]\n",
+			objects: "apiVersion: v1\nkind: Pod\nmetadata: {name: a, namespace: kube-system}\n",
+			want:    []string{`not looked at: namespace "kube-system" is outside the write scope`},
+			not:     []string{"violation"},
+		},
+		"a kind nobody watches is not called an owner": {
+			config:  "watches: [{kind: Pod}]\nrules: [{name: cost, kinds: [Pod], copyFromOwner: {kinds: [Deployment], labels: [team]}}]\n",
+			objects: "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm, namespace: shop}\n",
+			want:    []string{"the configuration watches no ConfigMap"},
+		},
+		"a key a rule removes is removed, not also released": {
+			config:  "watches: [{kind: Pod}]\nrules: [{name: drop, kinds: [Pod], removeLabels: [legacy]}]\n",
+			objects: "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n  namespace: shop\n  labels: {legacy: x}" + mine + "\n",
+			want:    []string{"would remove label legacy"},
+			not:     []string{"would release label legacy"},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			conf, err := config.Parse([]byte(tc.config))
+			if err != nil {
+				t.Fatal(err)
+			}
+			objs, err := preview.Read(strings.NewReader(tc.objects))
+			if err != nil {
+				t.Fatal(err)
+			}
+			reports, err := preview.Preview(t.Context(), objs, preview.Options{Config: conf})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var out strings.Builder
+			if err := preview.WriteText(&out, reports); err != nil {
+				t.Fatal(err)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(out.String(), w) {
+					t.Errorf("the report lacks %q:\n%s", w, out.String())
+				}
+			}
+			for _, n := range tc.not {
+				if strings.Contains(out.String(), n) {
+					t.Errorf("the report says %q:\n%s", n, out.String())
+				}
+			}
+		})
+	}
+}
