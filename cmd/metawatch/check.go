@@ -90,8 +90,8 @@ func checkCommand(args []string, stdout, stderr io.Writer) int {
 	if len(o.objects) > 0 {
 		o.objects = append(o.objects, fs.Args()...)
 	}
-	if o.file == "" || ((o.rbac || o.chartValues != "" || o.live) && o.kubeconfig == "") || (o.output != "text" && o.output != "json") ||
-		(len(o.objects) == 0 && len(fs.Args()) > 0) || (o.report && (!o.live || len(o.objects) > 0)) {
+	if why := o.usageError(fs.Args()); why != "" {
+		fmt.Fprintf(stderr, "metawatch check: %s\n", why)
 		fs.Usage()
 		return 2
 	}
@@ -115,6 +115,26 @@ func checkCommand(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintln(stdout, "SUCCESS: the configuration is valid")
 	return 0
+}
+
+// usageError says what is wrong with the flags ("" if nothing); args are
+// the arguments after them.
+func (o checkOptions) usageError(args []string) string {
+	switch {
+	case o.file == "":
+		return "-f FILE is required: the configuration to check"
+	case (o.rbac || o.chartValues != "" || o.live) && o.kubeconfig == "":
+		return "--live, --rbac and --chart-values need a cluster: --kubeconfig PATH (or KUBECONFIG)"
+	case o.output != "text" && o.output != "json":
+		return fmt.Sprintf("-o %s: want text or json", o.output)
+	case len(o.objects) == 0 && len(args) > 0:
+		return fmt.Sprintf("unexpected arguments %v: files of objects follow --objects", args)
+	case o.report && !o.live:
+		return "--report reads the cluster: add --live"
+	case o.report && len(o.objects) > 0:
+		return "--report and --objects exclude each other: --report reads the cluster's objects"
+	}
+	return ""
 }
 
 func check(ctx context.Context, out io.Writer, o checkOptions) error {

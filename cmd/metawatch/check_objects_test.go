@@ -76,3 +76,28 @@ func golden(t *testing.T, path, got string) {
 		t.Errorf("%s differs (go test ./cmd/metawatch -run TestCheckObjects -update rewrites it):\n--- got\n%s--- want\n%s", path, got, want)
 	}
 }
+
+// A usage error names what is wrong, in the flags' words.
+func TestCheckUsageErrorsSayWhy(t *testing.T) {
+	cases := map[string]struct {
+		opts checkOptions
+		args []string
+		want string
+	}{
+		"no configuration":             {opts: checkOptions{output: "text"}, want: "-f FILE is required"},
+		"live without a cluster":       {opts: checkOptions{file: "c", live: true, output: "text"}, want: "--live, --rbac and --chart-values need a cluster"},
+		"an unknown output":            {opts: checkOptions{file: "c", output: "xml"}, want: "-o xml: want text or json"},
+		"objects without --objects":    {opts: checkOptions{file: "c", output: "text"}, args: []string{"pods.yaml"}, want: "files of objects follow --objects"},
+		"a report without --live":      {opts: checkOptions{file: "c", report: true, output: "text"}, want: "--report reads the cluster: add --live"},
+		"a report and objects at once": {opts: checkOptions{file: "c", report: true, live: true, kubeconfig: "k", objects: stringList{"o"}, output: "text"}, want: "exclude each other"},
+		"a valid objects check":        {opts: checkOptions{file: "c", objects: stringList{"o"}, output: "json"}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got := tc.opts.usageError(tc.args)
+			if (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
+				t.Errorf("usageError: %q, want one with %q", got, tc.want)
+			}
+		})
+	}
+}
