@@ -10,12 +10,11 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/discovery"
-	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/metadata"
-	"k8s.io/client-go/restmapper"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/metawatch/metawatch/pkg/apiserver"
 	"github.com/metawatch/metawatch/pkg/config"
 	"github.com/metawatch/metawatch/pkg/preview"
 )
@@ -66,7 +65,11 @@ func checkObjects(ctx context.Context, out io.Writer, o checkOptions) (int, erro
 	}
 	opts := preview.Options{Config: conf, Scopes: []*config.WriteScope{&o.limits.WriteScope}}
 	if o.live {
-		if opts.Lookup, err = clusterLookup(o.kubeconfig); err != nil {
+		cfg, err := clientcmd.BuildConfigFromFlags("", o.kubeconfig)
+		if err != nil {
+			return 1, err
+		}
+		if opts.Lookup, err = clusterLookup(cfg); err != nil {
 			return 1, err
 		}
 	}
@@ -88,23 +91,19 @@ func checkObjects(ctx context.Context, out io.Writer, o checkOptions) (int, erro
 // lookup reads Namespaces and owners from the cluster, metadata only.
 type lookup struct {
 	client metadata.Interface
-	mapper *restmapper.DeferredDiscoveryRESTMapper
+	mapper meta.RESTMapper
 }
 
-func clusterLookup(kubeconfig string) (preview.Lookup, error) {
-	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
-	if err != nil {
-		return nil, err
-	}
+func clusterLookup(cfg *rest.Config) (preview.Lookup, error) {
 	mc, err := metadata.NewForConfig(cfg)
 	if err != nil {
 		return nil, err
 	}
-	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	mapper, err := apiserver.NewRESTMapper(cfg)
 	if err != nil {
 		return nil, err
 	}
-	return lookup{client: mc, mapper: restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc))}, nil
+	return lookup{client: mc, mapper: mapper}, nil
 }
 
 func (l lookup) Namespace(ctx context.Context, name string) (*metav1.PartialObjectMetadata, error) {

@@ -13,7 +13,6 @@ import (
 	"github.com/metawatch/metawatch/pkg/apiserver"
 	"github.com/metawatch/metawatch/pkg/config"
 	"github.com/metawatch/metawatch/pkg/preview"
-	"github.com/metawatch/metawatch/pkg/rules"
 )
 
 // reportPageSize is how many objects one list page of the report holds:
@@ -43,7 +42,7 @@ func checkReport(ctx context.Context, out io.Writer, o checkOptions) (int, error
 	if err != nil {
 		return 1, err
 	}
-	lookup, err := clusterLookup(o.kubeconfig)
+	lookup, err := clusterLookup(cfg)
 	if err != nil {
 		return 1, err
 	}
@@ -51,20 +50,16 @@ func checkReport(ctx context.Context, out io.Writer, o checkOptions) (int, error
 	if err != nil {
 		return 1, err
 	}
-	byKind, err := rules.Compile(conf)
-	if err != nil {
-		return 1, err
-	}
 	tally := &preview.Tally{}
 	for _, w := range watches { // the sources first: the Namespaces and owners copied from
-		if w.Owner || (w.GVK.Kind == "Namespace" && copiesFromNamespaces(conf)) {
+		if w.Owner || (w.GVK.Kind == "Namespace" && config.CopiesFromNamespaces(conf)) {
 			if err := listWatch(ctx, mc, w, func(obj *metav1.PartialObjectMetadata) error { p.AddSource(obj); return nil }); err != nil {
 				return 1, err
 			}
 		}
 	}
 	for _, w := range watches {
-		if w.OwnersOnly || len(byKind[w.GVK.Kind]) == 0 {
+		if w.OwnersOnly || !p.HasRules(w.GVK.Kind) {
 			continue
 		}
 		err := listWatch(ctx, mc, w, func(obj *metav1.PartialObjectMetadata) error {
@@ -93,15 +88,6 @@ func checkReport(ctx context.Context, out io.Writer, o checkOptions) (int, error
 		return 1, err
 	}
 	return exitCode(tally.Change > 0, tally.Offend > 0), nil
-}
-
-func copiesFromNamespaces(conf *config.Config) bool {
-	for _, r := range conf.Rules {
-		if r.CopyFromNamespace != nil {
-			return true
-		}
-	}
-	return false
 }
 
 // listWatch lists w's objects, page by page, metadata only, and gives each

@@ -47,6 +47,10 @@ func wholeWatch(path string, gvk schema.GroupVersionKind, resource schema.GroupV
 	return ResolvedWatch{Path: path, GVK: gvk, Resource: resource, Namespaced: namespaced, Label: labels.Everything(), Field: fields.Everything(), BuiltIn: true}
 }
 
+// CopiesFromNamespaces reports whether a rule of c copies from Namespaces:
+// then every Namespace is a source.
+func CopiesFromNamespaces(c *Config) bool { return copyingRule(c) >= 0 }
+
 // copyingRule is the index of the first rule with copyFromNamespace, or -1.
 func copyingRule(c *Config) int {
 	for i, r := range c.Rules {

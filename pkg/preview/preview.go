@@ -151,6 +151,9 @@ func New(o Options) (*Previewer, error) {
 	return &Previewer{opts: o, byKind: byKind, src: newSources(o.Lookup)}, nil
 }
 
+// HasRules reports whether any rule has kind.
+func (p *Previewer) HasRules(kind string) bool { return len(p.byKind[kind]) > 0 }
+
 // AddSource makes obj (a Namespace, an owner) a source of the objects
 // reported on after: only its uid, kind, name, controller and the keys
 // are kept.
@@ -173,7 +176,7 @@ func (o Options) report(ctx context.Context, obj Object, kindRules []rules.Rule,
 	rep := Report{Object: refOf(obj)}
 	w := o.watchOf(obj)
 	switch {
-	case w == nil && isNamespace(obj) && o.copiesFromNamespaces():
+	case w == nil && isNamespace(obj) && config.CopiesFromNamespaces(o.Config):
 		rep.Skipped = "no rule writes Namespaces; read as the source of copyFromNamespace"
 		return rep, nil
 	case w == nil && o.chainKinds.Has(rep.Object.Kind):
@@ -232,15 +235,6 @@ func writeNamespace(obj Object) string {
 func isNamespace(obj Object) bool {
 	gvk := obj.GroupVersionKind()
 	return gvk.Kind == "Namespace" && gvk.Group == ""
-}
-
-func (o Options) copiesFromNamespaces() bool {
-	for _, r := range o.Config.Rules {
-		if r.CopyFromNamespace != nil {
-			return true
-		}
-	}
-	return false
 }
 
 func (o Options) allows(ns string) bool {
