@@ -2,7 +2,6 @@ package controller_test
 
 import (
 	"fmt"
-	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -67,7 +66,7 @@ func TestPodsCreatedBeforeTheirNamespaceIsCachedConverge(t *testing.T) {
 	c := testkit.Client(t, cp.Config)
 	t.Run("in one kubectl apply", func(t *testing.T) {
 		startInstance(t, configYAML("one-apply"), controller.Options{})
-		kubectlApply(t, namespaceWithPods("one-apply", 50))
+		kubectlApply(t, testkit.NamespaceWithPods("one-apply", "team: blue", "pod", "app: web", 50))
 		waitAllPods(t, c, "all 50 pods to get the team label", []string{"one-apply"}, func(_ string, l map[string]string) bool { return l["team"] == "blue" })
 	})
 	t.Run("while the Namespace watch lags", func(t *testing.T) {
@@ -75,21 +74,11 @@ func TestPodsCreatedBeforeTheirNamespaceIsCachedConverge(t *testing.T) {
 		inst := startInstanceVia(t, configYAML("lagging"), controller.Options{}, gate.Wrap)
 		waitCached(t, inst, []string{"lagging"}, 0)
 		gate.Pause()
-		kubectlApply(t, namespaceWithPods("lagging", 50))
+		kubectlApply(t, testkit.NamespaceWithPods("lagging", "team: blue", "pod", "app: web", 50))
 		waitCached(t, inst, []string{"lagging"}, 50)
 		gate.Resume()
 		waitAllPods(t, c, "all 50 pods to get the team label", []string{"lagging"}, func(_ string, l map[string]string) bool { return l["team"] == "blue" })
 	})
-}
-
-// namespaceWithPods is one manifest: Namespace ns (team=blue) and n pods in it.
-func namespaceWithPods(ns string, n int) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "apiVersion: v1\nkind: Namespace\nmetadata: {name: %s, labels: {team: blue}}\n", ns)
-	for i := range n {
-		fmt.Fprintf(&b, "---\napiVersion: v1\nkind: Pod\nmetadata: {name: pod-%d, namespace: %s, labels: {app: web}}\nspec: {containers: [{name: app, image: %s}]}\n", i, ns, testkit.PodImage)
-	}
-	return b.String()
 }
 
 func kubectlApply(t *testing.T, manifest string) {

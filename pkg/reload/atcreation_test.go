@@ -1,7 +1,6 @@
 package reload_test
 
 import (
-	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -67,7 +66,7 @@ func TestAtCreationGivesTheKeysFromTheFirstVersion(t *testing.T) {
 	web := deployment(scaled, "web", 0)
 	create(t, c, web)
 	testkit.MergePatch(t, c, web, "kubectl-scale", `{"spec":{"replicas":50}}`)
-	kubectlApply(t, namespaceWithPods(applied, 50))
+	kubectlApply(t, testkit.NamespaceWithPods(applied, `team: red, require-team: "true"`, "p", "app: at-creation", 50))
 	seen := map[string]bool{}
 	for len(seen) < 100 {
 		select {
@@ -152,16 +151,6 @@ func deployment(ns, name string, replicas int32) *appsv1.Deployment {
 		Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
 			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: testkit.PodImage}}}},
 	}}
-}
-
-// namespaceWithPods is one manifest: a Namespace whose team is red, and n pods in it.
-func namespaceWithPods(ns string, n int) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "apiVersion: v1\nkind: Namespace\nmetadata: {name: %s, labels: {team: red, require-team: \"true\"}}\n", ns)
-	for i := range n {
-		fmt.Fprintf(&b, "---\napiVersion: v1\nkind: Pod\nmetadata: {name: p-%d, namespace: %s, labels: {app: at-creation}}\nspec: {containers: [{name: app, image: %s}]}\n", i, ns, testkit.PodImage)
-	}
-	return b.String()
 }
 
 // Where the API server does not serve MutatingAdmissionPolicy, a rule with

@@ -2,6 +2,7 @@ package testkit
 
 import (
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 
@@ -49,4 +50,17 @@ func Pods(t testing.TB, c client.Client, ns string, n int) {
 	for err := range errs {
 		t.Fatal(err)
 	}
+}
+
+// NamespaceWithPods is one manifest, for kubectl apply: Namespace ns with
+// nsLabels (a YAML flow mapping, e.g. "team: red"), then n pods in it named
+// prefix-0.. with podLabels.
+func NamespaceWithPods(ns, nsLabels, prefix, podLabels string, n int) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "apiVersion: v1\nkind: Namespace\nmetadata: {name: %s, labels: {%s}}\n", ns, nsLabels)
+	for i := range n {
+		fmt.Fprintf(&b, "---\napiVersion: v1\nkind: Pod\nmetadata: {name: %s-%d, namespace: %s, labels: {%s}}\nspec: {containers: [{name: app, image: %s}]}\n",
+			prefix, i, ns, podLabels, PodImage)
+	}
+	return b.String()
 }
