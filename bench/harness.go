@@ -19,6 +19,7 @@ import (
 	"github.com/metawatch/metawatch/bench/target"
 	"github.com/metawatch/metawatch/bench/variant"
 	"github.com/metawatch/metawatch/hack/onenode"
+	"github.com/metawatch/metawatch/pkg/testing/controlplane"
 )
 
 // costCenter is the label the rule copies from the namespace to its pods.
@@ -40,6 +41,10 @@ type harness struct {
 	chart      *chartSetup         // set up by the chart variant's first run
 	kwok       *kwok.Kwok          // the simulated nodes of --kwok-nodes, if any
 	shardGate  func(on bool) error // restarts the API server with ShardedListAndWatch on or off; nil if not ours
+	// seedVia is "etcd" where pods past the first namespace are copied
+	// into controlPlane's etcd, else "api".
+	seedVia      string
+	controlPlane *controlplane.ControlPlane
 }
 
 // run is the whole benchmark: open the target, then for each size grow the
@@ -115,7 +120,12 @@ func newHarness(ctx context.Context, o options, tgt *target.Cluster, variants []
 	if err := seed.Leftover(ctx, c); err != nil {
 		return nil, err
 	}
+	via, err := seedVia(o, tgt)
+	if err != nil {
+		return nil, err
+	}
 	h := &harness{o: o, kubeconfig: tgt.Kubeconfig, local: tgt.Local, cfg: cfg, client: c, variants: variants, node: tgt.Node, shardGate: tgt.ShardGate,
+		seedVia: via, controlPlane: tgt.ControlPlane,
 		population: seed.Population{Client: c, PerNamespace: o.perNamespace, Concurrency: o.seedConcurrency, Log: os.Stderr, Lean: o.leanPods}}
 	h.run = report.Run{Machine: describeMachine(cfg, tgt), Options: reportOptions(o), Baseline: variants[0].Name}
 	return h, nil
@@ -175,8 +185,11 @@ func (h *harness) measureSize(ctx context.Context, n int) error {
 		}
 	}
 	if h.o.has("shards") {
-		return h.shards(ctx, n)
+		if err := h.shards(ctx, n); err != nil {
+			return err
+		}
 	}
+	h.recordControlPlane(ctx, n)
 	return nil
 }
 
@@ -184,8 +197,12 @@ func (h *harness) grow(ctx context.Context, n int) error {
 	from := h.size
 	if n > from {
 		start := time.Now()
-		fmt.Fprintf(os.Stderr, "bench: creating pods %d..%d (and their namespaces, Deployments, Services, ConfigMaps)\n", from, n-1)
-		if err := h.population.Grow(ctx, from, n); err != nil {
+		fmt.Fprintf(os.Stderr, "bench: creating pods %d..%d (and their namespaces, Deployments, Services, ConfigMaps) via %s\n", from, n-1, h.seedVia)
+		grow := h.population.Grow
+		if h.seedVia == "etcd" {
+			grow = h.growInEtcd
+		}
+		if err := grow(ctx, from, n); err != nil {
 			return err
 		}
 		if h.kwok != nil {
@@ -195,6 +212,7 @@ func (h *harness) grow(ctx context.Context, n int) error {
 		}
 		took := time.Since(start)
 		fmt.Fprintf(os.Stderr, "bench: seeded in %s\n", took.Round(time.Second))
+		h.run.Seeding = append(h.run.Seeding, report.Seeding{From: from, To: n, Via: h.seedVia, Seconds: took.Seconds()})
 		if err := quietAfterSeeding(ctx, took); err != nil {
 			return err
 		}

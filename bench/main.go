@@ -44,6 +44,8 @@ type options struct {
 	kind, out, heapProfiles   string
 	keep, localCluster        bool
 	leanPods                  bool
+	seedVia                   string // "etcd" or "api"
+	shardReplicas             []int  // the shards scenario's numbers of replicas
 	child                     string // set in a variant's own process
 	shard                     string // "i/N": the child is sharded replica i of N
 	shardServerSide           bool   // the sharded child asks the API server to filter
@@ -84,6 +86,10 @@ func parseFlags() options {
 	flag.IntVar(&o.perNamespace, "pods-per-namespace", 10000, "Pods per namespace; converge and churn use the first namespace's.")
 	flag.IntVar(&o.concurrency, "concurrency", 16, "Concurrent reconciles of every variant, and workers of the bare client.")
 	flag.IntVar(&o.seedConcurrency, "seed-concurrency", 32, "Concurrent requests while seeding.")
+	shardReplicas := flag.String("shard-replicas", "1,2,3", "The shards scenario's numbers of sharded replicas run at once (1 is the base of its shares).")
+	flag.StringVar(&o.seedVia, "seed", "", "How pods are seeded: api (a create and a status update per pod) or etcd (the first namespace through the API, "+
+		"the others copied from it straight into etcd while kube-apiserver is stopped; the local control plane only, without --kwok-nodes). "+
+		"Default: etcd where it can, else api.")
 	flag.Float64Var(&o.statusRate, "churn-status-rate", 100, "Status-only pod updates per second during churn.")
 	flag.Float64Var(&o.labelRate, "churn-label-rate", 10, "Label changes per second (the rule's label removed from a pod) during churn.")
 	flag.DurationVar(&o.churnDuration, "churn-duration", 30*time.Second, "How long churn runs per variant.")
@@ -103,7 +109,8 @@ func parseFlags() options {
 	flag.StringVar(&o.shard, "shard", "", "Internal: with --child metawatch, run as sharded replica I/N.")
 	flag.BoolVar(&o.shardServerSide, "shard-server-side", false, "Internal: with --shard, send the API server a shard selector.")
 	flag.Parse()
-	o.sizes, o.scenarios, o.variants = mustInts(*sizes), split(*scenarios), split(*variants)
+	o.sizes, o.scenarios, o.variants = mustInts("sizes", *sizes, "a positive number of pods"), split(*scenarios), split(*variants)
+	o.shardReplicas = mustInts("shard-replicas", *shardReplicas, "a positive number of replicas")
 	if o.localCluster && !flagSet("variants") {
 		o.variants = append(o.variants, variant.Chart().Name)
 	}
@@ -124,12 +131,14 @@ func flagSet(name string) (set bool) {
 
 func split(s string) []string { return strings.Split(strings.ReplaceAll(s, " ", ""), ",") }
 
-func mustInts(s string) []int {
+// mustInts is the comma-separated positive numbers of flag name, or exits
+// saying which is not one (what).
+func mustInts(name, s, what string) []int {
 	var out []int
 	for _, f := range split(s) {
 		n, err := strconv.Atoi(f)
 		if err != nil || n <= 0 {
-			fmt.Fprintf(os.Stderr, "bench: --sizes: %q is not a positive number of pods\n", f)
+			fmt.Fprintf(os.Stderr, "bench: --%s: %q is not %s\n", name, f, what)
 			os.Exit(2)
 		}
 		out = append(out, n)

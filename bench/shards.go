@@ -15,9 +15,6 @@ import (
 	"github.com/metawatch/metawatch/pkg/sharding"
 )
 
-// maxShards is the largest number of sharded replicas the scenario runs at once.
-const maxShards = 3
-
 // Modes of the shards scenario, as the report names them.
 const (
 	shardsServer = "server"
@@ -61,7 +58,7 @@ func (h *harness) switchShardGate(ctx context.Context, on bool) error {
 }
 
 func (h *harness) shardsMode(ctx context.Context, n int, mode string) error {
-	for replicas := 1; replicas <= maxShards; replicas++ {
+	for _, replicas := range h.o.shardReplicas {
 		fmt.Fprintf(os.Stderr, "bench: %d pods: shards, %d replicas, %s\n", n, replicas, mode)
 		run, err := h.shardRun(ctx, n, replicas, mode)
 		h.run.Shards = append(h.run.Shards, run)
@@ -110,9 +107,13 @@ func (h *harness) shardRun(ctx context.Context, n, replicas int, mode string) (r
 	return run, h.shardChurn(ctx, children, &run)
 }
 
-// shardChurn sends a status-only churn to the first namespace's pods and
-// records each replica's share of it.
+// shardChurn waits the steady window, takes each replica's memory, sends a
+// status-only churn to the first namespace's pods and records each
+// replica's share of it.
 func (h *harness) shardChurn(ctx context.Context, children []*child, run *report.ShardRun) error {
+	if err := sleep(ctx, h.o.steadyWindow); err != nil {
+		return err
+	}
 	before := make([]snapshot, len(children))
 	for i, c := range children {
 		s, err := c.snapshot()
@@ -120,6 +121,7 @@ func (h *harness) shardChurn(ctx context.Context, children []*child, run *report
 			return err
 		}
 		before[i] = s
+		run.Replicas[i].PeakRSS, run.Replicas[i].SteadyRSS = s.PeakRSSBytes, s.RSSBytes
 	}
 	_, updates, err := h.sendChurn(ctx, scenario.ChurnOptions{StatusPerSecond: h.o.statusRate, Duration: h.o.churnDuration})
 	if err != nil {

@@ -94,3 +94,39 @@ func CPUSecondsOf(pid string) float64 {
 
 // clockTicksPerSecond is USER_HZ, 100 on Linux on every architecture Go supports.
 const clockTicksPerSecond = 100
+
+// NewestPIDOf is the pid of the most recently started process whose command
+// name is comm ("" if none): the local control plane's kube-apiserver or
+// etcd, whose pids envtest does not give out.
+func NewestPIDOf(comm string) string {
+	entries, _ := os.ReadDir("/proc")
+	newest, newestStart := "", int64(-1)
+	for _, e := range entries {
+		if _, err := strconv.Atoi(e.Name()); err != nil {
+			continue
+		}
+		name, err := os.ReadFile("/proc/" + e.Name() + "/comm")
+		if err != nil || strings.TrimSpace(string(name)) != comm {
+			continue
+		}
+		if start := startTicks(e.Name()); start > newestStart {
+			newest, newestStart = e.Name(), start
+		}
+	}
+	return newest
+}
+
+// startTicks is field 22 of /proc/PID/stat, when the process started.
+func startTicks(pid string) int64 {
+	data, err := os.ReadFile("/proc/" + pid + "/stat")
+	if err != nil {
+		return -1
+	}
+	// The command name (field 2) may hold spaces; the fields after it do not.
+	fields := strings.Fields(string(data[strings.LastIndexByte(string(data), ')')+1:]))
+	if len(fields) < 20 {
+		return -1
+	}
+	start, _ := strconv.ParseInt(fields[19], 10, 64)
+	return start
+}

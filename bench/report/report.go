@@ -18,6 +18,33 @@ type Run struct {
 	Shards []ShardRun `json:"shards,omitempty"`
 	// LiveReports are the report scenario's runs.
 	LiveReports []LiveReport `json:"liveReports,omitempty"`
+	// Seeding is how long each growth of the population took.
+	Seeding []Seeding `json:"seeding,omitempty"`
+	// ControlPlane is what the local kube-apiserver and etcd held at each size.
+	ControlPlane []ControlPlaneCost `json:"controlPlane,omitempty"`
+}
+
+// ControlPlaneCost is the memory of the local control plane at one size,
+// taken after every variant ran: peaks since the API server's last start
+// (each etcd copy restarts it) and the resident sets then.
+type ControlPlaneCost struct {
+	N                int   `json:"n"`
+	APIServerPeakRSS int64 `json:"apiServerPeakRSSBytes"`
+	APIServerRSS     int64 `json:"apiServerRSSBytes"`
+	EtcdPeakRSS      int64 `json:"etcdPeakRSSBytes"`
+	EtcdRSS          int64 `json:"etcdRSSBytes"`
+	// EtcdDB is the size of etcd's database file.
+	EtcdDB int64 `json:"etcdDBBytes,omitempty"`
+}
+
+// Seeding is one growth of the population: pods From..To-1, through the
+// API (a create and a status update each) or copied into etcd, including
+// the API server's restart until it served them.
+type Seeding struct {
+	From    int     `json:"from"`
+	To      int     `json:"to"`
+	Via     string  `json:"via"`
+	Seconds float64 `json:"seconds"`
 }
 
 // Machine describes where the run was made.

@@ -32,6 +32,10 @@ type ShardReplica struct {
 	ChurnEvents   int64   `json:"churnEvents"`
 	ChurnCPU      float64 `json:"churnCPUSeconds"`
 	RetainedBytes float64 `json:"retainedHeapBytesPerPod"`
+	// PeakRSS is the replica's peak resident set by the end of its sync and
+	// the idle window after it; SteadyRSS its resident set after that window.
+	PeakRSS   int64 `json:"peakRSSBytes,omitempty"`
+	SteadyRSS int64 `json:"steadyRSSBytes,omitempty"`
 }
 
 // shardsTable is every replica's share of what a single replica (N=1, the
@@ -46,18 +50,18 @@ func shardsTable(b *strings.Builder, run Run) {
 	b.WriteString("Each replica's figures as a share of one replica's (N = 1, same mode, same run); 1/N is the goal. " +
 		"Churn events are a share of the status updates of the replicas' own churn, churn bytes per status update a share of a single replica's. " +
 		"server: the API server filters by shard; client: its ShardedListAndWatch gate is off, every replica receives every pod and drops the others' before decoding them.\n\n")
-	b.WriteString("| pods | mode | N | replica | buckets | pods cached | sync bytes received | sync events | churn status updates | churn events | churn bytes received | churn CPU s | sync s | cached union / overlap |\n")
-	b.WriteString("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
+	b.WriteString("| pods | mode | N | replica | buckets | pods cached | sync bytes received | sync events | churn status updates | churn events | churn bytes received | churn CPU s | sync s | peak RSS | steady RSS | cached union / overlap |\n")
+	b.WriteString("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
 	for _, s := range run.Shards {
 		base, baseUpdates := run.shardBase(s.N, s.Mode)
 		for i, r := range s.Replicas {
 			perUpdate := func(bytes int64, updates int) float64 { return float64(bytes) / float64(max(updates, 1)) }
-			fmt.Fprintf(b, "| %d | %s | %d | %d | %d | %d (%s) | %s | %s | %d | %d (%s) | %.1f MiB (%s) | %.2f | %.1f | %d / %d |\n",
+			fmt.Fprintf(b, "| %d | %s | %d | %d | %d | %d (%s) | %s | %s | %d | %d (%s) | %.1f MiB (%s) | %.2f | %.1f | %s | %s | %d / %d |\n",
 				s.N, s.Mode, len(s.Replicas), i, r.Buckets, r.CachedPods, share(float64(r.CachedPods), float64(base.CachedPods)),
 				mib(r.SyncBytes, base.SyncBytes), counted(r.SyncEvents, base.SyncEvents), s.StatusUpdates,
 				r.ChurnEvents, share(float64(r.ChurnEvents), float64(s.StatusUpdates)),
 				float64(r.ChurnBytes)/(1<<20), share(perUpdate(r.ChurnBytes, s.StatusUpdates), perUpdate(base.ChurnBytes, baseUpdates)),
-				r.ChurnCPU, r.SyncSeconds, s.Union, s.Overlap)
+				r.ChurnCPU, r.SyncSeconds, rssOrDash(r.PeakRSS), rssOrDash(r.SteadyRSS), s.Union, s.Overlap)
 		}
 	}
 }
@@ -86,4 +90,12 @@ func mib(v, base int64) string {
 
 func counted(v, base int64) string {
 	return fmt.Sprintf("%d (%s)", v, share(float64(v), float64(base)))
+}
+
+// rssOrDash is a resident set in MiB, "-" if not measured (runs before it was).
+func rssOrDash(bytes int64) string {
+	if bytes == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.0f MiB", float64(bytes)/(1<<20))
 }

@@ -12,6 +12,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
+	"time"
 
 	"github.com/metawatch/metawatch/hack/onenode"
 	"github.com/metawatch/metawatch/pkg/testing/controlplane"
@@ -25,6 +27,24 @@ const KindConfig = "bench/kind-config.yaml"
 // fills while 300k pods are seeded (each pod is written twice, created and
 // then its status, and etcd keeps the old revisions until compaction).
 const etcdQuotaBytes = "8589934592"
+
+// apiServerStartTimeout bounds a start of the local kube-apiserver: over a
+// million pods it lists them all from etcd into its watch cache first.
+const apiServerStartTimeout = 10 * time.Minute
+
+// apiServerMemoryLimit is the local kube-apiserver's GOMEMLIMIT: half of
+// this machine's memory. Serving a million pods from its watch cache, it
+// grew from 10 GB (the cache) to over 18 GB (what it converts and encodes
+// for the list, garbage its GC lets pile up to twice the live heap), and with
+// etcd beside it a 24 GiB machine ran out; a soft limit makes its GC collect
+// sooner instead. Half leaves etcd and the variant measured the rest.
+func apiServerMemoryLimit() string {
+	var info syscall.Sysinfo_t
+	if err := syscall.Sysinfo(&info); err != nil || info.Totalram == 0 {
+		return "off"
+	}
+	return fmt.Sprintf("%dMiB", info.Totalram*uint64(info.Unit)/2>>20)
+}
 
 // Cluster is a benchmark target: a kubeconfig and what stops it (the local control plane).
 type Cluster struct {
@@ -41,6 +61,9 @@ type Cluster struct {
 	// plane), restarts it with its ShardedListAndWatch feature gate on or
 	// off; nil elsewhere.
 	ShardGate func(on bool) error
+	// ControlPlane is the local control plane (nil elsewhere): the bench
+	// writes pods straight into its etcd while its API server is stopped.
+	ControlPlane *controlplane.ControlPlane
 }
 
 // OpenLocalCluster starts the one-node cluster of `make cluster` (package
@@ -67,14 +90,15 @@ func Open(ctx context.Context, kindName string) (*Cluster, error) {
 	case controlplane.ExternalKubeconfig() != "":
 		return &Cluster{Kubeconfig: controlplane.ExternalKubeconfig(), Stop: func() {}, Description: "the cluster of --kubeconfig"}, nil
 	}
-	cp, err := controlplane.Start(ctx, controlplane.Options{ExtraEtcdArgs: map[string]string{"quota-backend-bytes": etcdQuotaBytes}})
+	cp, err := controlplane.Start(ctx, controlplane.Options{ExtraEtcdArgs: map[string]string{"quota-backend-bytes": etcdQuotaBytes},
+		StartTimeout: apiServerStartTimeout, APIServerEnv: map[string]string{"GOMEMLIMIT": apiServerMemoryLimit()}})
 	if err != nil {
 		return nil, err
 	}
 	shardGate := func(on bool) error {
 		return cp.RestartAPIServer(map[string]string{"feature-gates": fmt.Sprintf("ShardedListAndWatch=%t", on)})
 	}
-	return &Cluster{Kubeconfig: cp.KubeconfigPath, Stop: func() { _ = cp.Stop() }, Local: true, ShardGate: shardGate,
+	return &Cluster{Kubeconfig: cp.KubeconfigPath, Stop: func() { _ = cp.Stop() }, Local: true, ShardGate: shardGate, ControlPlane: cp,
 		Description: "the local control plane (kube-apiserver and etcd on this machine, no nodes)"}, nil
 }
 

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -44,6 +46,12 @@ type Options struct {
 	// ExtraEtcdArgs are appended to the etcd flags (the bench's 300k pods
 	// need more than etcd's default 2 GiB quota, see bench/README.md).
 	ExtraEtcdArgs map[string]string
+	// APIServerEnv is added to kube-apiserver's environment, e.g. GOMEMLIMIT
+	// (the bench's million pods). It inherits this process's otherwise.
+	APIServerEnv map[string]string
+	// StartTimeout bounds each start of kube-apiserver and etcd; defaults to
+	// 90 s. An API server over a million stored objects needs longer.
+	StartTimeout time.Duration
 }
 
 // Start builds the binaries if needed and starts etcd and kube-apiserver.
@@ -74,6 +82,16 @@ func Start(ctx context.Context, opts Options) (*ControlPlane, error) {
 	}
 	env := newEnvironment(bins, opts)
 	env.ControlPlane.GetAPIServer().CertDir = certDir
+	if len(opts.APIServerEnv) > 0 {
+		// envtest starts the binary with this process's environment only: a
+		// script that sets the rest and execs it (same pid, so stops work).
+		wrapper, err := writeEnvWrapper(certDir, bins.KubeAPIServer, opts.APIServerEnv)
+		if err != nil {
+			os.RemoveAll(certDir)
+			return nil, err
+		}
+		env.ControlPlane.GetAPIServer().Path = wrapper
+	}
 	cfg, err := env.Start()
 	if err != nil {
 		os.RemoveAll(certDir)
@@ -88,9 +106,12 @@ func Start(ctx context.Context, opts Options) (*ControlPlane, error) {
 }
 
 func newEnvironment(bins Binaries, opts Options) *envtest.Environment {
+	if opts.StartTimeout == 0 {
+		opts.StartTimeout = 90 * time.Second
+	}
 	env := &envtest.Environment{
 		BinaryAssetsDirectory:    bins.Dir,
-		ControlPlaneStartTimeout: 90 * time.Second,
+		ControlPlaneStartTimeout: opts.StartTimeout,
 		ControlPlaneStopTimeout:  10 * time.Second,
 	}
 	env.ControlPlane.GetAPIServer().Path = bins.KubeAPIServer
@@ -107,6 +128,23 @@ func newEnvironment(bins Binaries, opts Options) *envtest.Environment {
 	}
 	return env
 }
+
+// writeEnvWrapper writes dir/kube-apiserver, a script that runs binary with env added.
+func writeEnvWrapper(dir, binary string, env map[string]string) (string, error) {
+	var script strings.Builder
+	script.WriteString("#!/bin/sh\n")
+	for _, k := range slices.Sorted(maps.Keys(env)) {
+		fmt.Fprintf(&script, "export %s=%s\n", k, shellQuote(env[k]))
+	}
+	fmt.Fprintf(&script, "exec %s \"$@\"\n", shellQuote(binary))
+	path := filepath.Join(dir, "kube-apiserver")
+	if err := os.WriteFile(path, []byte(script.String()), 0o700); err != nil {
+		return "", fmt.Errorf("writing the kube-apiserver wrapper: %w", err)
+	}
+	return path, nil
+}
+
+func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 
 func (cp *ControlPlane) writeKubeconfig(path string) error {
 	if path == "" {
@@ -135,6 +173,16 @@ func (cp *ControlPlane) Stop() error {
 	}
 	_ = os.RemoveAll(cp.certDir)
 	return err
+}
+
+// EtcdURL is the client URL of the control plane's etcd ("" for an existing
+// cluster): the bench writes objects straight into it while kube-apiserver is
+// stopped.
+func (cp *ControlPlane) EtcdURL() string {
+	if cp.existing {
+		return ""
+	}
+	return cp.env.ControlPlane.Etcd.URL.String()
 }
 
 // StopAPIServer stops kube-apiserver (etcd keeps running, with the data).
