@@ -9,15 +9,17 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// startCounted counts the events of c's informers of objs and returns the
-// variant, started by start (the manager's or the cache's) when it is Run.
-func startCounted(ctx context.Context, c cache.Cache, start func(context.Context) error, counters *Counters,
-	podList func() client.ObjectList, objs ...client.Object) (*Running, error) {
-	for _, obj := range objs {
+// startCounted counts the events of c's informers of objs (the pods' first)
+// and returns the variant, started by start (the manager's or the cache's)
+// when it is Run.
+func startCounted(ctx context.Context, c cache.Cache, start func(context.Context) error, counters *Counters, objs ...client.Object) (*Running, error) {
+	var pods toolscache.Store
+	for i, obj := range objs {
 		informer, err := c.GetInformer(ctx, obj, cache.BlockUntilSynced(false))
 		if err != nil {
 			return nil, err
@@ -25,26 +27,52 @@ func startCounted(ctx context.Context, c cache.Cache, start func(context.Context
 		if _, err := informer.AddEventHandler(countEvents(counters)); err != nil {
 			return nil, err
 		}
+		if i == 0 {
+			if pods, err = storeOf(informer); err != nil {
+				return nil, err
+			}
+		}
 	}
 	return &Running{
-		Run:        func() { go func() { _ = start(ctx) }() },
-		WaitSynced: func(ctx context.Context) error { return waitSynced(ctx, c) },
-		CachedPods: func(ctx context.Context) (int, error) {
-			return countCached(ctx, c, podList(), client.UnsafeDisableDeepCopy)
-		},
-		CachedPodUIDs: func(ctx context.Context) ([]string, error) { return cachedUIDs(ctx, c, podList()) },
+		Run:           func() { go func() { _ = start(ctx) }() },
+		WaitSynced:    func(ctx context.Context) error { return waitSynced(ctx, c) },
+		CachedPods:    func(context.Context) (int, error) { return len(pods.ListKeys()), nil },
+		CachedPodUIDs: func(context.Context) ([]string, error) { return storedUIDs(pods) },
 	}, nil
+}
+
+// storeOf is the informer's store: the cache's objects as stored, counted
+// without a copy each (a cache read copies a packed object, and the list of
+// every pod would be in the figures it is counted for).
+func storeOf(informer cache.Informer) (toolscache.Store, error) {
+	s, ok := informer.(interface{ GetStore() toolscache.Store })
+	if !ok {
+		return nil, fmt.Errorf("the cache's informer (%T) has no store to count", informer)
+	}
+	return s.GetStore(), nil
+}
+
+// storedUIDs are the uids of the objects in store.
+func storedUIDs(store toolscache.Store) ([]string, error) {
+	var uids []string
+	for _, item := range store.List() {
+		m, err := meta.Accessor(item)
+		if err != nil {
+			return nil, err
+		}
+		uids = append(uids, string(m.GetUID()))
+	}
+	return uids, nil
 }
 
 // startCache is a cache-only variant: a controller-runtime cache with o, of
 // the pods spec selects (server side), counted by startCounted.
-func startCache(ctx context.Context, cfg *rest.Config, spec Spec, counters *Counters, o cache.Options,
-	podList func() client.ObjectList, pod client.Object) (*Running, error) {
+func startCache(ctx context.Context, cfg *rest.Config, spec Spec, counters *Counters, o cache.Options, pod client.Object) (*Running, error) {
 	c, err := newCache(cfg, spec, o)
 	if err != nil {
 		return nil, err
 	}
-	return startCounted(ctx, c, c.Start, counters, podList, pod)
+	return startCounted(ctx, c, c.Start, counters, pod)
 }
 
 // newCache is a controller-runtime cache with o, of the pods spec selects (server side).
@@ -57,30 +85,11 @@ func newCache(cfg *rest.Config, spec Spec, o cache.Options) (cache.Cache, error)
 	return cache.New(cfg, o)
 }
 
-// cachedUIDs lists the uids in the cache, without copies.
-func cachedUIDs(ctx context.Context, c cache.Cache, list client.ObjectList) ([]string, error) {
-	if err := c.List(ctx, list, client.UnsafeDisableDeepCopy); err != nil {
-		return nil, err
-	}
-	var uids []string
-	err := metaEach(list, func(m metav1.Object) { uids = append(uids, string(m.GetUID())) })
-	return uids, err
-}
-
 func waitSynced(ctx context.Context, c cache.Cache) error {
 	if !c.WaitForCacheSync(ctx) {
 		return fmt.Errorf("cache did not sync: %w", context.Cause(ctx))
 	}
 	return nil
-}
-
-// countCached lists the cache with opts (without copies, as the variants
-// but step7 count) and counts what it got.
-func countCached(ctx context.Context, c cache.Cache, list client.ObjectList, opts ...client.ListOption) (int, error) {
-	if err := c.List(ctx, list, opts...); err != nil {
-		return 0, err
-	}
-	return meta.LenList(list), nil
 }
 
 func metaEach(list client.ObjectList, f func(metav1.Object)) error {

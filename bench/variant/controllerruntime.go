@@ -46,7 +46,7 @@ func typedCache() Variant {
 	return Variant{Name: "typed-cache", CacheOnly: true,
 		Description: "cache only: stock controller-runtime typed corev1.Pod cache, no controller (what a typed informer holds)",
 		Start: func(ctx context.Context, cfg *rest.Config, spec Spec, counters *Counters) (*Running, error) {
-			return startCache(ctx, cfg, spec, counters, cache.Options{}, func() client.ObjectList { return &corev1.PodList{} }, &corev1.Pod{})
+			return startCache(ctx, cfg, spec, counters, cache.Options{}, &corev1.Pod{})
 		}}
 }
 
@@ -75,7 +75,7 @@ func startControllerRuntime(objs objects) func(context.Context, *rest.Config, Sp
 		if err != nil {
 			return nil, err
 		}
-		return startCounted(ctx, mgr.GetCache(), mgr.Start, counters, objs.podList, objs.pod(), objs.namespace())
+		return startCounted(ctx, mgr.GetCache(), mgr.Start, counters, objs.pod(), objs.namespace())
 	}
 }
 

@@ -98,6 +98,7 @@ func setupKind(mgr manager.Manager, w config.ResolvedWatch, rs []rules.Rule, own
 		ruler.live, ruler.versions, ruler.eventValues = mgr.GetAPIReader(), opts.Versions, opts.EventValues
 		ruler.audit = opts.Audits.forKind(kindLabel(w.GVK), mgr.GetEventRecorder(EventSource))
 		ruler.ownerKinds, ruler.copiesFromOwners, ruler.watchedNamespaces = owners, rules.CopiesFromOwners(rs), w.Namespaces
+		ruler.packed = metacache.Packed(w)
 		kr.steps = append(kr.steps, ruler)
 	}
 	c, err := controller.New(controllerName(w), mgr, controller.Options{
@@ -114,7 +115,7 @@ func setupKind(mgr manager.Manager, w config.ResolvedWatch, rs []rules.Rule, own
 		return err
 	}
 	if ruler != nil && opts.BucketsGained != nil && (w.Owner || !w.Namespaced) {
-		if err := requeueGained(mgr, c, w.GVK, opts.BucketsGained); err != nil {
+		if err := requeueGained(mgr, c, w.GVK, metacache.Packed(w), opts.BucketsGained); err != nil {
 			return err
 		}
 	}

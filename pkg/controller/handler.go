@@ -60,7 +60,7 @@ func requestFor(obj client.Object) reconcile.Request {
 // Objects of a kind whose writes are frozen are settled: nothing may be done
 // to them, and the generation that lifts the freeze evaluates them all.
 func (r *ruleReconciler) settled(ctx context.Context, o client.Object) bool {
-	obj, ok := o.(*metav1.PartialObjectMetadata)
+	obj, ok := metacache.View(o)
 	if !ok {
 		return false
 	}
@@ -90,7 +90,7 @@ func (r *ruleReconciler) settledWith(obj *metav1.PartialObjectMetadata, src rule
 // (reevaluate), so that a converged cluster's objects are never queued
 // whatever order the informers sync in. The sources are read once for both.
 func (r *ruleReconciler) needsReconcile(ctx context.Context, o client.Object) bool {
-	obj, ok := o.(*metav1.PartialObjectMetadata)
+	obj, ok := metacache.View(o)
 	if !ok {
 		return true
 	}
@@ -121,7 +121,7 @@ func (r *ruleReconciler) wake(ctx context.Context, source string, q queue) {
 // is cached: it is queued unless it is settled.
 func (r *ruleReconciler) reevaluate(ctx context.Context, key client.ObjectKey) bool {
 	obj := metacache.NewObject(r.GVK)
-	if err := r.Reader.Get(ctx, key, obj, client.UnsafeDisableDeepCopy); err != nil {
+	if err := r.Reader.Get(ctx, key, obj, getOptions(r.noCopy())...); err != nil {
 		return !apierrors.IsNotFound(err) // gone: nothing to do; unreadable: let the reconcile tell
 	}
 	return !r.settled(ctx, obj)

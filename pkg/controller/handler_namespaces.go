@@ -32,7 +32,7 @@ func namespaceFanout(reader client.Reader, gvk schema.GroupVersionKind, ruler *r
 				return // none of the kind's objects is cached there
 			}
 			list := metacache.NewList(gvk)
-			if err := reader.List(ctx, list, client.InNamespace(ns), client.UnsafeDisableDeepCopy); err != nil {
+			if err := reader.List(ctx, list, listOptions(ruler.noCopy(), client.InNamespace(ns))...); err != nil {
 				logr.FromContextOrDiscard(ctx).Error(err, "listing objects to re-evaluate after a namespace change", "namespace", ns)
 				return
 			}

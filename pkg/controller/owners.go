@@ -111,7 +111,11 @@ func (r *ruleReconciler) descendants(ctx context.Context, reader client.Reader, 
 	}
 	controlled := func(gvk schema.GroupVersionKind) ([]metav1.PartialObjectMetadata, error) {
 		list := metacache.NewList(gvk)
-		err := reader.List(ctx, list, client.InNamespace(namespace), client.MatchingFields{metacache.ControllerIndex: string(uid)}, client.UnsafeDisableDeepCopy)
+		noCopy := []client.UnsafeDisableDeepCopyOption{client.UnsafeDisableDeepCopy} // owner kinds are never packed
+		if gvk == r.GVK {
+			noCopy = r.noCopy()
+		}
+		err := reader.List(ctx, list, listOptions(noCopy, client.InNamespace(namespace), client.MatchingFields{metacache.ControllerIndex: string(uid)})...)
 		return list.Items, err
 	}
 	objs, err := controlled(r.GVK)

@@ -26,14 +26,14 @@ import (
 // otherwise wait for the object's next change; writes refused before the
 // bucket came are dropped, not retried (errNotOurs), so nothing else queues
 // them. Most are settled and cost a cache read.
-func requeueGained(mgr manager.Manager, c ctrlcontroller.Controller, gvk schema.GroupVersionKind, gained func(func([]sharding.Bucket)) func()) error {
+func requeueGained(mgr manager.Manager, c ctrlcontroller.Controller, gvk schema.GroupVersionKind, packed bool, gained func(func([]sharding.Bucket)) func()) error {
 	events := make(chan event.GenericEvent)
 	if err := c.Watch(source.Channel(events, &handler.EnqueueRequestForObject{})); err != nil {
 		return err
 	}
 	return mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
 		remove := gained(func(buckets []sharding.Bucket) {
-			go queueBuckets(ctx, mgr.GetCache(), gvk, buckets, events) // the Ring's goroutine must not wait for the queue
+			go queueBuckets(ctx, mgr.GetCache(), gvk, packed, buckets, events) // the Ring's goroutine must not wait for the queue
 		})
 		<-ctx.Done()
 		remove()
@@ -41,13 +41,20 @@ func requeueGained(mgr manager.Manager, c ctrlcontroller.Controller, gvk schema.
 	}))
 }
 
-func queueBuckets(ctx context.Context, reader client.Reader, gvk schema.GroupVersionKind, buckets []sharding.Bucket, events chan<- event.GenericEvent) {
+// queueBuckets queues the objects of buckets. The list is not copied where
+// the cache stores objects as they are; a packed kind's list is (see
+// ruleReconciler.noCopy).
+func queueBuckets(ctx context.Context, reader client.Reader, gvk schema.GroupVersionKind, packed bool, buckets []sharding.Bucket, events chan<- event.GenericEvent) {
 	in := map[sharding.Bucket]bool{}
 	for _, b := range buckets {
 		in[b] = true
 	}
 	list := metacache.NewList(gvk)
-	if err := reader.List(ctx, list, client.UnsafeDisableDeepCopy); err != nil {
+	var opts []client.ListOption
+	if !packed {
+		opts = append(opts, client.UnsafeDisableDeepCopy)
+	}
+	if err := reader.List(ctx, list, opts...); err != nil {
 		logr.FromContextOrDiscard(ctx).Error(err, "listing the objects of the buckets that came", "kind", gvk.Kind)
 		return
 	}

@@ -47,6 +47,20 @@ type ruleReconciler struct {
 	copiesFromOwners bool
 	// watchedNamespaces are the namespaces the kind's watch lists; empty: all.
 	watchedNamespaces []string
+	// packed: the cache stores the kind's objects packed (metacache.Packed),
+	// and reads of them cannot skip the copy (see noCopy).
+	packed bool
+}
+
+// noCopy is client.UnsafeDisableDeepCopy for reads of the kind's objects
+// where the cache stores them as they are, nothing where it packs them:
+// controller-runtime hands an uncopied read the stored object itself, which
+// must then be the type asked for, and a packed object is not.
+func (r *ruleReconciler) noCopy() []client.UnsafeDisableDeepCopyOption {
+	if r.packed {
+		return nil
+	}
+	return []client.UnsafeDisableDeepCopyOption{client.UnsafeDisableDeepCopy}
 }
 
 // cachesNamespace reports whether the kind's cache holds namespace's objects:
@@ -264,3 +278,20 @@ func (r *ruleReconciler) writable(obj metav1.Object) bool {
 }
 
 func kindLabel(gvk schema.GroupVersionKind) string { return gvk.GroupKind().String() }
+
+// listOptions is opts and noCopy as list options.
+func listOptions(noCopy []client.UnsafeDisableDeepCopyOption, opts ...client.ListOption) []client.ListOption {
+	for _, o := range noCopy {
+		opts = append(opts, o)
+	}
+	return opts
+}
+
+// getOptions is noCopy as get options.
+func getOptions(noCopy []client.UnsafeDisableDeepCopyOption) []client.GetOption {
+	var opts []client.GetOption
+	for _, o := range noCopy {
+		opts = append(opts, o)
+	}
+	return opts
+}

@@ -193,10 +193,10 @@ func watchVersions(t *testing.T, mgr manager.Manager) func() []string {
 	var mu sync.Mutex
 	var back []string
 	_, err = informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{UpdateFunc: func(oldObj, newObj any) {
-		before, after := oldObj.(*metav1.PartialObjectMetadata), newObj.(*metav1.PartialObjectMetadata)
-		if version(after.ResourceVersion) < version(before.ResourceVersion) {
+		before, after := oldObj.(metav1.Object), newObj.(metav1.Object) // stored packed: the interface, not the type
+		if version(after.GetResourceVersion()) < version(before.GetResourceVersion()) {
 			mu.Lock()
-			back = append(back, fmt.Sprintf("%s from %s to %s", after.Name, before.ResourceVersion, after.ResourceVersion))
+			back = append(back, fmt.Sprintf("%s from %s to %s", after.GetName(), before.GetResourceVersion(), after.GetResourceVersion()))
 			mu.Unlock()
 		}
 	}})
