@@ -68,7 +68,7 @@ func run(ctx context.Context, opts options) error {
 	reloader := &reload.Reloader{
 		Config: cfg, Source: opts.source, Controller: controllerOpts, Initial: conf, ShutdownTimeout: budget.generation, Limits: &opts.limits,
 		Recorder: mgr.GetEventRecorder(controller.EventSource), Log: ctrl.Log.WithName("reload"), Wire: mgrOpts.Wire,
-		Installation: installation(opts),
+		Installation: installation(opts), WarmStandby: opts.warmStandby,
 	}
 	if opts.sharding.enabled {
 		if reloader.Sharding, err = addSharding(ctx, mgr, cfg, opts); err != nil {
@@ -83,7 +83,7 @@ func run(ctx context.Context, opts options) error {
 	}
 	setupLog.Info("stage 3/4: reloader and health checks added")
 	setupLog.Info("stage 4/4: starting", "version", version.Version(), "source", opts.source.String(), "dryRun", opts.controller.DryRun, "limits", opts.limits.String(),
-		"leaderElection", mgrOpts.LeaderElection, "sharding", opts.sharding.enabled, "gracefulShutdownTimeout", opts.manager.GracefulShutdownTimeout.String(), "metricsSecure", mgrOpts.MetricsSecure, "metricsCertDir", mgrOpts.MetricsCertDir,
+		"leaderElection", mgrOpts.LeaderElection, "warmStandby", opts.warmStandby, "sharding", opts.sharding.enabled, "gracefulShutdownTimeout", opts.manager.GracefulShutdownTimeout.String(), "metricsSecure", mgrOpts.MetricsSecure, "metricsCertDir", mgrOpts.MetricsCertDir,
 		"decodeUnchangedEvents", mgrOpts.Wire.DecodeUnchanged, "unchangedBookmarkInterval", mgrOpts.Wire.BookmarkInterval.String(), "watchOverHTTP2", mgrOpts.Wire.WatchOverHTTP2)
 	if err := mgr.Start(ctx); err != nil {
 		return err

@@ -27,6 +27,8 @@ type options struct {
 	zap           zap.Options
 	sharding      shardingOptions
 	version       bool
+	// warmStandby is --warm-standby (reload.Reloader.WarmStandby).
+	warmStandby bool
 	// containerMemoryLimit is --container-memory-limit (applyMemoryLimit).
 	containerMemoryLimit string
 }
@@ -54,6 +56,8 @@ func bindFlags(fs *flag.FlagSet) *options {
 	fs.Float64Var(&o.qps, "kube-api-qps", 50, "Requests per second to the API server (writes and start-up lists); leader election has its own budget.")
 	fs.IntVar(&o.burst, "kube-api-burst", 100, "Burst above --kube-api-qps.")
 	fs.BoolVar(&o.manager.LeaderElection, "leader-elect", false, "Elect a leader so that one replica of several is active.")
+	fs.BoolVar(&o.warmStandby, "warm-standby", false, "With --leader-elect: a standby keeps its cache synced and its controllers ready, writing once it leads, so a failover waits for the Lease only, "+
+		"not for a sync of every object. Costs the standby as much memory as the leader.")
 	fs.StringVar(&o.manager.LeaderElectionID, "leader-election-id", manager.DefaultLeaderElectionID, "Name of the leader-election Lease.")
 	fs.StringVar(&o.manager.LeaderElectionNamespace, "leader-election-namespace", "", "Namespace of the leader-election Lease; defaults to the Pod's namespace in a cluster.")
 	fs.DurationVar(&o.manager.LeaseDuration, "leader-election-lease-duration", 15*time.Second, "How long a standby waits before taking a Lease its holder stopped renewing (after a crash, not a clean stop).")

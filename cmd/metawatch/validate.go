@@ -25,7 +25,21 @@ func validateFlags(opts options) error {
 		notNegative("--graceful-shutdown-timeout", opts.manager.GracefulShutdownTimeout, "30s"),
 		opts.sharding.validate(opts.manager),
 		leaseFlagsValid(opts),
+		warmStandbyValid(opts),
 	)
+}
+
+// warmStandbyValid refuses --warm-standby where there is no standby.
+func warmStandbyValid(opts options) error {
+	switch {
+	case !opts.warmStandby:
+		return nil
+	case opts.sharding.enabled:
+		return errors.New("--warm-standby and --sharding exclude each other: sharded, every replica is active and warm on its own share; drop --warm-standby")
+	case !opts.manager.LeaderElection:
+		return errors.New("--warm-standby needs --leader-elect: without leader election there is no standby to keep warm; add --leader-elect or drop --warm-standby")
+	}
+	return nil
 }
 
 // bookmarkIntervalValid refuses a negative --unchanged-bookmark-interval,

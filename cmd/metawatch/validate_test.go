@@ -88,6 +88,15 @@ func TestValidateFlags(t *testing.T) {
 			env:    map[string]string{"POD_NAME": "metawatch-0"},
 			want:   []string{"--sharding and --leader-elect exclude each other"},
 		},
+		"a warm standby without leader election": {
+			change: func(o *options) { o.warmStandby = true },
+			want:   []string{"--warm-standby needs --leader-elect", "add --leader-elect or drop --warm-standby"},
+		},
+		"a warm standby when sharded": {
+			change: func(o *options) { o.warmStandby, o.sharding.enabled = true, true },
+			env:    map[string]string{"POD_NAME": "metawatch-0"},
+			want:   []string{"--warm-standby and --sharding exclude each other"},
+		},
 		"every mistake is said at once": {
 			change: func(o *options) {
 				o.source = reload.Source{}

@@ -140,3 +140,25 @@ func TestResourcesPaceTheRuntime(t *testing.T) {
 		})
 	}
 }
+
+// leaderElection.warmStandby passes --warm-standby where there is a standby
+// to keep warm: with leader election, not when sharded or without it (the
+// binary would refuse the flag there).
+func TestWarmStandbyFlag(t *testing.T) {
+	for name, tc := range map[string]struct {
+		set  string
+		want bool
+	}{
+		"off by default":                      {set: "replicaCount=2", want: false},
+		"on with leader election":             {set: "leaderElection.warmStandby=true", want: true},
+		"not without leader election":         {set: "leaderElection.enabled=false,leaderElection.warmStandby=true", want: false},
+		"not when sharding replaces election": {set: "sharding.enabled=true,leaderElection.warmStandby=true", want: false},
+	} {
+		t.Run(name, func(t *testing.T) {
+			manifests := helm(t, "template", "metawatch", chart, "-n", "render", "--set", tc.set)
+			if got := strings.Contains(manifests, "--warm-standby"); got != tc.want {
+				t.Errorf("--set %s: --warm-standby rendered: %t, want %t", tc.set, got, tc.want)
+			}
+		})
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -49,7 +50,11 @@ type generation struct {
 	mgr                      manager.Manager
 	counts                   *metacache.ObjectCounts
 	gate                     chan struct{}
-	cancel                   context.CancelFunc
+	// stopping closes when stop begins: a standby's generation waiting to
+	// open never opens after it.
+	stopping     chan struct{}
+	stoppingOnce sync.Once
+	cancel       context.CancelFunc
 	done                     chan error
 	// rebuild: a forbidden watch became allowed; run the same configuration anew.
 	rebuild bool
@@ -119,7 +124,7 @@ type generationOptions struct {
 }
 
 func newGeneration(ctx context.Context, cfg *rest.Config, number int64, r resolved, opts generationOptions) (*generation, error) {
-	g := &generation{number: number, watches: r.watches, forbidden: r.forbidden, gate: make(chan struct{}), done: make(chan error, 1),
+	g := &generation{number: number, watches: r.watches, forbidden: r.forbidden, gate: make(chan struct{}), stopping: make(chan struct{}), done: make(chan error, 1),
 		audits: controller.NewAudits(false), fence: controller.NewWriteFence()}
 	g.hash, g.hashValue = config.Hash(r.conf)
 	g.lost = access.NewAccessLoss(func(kind schema.GroupKind, err error) {
@@ -324,6 +329,7 @@ func (g *generation) open() {
 // stops the controllers and the cache, all within timeout. It reports whether
 // every write finished: only then may another writer start.
 func (g *generation) stop(timeout time.Duration) (writesStopped bool, err error) {
+	g.stoppingOnce.Do(func() { close(g.stopping) })
 	g.counts.Retire()
 	g.audits.Retire()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)

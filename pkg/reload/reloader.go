@@ -79,6 +79,14 @@ type Reloader struct {
 	// Wire is how the generations' caches fetch (status-only updates,
 	// connections), as the flags say; every generation gets it unchanged.
 	Wire wire.Options
+	// WarmStandby runs generations on a standby too: its cache synced and
+	// following the configuration, its controllers' writes held at the
+	// generation's gate until this replica leads. A failover then waits for
+	// the Lease only, not for a sync of every object, at the cost of the
+	// leader's memory on the standby. For leader election; not with Sharding,
+	// whose replicas all run generations anyway.
+	WarmStandby bool
+	elected     <-chan struct{} // the Manager's: closed once this replica leads
 
 	follower      *follower
 	lastTransient *corev1.ConfigMap // the ConfigMap whose valid version is being retried
@@ -103,6 +111,10 @@ func (r *Reloader) AddTo(mgr manager.Manager) error {
 		// generation's Manager adds its own stripping transport.
 		return errors.New("reload: Reloader.Config is not set: give it the rest.Config the Manager was built from")
 	}
+	if r.WarmStandby && r.Sharding != nil {
+		return errors.New("reload: WarmStandby is for leader election: with Sharding every replica runs generations already")
+	}
+	r.elected = mgr.Elected()
 	if r.Recorder == nil {
 		r.Recorder = mgr.GetEventRecorder(controller.EventSource)
 	}
@@ -123,9 +135,10 @@ func (r *Reloader) AddTo(mgr manager.Manager) error {
 	return mgr.Add(r)
 }
 
-// NeedLeaderElection is true unless sharded: generations write, so only the
-// leader runs them; sharded, every replica does, on its own share.
-func (r *Reloader) NeedLeaderElection() bool { return r.Sharding == nil }
+// NeedLeaderElection is true unless sharded or warm: generations write, so
+// only the leader runs them; sharded, every replica does, on its own share;
+// warm, every replica does, and only the leader's open (openWhenLeading).
+func (r *Reloader) NeedLeaderElection() bool { return r.Sharding == nil && !r.WarmStandby }
 
 // Start runs the configuration until ctx ends: the file's, or the ConfigMap's
 // as it is now and as it changes.
@@ -199,11 +212,40 @@ func (r *Reloader) swap(ctx context.Context, res resolved, superseded func() boo
 		next.audits.Inherit(old.audits) // violations old reported: no second Event
 	}
 	r.setCurrent(next)
-	next.open()
+	leading := r.openWhenLeading(ctx, next)
 	metrics.ConfigLastReloadSuccessful.Set(1)
 	r.reportForbidden(next)
-	r.Log.Info("configuration running", "generation", next.number, "hash", next.hash[:12], "watches", len(next.watches), "forbidden", len(next.forbidden))
+	r.Log.Info("configuration running", "generation", next.number, "hash", next.hash[:12], "watches", len(next.watches), "forbidden", len(next.forbidden),
+		"writes", map[bool]string{true: "open", false: "held until this standby leads"}[leading])
 	return nil
+}
+
+// openWhenLeading lets g write now if this replica leads (always, without
+// leader election), and reports so; a warm standby's g opens once it leads,
+// if g still runs then.
+func (r *Reloader) openWhenLeading(ctx context.Context, g *generation) (leading bool) {
+	select {
+	case <-r.elected:
+		g.open()
+		return true
+	default:
+	}
+	go func() {
+		select {
+		case <-r.elected:
+		case <-g.stopping:
+			return
+		case <-ctx.Done():
+			return
+		}
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if r.current == g {
+			g.open()
+			r.Log.Info("leading: the warm generation writes", "generation", g.number)
+		}
+	}()
+	return false
 }
 
 func (r *Reloader) reportForbidden(g *generation) {
@@ -260,7 +302,8 @@ func (r *Reloader) shutdownTimeout() time.Duration {
 func (r *Reloader) limits() *config.Limits { return limitsOrDefault(r.Limits) }
 
 // Ready is the readiness check: a standby (not the leader) is ready; the
-// leader is ready once a generation runs, every watch is served and synced.
+// leader, and a warm standby, once a generation runs, every watch is served
+// and synced.
 func (r *Reloader) Ready(req *http.Request) error {
 	r.mu.Lock()
 	started, g, waiting := r.started, r.current, r.waiting
