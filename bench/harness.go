@@ -189,6 +189,11 @@ func (h *harness) measureSize(ctx context.Context, n int) error {
 			return err
 		}
 	}
+	if h.o.has("failover") {
+		if err := h.failover(ctx, n); err != nil {
+			return err
+		}
+	}
 	h.recordControlPlane(ctx, n)
 	return nil
 }

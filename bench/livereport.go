@@ -21,15 +21,11 @@ import (
 // the metawatch variant's configuration, then its baseline, kubectl get
 // -o yaml of the same pods; each timed, with its peak RSS.
 func (h *harness) liveReport(ctx context.Context, n int) error {
-	bin, remove, err := testkit.Build("github.com/metawatch/metawatch/cmd/metawatch", "metawatch")
+	bin, conf, remove, err := buildMetawatch()
 	if err != nil {
 		return err
 	}
 	defer remove()
-	conf := filepath.Join(filepath.Dir(bin), "config.yaml")
-	if err := os.WriteFile(conf, []byte(variant.Config(variant.Spec{Selector: seed.Selector, Label: costCenter})), 0o600); err != nil {
-		return err
-	}
 	kubectl, err := kubectlPath(ctx)
 	if err != nil {
 		return err
@@ -50,6 +46,21 @@ func (h *harness) liveReport(ctx context.Context, n int) error {
 		h.run.LiveReports = append(h.run.LiveReports, r)
 	}
 	return nil
+}
+
+// buildMetawatch builds the metawatch binary, as users run it, and writes
+// beside it the configuration of the metawatch variant (config.yaml).
+func buildMetawatch() (bin, conf string, remove func(), err error) {
+	bin, remove, err = testkit.Build("github.com/metawatch/metawatch/cmd/metawatch", "metawatch")
+	if err != nil {
+		return "", "", nil, err
+	}
+	conf = filepath.Join(filepath.Dir(bin), "config.yaml")
+	if err := os.WriteFile(conf, []byte(variant.Config(variant.Spec{Selector: seed.Selector, Label: costCenter})), 0o600); err != nil {
+		remove()
+		return "", "", nil, err
+	}
+	return bin, conf, remove, nil
 }
 
 // timed runs args with its output discarded, and measures it.

@@ -80,8 +80,9 @@ func parseFlags() options {
 	var o options
 	sizes := flag.String("sizes", "10000,50000,100000", "Pods in the cluster, one run of every variant per size (the population grows between sizes).")
 	scenarios := flag.String("scenarios", "sync,converge,churn", "Scenarios: sync (always: every variant starts with it), converge, churn, firehose (status-only updates as fast as the API server takes them: CPU, allocations and GC per event, a CPU profile; every variant, cache-only ones too), shards "+
-		"(1, 2 and 3 sharded metawatch replicas against the same pods, filtered by the API server and, with its gate off, on receipt), "+
-		"report (metawatch check --live --report against kubectl get -o yaml of the same pods: time and peak RSS).")
+		"(--shard-replicas sharded metawatch replicas against the same pods, filtered by the API server and, with its gate off, on receipt), "+
+		"report (metawatch check --live --report against kubectl get -o yaml of the same pods: time and peak RSS), "+
+		"failover (two metawatch processes with leader election, cold then --warm-standby: the leader killed, the time to the first write).")
 	variants := flag.String("variants", strings.Join(variant.Names(variant.All()), ","), "Variants to run, each in its own process; the first is the baseline of the ratios.")
 	flag.IntVar(&o.perNamespace, "pods-per-namespace", 10000, "Pods per namespace; converge and churn use the first namespace's.")
 	flag.IntVar(&o.concurrency, "concurrency", 16, "Concurrent reconciles of every variant, and workers of the bare client.")

@@ -23,8 +23,40 @@ func Markdown(run Run) string {
 	scalingTable(&b, run)
 	shardsTable(&b, run)
 	liveReportTable(&b, run)
+	failoverTable(&b, run)
+	controlPlaneTable(&b, run)
 	b.WriteString("\n![retained heap per cached pod against pods in the cluster](memory.png)\n\n![label change to write latency](latency.png)\n")
-	return b.String()
+	return dropEmptySections(b.String())
+}
+
+// dropEmptySections removes each "## " section whose tables have no row: a
+// scenario that did not run, or a variant that was not in it, leaves no
+// header over nothing.
+func dropEmptySections(page string) string {
+	parts := strings.Split(page, "\n## ")
+	kept := parts[:1]
+	for _, section := range parts[1:] {
+		if !emptyTables(section) {
+			kept = append(kept, section)
+		}
+	}
+	return strings.Join(kept, "\n## ")
+}
+
+// emptyTables reports whether section has a table and none of its tables has a row.
+func emptyTables(section string) bool {
+	lines := strings.Split(section, "\n")
+	tables, rows := 0, 0
+	for i, line := range lines {
+		if !strings.HasPrefix(line, "|-") && !strings.HasPrefix(line, "|:-") {
+			continue
+		}
+		tables++
+		if i+1 < len(lines) && strings.HasPrefix(lines[i+1], "|") {
+			rows++
+		}
+	}
+	return tables > 0 && rows == 0
 }
 
 func header(b *strings.Builder, run Run) {

@@ -20,6 +20,8 @@ type Run struct {
 	LiveReports []LiveReport `json:"liveReports,omitempty"`
 	// Seeding is how long each growth of the population took.
 	Seeding []Seeding `json:"seeding,omitempty"`
+	// Failovers are the failover scenario's runs.
+	Failovers []Failover `json:"failovers,omitempty"`
 	// ControlPlane is what the local kube-apiserver and etcd held at each size.
 	ControlPlane []ControlPlaneCost `json:"controlPlane,omitempty"`
 }

@@ -40,7 +40,12 @@ func inMiB(b int64) float64 { return float64(b) / (1 << 20) }
 // what the process costs with nothing cached. The sync's time and CPU grew
 // faster than that in bench/results/300k, where the API server shares the
 // machine's two CPUs with the variant, so their projections are floors.
+// A run that measured projectedPods itself gets the measured table instead.
 func scalingTable(b *strings.Builder, run Run) {
+	if run.largest() >= projectedPods {
+		measuredScalingTable(b, run)
+		return
+	}
 	var rows []string
 	for _, name := range variantNames(run) {
 		results := run.resultsOf(name)
@@ -57,6 +62,50 @@ func scalingTable(b *strings.Builder, run Run) {
 	b.WriteString("Least-squares fit of each figure against pods cached; measured values in the order of the sizes.\n\n")
 	fmt.Fprintf(b, "| variant | figure | measured | per 100k pods | with none | at %s |\n|---|---|---|---|---|---|\n", projectedName)
 	b.WriteString(strings.Join(rows, ""))
+}
+
+// measuredScalingTable is every figure of every variant at each size measured, nothing projected.
+func measuredScalingTable(b *strings.Builder, run Run) {
+	sizes := slices.Sorted(slices.Values(run.Options.Sizes))
+	var rows strings.Builder
+	for _, name := range variantNames(run) {
+		byN := map[int]Result{}
+		for _, r := range run.resultsOf(name) {
+			byN[r.N] = r
+		}
+		for _, f := range scalingFigures {
+			cells, measured := make([]string, len(sizes)), false
+			for i, n := range sizes {
+				cells[i] = "-"
+				if r, ok := byN[n]; ok && f.of(r) > 0 {
+					cells[i], measured = fmt.Sprintf(f.format, f.of(r)), true
+				}
+			}
+			if measured {
+				fmt.Fprintf(&rows, "| %s | %s (%s) | %s |\n", name, f.name, f.unit, strings.Join(cells, " | "))
+			}
+		}
+	}
+	if rows.Len() == 0 {
+		return
+	}
+	b.WriteString("\n## Scaling: measured at every size\n\n")
+	header, rule := "| variant | figure |", "|---|---|"
+	for _, n := range sizes {
+		header, rule = header+fmt.Sprintf(" %s |", podsName(n)), rule+"---:|"
+	}
+	b.WriteString(header + "\n" + rule + "\n" + rows.String())
+}
+
+// podsName is n as the tables name sizes: 10k, 1M.
+func podsName(n int) string {
+	switch {
+	case n >= 1_000_000 && n%1_000_000 == 0:
+		return fmt.Sprintf("%dM", n/1_000_000)
+	case n >= 1000 && n%1000 == 0:
+		return fmt.Sprintf("%dk", n/1000)
+	}
+	return fmt.Sprint(n)
 }
 
 func scalingRow(variant string, f figure, results []Result) (string, bool) {

@@ -72,3 +72,41 @@ func TestScalingTableProjectsEveryMeasuredFigure(t *testing.T) {
 }
 
 func near(a, b float64) bool { return math.Abs(a-b) <= 1e-9*(1+math.Abs(b)) }
+
+// A run that measured a million pods gets what it measured at each size, no projection.
+func TestScalingTableOfAMillionIsMeasured(t *testing.T) {
+	result := func(variant string, n int, steadyMiB int64) Result {
+		return Result{Variant: variant, N: n, Objects: n, SteadyRSSBytes: steadyMiB << 20}
+	}
+	run := Run{Options: Options{Sizes: []int{10_000, 1_000_000, 300_000}},
+		Results: []Result{result("metawatch", 10_000, 60), result("metawatch", 300_000, 185), result("metawatch", 1_000_000, 480), result("metadata-cache", 10_000, 70)}}
+	var b strings.Builder
+	scalingTable(&b, run)
+	for _, want := range []string{
+		"| variant | figure | 10k | 300k | 1M |",
+		"| metawatch | steady RSS (MiB) | 60 | 185 | 480 |",
+		"| metadata-cache | steady RSS (MiB) | 70 | - | - |",
+	} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("the table has no row %q:\n%s", want, b.String())
+		}
+	}
+	if strings.Contains(b.String(), "projected") {
+		t.Errorf("a measured million is projected:\n%s", b.String())
+	}
+}
+
+// A page has no section whose table is empty: scenarios that did not run
+// leave nothing, the ones that ran keep theirs.
+func TestEmptySectionsAreLeftOut(t *testing.T) {
+	page := Markdown(Run{Baseline: "metawatch", Options: Options{Sizes: []int{10_000}},
+		LiveReports: []LiveReport{{Pods: 10_000, Tool: "metawatch", Seconds: 2}}})
+	for _, gone := range []string{"## Churn", "## Converge", "## Memory, bytes and time", "## Bytes received"} {
+		if strings.Contains(page, gone) {
+			t.Errorf("the page has an empty section %q:\n%s", gone, page)
+		}
+	}
+	if !strings.Contains(page, "## Live report") || !strings.Contains(page, "| 10000 | metawatch |") {
+		t.Errorf("the live report's section is gone too:\n%s", page)
+	}
+}

@@ -2,16 +2,19 @@ package main_test
 
 import (
 	"fmt"
+	"net/http"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/metawatch/metawatch/pkg/controller"
 	"github.com/metawatch/metawatch/pkg/manager"
 	"github.com/metawatch/metawatch/pkg/testing/controlplane"
 	"github.com/metawatch/metawatch/pkg/testing/testkit"
@@ -34,9 +37,9 @@ func TestWarmStandbyWritesOnlyOnceItLeads(t *testing.T) {
 	other := holdLease(t, c, ns, manager.DefaultLeaderElectionID)
 	history := watchHistory(t, ns, func(l map[string]string) bool { return l["team"] == "" })
 
-	standby := newReplica(t)
+	standby, metrics := newReplica(t), testkit.FreeAddress(t)
 	standby.launch(t, nil, append([]string{"--kubeconfig", cp.KubeconfigPath, "--config-map", ns + "/selectors", "--leader-elect", "--warm-standby",
-		"--leader-election-namespace", ns, "--health-probe-bind-address", standby.probe, "--metrics-bind-address", "0"}, leaseFlags...)...)
+		"--leader-election-namespace", ns, "--health-probe-bind-address", standby.probe, "--metrics-bind-address", metrics, "--metrics-secure=false"}, leaseFlags...)...)
 	waitHTTP200(t, "http://"+standby.probe+"/readyz", standby.stderr)
 	if !strings.Contains(standby.stderr.String(), "held until this standby leads") {
 		t.Errorf("the standby is Ready, but did not say its generation runs with its writes held:\n%s", standby.stderr.String())
@@ -46,6 +49,26 @@ func TestWarmStandbyWritesOnlyOnceItLeads(t *testing.T) {
 	time.Sleep(3 * time.Second) // the standby has the change cached and queued by now, and must not write it
 	for _, v := range history.violations() {
 		t.Errorf("the standby wrote while another replica held the Lease: %s", v)
+	}
+	// Nor does it say anything on the ConfigMap: the leader does.
+	var events eventsv1.EventList
+	if err := c.List(t.Context(), &events, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range events.Items {
+		if e.ReportingController == controller.EventSource {
+			t.Errorf("the standby recorded an Event before it leads: %s %s", e.Reason, e.Note)
+		}
+	}
+	// Nor does it queue what it would write: a standby's queue would only grow.
+	code, body, err := testkit.Get(t.Context(), http.DefaultClient, "http://"+metrics+"/metrics", "", false)
+	if err != nil || code != http.StatusOK {
+		t.Fatalf("scraping the standby: %d %v", code, err)
+	}
+	for _, line := range strings.Split(string(body), "\n") {
+		if strings.HasPrefix(line, `workqueue_adds_total{controller="pod"`) && !strings.HasSuffix(line, " 0") {
+			t.Errorf("the standby queued work before it leads: %s", line)
+		}
 	}
 
 	lapsed := other.release()

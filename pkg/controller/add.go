@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"context"
 	"fmt"
 	"strings"
 
@@ -61,6 +62,13 @@ type Options struct {
 	// wrote (never for annotations of Secrets). Off, they name the manager
 	// only: anyone who may list Events reads them.
 	EventValues bool
+	// Leading, when set, closes once this replica leads (a warm standby's
+	// generation). Until then the controllers watch nothing, though their
+	// informers are made and kept synced: a standby's queues would only grow
+	// with every change the leader makes, and the keys of objects deleted
+	// meanwhile would stay in them. Once it leads, the watches start and
+	// hand the controllers every cached object, as at a start.
+	Leading <-chan struct{}
 }
 
 // EventSource is the reportingController of metawatch's Events.
@@ -110,26 +118,59 @@ func setupKind(mgr manager.Manager, w config.ResolvedWatch, rs []rules.Rule, own
 	if err != nil {
 		return err
 	}
-	kind := w.GVK.GroupKind().String()
-	if err := c.Watch(source.Kind[client.Object](mgr.GetCache(), metacache.NewObject(w.GVK), enqueueWithSnapshot(mem, ruler), metadataChanged(kind))); err != nil {
-		return err
-	}
 	if ruler != nil && opts.BucketsGained != nil && (w.Owner || !w.Namespaced) {
 		if err := requeueGained(mgr, c, w.GVK, metacache.Packed(w), opts.BucketsGained); err != nil {
 			return err
 		}
 	}
+	sources := kindSources(mgr, w, rs, owners, opts, mem, ruler)
+	if opts.Leading == nil {
+		return watchAll(c, sources)
+	}
+	return watchOnceLeading(mgr, c, sources, opts.Leading)
+}
+
+// kindSources are what the kind's controller watches: its objects, and for
+// its rules the owners and Namespaces they copy from.
+func kindSources(mgr manager.Manager, w config.ResolvedWatch, rs []rules.Rule, owners ownerKinds, opts Options, mem *memory, ruler *ruleReconciler) []source.Source {
+	reader := mgr.GetCache()
+	sources := []source.Source{source.Kind[client.Object](reader, metacache.NewObject(w.GVK), enqueueWithSnapshot(mem, ruler), metadataChanged(w.GVK.GroupKind().String()))}
 	if ruler != nil && ruler.copiesFromOwners {
 		for _, gvk := range owners {
-			if err := c.Watch(source.Kind[client.Object](mgr.GetCache(), metacache.NewObject(gvk), ownerFanout(mgr.GetCache(), ruler), ownerMetadataChanged())); err != nil {
-				return err
-			}
+			sources = append(sources, source.Kind[client.Object](reader, metacache.NewObject(gvk), ownerFanout(reader, ruler), ownerMetadataChanged()))
 		}
 	}
-	if ruler == nil || !rules.Copies(rs) || opts.NamespacesUnreadable {
-		return nil
+	if ruler != nil && rules.Copies(rs) && !opts.NamespacesUnreadable {
+		sources = append(sources, source.Kind[client.Object](reader, metacache.NewObject(namespaceGVK), namespaceFanout(reader, w.GVK, ruler), namespaceMetadataChanged()))
 	}
-	return c.Watch(source.Kind[client.Object](mgr.GetCache(), metacache.NewObject(namespaceGVK), namespaceFanout(mgr.GetCache(), w.GVK, ruler), namespaceMetadataChanged()))
+	return sources
+}
+
+func watchAll(c controller.Controller, sources []source.Source) error {
+	for _, s := range sources {
+		if err := c.Watch(s); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// watchOnceLeading starts the sources once leading closes. Their informers
+// are made now, so that the generation's cache syncs them before it opens
+// and a new leader lists nothing: starting a source on a synced informer
+// hands the controller every cached object at once.
+func watchOnceLeading(mgr manager.Manager, c controller.Controller, sources []source.Source, leading <-chan struct{}) error {
+	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		select {
+		case <-leading:
+			return watchAll(c, sources)
+		case <-ctx.Done():
+			return nil
+		}
+	})); err != nil {
+		return err
+	}
+	return nil
 }
 
 // controllerName is the name of the controller for w's kind.

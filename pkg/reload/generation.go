@@ -51,11 +51,12 @@ type generation struct {
 	counts                   *metacache.ObjectCounts
 	gate                     chan struct{}
 	// stopping closes when stop begins: a standby's generation waiting to
-	// open never opens after it.
+	// open never opens after it (openUnlessStopping, under openMu).
 	stopping     chan struct{}
 	stoppingOnce sync.Once
+	openMu       sync.Mutex
 	cancel       context.CancelFunc
-	done                     chan error
+	done         chan error
 	// rebuild: a forbidden watch became allowed; run the same configuration anew.
 	rebuild bool
 }
@@ -121,6 +122,9 @@ type generationOptions struct {
 	// without atCreation ("" once its policy is in place).
 	onAdmissionProblem func(rule, problem string)
 	log                logr.Logger
+	// leading, when set, closes once this warm standby leads: the
+	// controllers watch nothing until then (controller.Options.Leading).
+	leading <-chan struct{}
 }
 
 func newGeneration(ctx context.Context, cfg *rest.Config, number int64, r resolved, opts generationOptions) (*generation, error) {
@@ -154,6 +158,7 @@ func newGeneration(ctx context.Context, cfg *rest.Config, number int64, r resolv
 	g.ownerKinds = ownerChainKinds(r.watches, r.forbidden)
 	copts := opts.controller
 	copts.Gate, copts.Audits, copts.WritesFrozen, copts.Fence, copts.Versions = g.gate, g.audits, g.writesFrozen, g.fence, versions
+	copts.Leading = opts.leading
 	if opts.sharding != nil {
 		copts.ShardGate, copts.Claim, copts.BucketsGained = opts.sharding.Ring, opts.sharding.Ring, opts.sharding.OnGained
 	}
@@ -325,11 +330,26 @@ func (g *generation) open() {
 	close(g.gate)
 }
 
+// openUnlessStopping opens g unless its stop has begun, and reports whether it did.
+func (g *generation) openUnlessStopping() bool {
+	g.openMu.Lock()
+	defer g.openMu.Unlock()
+	select {
+	case <-g.stopping:
+		return false
+	default:
+		g.open()
+		return true
+	}
+}
+
 // stop closes the write fence (no new write; those in flight finish), then
 // stops the controllers and the cache, all within timeout. It reports whether
 // every write finished: only then may another writer start.
 func (g *generation) stop(timeout time.Duration) (writesStopped bool, err error) {
+	g.openMu.Lock()
 	g.stoppingOnce.Do(func() { close(g.stopping) })
+	g.openMu.Unlock()
 	g.counts.Retire()
 	g.audits.Retire()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -118,6 +119,9 @@ func (r *Reloader) AddTo(mgr manager.Manager) error {
 	if r.Recorder == nil {
 		r.Recorder = mgr.GetEventRecorder(controller.EventSource)
 	}
+	if r.WarmStandby {
+		r.Recorder = leaderEvents{EventRecorder: r.Recorder, elected: r.elected}
+	}
 	if r.Source.ConfigMap != "" {
 		key, err := r.Source.configMapKey()
 		if err != nil {
@@ -185,7 +189,8 @@ func (r *Reloader) swap(ctx context.Context, res resolved, superseded func() boo
 		number = old.number + 1
 	}
 	next, err := newGeneration(ctx, r.Config, number, res, generationOptions{controller: r.Controller, onLoss: r.reportLoss, shutdownTimeout: r.shutdownTimeout(), writeScope: &r.limits().WriteScope,
-		sharding: r.Sharding, wire: r.Wire, installation: cmp.Or(r.Installation, r.Source.Installation()), onAdmissionProblem: r.reportAdmissionProblem, log: r.Log})
+		sharding: r.Sharding, wire: r.Wire, installation: cmp.Or(r.Installation, r.Source.Installation()), onAdmissionProblem: r.reportAdmissionProblem, log: r.Log,
+		leading: r.notLeadingYet()})
 	if err != nil {
 		return err
 	}
@@ -240,12 +245,22 @@ func (r *Reloader) openWhenLeading(ctx context.Context, g *generation) (leading 
 		}
 		r.mu.Lock()
 		defer r.mu.Unlock()
-		if r.current == g {
-			g.open()
+		if r.current == g && g.openUnlessStopping() {
 			r.Log.Info("leading: the warm generation writes", "generation", g.number)
 		}
 	}()
 	return false
+}
+
+// notLeadingYet is the channel that closes once this replica leads, for a
+// warm standby that does not lead yet; nil otherwise.
+func (r *Reloader) notLeadingYet() <-chan struct{} {
+	select {
+	case <-r.elected:
+		return nil
+	default:
+		return r.elected
+	}
 }
 
 func (r *Reloader) reportForbidden(g *generation) {
@@ -322,4 +337,20 @@ func (r *Reloader) setWaiting(why string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.started, r.waiting = true, why
+}
+
+// leaderEvents records only once this replica leads: a warm standby runs
+// the same generations as the leader and would otherwise say everything
+// the leader says a second time, on the same ConfigMap.
+type leaderEvents struct {
+	events.EventRecorder
+	elected <-chan struct{}
+}
+
+func (l leaderEvents) Eventf(regarding, related runtime.Object, eventtype, reason, action, note string, args ...any) {
+	select {
+	case <-l.elected:
+		l.EventRecorder.Eventf(regarding, related, eventtype, reason, action, note, args...)
+	default:
+	}
 }

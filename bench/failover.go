@@ -1,0 +1,178 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/metawatch/metawatch/bench/probe"
+	"github.com/metawatch/metawatch/bench/report"
+	"github.com/metawatch/metawatch/bench/scenario"
+	"github.com/metawatch/metawatch/bench/seed"
+)
+
+// failoverLease is the replicas' --leader-election-lease-duration: the default.
+const failoverLease = 15 * time.Second
+
+// failoverModes are the standbys the scenario measures. client-go's elector
+// tries to take the Lease every retry period stretched by up to 2.2x (its
+// jitter), and counts the lease duration from when it saw the last renewal,
+// which it also learns only at such a try: with the default 2 s the first
+// write comes 13 to 24 s after the kill whatever the standby has ready, so
+// the warm standby is measured with a shorter retry period too.
+var failoverModes = []struct {
+	name  string
+	warm  bool
+	retry time.Duration
+}{
+	{"cold", false, 2 * time.Second},
+	{"warm", true, 2 * time.Second},
+	{"warm", true, 500 * time.Millisecond},
+}
+
+// failover is the failover scenario at n pods: for a cold standby, then a
+// warm one (--warm-standby), two metawatch processes with leader election,
+// the leader killed once both are Ready, and the time until a pod's label
+// removed right after the kill is written back.
+func (h *harness) failover(ctx context.Context, n int) error {
+	bin, conf, remove, err := buildMetawatch()
+	if err != nil {
+		return err
+	}
+	defer remove()
+	for i, mode := range failoverModes {
+		fmt.Fprintf(os.Stderr, "bench: %d pods: failover, %s standby, retry period %s\n", n, mode.name, mode.retry)
+		f := report.Failover{N: n, Mode: mode.name, LeaseSeconds: failoverLease.Seconds(), RetrySeconds: mode.retry.Seconds()}
+		args := []string{"--kubeconfig", h.kubeconfig, "--config-file", conf, "--leader-elect", "--leader-election-namespace", "default",
+			"--leader-election-id", fmt.Sprintf("metawatch-bench-failover-%d-%d-%d", n, i, time.Now().Unix()), // no Lease of an earlier run
+			"--leader-election-retry-period", mode.retry.String(), "--metrics-bind-address", "0"}
+		if mode.warm {
+			args = append(args, "--warm-standby")
+		}
+		if err := h.failoverRun(ctx, bin, args, &f); err != nil {
+			return fmt.Errorf("failover, %s standby: %w", mode.name, err)
+		}
+		h.run.Failovers = append(h.run.Failovers, f)
+	}
+	return nil
+}
+
+// failoverRun starts a leader and a standby with args, waits until both are
+// Ready and the leader has converged the first namespace, kills the leader
+// and times the first write after it, into f.
+func (h *harness) failoverRun(ctx context.Context, bin string, args []string, f *report.Failover) error {
+	leader, err := startReplica(ctx, bin, args)
+	if err != nil {
+		return err
+	}
+	defer leader.stop()
+	if f.LeaderReadySeconds, err = leader.waitReady(ctx, 15*time.Minute); err != nil {
+		return fmt.Errorf("the leader: %w", err)
+	}
+	standby, err := startReplica(ctx, bin, args)
+	if err != nil {
+		return err
+	}
+	defer standby.stop()
+	if f.StandbyReadySeconds, err = standby.waitReady(ctx, 15*time.Minute); err != nil {
+		return fmt.Errorf("the standby: %w", err)
+	}
+	ns := seed.NamespaceName(0)
+	if err := scenario.Label(ctx, h.client, h.observer, ns, fmt.Sprintf("failover-%d-%d", f.N, time.Now().UnixNano()), 10*time.Minute); err != nil {
+		return fmt.Errorf("the leader converging the first namespace: %w", err)
+	}
+	f.LeaderRSS, f.StandbyRSS = probe.RSSOf(strconv.Itoa(leader.cmd.Process.Pid)), probe.RSSOf(strconv.Itoa(standby.cmd.Process.Pid))
+	killed := time.Now()
+	if err := leader.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		return err
+	}
+	took, err := scenario.Mended(ctx, h.client, h.observer, ns, h.observer.Pods()[0], killed, 15*time.Minute)
+	f.FirstWriteSeconds = took.Seconds()
+	return err
+}
+
+// replica is a metawatch process of the failover scenario.
+type replica struct {
+	cmd     *exec.Cmd
+	probe   string
+	started time.Time
+	done    chan error
+}
+
+// startReplica runs bin with args and a probe address of its own, its log
+// in a temporary file (named if it fails).
+func startReplica(ctx context.Context, bin string, args []string) (*replica, error) {
+	addr, err := freeAddress()
+	if err != nil {
+		return nil, err
+	}
+	log, err := os.CreateTemp("", "metawatch-bench-failover-*.log")
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.CommandContext(ctx, bin, append(args, "--health-probe-bind-address", addr)...)
+	cmd.Stdout, cmd.Stderr = log, log
+	r := &replica{cmd: cmd, probe: addr, started: time.Now(), done: make(chan error, 1)}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	go func() { r.done <- cmd.Wait(); _ = log.Close() }()
+	fmt.Fprintf(os.Stderr, "bench: failover: metawatch pid %d, log %s\n", cmd.Process.Pid, log.Name())
+	return r, nil
+}
+
+// waitReady polls the replica's /readyz until it answers 200 and returns
+// how long after its start that was.
+func (r *replica) waitReady(ctx context.Context, timeout time.Duration) (float64, error) {
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		select {
+		case err := <-r.done:
+			r.done <- err
+			return 0, fmt.Errorf("exited before it was Ready: %w", err)
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+		if resp, err := http.Get("http://" + r.probe + "/readyz"); err == nil {
+			_ = resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return time.Since(r.started).Seconds(), nil
+			}
+		}
+	}
+	return 0, fmt.Errorf("not Ready after %s", timeout)
+}
+
+// stop ends the replica (SIGTERM, then SIGKILL after 30 s) unless it has.
+func (r *replica) stop() {
+	_ = r.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-r.done:
+		r.done <- err
+	case <-time.After(30 * time.Second):
+		_ = r.cmd.Process.Kill()
+		err := <-r.done
+		r.done <- err
+	}
+}
+
+// freeAddress is a 127.0.0.1 address nothing listens on.
+func freeAddress() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer func() { _ = l.Close() }()
+	if _, ok := l.Addr().(*net.TCPAddr); !ok {
+		return "", errors.New("no TCP address")
+	}
+	return l.Addr().String(), nil
+}
