@@ -178,24 +178,30 @@ func (h *harness) measureSize(ctx context.Context, n int) error {
 			return fmt.Errorf("variant %s: %w", v.Name, err)
 		}
 		h.run.Results = append(h.run.Results, r)
+		h.save()
 	}
-	if h.o.has("report") {
-		if err := h.liveReport(ctx, n); err != nil {
-			return fmt.Errorf("live report: %w", err)
+	h.recordControlPlane(ctx, n) // before the shards scenario restarts the API server
+	for _, s := range []struct {
+		name string
+		run  func(context.Context, int) error
+	}{{"report", h.liveReport}, {"shards", h.shards}, {"failover", h.failover}} {
+		if !h.o.has(s.name) {
+			continue
 		}
-	}
-	if h.o.has("shards") {
-		if err := h.shards(ctx, n); err != nil {
-			return err
+		if err := s.run(ctx, n); err != nil {
+			return fmt.Errorf("%s: %w", s.name, err)
 		}
+		h.save()
 	}
-	if h.o.has("failover") {
-		if err := h.failover(ctx, n); err != nil {
-			return err
-		}
-	}
-	h.recordControlPlane(ctx, n)
 	return nil
+}
+
+// save writes the report of what was measured so far: a long run stopped
+// or failed later keeps it.
+func (h *harness) save() {
+	if err := report.Write(h.o.out, h.run); err != nil {
+		fmt.Fprintf(os.Stderr, "bench: writing the report so far: %v\n", err)
+	}
 }
 
 func (h *harness) grow(ctx context.Context, n int) error {

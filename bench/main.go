@@ -46,6 +46,7 @@ type options struct {
 	leanPods                  bool
 	seedVia                   string // "etcd" or "api"
 	shardReplicas             []int  // the shards scenario's numbers of replicas
+	shardsClientToo           bool   // the shards scenario also filters on receipt
 	child                     string // set in a variant's own process
 	shard                     string // "i/N": the child is sharded replica i of N
 	shardServerSide           bool   // the sharded child asks the API server to filter
@@ -88,6 +89,8 @@ func parseFlags() options {
 	flag.IntVar(&o.concurrency, "concurrency", 16, "Concurrent reconciles of every variant, and workers of the bare client.")
 	flag.IntVar(&o.seedConcurrency, "seed-concurrency", 32, "Concurrent requests while seeding.")
 	shardReplicas := flag.String("shard-replicas", "1,2,3", "The shards scenario's numbers of sharded replicas run at once (1 is the base of its shares).")
+	flag.BoolVar(&o.shardsClientToo, "shards-on-receipt", true, "The shards scenario also runs with the API server's ShardedListAndWatch gate off (each replica drops the others' objects on receipt); "+
+		"on the local control plane that restarts the API server twice per size.")
 	flag.StringVar(&o.seedVia, "seed", "", "How pods are seeded: api (a create and a status update per pod) or etcd (the first namespace through the API, "+
 		"the others copied from it straight into etcd while kube-apiserver is stopped; the local control plane only, without --kwok-nodes). "+
 		"Default: etcd where it can, else api.")

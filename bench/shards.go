@@ -33,6 +33,9 @@ func (h *harness) shards(ctx context.Context, n int) error {
 	if err := h.shardsMode(ctx, n, shardsServer); err != nil {
 		return err
 	}
+	if !h.o.shardsClientToo {
+		return nil
+	}
 	if h.shardGate == nil {
 		return h.shardsMode(ctx, n, shardsClientNoSelector)
 	}
