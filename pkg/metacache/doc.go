@@ -29,6 +29,13 @@
 // nothing reads, and interns repeated strings and shares equal label maps
 // through bounded tables (shared.go).
 //
+// The objects of the namespaced kinds rules write, nearly all of a cluster's,
+// are then stored packed (compact.go): the same metadata in 128 bytes, given
+// back whole by every cache read (DeepCopyObject), and read by event handlers
+// through View. A read of a packed kind cannot skip its copy: controller-runtime
+// hands such a read the stored object itself. Namespaces and the kinds of
+// owner chains stay as they are: few, and read without copies on every event.
+//
 // # Readiness and counts
 //
 // SyncedCheck is the readiness check of a generation's informers;
