@@ -111,7 +111,7 @@ func (r *ruleReconciler) descendants(ctx context.Context, reader client.Reader, 
 	}
 	controlled := func(gvk schema.GroupVersionKind) ([]metav1.PartialObjectMetadata, error) {
 		list := metacache.NewList(gvk)
-		noCopy := []client.UnsafeDisableDeepCopyOption{client.UnsafeDisableDeepCopy} // owner kinds are never packed
+		noCopy := noCopyUnless(false) // owner kinds are never packed
 		if gvk == r.GVK {
 			noCopy = r.noCopy()
 		}

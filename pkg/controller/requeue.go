@@ -50,11 +50,7 @@ func queueBuckets(ctx context.Context, reader client.Reader, gvk schema.GroupVer
 		in[b] = true
 	}
 	list := metacache.NewList(gvk)
-	var opts []client.ListOption
-	if !packed {
-		opts = append(opts, client.UnsafeDisableDeepCopy)
-	}
-	if err := reader.List(ctx, list, opts...); err != nil {
+	if err := reader.List(ctx, list, listOptions(noCopyUnless(packed))...); err != nil {
 		logr.FromContextOrDiscard(ctx).Error(err, "listing the objects of the buckets that came", "kind", gvk.Kind)
 		return
 	}

@@ -56,8 +56,11 @@ type ruleReconciler struct {
 // where the cache stores them as they are, nothing where it packs them:
 // controller-runtime hands an uncopied read the stored object itself, which
 // must then be the type asked for, and a packed object is not.
-func (r *ruleReconciler) noCopy() []client.UnsafeDisableDeepCopyOption {
-	if r.packed {
+func (r *ruleReconciler) noCopy() []client.UnsafeDisableDeepCopyOption { return noCopyUnless(r.packed) }
+
+// noCopyUnless is client.UnsafeDisableDeepCopy unless packed (see ruleReconciler.noCopy).
+func noCopyUnless(packed bool) []client.UnsafeDisableDeepCopyOption {
+	if packed {
 		return nil
 	}
 	return []client.UnsafeDisableDeepCopyOption{client.UnsafeDisableDeepCopy}

@@ -112,16 +112,25 @@ func View(o client.Object) (*metav1.PartialObjectMetadata, bool) {
 }
 
 func (c *compact) view() *metav1.PartialObjectMetadata {
-	p := &metav1.PartialObjectMetadata{TypeMeta: *c.typeMeta}
-	p.Name, p.Namespace, p.UID, p.ResourceVersion, p.Generation = c.name, c.namespace, c.GetUID(), c.GetResourceVersion(), c.generation
-	p.CreationTimestamp, p.DeletionTimestamp = timeOf(c.created), c.GetDeletionTimestamp()
-	p.Labels, p.Annotations, p.ManagedFields, p.OwnerReferences = c.labels, c.annotations, c.GetManagedFields(), c.GetOwnerReferences()
-	return p
+	return &metav1.PartialObjectMetadata{TypeMeta: *c.typeMeta, ObjectMeta: c.meta()}
+}
+
+// meta is the object's metadata, sharing its maps and slices with c.
+func (c *compact) meta() metav1.ObjectMeta {
+	return metav1.ObjectMeta{Name: c.name, Namespace: c.namespace, UID: c.GetUID(), ResourceVersion: c.GetResourceVersion(), Generation: c.generation,
+		CreationTimestamp: timeOf(c.created), DeletionTimestamp: c.GetDeletionTimestamp(),
+		Labels: c.labels, Annotations: c.annotations, ManagedFields: c.GetManagedFields(), OwnerReferences: c.GetOwnerReferences()}
 }
 
 // DeepCopyObject is the object as a PartialObjectMetadata of its own: what
-// every cache read returns.
-func (c *compact) DeepCopyObject() runtime.Object { return c.view().DeepCopy() }
+// every cache read returns. Copied straight from c, not through a view that
+// would be thrown away.
+func (c *compact) DeepCopyObject() runtime.Object {
+	p := &metav1.PartialObjectMetadata{TypeMeta: *c.typeMeta}
+	meta := c.meta()
+	meta.DeepCopyInto(&p.ObjectMeta)
+	return p
+}
 
 // GetObjectKind is a copy of the object's type: setting it changes nothing cached.
 func (c *compact) GetObjectKind() schema.ObjectKind {
