@@ -21,7 +21,7 @@ GOLANGCI_LINT_VERSION := v2.15.0
 TOOLS_DIR ?= $(or $(METAWATCH_CACHE_DIR),$(or $(XDG_CACHE_HOME),$(HOME)/.cache)/metawatch)/tools
 GOLANGCI_LINT := $(TOOLS_DIR)/golangci-lint-$(GOLANGCI_LINT_VERSION)/golangci-lint
 
-.PHONY: all help build run test test-unit test-integration test-node verify verify-docs verify-clean unit cluster-test controlplane cluster fuzz vet lint tidy clean image bench
+.PHONY: all help build run test test-unit test-integration test-node verify verify-docs verify-clean unit cluster-test controlplane cluster kind kind-test fuzz vet lint tidy clean image bench
 
 all: build
 
@@ -57,10 +57,12 @@ unit: test-unit
 
 ## test-integration: every test but the real node's, on local control planes (built once, cached by version), with the race detector.
 test-integration: controlplane
-	$(GO) test -race -count=1 -p $(TEST_PARALLEL) -timeout $(TEST_TIMEOUT) -skip '^$(NODE_TESTS)$$' $(PACKAGES)
+	$(GO) test -race -count=1 -p $(TEST_PARALLEL) -timeout $(TEST_TIMEOUT) -skip '^($(NODE_TESTS)|$(KIND_TESTS))$$' $(PACKAGES)
 
 # The tests on a real node run alone, after the others: one node per machine, and its load would disturb timed tests.
 NODE_TESTS := (TestChartOnARealNode|TestMakeClusterStopsOnSignals|TestStartAfterAKilledRun)
+# The kind test is make kind-test's only: a cold run builds the node image (about 15 minutes here).
+KIND_TESTS := (TestKindClusterChartAndBench)
 
 ## test-node: the chart on a one-node cluster (make cluster's); skipped, saying why, where a node cannot run (no root, no cgroups).
 test-node: controlplane
@@ -85,6 +87,14 @@ verify-clean:
 ## cluster: a one-node cluster on this machine (root; kubelet, containerd, kube-proxy in a network namespace of its own) until Ctrl-C.
 cluster: controlplane
 	$(GO) run ./hack/cluster
+
+## kind: a kind cluster (root; docker.io installed and dockerd started when missing, the node image built here once, no registry) until Ctrl-C or kind delete cluster; ARGS="--name NAME".
+kind: controlplane
+	$(GO) run ./hack/kind $(ARGS)
+
+## kind-test: make kind, the chart on it the way users install it, and the bench on it, then nothing left; skipped, saying why, where kind cannot run.
+kind-test: controlplane
+	$(GO) test -race -count=1 -timeout 60m -v -run '^$(KIND_TESTS)$$' ./hack/kind
 
 ## fuzz: fuzz the config parser, the guardrails, the rules core, label selectors as admission CEL, the managedFields stripper and its frame reader, the shard selectors, bucket assignment and cache moves, about 10 s each (FUZZTIME=10m make fuzz for a long run).
 # Each target's budget is a count of inputs, about 10 s of fuzzing each on the 2-core VM, not a

@@ -20,6 +20,7 @@ import (
 
 	"github.com/metawatch/metawatch/bench/probe"
 	"github.com/metawatch/metawatch/bench/seed"
+	"github.com/metawatch/metawatch/bench/target"
 	"github.com/metawatch/metawatch/bench/variant"
 	"github.com/metawatch/metawatch/hack/onenode"
 	"github.com/metawatch/metawatch/pkg/testing/controlplane"
@@ -27,7 +28,7 @@ import (
 )
 
 // The chart variant: metawatch installed by helm, as users run it, in pods on
-// the --local-cluster node. Its figures come from outside, the same way for
+// the --local-cluster node or a kind cluster's. Its figures come from outside, the same way for
 // every size: the leader's process on this machine (/proc: CPU, peak RSS) and
 // its metrics endpoint (events, reconciles, writes), scraped from inside the
 // cluster's network with a token the chart's metrics-reader role allows.
@@ -49,10 +50,11 @@ type deployed struct {
 // chartSetup is done once per run: the image on the node, helm, the
 // ServiceAccount the metrics are scraped with.
 type chartSetup struct {
-	node  *onenode.Cluster
-	cs    kubernetes.Interface
-	helm  string
-	token string
+	node       target.PodHost
+	kubeconfig string
+	cs         kubernetes.Interface
+	helm       string
+	token      string
 }
 
 func (h *harness) setUpChart(ctx context.Context) (*chartSetup, error) {
@@ -60,7 +62,7 @@ func (h *harness) setUpChart(ctx context.Context) (*chartSetup, error) {
 		return h.chart, nil
 	}
 	if h.node == nil {
-		return nil, fmt.Errorf("the chart variant runs metawatch in pods: it needs --local-cluster (a node to run them on)")
+		return nil, fmt.Errorf("the chart variant runs metawatch in pods on this machine: it needs --local-cluster or --kind (a node to run them on)")
 	}
 	fmt.Fprintf(os.Stderr, "bench: chart: building the image (make image) and importing it into the node\n")
 	if out, err := exec.CommandContext(ctx, "make", "image").CombinedOutput(); err != nil {
@@ -82,7 +84,7 @@ func (h *harness) setUpChart(ctx context.Context) (*chartSetup, error) {
 	if err != nil {
 		return nil, err
 	}
-	h.chart = &chartSetup{node: h.node, cs: cs, helm: helm, token: token}
+	h.chart = &chartSetup{node: h.node, kubeconfig: h.kubeconfig, cs: cs, helm: helm, token: token}
 	return h.chart, nil
 }
 
@@ -130,7 +132,7 @@ func (h *harness) spec() variant.Spec {
 }
 
 func (c *chartSetup) helmCmd(ctx context.Context, args ...string) *exec.Cmd {
-	return exec.CommandContext(ctx, c.helm, append([]string{"--kubeconfig", c.node.KubeconfigPath, "-n", chartNamespace}, args...)...)
+	return exec.CommandContext(ctx, c.helm, append([]string{"--kubeconfig", c.kubeconfig, "-n", chartNamespace}, args...)...)
 }
 
 // settle waits until the leader has been handed n pods and made no

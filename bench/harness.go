@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strings"
 	"time"
 
 	"k8s.io/client-go/rest"
@@ -18,7 +19,6 @@ import (
 	"github.com/metawatch/metawatch/bench/seed"
 	"github.com/metawatch/metawatch/bench/target"
 	"github.com/metawatch/metawatch/bench/variant"
-	"github.com/metawatch/metawatch/hack/onenode"
 	"github.com/metawatch/metawatch/pkg/testing/controlplane"
 )
 
@@ -37,7 +37,7 @@ type harness struct {
 	observer   *scenario.Observer // the first namespace's pods, once seeded
 	variants   []variant.Variant
 	run        report.Run
-	node       *onenode.Cluster    // --local-cluster's node, where the chart variant runs
+	node       target.PodHost      // where the chart variant runs: --local-cluster's node, a kind cluster's
 	chart      *chartSetup         // set up by the chart variant's first run
 	kwok       *kwok.Kwok          // the simulated nodes of --kwok-nodes, if any
 	shardGate  func(on bool) error // restarts the API server with ShardedListAndWatch on or off; nil if not ours
@@ -124,7 +124,7 @@ func newHarness(ctx context.Context, o options, tgt *target.Cluster, variants []
 	if err != nil {
 		return nil, err
 	}
-	h := &harness{o: o, kubeconfig: tgt.Kubeconfig, local: tgt.Local, cfg: cfg, client: c, variants: variants, node: tgt.Node, shardGate: tgt.ShardGate,
+	h := &harness{o: o, kubeconfig: tgt.Kubeconfig, local: tgt.Local, cfg: cfg, client: c, variants: variants, node: tgt.Pods, shardGate: tgt.ShardGate,
 		seedVia: via, controlPlane: tgt.ControlPlane,
 		population: seed.Population{Client: c, PerNamespace: o.perNamespace, Concurrency: o.seedConcurrency, Log: os.Stderr, Lean: o.leanPods}}
 	h.run = report.Run{Machine: describeMachine(cfg, tgt), Options: reportOptions(o), Baseline: variants[0].Name}
@@ -143,18 +143,27 @@ func variantsOf(names []string) ([]variant.Variant, error) {
 	return vs, nil
 }
 
-// cleanUp stops kwok and deletes the population and the simulated nodes, unless --keep.
+// cleanUp deletes the population, stops kwok and deletes the simulated
+// nodes, unless --keep. The namespaces go first, and are waited for, while
+// kwok still runs: a pod on a simulated node is gone only once its node's
+// kwok has seen it terminate, and with kwok stopped it would stay
+// Terminating until the pod garbage collector found its node deleted.
 func (h *harness) cleanUp() {
+	deleting := !h.o.keep && !h.local
+	if deleting {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		if err := seed.DeleteAndWait(ctx, h.client); err != nil {
+			fmt.Fprintf(os.Stderr, "bench: deleting the bench namespaces: %v (delete them with `kubectl delete namespace -l %s`)\n", err, seed.Selector)
+		}
+		cancel()
+	}
 	if h.kwok != nil {
 		if err := h.kwok.Stop(); err != nil {
 			fmt.Fprintf(os.Stderr, "bench: %v\n", err)
 		}
 	}
-	if h.o.keep || h.local {
+	if !deleting {
 		return
-	}
-	if err := seed.Delete(context.Background(), h.client); err != nil {
-		fmt.Fprintf(os.Stderr, "bench: deleting the bench namespaces: %v (delete them with `kubectl delete namespace -l %s`)\n", err, seed.Selector)
 	}
 	if err := kwok.DeleteNodes(context.Background(), h.client); err != nil {
 		fmt.Fprintf(os.Stderr, "bench: deleting the simulated nodes: %v (delete them with `kubectl delete node -l %s=true`)\n", err, kwok.NodeLabel)
@@ -274,7 +283,24 @@ func (h *harness) bare(ctx context.Context, n int) error {
 func reportOptions(o options) report.Options {
 	return report.Options{Sizes: slices.Clone(o.sizes), PerNamespace: o.perNamespace, Concurrency: o.concurrency, Scenarios: o.scenarios,
 		ChurnStatusPerSec: o.statusRate, ChurnLabelsPerSec: o.labelRate, ChurnSeconds: o.churnDuration.Seconds(), KwokNodes: o.kwokNodes,
-		FirehosePerSec: o.firehoseRate, FirehoseSeconds: o.firehoseDuration.Seconds(), SteadySeconds: o.steadyWindow.Seconds(), LeanPods: o.leanPods}
+		FirehosePerSec: o.firehoseRate, FirehoseSeconds: o.firehoseDuration.Seconds(), SteadySeconds: o.steadyWindow.Seconds(), LeanPods: o.leanPods,
+		Command: makeCommand(os.Args[1:])}
+}
+
+// makeCommand is the make command line that runs the bench with args, each
+// quoted for a shell where it needs it.
+func makeCommand(args []string) string {
+	if len(args) == 0 {
+		return "make bench"
+	}
+	quoted := make([]string, len(args))
+	for i, a := range args {
+		quoted[i] = a
+		if a == "" || strings.ContainsAny(a, " \t'\"$`\\*?[]{}();&|<>~#") {
+			quoted[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+		}
+	}
+	return `make bench ARGS="` + strings.Join(quoted, " ") + `"`
 }
 
 // render writes the report of an earlier run's results.json into out.

@@ -100,7 +100,8 @@ func parseFlags() options {
 	flag.Float64Var(&o.firehoseRate, "firehose-rate", 1000, "Status-only pod updates per second the firehose tries (it skips what would exceed 64 requests in flight, so the API server sets the real rate).")
 	flag.DurationVar(&o.firehoseDuration, "firehose-duration", 30*time.Second, "How long the firehose runs per variant.")
 	flag.DurationVar(&o.steadyWindow, "steady-window", 15*time.Second, "How long each variant runs idle after its sync before its steady RSS is taken (0: not taken).")
-	flag.StringVar(&o.kind, "kind", "", "Run against kind cluster NAME (created from "+target.KindConfig+" if missing).")
+	flag.StringVar(&o.kind, "kind", "", "Run against kind cluster NAME (`make kind`'s, or created from "+target.KindConfig+" with the node image built here if missing), "+
+		"and add the chart variant and 10 simulated nodes (--kwok-nodes), as --local-cluster does.")
 	flag.StringVar(&o.out, "out", "bench/out", "Directory for results.json, README.md and the plots.")
 	flag.StringVar(&o.heapProfiles, "heap-profiles", "", "Write each variant's heap profile after its initial sync to DIR/VARIANT-N.pprof (go tool pprof).")
 	flag.BoolVar(&o.localCluster, "local-cluster", false, "Run on the one-node cluster of `make cluster` (root), started and thrown away here, and add the chart variant: metawatch deployed by its Helm chart, and 10 simulated nodes (--kwok-nodes).")
@@ -115,10 +116,13 @@ func parseFlags() options {
 	flag.Parse()
 	o.sizes, o.scenarios, o.variants = mustInts("sizes", *sizes, "a positive number of pods"), split(*scenarios), split(*variants)
 	o.shardReplicas = mustInts("shard-replicas", *shardReplicas, "a positive number of replicas")
-	if o.localCluster && !flagSet("variants") {
+	// A cluster with a node on this machine runs the chart too, and its pods
+	// are bound to simulated nodes, as on a cluster with kubelets.
+	hasNode := o.localCluster || o.kind != ""
+	if hasNode && !flagSet("variants") {
 		o.variants = append(o.variants, variant.Chart().Name)
 	}
-	if o.localCluster && !flagSet("kwok-nodes") {
+	if hasNode && !flagSet("kwok-nodes") {
 		o.kwokNodes = 10
 	}
 	if o.kwokNodes < 0 || o.kwokNodes > kwok.MaxNodes {

@@ -76,7 +76,19 @@ func header(b *strings.Builder, run Run) {
 		fmt.Fprintf(b, "Pods ran on %d simulated nodes (kwok): kwok made them Running and sent the churn's status updates. ", o.KwokNodes)
 	}
 	fmt.Fprintf(b, "Every variant ran in its own process against the same API server in the same run; ratios are against `%s`, measured in the same run. "+
-		"Variants and scenarios are described in [bench/README.md](../README.md).\n\n", run.Baseline)
+		"Variants and scenarios are described in %s.\n\n", run.Baseline, guideLink(run.guide))
+	if o.Command != "" {
+		fmt.Fprintf(b, "Run again with `%s`.\n\n", o.Command)
+	}
+}
+
+// guideLink links the bench's README.md from the page, or names it where the
+// page is outside the repository.
+func guideLink(path string) string {
+	if path == "" {
+		return "bench/README.md"
+	}
+	return fmt.Sprintf("[bench/README.md](%s)", path)
 }
 
 // summaryTable is every controller variant against the baseline at the largest size.

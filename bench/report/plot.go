@@ -16,6 +16,9 @@ import (
 // one line per variant, log scale) and latency.png (the distribution of
 // label-change-to-write latencies per variant at the largest size).
 func Plots(dir string, run Run) error {
+	if !slices.ContainsFunc(run.Results, func(r Result) bool { return r.Sync.RetainedBytesPerObject > 0 }) {
+		return nil // nothing to plot yet: a log axis of no values cannot be drawn
+	}
 	if err := memoryPlot(run).Save(8*vg.Inch, 5*vg.Inch, filepath.Join(dir, "memory.png")); err != nil {
 		return fmt.Errorf("memory plot: %w", err)
 	}

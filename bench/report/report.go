@@ -24,6 +24,9 @@ type Run struct {
 	Failovers []Failover `json:"failovers,omitempty"`
 	// ControlPlane is what the local kube-apiserver and etcd held at each size.
 	ControlPlane []ControlPlaneCost `json:"controlPlane,omitempty"`
+	// guide is the path from the page's folder to bench/README.md (Write
+	// sets it), "" where the page is written outside the repository.
+	guide string
 }
 
 // ControlPlaneCost is the memory of the local control plane at one size,
@@ -73,6 +76,9 @@ type Options struct {
 	SteadySeconds float64 `json:"steadySeconds,omitempty"`
 	// KwokNodes are the simulated nodes the pods ran on (0: none, the harness wrote their status).
 	KwokNodes int `json:"kwokNodes,omitempty"`
+	// Command is the make command line that ran the bench, printed on the
+	// page so that a reader can run it again.
+	Command string `json:"command,omitempty"`
 }
 
 // Bare is the reference for convergence: the same applies made by a bare
@@ -192,8 +198,32 @@ func Write(dir string, run Run) error {
 	if err := os.WriteFile(filepath.Join(dir, "results.json"), append(data, '\n'), 0o644); err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(dir, "README.md"), []byte(Markdown(run)), 0o644); err != nil {
+	run.guide = guidePath(dir)
+	if err := os.WriteFile(filepath.Join(dir, "README.md"), []byte(Markdown(run)+earlierRuns(dir)), 0o644); err != nil {
 		return err
 	}
 	return Plots(dir, run)
+}
+
+// guidePath is the relative path from dir to the bench's README.md: dir's
+// nearest ancestor that holds bench/README.md is the repository. "" when dir
+// is not inside one (a run written to /tmp), where a link would be broken.
+func guidePath(dir string) string {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return ""
+	}
+	for up := abs; ; up = filepath.Dir(up) {
+		guide := filepath.Join(up, "bench", "README.md")
+		if _, err := os.Stat(guide); err == nil {
+			rel, err := filepath.Rel(abs, guide)
+			if err != nil {
+				return ""
+			}
+			return filepath.ToSlash(rel)
+		}
+		if filepath.Dir(up) == up {
+			return ""
+		}
+	}
 }

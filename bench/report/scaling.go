@@ -38,7 +38,7 @@ func inMiB(b int64) float64 { return float64(b) / (1 << 20) }
 // projectedPods: a straight line fitted to (pods, figure) by least squares.
 // A cache's memory grows linearly with what it holds; the fit's intercept is
 // what the process costs with nothing cached. The sync's time and CPU grew
-// faster than that in bench/results/300k, where the API server shares the
+// faster than that in bench/results/2026-11-22-300k, where the API server shares the
 // machine's two CPUs with the variant, so their projections are floors.
 // A run that measured projectedPods itself gets the measured table instead.
 func scalingTable(b *strings.Builder, run Run) {

@@ -145,6 +145,27 @@ func Delete(ctx context.Context, c client.Client) error {
 	return nil
 }
 
+// DeleteAndWait deletes the bench's namespaces and waits until they are gone.
+func DeleteAndWait(ctx context.Context, c client.Client) error {
+	if err := Delete(ctx, c); err != nil {
+		return err
+	}
+	for {
+		var list corev1.NamespaceList
+		if err := c.List(ctx, &list, client.MatchingLabels{BenchLabel: "true"}); err != nil {
+			return err
+		}
+		if len(list.Items) == 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%d namespaces still terminating: %w", len(list.Items), context.Cause(ctx))
+		case <-time.After(2 * time.Second):
+		}
+	}
+}
+
 // ForEach runs f(0..n-1) on concurrency workers and returns the first error.
 func ForEach(ctx context.Context, n, concurrency int, f func(int) error) error {
 	ctx, cancel := context.WithCancelCause(ctx)

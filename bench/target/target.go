@@ -8,9 +8,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -54,9 +52,10 @@ type Cluster struct {
 	Local bool
 	// Description says what the cluster is, for the report.
 	Description string
-	// Node is the one-node cluster of --local-cluster (nil otherwise): the
-	// chart's Deployment can run there.
-	Node *onenode.Cluster
+	// Pods is where the cluster's pods run, when that is this machine (the
+	// one-node cluster of --local-cluster, a kind cluster), nil otherwise:
+	// the chart's Deployment can run there.
+	Pods PodHost
 	// ShardGate, where the harness runs the API server (the local control
 	// plane), restarts it with its ShardedListAndWatch feature gate on or
 	// off; nil elsewhere.
@@ -77,7 +76,7 @@ func OpenLocalCluster(ctx context.Context) (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Cluster{Kubeconfig: c.KubeconfigPath, Stop: func() { _ = c.Stop() }, Local: true, Node: c,
+	return &Cluster{Kubeconfig: c.KubeconfigPath, Stop: func() { _ = c.Stop() }, Local: true, Pods: c,
 		Description: "the local one-node cluster (make cluster: kube-apiserver, etcd, a kubelet and containerd on this machine)"}, nil
 }
 
@@ -100,50 +99,6 @@ func Open(ctx context.Context, kindName string) (*Cluster, error) {
 	}
 	return &Cluster{Kubeconfig: cp.KubeconfigPath, Stop: func() { _ = cp.Stop() }, Local: true, ShardGate: shardGate, ControlPlane: cp,
 		Description: "the local control plane (kube-apiserver and etcd on this machine, no nodes)"}, nil
-}
-
-// openKind creates kind cluster name from KindConfig, or reuses it, and writes its kubeconfig.
-func openKind(ctx context.Context, name string) (*Cluster, error) {
-	if err := kindAvailable(ctx); err != nil {
-		return nil, err
-	}
-	existing, err := output(ctx, "kind", "get", "clusters")
-	if err != nil {
-		return nil, err
-	}
-	if !containsLine(existing, name) {
-		fmt.Fprintf(os.Stderr, "target: creating kind cluster %s from %s\n", name, KindConfig)
-		if _, err := output(ctx, "kind", "create", "cluster", "--name", name, "--config", KindConfig, "--wait", "5m"); err != nil {
-			return nil, err
-		}
-	}
-	kubeconfig, err := output(ctx, "kind", "get", "kubeconfig", "--name", name)
-	if err != nil {
-		return nil, err
-	}
-	path := filepath.Join(os.TempDir(), "metawatch-bench-kind-"+name+".kubeconfig")
-	if err := os.WriteFile(path, []byte(kubeconfig), 0o600); err != nil {
-		return nil, err
-	}
-	return &Cluster{Kubeconfig: path, Stop: func() {}, Description: "kind cluster " + name + " from " + KindConfig}, nil
-}
-
-// kindAvailable fails at once, saying what is missing, unless the kind CLI
-// and a running container engine are there.
-func kindAvailable(ctx context.Context) error {
-	if _, err := exec.LookPath("kind"); err != nil {
-		return fmt.Errorf("--kind needs the kind CLI on PATH (https://kind.sigs.k8s.io) and a running container engine; " +
-			"without them use --kubeconfig PATH, or neither flag for the local control plane")
-	}
-	for _, engine := range []string{"docker", "podman"} {
-		if _, err := exec.LookPath(engine); err == nil {
-			if _, err := output(ctx, engine, "info"); err == nil {
-				return nil
-			}
-		}
-	}
-	return fmt.Errorf("--kind needs a running container engine (docker or podman: `docker info` must work); " +
-		"without one use --kubeconfig PATH, or neither flag for the local control plane")
 }
 
 func output(ctx context.Context, name string, args ...string) (string, error) {

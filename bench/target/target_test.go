@@ -3,16 +3,18 @@ package target
 import (
 	"strings"
 	"testing"
+
+	"github.com/metawatch/metawatch/hack/kindnode"
 )
 
-// Without the kind CLI or a container engine (as on CI machines here), the
-// kind target fails at once and says what to use instead.
-func TestKindFailsFastWithoutItsTools(t *testing.T) {
-	if kindAvailable(t.Context()) == nil {
-		t.Skip("kind and a container engine are available: a real cluster would be created")
+// Without a running container engine (as on CI machines here), the kind
+// target fails at once and says how to get one and what to use instead.
+func TestKindFailsFastWithoutAnEngine(t *testing.T) {
+	if kindnode.EngineAnswers(t.Context()) {
+		t.Skip("a container engine is running: a real cluster would be created")
 	}
 	_, err := Open(t.Context(), "metawatch-bench-test")
-	if err == nil || !strings.Contains(err.Error(), "--kind needs") || !strings.Contains(err.Error(), "--kubeconfig") {
+	if err == nil || !strings.Contains(err.Error(), "--kind needs") || !strings.Contains(err.Error(), "make kind") || !strings.Contains(err.Error(), "--kubeconfig") {
 		t.Fatalf("Open(--kind) = %v, want an error naming what is missing and the alternatives", err)
 	}
 }

@@ -87,7 +87,7 @@ func metawatchGCByLimit() Variant {
 // a platform engineer would set it in resources.limits.memory. The bench
 // runs no container, so it shows what the soft limit does to the process,
 // not whether a real 256Mi container would survive its sync's peak (at 300k
-// it would not: bench/results/300k).
+// it would not: bench/results/2026-11-22-300k).
 const containerMemoryLimit = "256Mi"
 
 // metawatchMemoryLimit is metawatch with the soft memory limit

@@ -145,6 +145,7 @@ func TestResourcesPaceTheRuntime(t *testing.T) {
 // to keep warm: with leader election, not when sharded or without it (the
 // binary would refuse the flag there).
 func TestWarmStandbyFlag(t *testing.T) {
+	controlplane.SkipIfShort(t)
 	for name, tc := range map[string]struct {
 		set  string
 		want bool

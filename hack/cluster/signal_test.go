@@ -1,11 +1,9 @@
 package main
 
 import (
-	"bufio"
 	"io"
 	"os"
 	"os/exec"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -15,6 +13,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/metawatch/metawatch/hack/onenode"
+	"github.com/metawatch/metawatch/pkg/testing/testkit"
 )
 
 // `make cluster`, as users run it, stops the cluster and removes everything
@@ -33,7 +32,7 @@ func TestMakeClusterStopsOnSignals(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			makeCluster, lines := startMakeCluster(t)
-			if !waitForLine(lines, tc.when, 5*time.Minute) {
+			if !testkit.WaitForLine(lines, tc.when, 5*time.Minute) {
 				t.Fatalf("make cluster never printed %q", tc.when)
 			}
 			pid := makeCluster.Process.Pid
@@ -58,7 +57,7 @@ func TestMakeClusterStopsOnSignals(t *testing.T) {
 func TestStartAfterAKilledRun(t *testing.T) {
 	skipUnlessANodeCanRun(t)
 	makeCluster, lines := startMakeCluster(t)
-	if !waitForLine(lines, "cluster: ready", 5*time.Minute) {
+	if !testkit.WaitForLine(lines, "cluster: ready", 5*time.Minute) {
 		t.Fatal("make cluster never printed that it is ready")
 	}
 	if err := syscall.Kill(-makeCluster.Process.Pid, syscall.SIGKILL); err != nil {
@@ -129,7 +128,7 @@ func startMakeCluster(t *testing.T) (*exec.Cmd, <-chan string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lines, done := readLines(t, output)
+	lines, done := testkit.LogLines(t, output)
 	t.Cleanup(func() {
 		_ = syscall.Kill(-makeCluster.Process.Pid, syscall.SIGKILL)
 		select {
@@ -139,42 +138,6 @@ func startMakeCluster(t *testing.T) (*exec.Cmd, <-chan string) {
 		output.Close()
 	})
 	return makeCluster, lines
-}
-
-// readLines copies r to the test log and sends each line on lines, closed
-// at end of input; done is closed after the last line.
-func readLines(t *testing.T, r io.Reader) (lines <-chan string, done <-chan struct{}) {
-	sent, finished := make(chan string, 1000), make(chan struct{})
-	go func() {
-		defer close(finished)
-		defer close(sent)
-		s := bufio.NewScanner(r)
-		for s.Scan() {
-			t.Log(s.Text())
-			select {
-			case sent <- s.Text():
-			default:
-			}
-		}
-	}()
-	return sent, finished
-}
-
-func waitForLine(lines <-chan string, prefix string, timeout time.Duration) bool {
-	deadline := time.After(timeout)
-	for {
-		select {
-		case line, ok := <-lines:
-			if !ok {
-				return false
-			}
-			if strings.Contains(line, prefix) {
-				return true
-			}
-		case <-deadline:
-			return false
-		}
-	}
 }
 
 // waitForNothingLeft waits for the stopping cluster's last process, mount,

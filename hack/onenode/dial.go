@@ -22,6 +22,13 @@ import (
 // rest of the process never changes namespace (which Stop relies on: it kills
 // whatever is left in the cluster's namespace).
 func (c *Cluster) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
+	return DialInNamespace(ctx, netnsPath(), network, addr)
+}
+
+// DialInNamespace connects to addr from inside the network namespace at
+// nsPath (a /run/netns entry, or /proc/PID/ns/net of a process in it), the
+// way DialContext does for the cluster's: a kind node's namespace, say.
+func DialInNamespace(ctx context.Context, nsPath, network, addr string) (net.Conn, error) {
 	type dialed struct {
 		conn net.Conn
 		err  error
@@ -29,7 +36,7 @@ func (c *Cluster) DialContext(ctx context.Context, network, addr string) (net.Co
 	result := make(chan dialed, 1)
 	go func() {
 		runtime.LockOSThread()
-		conn, back, err := dialInNamespace(ctx, network, addr)
+		conn, back, err := dialIn(ctx, nsPath, network, addr)
 		if back {
 			runtime.UnlockOSThread()
 		}
@@ -39,21 +46,21 @@ func (c *Cluster) DialContext(ctx context.Context, network, addr string) (net.Co
 	return r.conn, r.err
 }
 
-// dialInNamespace dials from the cluster's namespace on the calling (locked)
-// thread; back reports whether the thread is in its own namespace again.
-func dialInNamespace(ctx context.Context, network, addr string) (_ net.Conn, back bool, _ error) {
+// dialIn dials from the namespace at nsPath on the calling (locked) thread;
+// back reports whether the thread is in its own namespace again.
+func dialIn(ctx context.Context, nsPath, network, addr string) (_ net.Conn, back bool, _ error) {
 	own, err := os.Open(fmt.Sprintf("/proc/self/task/%d/ns/net", unix.Gettid()))
 	if err != nil {
 		return nil, true, err
 	}
 	defer own.Close()
-	ns, err := os.Open(netnsPath())
+	ns, err := os.Open(nsPath)
 	if err != nil {
 		return nil, true, fmt.Errorf("opening the cluster's network namespace (is the cluster running?): %w", err)
 	}
 	defer ns.Close()
 	if err := unix.Setns(int(ns.Fd()), unix.CLONE_NEWNET); err != nil {
-		return nil, true, fmt.Errorf("entering network namespace %s: %w", netnsName, err)
+		return nil, true, fmt.Errorf("entering network namespace %s: %w", nsPath, err)
 	}
 	conn, err := (&net.Dialer{}).DialContext(ctx, network, addr)
 	back = unix.Setns(int(own.Fd()), unix.CLONE_NEWNET) == nil

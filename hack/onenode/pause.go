@@ -34,6 +34,25 @@ func main() {
 // buildPauseImage compiles the pause program and packs it as an OCI image
 // layout tarball named PauseImage: there is no registry to pull one from.
 func buildPauseImage(ctx context.Context, dir string) (string, error) {
+	bin, err := BuildPause(ctx, dir)
+	if err != nil {
+		return "", err
+	}
+	binary, err := os.ReadFile(bin)
+	if err != nil {
+		return "", err
+	}
+	archive, err := ociArchive(PauseImage, "/pause", binary)
+	if err != nil {
+		return "", err
+	}
+	out := filepath.Join(dir, "pause.tar")
+	return out, os.WriteFile(out, archive, 0o644)
+}
+
+// BuildPause compiles the sandbox's pause program, static, under dir and
+// returns its path: the one-node cluster and a kind node image pack it.
+func BuildPause(ctx context.Context, dir string) (string, error) {
 	src := filepath.Join(dir, "pause-src")
 	if err := os.MkdirAll(src, 0o755); err != nil {
 		return "", err
@@ -51,16 +70,7 @@ func buildPauseImage(ctx context.Context, dir string) (string, error) {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("building the pause program: %w\n%s", err, out)
 	}
-	binary, err := os.ReadFile(bin)
-	if err != nil {
-		return "", err
-	}
-	archive, err := ociArchive(PauseImage, "/pause", binary)
-	if err != nil {
-		return "", err
-	}
-	out := filepath.Join(dir, "pause.tar")
-	return out, os.WriteFile(out, archive, 0o644)
+	return bin, nil
 }
 
 type descriptor struct {

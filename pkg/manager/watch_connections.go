@@ -18,7 +18,7 @@ import (
 // connection's read loop hands the bytes to the informer's goroutine through
 // a pipe (a futex wake-up each time). Under a firehose of status-only events,
 // which metawatch leaves out before decoding, that was 36 to 56% of what an
-// event still cost (bench/results/watch-http1). Over HTTP/1.1 the informer
+// event still cost (bench/results/2026-11-22-watch-http1). Over HTTP/1.1 the informer
 // reads its stream straight off the connection and acknowledges nothing. A
 // watch is one long request, so it loses nothing by not being multiplexed;
 // the price is a TCP connection per watched kind (a few, against an API

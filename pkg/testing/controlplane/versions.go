@@ -20,6 +20,10 @@ type artifact struct {
 	ldflags     string
 	versionArgs []string
 	versionWant string
+	// version is what the progress line names; "" for the names versionOf knows.
+	version string
+	// env is added to the build's environment (CGO_ENABLED=0 for a static binary).
+	env []string
 }
 
 func artifacts() []artifact {

@@ -1,0 +1,184 @@
+package kindnode
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// CanRun says why kind cannot run on this machine, or nil: it needs root
+// (to install and start a container engine, and for kind's privileged node
+// containers) and a mounted cgroup file system.
+func CanRun() error {
+	if os.Geteuid() != 0 {
+		return errors.New("kind needs root here: it installs and starts a container engine and runs privileged node containers; run it as root (sudo make kind)")
+	}
+	if _, err := os.Stat("/sys/fs/cgroup/cgroup.controllers"); err == nil {
+		return nil // cgroup v2
+	}
+	if _, err := os.Stat("/sys/fs/cgroup/memory"); err == nil {
+		return nil // cgroup v1
+	}
+	return errors.New("kind needs cgroups: /sys/fs/cgroup has neither cgroup v2 (cgroup.controllers) nor v1 controllers (memory); a node container cannot run without them")
+}
+
+// ensurePackages installs, with apt-get, the Debian package of each command
+// of commands (command: package) that is not on PATH, saying so.
+func ensurePackages(ctx context.Context, log io.Writer, commands map[string]string) error {
+	var missing []string
+	for command, pkg := range commands {
+		if _, err := exec.LookPath(command); err != nil {
+			missing = append(missing, pkg)
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	sort.Strings(missing)
+	fmt.Fprintf(log, "kindnode: installing Debian's %s with apt-get (not on this machine)\n", strings.Join(missing, ", "))
+	if b, err := exec.CommandContext(ctx, "apt-get", "update").CombinedOutput(); err != nil {
+		return fmt.Errorf("apt-get update: %w\n%s", err, tailOf(string(b), 2000))
+	}
+	install := exec.CommandContext(ctx, "apt-get", append([]string{"install", "-y", "--no-install-recommends"}, missing...)...)
+	install.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive")
+	if b, err := install.CombinedOutput(); err != nil {
+		return fmt.Errorf("apt-get install %s: %w\n%s", strings.Join(missing, " "), err, tailOf(string(b), 2000))
+	}
+	return nil
+}
+
+// Engine is the container engine kind runs on: dockerd, started here when
+// none was running (Started), and stopped by Stop only then.
+type Engine struct {
+	Started bool
+	daemon  *exec.Cmd
+	exited  chan struct{}
+}
+
+// StartEngine installs Debian's docker.io when dockerd or the docker CLI is
+// missing, and starts dockerd when `docker info` finds none running; its log
+// goes to logDir/dockerd.log.
+func StartEngine(ctx context.Context, log io.Writer, logDir string) (*Engine, error) {
+	if err := ensurePackages(ctx, log, map[string]string{"dockerd": "docker.io", "docker": "docker.io"}); err != nil {
+		return nil, err
+	}
+	if EngineAnswers(ctx) {
+		fmt.Fprintf(log, "kindnode: using the container engine already running (docker info answers); it is left running\n")
+		return &Engine{}, nil
+	}
+	if err := os.MkdirAll(logDir, 0o755); err != nil {
+		return nil, err
+	}
+	logPath := filepath.Join(logDir, "dockerd.log")
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		return nil, err
+	}
+	defer logFile.Close()
+	// No iptables rules and no default bridge: see the package doc.
+	args := []string{"--iptables=false", "--ip6tables=false", "--bridge=none"}
+	if lacking := lackingCapabilities(); lacking != "" {
+		runtime, err := buildBoundedRunc(ctx, logDir)
+		if err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(log, "kindnode: root here lacks %s: containers run through %s, which leaves out of their specs what cannot be had\n", lacking, runtime)
+		args = append(args, "--add-runtime", "boundedrunc="+runtime, "--default-runtime", "boundedrunc")
+	}
+	daemon := exec.Command("dockerd", args...)
+	daemon.Stdout, daemon.Stderr = logFile, logFile
+	daemon.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // not killed with the terminal's Ctrl-C before the clean-up
+	if err := daemon.Start(); err != nil {
+		return nil, fmt.Errorf("starting dockerd: %w", err)
+	}
+	e := &Engine{Started: true, daemon: daemon, exited: make(chan struct{})}
+	go func() { _ = daemon.Wait(); close(e.exited) }()
+	fmt.Fprintf(log, "kindnode: started dockerd (pid %d, log %s); it stops at the end\n", daemon.Process.Pid, logPath)
+	for deadline := time.Now().Add(60 * time.Second); !EngineAnswers(ctx); time.Sleep(500 * time.Millisecond) {
+		select {
+		case <-e.exited:
+			b, _ := os.ReadFile(logPath)
+			return nil, fmt.Errorf("dockerd exited at start:\n%s", tailOf(string(b), 2000))
+		default:
+		}
+		if time.Now().After(deadline) {
+			e.Stop(log)
+			return nil, fmt.Errorf("dockerd did not answer within 60s; its log is %s", logPath)
+		}
+	}
+	return e, nil
+}
+
+// EngineAnswers reports whether a container engine is running here (`docker info` answers).
+func EngineAnswers(ctx context.Context) bool {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	return exec.CommandContext(ctx, "docker", "info").Run() == nil
+}
+
+// Stop stops dockerd if it was started here (SIGTERM, then SIGKILL after
+// 30s), and does nothing to an engine that was already running.
+func (e *Engine) Stop(log io.Writer) {
+	if e == nil || !e.Started {
+		return
+	}
+	_ = e.daemon.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-e.exited:
+	case <-time.After(30 * time.Second):
+		_ = e.daemon.Process.Kill()
+		<-e.exited
+	}
+	fmt.Fprintf(log, "kindnode: stopped dockerd\n")
+}
+
+// lackingCapabilities names the capabilities missing from this process's
+// bounding set (of the ones up to CAP_CHECKPOINT_RESTORE), "" if none is.
+func lackingCapabilities() string {
+	status, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return ""
+	}
+	for _, line := range strings.Split(string(status), "\n") {
+		if hex, ok := strings.CutPrefix(line, "CapBnd:"); ok {
+			bits, err := strconv.ParseUint(strings.TrimSpace(hex), 16, 64)
+			if err != nil {
+				return ""
+			}
+			var lacking []string
+			for i := range lastCapability + 1 {
+				if bits>>i&1 == 0 {
+					lacking = append(lacking, "capability "+strconv.Itoa(i)+" (capabilities(7))")
+				}
+			}
+			return strings.Join(lacking, ", ")
+		}
+	}
+	return ""
+}
+
+// lastCapability is CAP_CHECKPOINT_RESTORE, the newest the machines here know.
+const lastCapability = 40
+
+// buildBoundedRunc compiles the boundedrunc program (package boundedrunc of
+// this module) into dir.
+func buildBoundedRunc(ctx context.Context, dir string) (string, error) {
+	abs, err := filepath.Abs(filepath.Join(dir, "boundedrunc"))
+	if err != nil {
+		return "", err
+	}
+	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", abs, "github.com/metawatch/metawatch/hack/kindnode/boundedrunc")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("building boundedrunc: %w\n%s", err, out)
+	}
+	return abs, nil
+}
