@@ -31,6 +31,9 @@ func run(ctx context.Context, o options) error {
 		return err
 	}
 	if o.imageOnly {
+		if !kindnode.EngineAnswers(ctx) {
+			return fmt.Errorf("--image-only needs a running container engine (`docker info` must work); make kind without it starts one")
+		}
 		ref, err := kindnode.EnsureImage(ctx, log)
 		if err == nil {
 			fmt.Println(ref)
