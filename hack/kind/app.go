@@ -16,7 +16,6 @@ import (
 
 type options struct {
 	name, config string
-	imageOnly    bool
 }
 
 // kindNetwork is the container network kind puts its nodes on; kind delete
@@ -28,16 +27,6 @@ const kindNetwork = "kind"
 func run(ctx context.Context, o options) error {
 	log := os.Stderr
 	if err := kindnode.CanRun(); err != nil {
-		return err
-	}
-	if o.imageOnly {
-		if !kindnode.EngineAnswers(ctx) {
-			return fmt.Errorf("--image-only needs a running container engine (`docker info` must work); make kind without it starts one")
-		}
-		ref, err := kindnode.EnsureImage(ctx, log)
-		if err == nil {
-			fmt.Println(ref)
-		}
 		return err
 	}
 	start := time.Now()

@@ -16,7 +16,6 @@ func main() {
 	var o options
 	flag.StringVar(&o.name, "name", "metawatch", "The kind cluster's name.")
 	flag.StringVar(&o.config, "config", "bench/kind-config.yaml", "The kind cluster configuration it is created from.")
-	flag.BoolVar(&o.imageOnly, "image-only", false, "Only make the node image present in the running container engine and print its reference (the bench's --kind uses it).")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, o)

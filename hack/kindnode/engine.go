@@ -9,10 +9,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/metawatch/metawatch/hack/kindnode/capabilities"
 )
 
 // CanRun says why kind cannot run on this machine, or nil: it needs root
@@ -86,12 +87,12 @@ func StartEngine(ctx context.Context, log io.Writer, logDir string) (*Engine, er
 	defer logFile.Close()
 	// No iptables rules and no default bridge: see the package doc.
 	args := []string{"--iptables=false", "--ip6tables=false", "--bridge=none"}
-	if lacking := lackingCapabilities(); lacking != "" {
+	if lacking := capabilities.Lacking(); len(lacking) > 0 {
 		runtime, err := buildBoundedRunc(ctx, logDir)
 		if err != nil {
 			return nil, err
 		}
-		fmt.Fprintf(log, "kindnode: root here lacks %s: containers run through %s, which leaves out of their specs what cannot be had\n", lacking, runtime)
+		fmt.Fprintf(log, "kindnode: root here lacks %s: containers run through %s, which leaves out of their specs what cannot be had\n", strings.Join(lacking, ", "), runtime)
 		args = append(args, "--add-runtime", "boundedrunc="+runtime, "--default-runtime", "boundedrunc")
 	}
 	daemon := exec.Command("dockerd", args...)
@@ -140,34 +141,6 @@ func (e *Engine) Stop(log io.Writer) {
 	}
 	fmt.Fprintf(log, "kindnode: stopped dockerd\n")
 }
-
-// lackingCapabilities names the capabilities missing from this process's
-// bounding set (of the ones up to CAP_CHECKPOINT_RESTORE), "" if none is.
-func lackingCapabilities() string {
-	status, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return ""
-	}
-	for _, line := range strings.Split(string(status), "\n") {
-		if hex, ok := strings.CutPrefix(line, "CapBnd:"); ok {
-			bits, err := strconv.ParseUint(strings.TrimSpace(hex), 16, 64)
-			if err != nil {
-				return ""
-			}
-			var lacking []string
-			for i := range lastCapability + 1 {
-				if bits>>i&1 == 0 {
-					lacking = append(lacking, "capability "+strconv.Itoa(i)+" (capabilities(7))")
-				}
-			}
-			return strings.Join(lacking, ", ")
-		}
-	}
-	return ""
-}
-
-// lastCapability is CAP_CHECKPOINT_RESTORE, the newest the machines here know.
-const lastCapability = 40
 
 // buildBoundedRunc compiles the boundedrunc program (package boundedrunc of
 // this module) into dir.

@@ -101,10 +101,11 @@ func imageRecipe(ctx context.Context, ref string) string {
 func buildNodeTarball(ctx context.Context, log io.Writer, cacheDir, out string) error {
 	start := time.Now()
 	fmt.Fprintf(log, "kindnode: building the kind node image of Kubernetes %s (once; later runs reuse %s)\n", controlplane.KubernetesVersion, out)
-	kindDir, err := moduleDir(ctx, "sigs.k8s.io/kind@"+controlplane.KindVersion)
+	kindModule, err := controlplane.DownloadModule(ctx, "sigs.k8s.io/kind@"+controlplane.KindVersion)
 	if err != nil {
 		return err
 	}
+	kindDir := kindModule.Dir
 	kind, err := readKindSource(kindDir)
 	if err != nil {
 		return err
@@ -137,26 +138,6 @@ func buildNodeTarball(ctx context.Context, log io.Writer, cacheDir, out string) 
 	}
 	fmt.Fprintf(log, "kindnode: node image built in %s\n", time.Since(start).Round(time.Second))
 	return nil
-}
-
-// moduleDir is the directory of a module version in the module cache,
-// downloaded through the module proxy if it is not there.
-func moduleDir(ctx context.Context, modVersion string) (string, error) {
-	cmd := exec.CommandContext(ctx, "go", "mod", "download", "-json", modVersion)
-	cmd.Dir = os.TempDir()
-	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=mod")
-	out, err := cmd.Output()
-	if err != nil {
-		return "", fmt.Errorf("go mod download %s: %w", modVersion, stderrOf(err))
-	}
-	var info struct{ Dir, Error string }
-	if err := json.Unmarshal(out, &info); err != nil {
-		return "", err
-	}
-	if info.Error != "" {
-		return "", fmt.Errorf("go mod download %s: %s", modVersion, info.Error)
-	}
-	return info.Dir, nil
 }
 
 // removeStale removes the tarballs of older recipes from the cache dir.

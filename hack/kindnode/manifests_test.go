@@ -17,11 +17,11 @@ var imageRef = regexp.MustCompile(`(?m)(?:image:\s*|--helper-image\n\s*-\s*)(\S+
 // The manifests written into a node name only images the node holds: kind's
 // own names are all replaced by the images built here in their place.
 func TestNodeManifestsNameOnlyImagesTheNodeHolds(t *testing.T) {
-	dir, err := moduleDir(t.Context(), "sigs.k8s.io/kind@"+controlplane.KindVersion)
+	module, err := controlplane.DownloadModule(t.Context(), "sigs.k8s.io/kind@"+controlplane.KindVersion)
 	if err != nil {
 		t.Skipf("the kind module cannot be had here: %v", err)
 	}
-	kind, err := readKindSource(dir)
+	kind, err := readKindSource(module.Dir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,18 +15,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"syscall"
-)
 
-// capabilityNames are the kernel's capabilities by number, as an OCI spec
-// names them.
-var capabilityNames = strings.Fields(`CHOWN DAC_OVERRIDE DAC_READ_SEARCH FOWNER FSETID KILL SETGID SETUID SETPCAP
-	LINUX_IMMUTABLE NET_BIND_SERVICE NET_BROADCAST NET_ADMIN NET_RAW IPC_LOCK IPC_OWNER SYS_MODULE SYS_RAWIO
-	SYS_CHROOT SYS_PTRACE SYS_PACCT SYS_ADMIN SYS_BOOT SYS_NICE SYS_RESOURCE SYS_TIME SYS_TTY_CONFIG MKNOD LEASE
-	AUDIT_WRITE AUDIT_CONTROL SETFCAP MAC_OVERRIDE MAC_ADMIN SYSLOG WAKE_ALARM BLOCK_SUSPEND AUDIT_READ PERFMON BPF
-	CHECKPOINT_RESTORE`)
+	"github.com/metawatch/metawatch/hack/kindnode/capabilities"
+)
 
 func main() {
 	if err := bound(os.Args[1:]); err != nil {
@@ -50,7 +43,7 @@ func bound(args []string) error {
 	if path == "" {
 		return nil
 	}
-	held, err := boundingSet()
+	held, err := capabilities.Bounding()
 	if err != nil {
 		return err
 	}
@@ -110,28 +103,4 @@ func specFile(args []string) (path string, process bool) {
 		return filepath.Join(bundle, "config.json"), false
 	}
 	return "", false
-}
-
-// boundingSet is the capabilities this process may hold, by spec name.
-func boundingSet() (map[string]bool, error) {
-	status, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return nil, err
-	}
-	for _, line := range strings.Split(string(status), "\n") {
-		if hex, ok := strings.CutPrefix(line, "CapBnd:"); ok {
-			bits, err := strconv.ParseUint(strings.TrimSpace(hex), 16, 64)
-			if err != nil {
-				return nil, err
-			}
-			held := map[string]bool{}
-			for i, name := range capabilityNames {
-				if bits>>i&1 == 1 {
-					held["CAP_"+name] = true
-				}
-			}
-			return held, nil
-		}
-	}
-	return nil, fmt.Errorf("no CapBnd in /proc/self/status")
 }

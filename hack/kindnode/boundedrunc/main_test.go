@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+
+	"github.com/metawatch/metawatch/hack/kindnode/capabilities"
 )
 
 func TestSpecFileIsWhatTheCommandReads(t *testing.T) {
@@ -32,7 +34,7 @@ func TestSpecFileIsWhatTheCommandReads(t *testing.T) {
 // A capability this process cannot hold leaves every set of a bundle's spec;
 // the ones it holds, and the rest of the spec, stay.
 func TestBoundLeavesOutOnlyWhatCannotBeHad(t *testing.T) {
-	held, err := boundingSet()
+	held, err := capabilities.Bounding()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -53,6 +53,20 @@ func kubernetesGoMod(ctx context.Context) (string, error) {
 }
 
 func downloadGoMod(ctx context.Context, modVersion string) (string, error) {
+	m, err := DownloadModule(ctx, modVersion)
+	if err != nil {
+		return "", err
+	}
+	data, err := os.ReadFile(m.GoMod)
+	return string(data), err
+}
+
+// Module is a module version in the module cache: its directory and go.mod.
+type Module struct{ Dir, GoMod string }
+
+// DownloadModule fetches modVersion (module@version) through the module
+// proxy into the module cache, unless it is there, and says where it is.
+func DownloadModule(ctx context.Context, modVersion string) (Module, error) {
 	cmd := exec.CommandContext(ctx, "go", "mod", "download", "-json", modVersion)
 	cmd.Dir = os.TempDir()
 	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=mod")
@@ -60,17 +74,16 @@ func downloadGoMod(ctx context.Context, modVersion string) (string, error) {
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		return "", fmt.Errorf("go mod download %s: %w: %s", modVersion, err, stderr.String())
+		return Module{}, fmt.Errorf("go mod download %s: %w: %s", modVersion, err, stderr.String())
 	}
-	var info struct{ GoMod, Error string }
+	var info struct{ Dir, GoMod, Error string }
 	if err := json.Unmarshal(out, &info); err != nil {
-		return "", fmt.Errorf("go mod download %s: %w", modVersion, err)
+		return Module{}, fmt.Errorf("go mod download %s: %w", modVersion, err)
 	}
 	if info.Error != "" {
-		return "", fmt.Errorf("go mod download %s: %s", modVersion, info.Error)
+		return Module{}, fmt.Errorf("go mod download %s: %s", modVersion, info.Error)
 	}
-	data, err := os.ReadFile(info.GoMod)
-	return string(data), err
+	return Module{Dir: info.Dir, GoMod: info.GoMod}, nil
 }
 
 // prepare writes the wrapper module's go.mod under srcRoot and returns its directory.
