@@ -61,7 +61,7 @@ test-integration: controlplane
 
 # The tests on a real node run alone, after the others: one node per machine, and its load would disturb timed tests.
 NODE_TESTS := (TestChartOnARealNode|TestMakeClusterStopsOnSignals|TestStartAfterAKilledRun)
-# The kind test is make kind-test's only: a cold run builds the node image (about 15 minutes here).
+# The kind test is make kind-test's only: a dockerd, a kind cluster twice, the bench and make test-node beside it; a cold run builds the node image too.
 KIND_TESTS := (TestKindClusterChartAndBench)
 
 ## test-node: the chart on a one-node cluster (make cluster's); skipped, saying why, where a node cannot run (no root, no cgroups).
@@ -85,16 +85,18 @@ verify-clean:
 		echo "$$after"; exit 1; fi
 
 ## cluster: a one-node cluster on this machine (root; kubelet, containerd, kube-proxy in a network namespace of its own) until Ctrl-C.
+# cluster and kind run until Ctrl-C: built, then exec'd rather than go run, which exits 1 once
+# interrupted whatever its program did (make would print "Error 1" after a clean stop).
 cluster: controlplane
-	$(GO) run ./hack/cluster
+	$(GO) build -o $(BIN)/metawatch-cluster ./hack/cluster && exec $(BIN)/metawatch-cluster
 
 ## kind: a kind cluster (root; docker.io installed and dockerd started when missing, the node image built here once, no registry) until Ctrl-C or kind delete cluster; ARGS="--name NAME".
 kind: controlplane
-	$(GO) run ./hack/kind $(ARGS)
+	$(GO) build -o $(BIN)/metawatch-kind ./hack/kind && exec $(BIN)/metawatch-kind $(ARGS)
 
-## kind-test: make kind, the chart on it the way users install it, and the bench on it, then nothing left; skipped, saying why, where kind cannot run.
+## kind-test: make kind, the chart on it the way users install it, the bench on it and make test-node beside it, then nothing left; skipped, saying why, where kind cannot run.
 kind-test: controlplane
-	$(GO) test -race -count=1 -timeout 60m -v -run '^$(KIND_TESTS)$$' ./hack/kind
+	$(GO) test -race -count=1 -timeout 90m -v -run '^$(KIND_TESTS)$$' ./hack/kind
 
 ## fuzz: fuzz the config parser, the guardrails, the rules core, label selectors as admission CEL, the managedFields stripper and its frame reader, the shard selectors, bucket assignment and cache moves, about 10 s each (FUZZTIME=10m make fuzz for a long run).
 # Each target's budget is a count of inputs, about 10 s of fuzzing each on the 2-core VM, not a

@@ -13,7 +13,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/utils/ptr"
 
 	"github.com/metawatch/metawatch/hack/onenode"
 	"github.com/metawatch/metawatch/pkg/testing/controlplane"
@@ -160,19 +159,7 @@ func assertRestricted(t *testing.T, cs kubernetes.Interface) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, p := range list.Items {
-		sc := p.Spec.Containers[0].SecurityContext
-		psc := p.Spec.SecurityContext
-		ok := sc != nil && ptr.Deref(sc.ReadOnlyRootFilesystem, false) && !ptr.Deref(sc.AllowPrivilegeEscalation, true) &&
-			sc.Capabilities != nil && len(sc.Capabilities.Drop) == 1 && sc.Capabilities.Drop[0] == "ALL" &&
-			psc != nil && ptr.Deref(psc.RunAsNonRoot, false) && psc.SeccompProfile != nil && psc.SeccompProfile.Type == corev1.SeccompProfileTypeRuntimeDefault
-		if !ok {
-			t.Errorf("pod %s does not run with the restricted securityContext: %+v / %+v", p.Name, psc, sc)
-		}
-		if p.Spec.AutomountServiceAccountToken != nil && !*p.Spec.AutomountServiceAccountToken && len(p.Spec.Volumes) == 0 {
-			t.Errorf("pod %s has no ServiceAccount token", p.Name)
-		}
-	}
+	testkit.ChartPodsRestricted(t, list.Items)
 }
 
 func createTeamPods(t *testing.T, cs kubernetes.Interface, ns string, n int) []string {

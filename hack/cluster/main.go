@@ -52,9 +52,10 @@ func runCluster() error {
 }
 
 // stopWithParent asks the kernel for a SIGTERM when this process's parent
-// dies. `make cluster` runs this command under `go run`, and a SIGTERM to
-// make or go run kills them without passing it on: without this the cluster
-// would run on with nobody to stop it.
+// dies. `make cluster` runs this command as make's child, and passes a
+// SIGTERM on; but a parent killed outright (kill -9 of make, or of a go run
+// of this command, which passes no signal on) cannot: without this the
+// cluster would run on with nobody to stop it.
 func stopWithParent() error {
 	parent := os.Getppid()
 	if err := unix.Prctl(unix.PR_SET_PDEATHSIG, uintptr(syscall.SIGTERM), 0, 0, 0); err != nil {

@@ -17,9 +17,9 @@ import (
 )
 
 // `make cluster`, as users run it, stops the cluster and removes everything
-// it made on SIGTERM (to make, which kills go run without passing the
-// signal on) and on Ctrl-C (SIGINT to the whole process group), whether it
-// is still starting or already up.
+// it made on SIGTERM (to make alone, which passes it on to the command it
+// runs) and on Ctrl-C (SIGINT to the whole process group), whether it is
+// still starting or already up.
 func TestMakeClusterStopsOnSignals(t *testing.T) {
 	skipUnlessANodeCanRun(t)
 	for name, tc := range map[string]struct {

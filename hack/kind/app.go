@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -67,7 +68,11 @@ type cluster struct {
 }
 
 func (c *cluster) create(ctx context.Context, image, config string) error {
-	if c.exists(ctx) {
+	exists, err := c.exists(ctx)
+	if err != nil {
+		return err
+	}
+	if exists {
 		return fmt.Errorf("a kind cluster %s exists already: use it, or delete it first (%s delete cluster --name %s)", c.name, c.kind, c.name)
 	}
 	c.creating = true
@@ -85,21 +90,19 @@ func (c *cluster) create(ctx context.Context, image, config string) error {
 	return nil
 }
 
-func (c *cluster) exists(ctx context.Context) bool {
+// exists reports whether kind lists the cluster; an error is kind (or the
+// engine) not answering, which says nothing either way.
+func (c *cluster) exists(ctx context.Context) (bool, error) {
 	out, err := exec.CommandContext(ctx, c.kind, "get", "clusters").Output()
 	if err != nil {
-		return false
+		return false, fmt.Errorf("%s get clusters: %w", c.kind, err)
 	}
-	for _, name := range strings.Fields(string(out)) {
-		if name == c.name {
-			return true
-		}
-	}
-	return false
+	return slices.Contains(strings.Fields(string(out)), c.name), nil
 }
 
 // waitUntilGone returns on Ctrl-C or SIGTERM, or once the cluster was
-// deleted by someone else.
+// deleted by someone else: kind no longer lists it (not when kind fails to
+// answer for a moment).
 func (c *cluster) waitUntilGone(ctx context.Context) {
 	tick := time.NewTicker(3 * time.Second)
 	defer tick.Stop()
@@ -108,7 +111,7 @@ func (c *cluster) waitUntilGone(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-tick.C:
-			if !c.exists(ctx) {
+			if exists, err := c.exists(ctx); err == nil && !exists {
 				fmt.Fprintf(os.Stderr, "kind: cluster %s was deleted\n", c.name)
 				return
 			}
@@ -124,7 +127,9 @@ func (c *cluster) cleanUp(log *os.File) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	if c.exists(ctx) {
+	// Deleted unless kind says it is gone: kind delete cluster of a cluster
+	// that is not there succeeds.
+	if exists, err := c.exists(ctx); err != nil || exists {
 		fmt.Fprintf(log, "kind: deleting cluster %s\n", c.name)
 		if b, err := exec.CommandContext(ctx, c.kind, "delete", "cluster", "--name", c.name).CombinedOutput(); err != nil {
 			fmt.Fprintf(log, "kind: delete cluster %s: %v\n%s", c.name, err, b)

@@ -8,9 +8,9 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/utils/ptr"
 
 	"github.com/metawatch/metawatch/pkg/testing/controlplane"
+	"github.com/metawatch/metawatch/pkg/testing/testkit"
 )
 
 // installChart is the README's chart on kind: make image, kind load
@@ -74,21 +74,7 @@ func assertRestricted(t *testing.T, k kubectl) {
 	if err := json.Unmarshal([]byte(k.run("get", "pods", "-n", "metawatch-system", "-o", "json")), &pods); err != nil {
 		t.Fatal(err)
 	}
-	if len(pods.Items) == 0 {
-		t.Fatal("no chart pods")
-	}
-	for _, p := range pods.Items {
-		sc, psc := p.Spec.Containers[0].SecurityContext, p.Spec.SecurityContext
-		ok := sc != nil && ptr.Deref(sc.ReadOnlyRootFilesystem, false) && !ptr.Deref(sc.AllowPrivilegeEscalation, true) &&
-			sc.Capabilities != nil && len(sc.Capabilities.Drop) == 1 && sc.Capabilities.Drop[0] == "ALL" &&
-			psc != nil && ptr.Deref(psc.RunAsNonRoot, false) && psc.SeccompProfile != nil && psc.SeccompProfile.Type == corev1.SeccompProfileTypeRuntimeDefault
-		if !ok {
-			t.Errorf("pod %s does not run with the restricted securityContext: %+v / %+v", p.Name, psc, sc)
-		}
-		if p.Status.Phase != corev1.PodRunning {
-			t.Errorf("pod %s is %s, not Running", p.Name, p.Status.Phase)
-		}
-	}
+	testkit.ChartPodsRestricted(t, pods.Items)
 }
 
 // uninstallChart removes what installChart made, so the bench measures its

@@ -23,8 +23,10 @@ const clusterName = "metawatch-bench"
 // the way users install it (the image loaded with kind, default values but
 // the pull policy, the selectors applied with kubectl) with the demo rule
 // converging and the pods Ready under the restricted Pod Security level; the
-// bench on it; then Ctrl-C, after which nothing is left but the cached node
-// image.
+// bench on it; make cluster's own test beside it, which a dockerd that
+// rewrote the host's firewall would break; then Ctrl-C, after which nothing
+// is left but the cached node image; and the same after a second make kind
+// whose cluster is deleted with kind delete cluster.
 func TestKindClusterChartAndBench(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds a kind node image and starts a kind cluster: not under go test -short")
@@ -32,13 +34,14 @@ func TestKindClusterChartAndBench(t *testing.T) {
 	if err := kindnode.CanRun(); err != nil {
 		t.Skip(err)
 	}
-	engineBefore, linksBefore := kindnode.EngineAnswers(t.Context()), links()
+	engineBefore, linksBefore, networkBefore := kindnode.EngineAnswers(t.Context()), links(), readHostNetwork(t)
 	makeKind, lines, done := startMakeKind(t)
 	start := time.Now()
 	if !testkit.WaitForLine(lines, "kind: cluster "+clusterName+" is up", 60*time.Minute) {
 		t.Fatal("make kind did not bring the cluster up")
 	}
 	t.Logf("make kind: the cluster was up %s after start", time.Since(start).Round(time.Second))
+	assertHostNetworkUnchanged(t, networkBefore, "with the kind cluster up")
 
 	k := newKubectl(t, filepath.Join("bin", "kind", clusterName+".kubeconfig"))
 	t.Logf("\n%s", k.run("get", "nodes,pods", "-A", "-o", "wide"))
@@ -63,20 +66,85 @@ func TestKindClusterChartAndBench(t *testing.T) {
 		}
 	}
 	t.Logf("bench report on kind:\n%s", report)
+	makeTestNodeBeside(t)
 
+	drain(lines)
 	if err := syscall.Kill(-makeKind.Process.Pid, syscall.SIGINT); err != nil {
 		t.Fatal(err)
 	}
+	if testkit.WaitForLine(lines, "make: ***", 5*time.Minute) {
+		t.Error("make reported make kind failed after a Ctrl-C it stopped cleanly on")
+	}
+	waitStopped(t, makeKind, done, "Ctrl-C")
+	assertNothingLeft(t, engineBefore, linksBefore, networkBefore, "after Ctrl-C")
+
+	deletedElsewhere(t)
+	assertNothingLeft(t, engineBefore, linksBefore, networkBefore, "after kind delete cluster")
+}
+
+// deletedElsewhere runs make kind again (the node image cached now) and
+// deletes its cluster with kind delete cluster, as from another terminal:
+// make kind must see it gone, clean up and exit by itself.
+func deletedElsewhere(t *testing.T) {
+	t.Helper()
+	makeKind, lines, done := startMakeKind(t)
+	start := time.Now()
+	if !testkit.WaitForLine(lines, "kind: cluster "+clusterName+" is up", 15*time.Minute) {
+		t.Fatal("make kind did not bring the cluster up a second time")
+	}
+	t.Logf("make kind, warm: the cluster was up %s after start", time.Since(start).Round(time.Second))
+	kind, err := controlplane.EnsureKind(t.Context(), io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustRun(t, kind, "delete", "cluster", "--name", clusterName, "--kubeconfig", filepath.Join("bin", "kind", clusterName+".kubeconfig"))
+	waitStopped(t, makeKind, done, "kind delete cluster")
+	if makeKind.ProcessState.ExitCode() != 0 {
+		t.Errorf("make kind exited %d after its cluster was deleted, not 0", makeKind.ProcessState.ExitCode())
+	}
+}
+
+// drain drops the lines nobody read, so that what comes next is not lost
+// for want of room.
+func drain(lines <-chan string) {
+	for {
+		select {
+		case _, ok := <-lines:
+			if !ok {
+				return
+			}
+		default:
+			return
+		}
+	}
+}
+
+// waitStopped waits for make kind to exit after what should stop it.
+func waitStopped(t *testing.T, makeKind *exec.Cmd, done <-chan struct{}, after string) {
+	t.Helper()
 	select {
 	case <-done:
 	case <-time.After(5 * time.Minute):
-		t.Fatal("make kind did not stop within 5 minutes of Ctrl-C")
+		t.Fatalf("make kind did not stop within 5 minutes of %s", after)
 	}
 	_ = makeKind.Wait()
-	if !engineBefore && kindnode.EngineAnswers(t.Context()) {
-		t.Error("make kind started dockerd and left it running")
+}
+
+// makeTestNodeBeside runs make test-node (make cluster's one-node cluster,
+// the chart on it, its signals and restarts) while the kind cluster is up.
+func makeTestNodeBeside(t *testing.T) {
+	t.Helper()
+	start := time.Now()
+	cmd := exec.Command("make", "--no-print-directory", "test-node")
+	cmd.Dir = repoRoot
+	b, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("make test-node beside the kind cluster: %v\n%s", err, tail(string(b), 6000))
 	}
-	assertNothingLeft(t, linksBefore)
+	if !strings.Contains(string(b), "--- PASS: TestChartOnARealNode") {
+		t.Fatalf("make test-node beside the kind cluster ran no node test (skipped?):\n%s", tail(string(b), 6000))
+	}
+	t.Logf("make test-node passed beside the kind cluster in %s", time.Since(start).Round(time.Second))
 }
 
 // repoRoot is where the README's commands run.
@@ -111,33 +179,38 @@ func startMakeKind(t *testing.T) (*exec.Cmd, <-chan string, <-chan struct{}) {
 	return cmd, lines, done
 }
 
-// assertNothingLeft checks the container engine's state after make kind
-// stopped: no kind container, no kind network, no image but the cached node
-// image. If make kind stopped the engine it had started, one is started for
-// the look and stopped again.
-func assertNothingLeft(t *testing.T, linksBefore map[string]bool) {
+// assertNothingLeft checks the machine after make kind stopped: no kind
+// container, network or image but the cached node image in the engine (one
+// is started for the look if make kind stopped the one it had started), no
+// dockerd it started still running, no network link it made, and the host's
+// firewall and forwarding as they were.
+func assertNothingLeft(t *testing.T, engineBefore bool, linksBefore map[string]bool, networkBefore hostNetwork, when string) {
 	t.Helper()
+	if !engineBefore && kindnode.EngineAnswers(t.Context()) {
+		t.Errorf("%s: make kind started dockerd and left it running", when)
+	}
+	for link := range links() {
+		if !linksBefore[link] {
+			t.Errorf("%s: network link left: %s", when, link)
+		}
+	}
+	assertHostNetworkUnchanged(t, networkBefore, when)
 	engine, err := kindnode.StartEngine(t.Context(), io.Discard, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer engine.Stop(io.Discard)
 	if left := dockerLines(t, "ps", "-a", "--format", "{{.Names}}"); len(left) > 0 {
-		t.Errorf("containers left: %v", left)
+		t.Errorf("%s: containers left: %v", when, left)
 	}
 	for _, n := range dockerLines(t, "network", "ls", "--format", "{{.Name}}") {
 		if n != "bridge" && n != "host" && n != "none" {
-			t.Errorf("network left: %s", n)
+			t.Errorf("%s: network left: %s", when, n)
 		}
 	}
 	for _, img := range dockerLines(t, "images", "--format", "{{.Repository}}:{{.Tag}}") {
 		if img != kindnode.Image() {
-			t.Errorf("image left: %s (only the cached node image %s should be)", img, kindnode.Image())
-		}
-	}
-	for link := range links() {
-		if !linksBefore[link] {
-			t.Errorf("network link left: %s", link)
+			t.Errorf("%s: image left: %s (only the cached node image %s should be)", when, img, kindnode.Image())
 		}
 	}
 }

@@ -34,8 +34,12 @@
 // # The container engine
 //
 // Debian's docker.io, installed when missing. A dockerd started here runs
-// without iptables rules and without its default bridge (--iptables=false,
-// --bridge=none): kind's containers sit on a network of their own, published
-// ports go through docker's userland proxy, and the host's firewall, which
-// the one-node cluster of make cluster relies on, is left as it was.
+// without iptables rules, without switching the host's forwarding on and
+// without its default bridge (--iptables=false, --ip-forward=false,
+// --bridge=none): kind's containers sit on a network of their own, bridged,
+// published ports go through docker's userland proxy, and the host's
+// network namespace (its firewall and forwarding), which the one-node
+// cluster of make cluster reaches its API server through, is left as it was.
+// An engine that was already running is used as it is, with its own
+// settings, and left running.
 package kindnode

@@ -85,8 +85,7 @@ func StartEngine(ctx context.Context, log io.Writer, logDir string) (*Engine, er
 		return nil, err
 	}
 	defer logFile.Close()
-	// No iptables rules and no default bridge: see the package doc.
-	args := []string{"--iptables=false", "--ip6tables=false", "--bridge=none"}
+	args := dockerdNetworkArgs()
 	if lacking := capabilities.Lacking(); len(lacking) > 0 {
 		runtime, err := buildBoundedRunc(ctx, logDir)
 		if err != nil {
@@ -117,6 +116,14 @@ func StartEngine(ctx context.Context, log io.Writer, logDir string) (*Engine, er
 		}
 	}
 	return e, nil
+}
+
+// dockerdNetworkArgs keep a dockerd started here out of the host's network
+// namespace's settings: no iptables rules, no forwarding switched on (a
+// stock dockerd turns net.ipv4.ip_forward on at start), no default bridge.
+// See the package doc.
+func dockerdNetworkArgs() []string {
+	return []string{"--iptables=false", "--ip6tables=false", "--ip-forward=false", "--bridge=none"}
 }
 
 // EngineAnswers reports whether a container engine is running here (`docker info` answers).

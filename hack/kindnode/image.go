@@ -46,8 +46,8 @@ func CacheDir() (string, error) {
 
 // EnsureImage makes the node image present in the running container engine
 // and returns its reference: the engine's copy if it is of this recipe, else
-// the cached tarball imported, else built (the first time about 15 minutes
-// on two cores, most of it compiling; progress goes to log).
+// the cached tarball imported, else built (the first time: minutes, most of
+// them compiling; progress goes to log).
 func EnsureImage(ctx context.Context, log io.Writer) (string, error) {
 	ref, want := Image(), recipe()
 	switch imageRecipe(ctx, ref) {
