@@ -27,9 +27,10 @@ func main() {
 	fmt.Fprintln(os.Stderr, "cluster: stopped")
 }
 
-// runCluster starts the cluster and stops it on Ctrl-C or SIGTERM.
+// runCluster starts the cluster and stops it on Ctrl-C or SIGTERM, or
+// SIGHUP (its terminal closed).
 func runCluster() error {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
 	if err := stopWithParent(); err != nil {
 		return err

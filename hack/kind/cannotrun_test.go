@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -12,10 +13,12 @@ import (
 	"github.com/metawatch/metawatch/pkg/testing/testkit"
 )
 
-// Where kind cannot run, make kind says why and what to do, exits 1, and
-// has started nothing: run by a user who is not root, and on a machine
-// whose /sys/fs/cgroup holds no cgroup file system (a mount namespace of the
-// test's own, with an empty tmpfs there).
+// Where make kind cannot run, it says why and what to do, exits non-zero,
+// and has started or made nothing: run by a user who is not root, on a
+// machine whose /sys/fs/cgroup holds no cgroup file system (a mount
+// namespace of the test's own, with an empty tmpfs there), with a
+// configuration file that is not there, while another make kind runs (they
+// would share one dockerd), or given a flag it does not have.
 func TestMakeKindSaysWhyItCannotRun(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds make kind's command: not under go test -short")
@@ -28,9 +31,18 @@ func TestMakeKindSaysWhyItCannotRun(t *testing.T) {
 	if err := os.Chmod(filepath.Dir(bin), 0o755); err != nil { // for the user who is not root
 		t.Fatal(err)
 	}
+	config, err := filepath.Abs(filepath.Join(repoRoot, "bench", "kind-config.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	asRoot := func(args ...string) func() *exec.Cmd {
+		return func() *exec.Cmd { return exec.Command(bin, args...) }
+	}
 	for name, tc := range map[string]struct {
 		command  func() *exec.Cmd
 		rootOnly bool // needs root to set up
+		locked   bool // while another make kind holds the machine's lock
+		exitCode int
 		want     []string
 	}{
 		"as a user who is not root": {
@@ -41,27 +53,45 @@ func TestMakeKindSaysWhyItCannotRun(t *testing.T) {
 				}
 				return cmd
 			},
-			want: []string{"kind needs root", "sudo make kind"},
+			exitCode: 1, want: []string{"kind needs root", "sudo make kind"},
 		},
 		"without cgroups": {
 			command: func() *exec.Cmd {
 				return exec.Command("unshare", "--mount", "--propagation", "private", "sh", "-c",
 					"mount -t tmpfs none /sys/fs/cgroup && exec "+bin)
 			},
-			rootOnly: true,
-			want:     []string{"kind needs cgroups", "/sys/fs/cgroup"},
+			rootOnly: true, exitCode: 1, want: []string{"kind needs cgroups", "/sys/fs/cgroup"},
+		},
+		"with a configuration file that is not there": {
+			command:  asRoot("--config", "no-such-config.yaml"),
+			rootOnly: true, exitCode: 1, want: []string{"--config", "no-such-config.yaml", "bench/kind-config.yaml"},
+		},
+		"while another make kind runs": {
+			command:  asRoot("--config", config),
+			rootOnly: true, locked: true, exitCode: 1, want: []string{"another make kind is running", "pid " + strconv.Itoa(os.Getpid())},
+		},
+		"with a flag it does not have (an imported package's)": {
+			command:  asRoot("--kubeconfig", "x"),
+			exitCode: 2, want: []string{"flag provided but not defined: -kubeconfig", "-name"},
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
 			if tc.rootOnly && os.Geteuid() != 0 {
-				t.Skip("hiding the cgroups needs root")
+				t.Skip("needs root to get past the root check")
+			}
+			if tc.locked {
+				release, err := lockMachine()
+				if err != nil {
+					t.Skipf("a make kind is running here: %v", err)
+				}
+				defer release()
 			}
 			cmd := tc.command()
 			cmd.Dir = workDir(t)
 			out, err := cmd.CombinedOutput()
 			var exit *exec.ExitError
-			if !errors.As(err, &exit) || exit.ExitCode() != 1 {
-				t.Fatalf("make kind's command ended with %v, not exit status 1:\n%s", err, out)
+			if !errors.As(err, &exit) || exit.ExitCode() != tc.exitCode {
+				t.Fatalf("make kind's command ended with %v, not exit status %d:\n%s", err, tc.exitCode, out)
 			}
 			for _, want := range tc.want {
 				if !strings.Contains(string(out), want) {

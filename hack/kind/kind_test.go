@@ -25,8 +25,9 @@ const clusterName = "metawatch-bench"
 // converging and the pods Ready under the restricted Pod Security level; the
 // bench on it; make cluster's own test beside it, which a dockerd that
 // rewrote the host's firewall would break; then Ctrl-C, after which nothing
-// is left but the cached node image; and the same after a second make kind
-// whose cluster is deleted with kind delete cluster.
+// is left but the cached node image; and the same after a make kind whose
+// cluster is deleted with kind delete cluster, and after one whose terminal
+// closed.
 func TestKindClusterChartAndBench(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds a kind node image and starts a kind cluster: not under go test -short")
@@ -78,28 +79,43 @@ func TestKindClusterChartAndBench(t *testing.T) {
 	waitStopped(t, makeKind, done, "Ctrl-C")
 	assertNothingLeft(t, engineBefore, linksBefore, networkBefore, "after Ctrl-C")
 
-	deletedElsewhere(t)
-	assertNothingLeft(t, engineBefore, linksBefore, networkBefore, "after kind delete cluster")
+	for _, end := range []string{endByKindDelete, endByHangUp} {
+		endAnotherWay(t, end)
+		assertNothingLeft(t, engineBefore, linksBefore, networkBefore, "after "+end)
+	}
 }
 
-// deletedElsewhere runs make kind again (the node image cached now) and
-// deletes its cluster with kind delete cluster, as from another terminal:
-// make kind must see it gone, clean up and exit by itself.
-func deletedElsewhere(t *testing.T) {
+// The other ways a make kind ends: its cluster deleted from another
+// terminal, and its own terminal closed.
+const (
+	endByKindDelete = "kind delete cluster"
+	endByHangUp     = "SIGHUP (its terminal closed)"
+)
+
+// endAnotherWay runs make kind again (the node image cached now) and ends
+// it the other way: make kind must see it, clean up and exit by itself.
+func endAnotherWay(t *testing.T, end string) {
 	t.Helper()
 	makeKind, lines, done := startMakeKind(t)
 	start := time.Now()
 	if !testkit.WaitForLine(lines, "kind: cluster "+clusterName+" is up", 15*time.Minute) {
-		t.Fatal("make kind did not bring the cluster up a second time")
+		t.Fatalf("make kind did not bring the cluster up again (to end it by %s)", end)
 	}
 	t.Logf("make kind, warm: the cluster was up %s after start", time.Since(start).Round(time.Second))
-	kind, err := controlplane.EnsureKind(t.Context(), io.Discard)
-	if err != nil {
-		t.Fatal(err)
+	switch end {
+	case endByKindDelete:
+		kind, err := controlplane.EnsureKind(t.Context(), io.Discard)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mustRun(t, kind, "delete", "cluster", "--name", clusterName, "--kubeconfig", filepath.Join("bin", "kind", clusterName+".kubeconfig"))
+	case endByHangUp:
+		if err := syscall.Kill(-makeKind.Process.Pid, syscall.SIGHUP); err != nil {
+			t.Fatal(err)
+		}
 	}
-	mustRun(t, kind, "delete", "cluster", "--name", clusterName, "--kubeconfig", filepath.Join("bin", "kind", clusterName+".kubeconfig"))
-	waitStopped(t, makeKind, done, "kind delete cluster")
-	if makeKind.ProcessState.ExitCode() != 0 {
+	waitStopped(t, makeKind, done, end)
+	if end == endByKindDelete && makeKind.ProcessState.ExitCode() != 0 {
 		t.Errorf("make kind exited %d after its cluster was deleted, not 0", makeKind.ProcessState.ExitCode())
 	}
 }

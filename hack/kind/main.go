@@ -13,15 +13,29 @@ import (
 )
 
 func main() {
+	// A flag set of its own: the global one carries flags that imported
+	// packages register (controller-runtime's --kubeconfig), which make kind
+	// would accept and ignore.
+	fs := flag.NewFlagSet("make kind", flag.ExitOnError)
 	var o options
-	flag.StringVar(&o.name, "name", "metawatch", "The kind cluster's name.")
-	flag.StringVar(&o.config, "config", "bench/kind-config.yaml", "The kind cluster configuration it is created from.")
-	flag.Parse()
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	fs.StringVar(&o.name, "name", "metawatch", "The kind cluster's name.")
+	fs.StringVar(&o.config, "config", "bench/kind-config.yaml", "The kind cluster configuration it is created from.")
+	_ = fs.Parse(os.Args[1:])
+	if fs.NArg() > 0 {
+		fmt.Fprintf(os.Stderr, "kind: unexpected arguments %q: make kind takes only flags (ARGS=\"--name NAME --config FILE\")\n", fs.Args())
+		os.Exit(2)
+	}
+	// SIGHUP too: a closed terminal must clean up as Ctrl-C does.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	err := run(ctx, o)
+	interrupted := ctx.Err() != nil
 	stop()
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "kind: %v\n", err)
+		if interrupted {
+			fmt.Fprintf(os.Stderr, "kind: interrupted: %v\n", err)
+		} else {
+			fmt.Fprintf(os.Stderr, "kind: %v\n", err)
+		}
 		os.Exit(1)
 	}
 }

@@ -103,19 +103,47 @@ func StartEngine(ctx context.Context, log io.Writer, logDir string) (*Engine, er
 	e := &Engine{Started: true, daemon: daemon, exited: make(chan struct{})}
 	go func() { _ = daemon.Wait(); close(e.exited) }()
 	fmt.Fprintf(log, "kindnode: started dockerd (pid %d, log %s); it stops at the end\n", daemon.Process.Pid, logPath)
-	for deadline := time.Now().Add(60 * time.Second); !EngineAnswers(ctx); time.Sleep(500 * time.Millisecond) {
+	if err := e.waitAnswering(ctx, log, logPath); err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+// waitAnswering waits for the dockerd started here to answer, stopping it
+// if it does not within a minute or ctx ends first. Another engine that
+// answers while this one died at start (a pid file found) does not count.
+func (e *Engine) waitAnswering(ctx context.Context, log io.Writer, logPath string) error {
+	deadline := time.After(60 * time.Second)
+	for {
 		select {
 		case <-e.exited:
 			b, _ := os.ReadFile(logPath)
-			return nil, fmt.Errorf("dockerd exited at start:\n%s", tailOf(string(b), 2000))
-		default:
-		}
-		if time.Now().After(deadline) {
+			return fmt.Errorf("dockerd exited at start:\n%s", tailOf(string(b), 2000))
+		case <-ctx.Done():
 			e.Stop(log)
-			return nil, fmt.Errorf("dockerd did not answer within 60s; its log is %s", logPath)
+			return ctx.Err()
+		case <-deadline:
+			e.Stop(log)
+			return fmt.Errorf("dockerd did not answer within 60s; its log is %s", logPath)
+		case <-time.After(500 * time.Millisecond):
+			if EngineAnswers(ctx) {
+				select {
+				case <-e.exited: // the answer was another engine's; this one's exit is seen next round
+				default:
+					return nil
+				}
+			}
 		}
 	}
-	return e, nil
+}
+
+// Exited is closed once the dockerd started here has exited; it is never
+// closed for an engine that was already running.
+func (e *Engine) Exited() <-chan struct{} {
+	if e == nil || !e.Started {
+		return nil
+	}
+	return e.exited
 }
 
 // dockerdNetworkArgs keep a dockerd started here out of the host's network
