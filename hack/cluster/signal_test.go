@@ -18,8 +18,8 @@ import (
 
 // `make cluster`, as users run it, stops the cluster and removes everything
 // it made on SIGTERM (to make alone, which passes it on to the command it
-// runs) and on Ctrl-C (SIGINT to the whole process group), whether it is
-// still starting or already up.
+// runs), on Ctrl-C (SIGINT to the whole process group), whether it is still
+// starting or already up, and when its terminal closes (SIGHUP to the group).
 func TestMakeClusterStopsOnSignals(t *testing.T) {
 	skipUnlessANodeCanRun(t)
 	for name, tc := range map[string]struct {
@@ -29,6 +29,7 @@ func TestMakeClusterStopsOnSignals(t *testing.T) {
 	}{
 		"SIGTERM to make once the cluster is ready": {when: "cluster: ready", signal: syscall.SIGTERM},
 		"Ctrl-C while the node is starting":         {when: "starting containerd", signal: syscall.SIGINT, group: true},
+		"its terminal closed once it is ready":      {when: "cluster: ready", signal: syscall.SIGHUP, group: true},
 	} {
 		t.Run(name, func(t *testing.T) {
 			makeCluster, lines := startMakeCluster(t)
