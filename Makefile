@@ -61,8 +61,8 @@ test-integration: controlplane
 
 # The tests on a real node run alone, after the others: one node per machine, and its load would disturb timed tests.
 NODE_TESTS := (TestChartOnARealNode|TestMakeClusterStopsOnSignals|TestStartAfterAKilledRun)
-# The kind test is make kind-test's only: a dockerd, a kind cluster twice, the bench and make test-node beside it; a cold run builds the node image too.
-KIND_TESTS := (TestKindClusterChartAndBench)
+# The kind tests are make kind-test's only: they start dockerd (the engine's test as soon as docker.io is installed, which make kind does), a kind cluster four times, the bench and make test-node beside it; a cold run builds the node image too.
+KIND_TESTS := (TestKindClusterChartAndBench|TestTheEngineLeavesTheNetworkNamespaceAsItWas)
 
 ## test-node: the chart on a one-node cluster (make cluster's); skipped, saying why, where a node cannot run (no root, no cgroups).
 test-node: controlplane
@@ -90,14 +90,14 @@ verify-clean:
 cluster: controlplane
 	$(GO) build -o $(BIN)/metawatch-cluster ./hack/cluster && exec $(BIN)/metawatch-cluster
 
-## kind: a kind cluster (root; docker.io installed and dockerd started when missing, the node image built here once, no registry) until Ctrl-C or kind delete cluster; ARGS="--name NAME".
+## kind: a kind cluster, metawatch-bench (root; docker.io installed and dockerd started when missing, the node image built here once, no registry) until Ctrl-C or kind delete cluster; ARGS="--name NAME".
 # kind builds the control plane's tools itself, after checking it can run at all.
 kind:
 	$(GO) build -o $(BIN)/metawatch-kind ./hack/kind && exec $(BIN)/metawatch-kind $(ARGS)
 
 ## kind-test: make kind, the chart on it the way users install it, the bench on it and make test-node beside it, then nothing left; skipped, saying why, where kind cannot run.
 kind-test: controlplane
-	$(GO) test -race -count=1 -timeout 90m -v -run '^$(KIND_TESTS)$$' ./hack/kind
+	$(GO) test -race -count=1 -p 1 -timeout 90m -v -run '^$(KIND_TESTS)$$' ./hack/kindnode ./hack/kind
 
 ## fuzz: fuzz the config parser, the guardrails, the rules core, label selectors as admission CEL, the managedFields stripper and its frame reader, the shard selectors, bucket assignment and cache moves, about 10 s each (FUZZTIME=10m make fuzz for a long run).
 # Each target's budget is a count of inputs, about 10 s of fuzzing each on the 2-core VM, not a

@@ -64,6 +64,13 @@ func (h *harness) setUpChart(ctx context.Context) (*chartSetup, error) {
 	if h.node == nil {
 		return nil, fmt.Errorf("the chart variant runs metawatch in pods on this machine: it needs --local-cluster or --kind (a node to run them on)")
 	}
+	cs, err := kubernetes.NewForConfig(h.cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := refuseAnotherInstallation(ctx, cs); err != nil {
+		return nil, err
+	}
 	fmt.Fprintf(os.Stderr, "bench: chart: building the image (make image) and importing it into the node\n")
 	if out, err := exec.CommandContext(ctx, "make", "image").CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("make image: %w\n%s", err, out)
@@ -72,10 +79,6 @@ func (h *harness) setUpChart(ctx context.Context) (*chartSetup, error) {
 		return nil, err
 	}
 	helm, err := controlplane.EnsureHelm(ctx, os.Stderr)
-	if err != nil {
-		return nil, err
-	}
-	cs, err := kubernetes.NewForConfig(h.cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -129,6 +132,27 @@ func (h *harness) startDeployed(ctx context.Context, n int) (*deployed, synced, 
 
 func (h *harness) spec() variant.Spec {
 	return variant.Spec{Selector: seed.Selector, Label: costCenter, Concurrency: h.o.concurrency}
+}
+
+// refuseAnotherInstallation fails when metawatch's chart is installed outside
+// the bench's namespace: the bench's release would clash with its
+// cluster-wide objects (helm refuses them), and it would reconcile the
+// bench's pods too, so the figures would not be the bench's installation's alone.
+func refuseAnotherInstallation(ctx context.Context, cs kubernetes.Interface) error {
+	deployments, err := cs.AppsV1().Deployments(metav1.NamespaceAll).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=metawatch"})
+	if err != nil {
+		return fmt.Errorf("looking for another metawatch installation: %w", err)
+	}
+	for _, d := range deployments.Items {
+		if d.Namespace == chartNamespace {
+			continue // the bench's own
+		}
+		release := d.Labels["app.kubernetes.io/instance"]
+		return fmt.Errorf("the chart variant installs metawatch in namespace %s, and metawatch is installed already in namespace %s (helm release %q): "+
+			"its cluster-wide objects would clash with the bench's and it would reconcile the bench's pods too; "+
+			"uninstall it first (helm uninstall %s -n %s), or leave the chart variant out of --variants", chartNamespace, d.Namespace, release, release, d.Namespace)
+	}
+	return nil
 }
 
 func (c *chartSetup) helmCmd(ctx context.Context, args ...string) *exec.Cmd {

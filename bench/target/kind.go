@@ -41,13 +41,22 @@ func openKind(ctx context.Context, name string) (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
+	path := filepath.Join(os.TempDir(), "metawatch-bench-kind-"+name+".kubeconfig")
 	if !containsLine(existing, name) {
+		// make kind stops the dockerd it started when it ends: a cluster
+		// made on it here would stop with it, and be left in its store.
+		if pid, itsCluster, ok := kindnode.RunningMakeKind(); ok {
+			return nil, fmt.Errorf("--kind %s: there is no such cluster, and make kind (pid %s) is running cluster %s on this machine: "+
+				"use --kind %s, or stop make kind and run make kind ARGS=\"--name %s\"", name, pid, itsCluster, itsCluster, name)
+		}
 		image, err := kindnode.EnsureImage(ctx, os.Stderr)
 		if err != nil {
 			return nil, err
 		}
 		fmt.Fprintf(os.Stderr, "target: creating kind cluster %s from %s (it is kept: %s delete cluster --name %s)\n", name, KindConfig, kind, name)
-		if _, err := output(ctx, kind, "create", "cluster", "--name", name, "--image", image, "--config", KindConfig, "--wait", "5m"); err != nil {
+		// Its kubeconfig goes to a file of the bench's, not into $KUBECONFIG or ~/.kube/config.
+		if _, err := output(ctx, kind, "create", "cluster", "--name", name, "--image", image, "--config", KindConfig, "--wait", "5m",
+			"--kubeconfig", path); err != nil {
 			return nil, err
 		}
 	}
@@ -55,11 +64,10 @@ func openKind(ctx context.Context, name string) (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	path := filepath.Join(os.TempDir(), "metawatch-bench-kind-"+name+".kubeconfig")
 	if err := os.WriteFile(path, []byte(kubeconfig), 0o600); err != nil {
 		return nil, err
 	}
-	return &Cluster{Kubeconfig: path, Stop: func() {}, Pods: kindHost{kind: kind, name: name},
+	return &Cluster{Kubeconfig: path, Stop: func() { _ = os.Remove(path) }, Pods: kindHost{kind: kind, name: name},
 		Description: "kind cluster " + name + " from " + KindConfig + " (node image " + kindnode.Image() + ", built here)"}, nil
 }
 

@@ -18,9 +18,9 @@ type options struct {
 }
 
 // run is make kind's story: checks, one make kind per machine, the kubectl
-// and helm it prints, the container engine, the kind CLI, the node image,
-// the cluster; then, once it is stopped or deleted, the clean-up, whose
-// failures are errors too.
+// and helm it prints and the kind CLI, what a killed make kind left, the
+// container engine, the node image, the cluster; then, once it is stopped or
+// deleted, the clean-up, whose failures are errors too.
 func run(ctx context.Context, o options) (err error) {
 	log := os.Stderr
 	if err := kindnode.CanRun(); err != nil {
@@ -29,7 +29,7 @@ func run(ctx context.Context, o options) (err error) {
 	if _, err := os.Stat(o.config); err != nil {
 		return fmt.Errorf("--config: %w: give the kind cluster configuration to create it from (the default is bench/kind-config.yaml, from the repository's root)", err)
 	}
-	release, err := lockMachine()
+	release, err := kindnode.LockMachine(o.name)
 	if err != nil {
 		return err
 	}
@@ -40,17 +40,42 @@ func run(ctx context.Context, o options) (err error) {
 		return err
 	}
 	logDir := filepath.Join("bin", "kind")
+	if err := removeWhatAKilledRunLeft(ctx, log, tools.kind, logDir); err != nil {
+		return err
+	}
 	engine, err := kindnode.StartEngine(ctx, log, logDir)
 	if err != nil {
 		return err
 	}
-	defer engine.Stop(log)
+	rec := runRecord{DockerdPID: engine.PID()}
+	c := cluster{kind: tools.kind, name: o.name, kubeconfig: filepath.Join(logDir, o.name+".kubeconfig"), engineStartedHere: engine.Started}
+	defer func() {
+		// The cluster first, then the engine under it; the record of both
+		// only once they are gone, for the next make kind to finish otherwise.
+		cleanUpErr := c.cleanUp(log)
+		engine.Stop(log)
+		if cleanUpErr == nil {
+			cleanUpErr = removeRecord()
+		}
+		err = errors.Join(err, cleanUpErr)
+	}()
+	if err := rec.save(); err != nil {
+		return err
+	}
 	image, err := kindnode.EnsureImage(ctx, log)
 	if err != nil {
 		return err
 	}
-	c := cluster{kind: tools.kind, name: o.name, kubeconfig: filepath.Join(logDir, o.name+".kubeconfig")}
-	defer func() { err = errors.Join(err, c.cleanUp(log)) }()
+	if err := c.prepare(ctx); err != nil {
+		return err
+	}
+	rec.Cluster, rec.MadeNetwork = c.name, c.madeNetwork
+	if rec.Kubeconfig, err = filepath.Abs(c.kubeconfig); err != nil { // the next make kind may run in another checkout
+		return err
+	}
+	if err := rec.save(); err != nil {
+		return err
+	}
 	if err := c.create(ctx, image, o.config); err != nil {
 		return err
 	}

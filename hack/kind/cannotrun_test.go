@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/metawatch/metawatch/hack/kindnode"
 	"github.com/metawatch/metawatch/pkg/testing/testkit"
 )
 
@@ -68,7 +69,7 @@ func TestMakeKindSaysWhyItCannotRun(t *testing.T) {
 		},
 		"while another make kind runs": {
 			command:  asRoot("--config", config),
-			rootOnly: true, locked: true, exitCode: 1, want: []string{"another make kind is running", "pid " + strconv.Itoa(os.Getpid())},
+			rootOnly: true, locked: true, exitCode: 1, want: []string{"another make kind is running", "pid " + strconv.Itoa(os.Getpid()), "cluster the-holder"},
 		},
 		"with a flag it does not have (an imported package's)": {
 			command:  asRoot("--kubeconfig", "x"),
@@ -80,7 +81,7 @@ func TestMakeKindSaysWhyItCannotRun(t *testing.T) {
 				t.Skip("needs root to get past the root check")
 			}
 			if tc.locked {
-				release, err := lockMachine()
+				release, err := kindnode.LockMachine("the-holder")
 				if err != nil {
 					t.Skipf("a make kind is running here: %v", err)
 				}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -21,21 +23,34 @@ const kindNetwork = "kind"
 // cluster is the kind cluster make kind runs, and what it made for it.
 type cluster struct {
 	kind, name, kubeconfig string
+	// engineStartedHere: the engine under it was started by this run.
+	engineStartedHere bool
 	// creating: this run creates the cluster, so its clean-up deletes it;
 	// madeNetwork: kind's network did not exist before.
 	creating, madeNetwork bool
 }
 
-func (c *cluster) create(ctx context.Context, image, config string) error {
+// prepare checks the cluster is not there yet, and notes what creating it
+// will make.
+func (c *cluster) prepare(ctx context.Context) error {
 	exists, err := c.exists(ctx)
 	if err != nil {
 		return err
+	}
+	if exists && c.engineStartedHere {
+		return fmt.Errorf("a kind cluster %s is in the container engine's store already, stopped with the dockerd it ran on (made outside make kind): "+
+			"delete it (%s delete cluster --name %s, with dockerd running), or give make kind another --name", c.name, c.kind, c.name)
 	}
 	if exists {
 		return fmt.Errorf("a kind cluster %s exists already: use it, or delete it first (%s delete cluster --name %s)", c.name, c.kind, c.name)
 	}
 	c.creating = true
-	c.madeNetwork = exec.CommandContext(ctx, "docker", "network", "inspect", kindNetwork).Run() != nil
+	c.madeNetwork = cleanUpCommand(ctx, "docker", "network", "inspect", kindNetwork).Run() != nil
+	return nil
+}
+
+// create runs kind create cluster, its kubeconfig written to c.kubeconfig.
+func (c *cluster) create(ctx context.Context, image, config string) error {
 	if err := os.MkdirAll(filepath.Dir(c.kubeconfig), 0o755); err != nil {
 		return err
 	}
@@ -52,9 +67,9 @@ func (c *cluster) create(ctx context.Context, image, config string) error {
 // exists reports whether kind lists the cluster; an error is kind (or the
 // engine) not answering, which says nothing either way.
 func (c *cluster) exists(ctx context.Context) (bool, error) {
-	out, err := exec.CommandContext(ctx, c.kind, "get", "clusters").Output()
+	out, err := cleanUpCommand(ctx, c.kind, "get", "clusters").Output()
 	if err != nil {
-		return false, fmt.Errorf("%s get clusters: %w", c.kind, err)
+		return false, fmt.Errorf("%s get clusters: %w%s", c.kind, err, stderrOf(err))
 	}
 	return slices.Contains(strings.Fields(string(out)), c.name), nil
 }
@@ -111,7 +126,7 @@ func (c *cluster) cleanUp(log *os.File) error {
 	// that is not there succeeds.
 	if exists, err := c.exists(ctx); err != nil || exists {
 		fmt.Fprintf(log, "kind: deleting cluster %s\n", c.name)
-		if b, err := exec.CommandContext(ctx, c.kind, "delete", "cluster", "--name", c.name, "--kubeconfig", c.kubeconfig).CombinedOutput(); err != nil {
+		if b, err := cleanUpCommand(ctx, c.kind, "delete", "cluster", "--name", c.name, "--kubeconfig", c.kubeconfig).CombinedOutput(); err != nil {
 			return fmt.Errorf("deleting cluster %s: %w\n%s\ndelete it with %s delete cluster --name %s once dockerd runs", c.name, err, b, c.kind, c.name)
 		}
 	}
@@ -125,14 +140,14 @@ func (c *cluster) cleanUp(log *os.File) error {
 // removeNetworkIfUnused removes kind's network unless it is gone already or
 // containers of another cluster are on it.
 func removeNetworkIfUnused(ctx context.Context, log *os.File) error {
-	listed, err := exec.CommandContext(ctx, "docker", "network", "ls", "--quiet", "--filter", "name=^"+kindNetwork+"$").Output()
+	listed, err := cleanUpCommand(ctx, "docker", "network", "ls", "--quiet", "--filter", "name=^"+kindNetwork+"$").Output()
 	if err != nil {
 		return fmt.Errorf("docker network ls: %w", err)
 	}
 	if len(strings.TrimSpace(string(listed))) == 0 {
 		return nil // kind never made it (kind create cluster failed first)
 	}
-	out, err := exec.CommandContext(ctx, "docker", "network", "inspect", kindNetwork, "--format", "{{len .Containers}}").Output()
+	out, err := cleanUpCommand(ctx, "docker", "network", "inspect", kindNetwork, "--format", "{{len .Containers}}").Output()
 	if err != nil {
 		return fmt.Errorf("docker network inspect %s: %w", kindNetwork, err)
 	}
@@ -140,8 +155,27 @@ func removeNetworkIfUnused(ctx context.Context, log *os.File) error {
 		fmt.Fprintf(log, "kind: leaving the %s network: %d other containers are on it\n", kindNetwork, n)
 		return nil
 	}
-	if b, err := exec.CommandContext(ctx, "docker", "network", "rm", kindNetwork).CombinedOutput(); err != nil {
+	if b, err := cleanUpCommand(ctx, "docker", "network", "rm", kindNetwork).CombinedOutput(); err != nil {
 		return fmt.Errorf("docker network rm %s: %w\n%s", kindNetwork, err, b)
 	}
 	return nil
+}
+
+// cleanUpCommand is a command of make kind's checks and clean-up, in a
+// process group of its own: a second Ctrl-C in the terminal must not kill
+// the kind delete cluster the first one started.
+func cleanUpCommand(ctx context.Context, name string, args ...string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	return cmd
+}
+
+// stderrOf is what a failed command wrote to its standard error, on a line
+// of its own, or "".
+func stderrOf(err error) string {
+	var exit *exec.ExitError
+	if errors.As(err, &exit) && len(bytes.TrimSpace(exit.Stderr)) > 0 {
+		return ": " + string(bytes.TrimSpace(exit.Stderr))
+	}
+	return ""
 }

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/metawatch/metawatch/hack/kindnode"
 )
 
 // hostNetwork is what make kind's dockerd must leave as it found it in the
@@ -21,6 +23,10 @@ var forwardingSysctls = []string{"net/ipv4/ip_forward", "net/ipv6/conf/all/forwa
 
 func readHostNetwork(t *testing.T) hostNetwork {
 	t.Helper()
+	// A new machine may have no iptables tools: the rules are in the kernel all the same.
+	if err := kindnode.EnsurePackages(t.Context(), os.Stderr, map[string]string{"iptables-save": "iptables", "ip6tables-save": "iptables"}); err != nil {
+		t.Fatal(err)
+	}
 	state := hostNetwork{}
 	for _, save := range []string{"iptables-save", "ip6tables-save"} {
 		out, err := exec.Command(save).Output()

@@ -27,7 +27,9 @@ const clusterName = "metawatch-bench"
 // rewrote the host's firewall would break; then Ctrl-C, after which nothing
 // is left but the cached node image; and the same after a make kind whose
 // cluster is deleted with kind delete cluster, and after one whose terminal
-// closed.
+// closed, and after one killed with kill -9 and the make kind run after it.
+// The bench refuses, saying what to do, to run its chart beside the user's
+// and to make a cluster of its own on make kind's dockerd.
 func TestKindClusterChartAndBench(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds a kind node image and starts a kind cluster: not under go test -short")
@@ -48,13 +50,12 @@ func TestKindClusterChartAndBench(t *testing.T) {
 	t.Logf("\n%s", k.run("get", "nodes,pods", "-A", "-o", "wide"))
 	helm := installChart(t, k)
 	t.Logf("\n%s", k.run("get", "nodes,pods", "-A", "-o", "wide"))
+	benchRefuses(t, "--kind "+clusterName+" --sizes 10 --variants chart", "uninstall it first (helm uninstall metawatch -n metawatch-system)")
+	benchRefuses(t, "--kind another-cluster --sizes 10 --variants metawatch", "is running cluster "+clusterName, "use --kind "+clusterName)
 	uninstallChart(t, k, helm)
 
 	out := t.TempDir()
-	bench := exec.Command("make", "--no-print-directory", "bench",
-		`ARGS=--kind `+clusterName+` --sizes 2000 --variants metawatch,chart --out `+out)
-	bench.Dir = repoRoot
-	if b, err := bench.CombinedOutput(); err != nil {
+	if b, err := makeBench(`--kind ` + clusterName + ` --sizes 2000 --variants metawatch,chart --out ` + out).CombinedOutput(); err != nil {
 		t.Fatalf("make bench on kind: %v\n%s", err, tail(string(b), 6000))
 	}
 	report, err := os.ReadFile(filepath.Join(out, "README.md"))
@@ -79,18 +80,65 @@ func TestKindClusterChartAndBench(t *testing.T) {
 	waitStopped(t, makeKind, done, "Ctrl-C")
 	assertNothingLeft(t, engineBefore, linksBefore, networkBefore, "after Ctrl-C")
 
-	for _, end := range []string{endByKindDelete, endByHangUp} {
+	for _, end := range []string{endByKindDelete, endByHangUp, endByKill} {
 		endAnotherWay(t, end)
+		if end == endByKill {
+			// What it left is the next make kind's to remove, before it starts.
+			restartAfterKill(t)
+		}
 		assertNothingLeft(t, engineBefore, linksBefore, networkBefore, "after "+end)
 	}
 }
 
 // The other ways a make kind ends: its cluster deleted from another
-// terminal, and its own terminal closed.
+// terminal, its own terminal closed, and killed (kill -9) with make.
 const (
 	endByKindDelete = "kind delete cluster"
 	endByHangUp     = "SIGHUP (its terminal closed)"
+	endByKill       = "kill -9, then make kind again and Ctrl-C"
 )
+
+// makeBench is the README's make bench with args.
+func makeBench(args string) *exec.Cmd {
+	cmd := exec.Command("make", "--no-print-directory", "bench", "ARGS="+args)
+	cmd.Dir = repoRoot
+	return cmd
+}
+
+// benchRefuses runs make bench with args, which must fail saying each of want.
+func benchRefuses(t *testing.T, args string, want ...string) {
+	t.Helper()
+	b, err := makeBench(args).CombinedOutput()
+	if err == nil {
+		t.Fatalf("make bench ARGS=%q ran; it should have refused:\n%s", args, tail(string(b), 3000))
+	}
+	for _, w := range want {
+		if !strings.Contains(string(b), w) {
+			t.Errorf("make bench ARGS=%q failed without saying %q:\n%s", args, w, tail(string(b), 3000))
+		}
+	}
+}
+
+// restartAfterKill runs make kind after one was killed: it must say it
+// removes what the killed one left (its dockerd still running, its
+// cluster), bring a cluster up, and stop cleanly on Ctrl-C.
+func restartAfterKill(t *testing.T) {
+	t.Helper()
+	makeKind, lines, done := startMakeKind(t)
+	if !testkit.WaitForLine(lines, "did not end cleanly", 5*time.Minute) {
+		t.Fatal("make kind after a killed one did not say it removes what that one left")
+	}
+	if !testkit.WaitForLine(lines, "kind: cluster "+clusterName+" is up", 15*time.Minute) {
+		t.Fatal("make kind after a killed one did not bring its cluster up")
+	}
+	if err := syscall.Kill(-makeKind.Process.Pid, syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	waitStopped(t, makeKind, done, "Ctrl-C")
+	if code := makeKind.ProcessState.ExitCode(); code != 0 {
+		t.Errorf("make kind after a killed one exited %d on Ctrl-C, not 0", code)
+	}
+}
 
 // endAnotherWay runs make kind again (the node image cached now) and ends
 // it the other way: make kind must see it, clean up and exit by itself.
@@ -111,6 +159,10 @@ func endAnotherWay(t *testing.T, end string) {
 		mustRun(t, kind, "delete", "cluster", "--name", clusterName, "--kubeconfig", filepath.Join("bin", "kind", clusterName+".kubeconfig"))
 	case endByHangUp:
 		if err := syscall.Kill(-makeKind.Process.Pid, syscall.SIGHUP); err != nil {
+			t.Fatal(err)
+		}
+	case endByKill:
+		if err := syscall.Kill(-makeKind.Process.Pid, syscall.SIGKILL); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -166,11 +218,11 @@ func makeTestNodeBeside(t *testing.T) {
 // repoRoot is where the README's commands run.
 const repoRoot = "../.."
 
-// startMakeKind runs `make kind ARGS="--name metawatch-bench"` in a process
+// startMakeKind runs `make kind` (its cluster metawatch-bench) in a process
 // group of its own (Ctrl-C reaches make and what it runs, as in a terminal).
 func startMakeKind(t *testing.T) (*exec.Cmd, <-chan string, <-chan struct{}) {
 	t.Helper()
-	cmd := exec.Command("make", "--no-print-directory", "kind", "ARGS=--name "+clusterName)
+	cmd := exec.Command("make", "--no-print-directory", "kind")
 	cmd.Dir = repoRoot
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	output, input, err := os.Pipe()

@@ -18,7 +18,7 @@ func main() {
 	// would accept and ignore.
 	fs := flag.NewFlagSet("make kind", flag.ExitOnError)
 	var o options
-	fs.StringVar(&o.name, "name", "metawatch", "The kind cluster's name.")
+	fs.StringVar(&o.name, "name", "metawatch-bench", "The kind cluster's name (the bench's --kind takes the same).")
 	fs.StringVar(&o.config, "config", "bench/kind-config.yaml", "The kind cluster configuration it is created from.")
 	_ = fs.Parse(os.Args[1:])
 	if fs.NArg() > 0 {

@@ -104,6 +104,7 @@ func buildAddOnImages(ctx context.Context, log io.Writer, work string, required 
 	if err != nil {
 		return nil, err
 	}
+	fmt.Fprintf(log, "kindnode: building kindnet, the node's pod network (hack/kindnode/kindnet; a minute or two the first time)\n")
 	kindnet, err := buildKindnet(ctx, work)
 	if err != nil {
 		return nil, err
@@ -115,6 +116,7 @@ func buildAddOnImages(ctx context.Context, log io.Writer, work string, required 
 	if err != nil {
 		return nil, err
 	}
+	fmt.Fprintf(log, "kindnode: building the sandbox (pause) program\n")
 	pause, err := onenode.BuildPause(ctx, work)
 	if err != nil {
 		return nil, err

@@ -29,11 +29,16 @@
 //
 // The image is built once per recipe and cached twice: in the container
 // engine's image store, and as a tarball in the project's cache directory
-// (imported again if the engine's store was wiped).
+// (imported again if the engine's store was wiped). One process builds at a
+// time (a lock in the cache directory); a build stopped half way unmounts
+// and removes what it made, and what a killed one left is removed by the
+// next build.
 //
 // # The container engine
 //
-// Debian's docker.io, installed when missing. A dockerd started here runs
+// Debian's docker.io, installed when missing, with no service of the
+// package's started by the install (a policy-rc.d refusing it, for the
+// install only), and apt-get left to finish on Ctrl-C. A dockerd started here runs
 // without iptables rules, without switching the host's forwarding on and
 // without its default bridge (--iptables=false, --ip-forward=false,
 // --bridge=none): kind's containers sit on a network of their own, bridged,

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
@@ -32,12 +33,17 @@ func CanRun() error {
 	return errors.New("kind needs cgroups: /sys/fs/cgroup has neither cgroup v2 (cgroup.controllers) nor v1 controllers (memory); a node container cannot run without them")
 }
 
-// ensurePackages installs, with apt-get, the Debian package of each command
-// of commands (command: package) that is not on PATH, saying so.
-func ensurePackages(ctx context.Context, log io.Writer, commands map[string]string) error {
+// EnsurePackages installs, with apt-get, the Debian package of each command
+// of commands (command: package) that is not on PATH, saying so. apt-get
+// runs to its end even when ctx ends (in a process group of its own, out of
+// reach of the terminal's Ctrl-C): a dpkg stopped half way leaves the
+// machine's packages broken. No service of the packages is started by their
+// installation (holdServices): make kind starts the engine itself, with its
+// own settings.
+func EnsurePackages(ctx context.Context, log io.Writer, commands map[string]string) error {
 	var missing []string
 	for command, pkg := range commands {
-		if _, err := exec.LookPath(command); err != nil {
+		if _, err := exec.LookPath(command); err != nil && !slices.Contains(missing, pkg) {
 			missing = append(missing, pkg)
 		}
 	}
@@ -46,15 +52,50 @@ func ensurePackages(ctx context.Context, log io.Writer, commands map[string]stri
 	}
 	sort.Strings(missing)
 	fmt.Fprintf(log, "kindnode: installing Debian's %s with apt-get (not on this machine)\n", strings.Join(missing, ", "))
-	if b, err := exec.CommandContext(ctx, "apt-get", "update").CombinedOutput(); err != nil {
-		return fmt.Errorf("apt-get update: %w\n%s", err, tailOf(string(b), 2000))
+	release, err := holdServices(log)
+	if err != nil {
+		return err
 	}
-	install := exec.CommandContext(ctx, "apt-get", append([]string{"install", "-y", "--no-install-recommends"}, missing...)...)
-	install.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive")
-	if b, err := install.CombinedOutput(); err != nil {
-		return fmt.Errorf("apt-get install %s: %w\n%s", strings.Join(missing, " "), err, tailOf(string(b), 2000))
+	defer release()
+	aptGet := func(args ...string) error {
+		cmd := exec.Command("apt-get", args...)
+		cmd.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive")
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		if b, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("apt-get %s: %w\n%s", strings.Join(args, " "), err, tailOf(string(b), 2000))
+		}
+		return nil
 	}
-	return nil
+	if err := aptGet("update"); err != nil {
+		return err
+	}
+	if err := aptGet(append([]string{"install", "-y", "--no-install-recommends"}, missing...)...); err != nil {
+		return err
+	}
+	return ctx.Err() // installed; a Ctrl-C meanwhile stops make kind now
+}
+
+// policyRCPath is Debian's hook that invoke-rc.d and deb-systemd-invoke ask
+// before they start a service; exit status 101 means "not now".
+var policyRCPath = "/usr/sbin/policy-rc.d" // a variable for the tests
+
+// holdServices keeps the services of the packages being installed from
+// starting (Debian's docker.io starts a dockerd with its defaults, iptables
+// rules on), with a policy-rc.d of its own while none is there; release
+// removes it.
+func holdServices(log io.Writer) (release func(), err error) {
+	if _, err := os.Stat(policyRCPath); err == nil {
+		return func() {}, nil // the machine's own says what starts
+	}
+	script := "#!/bin/sh\n# Written by make kind while it installs packages, so that their services do not start; remove it if it was left.\nexit 101\n"
+	if err := os.WriteFile(policyRCPath, []byte(script), 0o755); err != nil {
+		return nil, fmt.Errorf("writing %s (so that the packages installed start no service): %w", policyRCPath, err)
+	}
+	return func() {
+		if err := os.Remove(policyRCPath); err != nil {
+			fmt.Fprintf(log, "kindnode: could not remove the %s written for the install: %v; remove it by hand\n", policyRCPath, err)
+		}
+	}, nil
 }
 
 // Engine is the container engine kind runs on: dockerd, started here when
@@ -69,11 +110,12 @@ type Engine struct {
 // missing, and starts dockerd when `docker info` finds none running; its log
 // goes to logDir/dockerd.log.
 func StartEngine(ctx context.Context, log io.Writer, logDir string) (*Engine, error) {
-	if err := ensurePackages(ctx, log, map[string]string{"dockerd": "docker.io", "docker": "docker.io"}); err != nil {
+	if err := EnsurePackages(ctx, log, map[string]string{"dockerd": "docker.io", "docker": "docker.io"}); err != nil {
 		return nil, err
 	}
 	if EngineAnswers(ctx) {
-		fmt.Fprintf(log, "kindnode: using the container engine already running (docker info answers); it is left running\n")
+		fmt.Fprintf(log, "kindnode: using the container engine already running (docker info answers), with its own settings: "+
+			"unlike the dockerd make kind starts, it may have changed this host's iptables rules and forwarding; it is left running\n")
 		return &Engine{}, nil
 	}
 	if err := os.MkdirAll(logDir, 0o755); err != nil {
@@ -135,6 +177,15 @@ func (e *Engine) waitAnswering(ctx context.Context, log io.Writer, logPath strin
 			}
 		}
 	}
+}
+
+// PID is the process id of the dockerd started here, 0 for an engine that
+// was already running.
+func (e *Engine) PID() int {
+	if e == nil || !e.Started {
+		return 0
+	}
+	return e.daemon.Process.Pid
 }
 
 // Exited is closed once the dockerd started here has exited; it is never

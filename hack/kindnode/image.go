@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -67,11 +68,8 @@ func EnsureImage(ctx context.Context, log io.Writer) (string, error) {
 		return "", err
 	}
 	tarball := filepath.Join(dir, fmt.Sprintf("node-%s-%s.tar", controlplane.KubernetesVersion, want))
-	if _, err := os.Stat(tarball); err != nil {
-		if err := buildNodeTarball(ctx, log, dir, tarball); err != nil {
-			return "", err
-		}
-		removeStale(dir, filepath.Base(tarball), "rootfs-"+debianSuite+"-"+rootfsRecipe()+".tar")
+	if err := ensureNodeTarball(ctx, log, dir, tarball); err != nil {
+		return "", err
 	}
 	fmt.Fprintf(log, "kindnode: importing %s into the container engine as %s\n", tarball, ref)
 	imp := exec.CommandContext(ctx, "docker", "import",
@@ -96,11 +94,40 @@ func imageRecipe(ctx context.Context, ref string) string {
 	return labels[recipeLabel]
 }
 
+// ensureNodeTarball builds the node's tarball out unless it is cached: under
+// the build lock, after removing what a stopped build left, and with the
+// tarballs of older recipes removed once it is made.
+func ensureNodeTarball(ctx context.Context, log io.Writer, cacheDir, out string) error {
+	if _, err := os.Stat(out); err == nil {
+		return nil
+	}
+	release, err := lockBuild(ctx, log, cacheDir)
+	if err != nil {
+		return err
+	}
+	defer release()
+	if _, err := os.Stat(out); err == nil {
+		return nil // built by the process that held the lock
+	}
+	if err := removeLeftovers(log, cacheDir); err != nil {
+		return err
+	}
+	if err := buildNodeTarball(ctx, log, cacheDir, out); err != nil {
+		return err
+	}
+	removeStale(cacheDir, filepath.Base(out), "rootfs-"+debianSuite+"-"+rootfsRecipe()+".tar")
+	return nil
+}
+
 // buildNodeTarball builds every part of the node and packs its root file
 // system into out.
-func buildNodeTarball(ctx context.Context, log io.Writer, cacheDir, out string) error {
+func buildNodeTarball(ctx context.Context, log io.Writer, cacheDir, out string) (err error) {
 	start := time.Now()
 	fmt.Fprintf(log, "kindnode: building the kind node image of Kubernetes %s (once; later runs reuse %s)\n", controlplane.KubernetesVersion, out)
+	// The host's tools the assembly runs (docker.io brings containerd; Debian's systemctl works on a root file system without systemd running).
+	if err := EnsurePackages(ctx, log, map[string]string{"containerd": "containerd", "ctr": "containerd", "systemctl": "systemd"}); err != nil {
+		return err
+	}
 	kindModule, err := controlplane.DownloadModule(ctx, "sigs.k8s.io/kind@"+controlplane.KindVersion)
 	if err != nil {
 		return err
@@ -114,7 +141,7 @@ func buildNodeTarball(ctx context.Context, log io.Writer, cacheDir, out string) 
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(work)
+	defer func() { err = errors.Join(err, removeTree(work)) }()
 	b, err := buildBits(ctx, log, work)
 	if err != nil {
 		return err

@@ -2,6 +2,7 @@ package kindnode
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -15,12 +16,15 @@ import (
 // machine's containerd, Debian's like the node's, runs on that store for the
 // import, with its own socket and state and no CRI plugin. The node's
 // kubelet finds every image present and pulls nothing.
-func preloadImages(ctx context.Context, root, archive string) error {
-	state, err := os.MkdirTemp("", "kindnode-containerd-")
+// containerdStatePrefix names the import's containerd state directories.
+const containerdStatePrefix = "kindnode-containerd-"
+
+func preloadImages(ctx context.Context, root, archive string) (err error) {
+	state, err := os.MkdirTemp("", containerdStatePrefix)
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(state)
+	defer func() { err = errors.Join(err, removeTree(state)) }()
 	socket := filepath.Join(state, "containerd.sock")
 	config := filepath.Join(state, "config.toml")
 	if err := os.WriteFile(config, []byte("version = 2\ndisabled_plugins = [\"io.containerd.grpc.v1.cri\"]\n"), 0o644); err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -46,22 +47,22 @@ func rootfsRecipe() string {
 // ensureRootfs returns the tarball of the node's Debian root file system in
 // cacheDir, making it with debootstrap the first time (about a minute and a
 // half). /dev is left empty: the container engine makes it.
-func ensureRootfs(ctx context.Context, log io.Writer, cacheDir string) (string, error) {
+func ensureRootfs(ctx context.Context, log io.Writer, cacheDir string) (_ string, err error) {
 	out := filepath.Join(cacheDir, "rootfs-"+debianSuite+"-"+rootfsRecipe()+".tar")
 	if _, err := os.Stat(out); err == nil {
 		return out, nil
 	}
-	if err := ensurePackages(ctx, log, map[string]string{"debootstrap": "debootstrap"}); err != nil {
+	if err := EnsurePackages(ctx, log, map[string]string{"debootstrap": "debootstrap"}); err != nil {
 		return "", err
 	}
 	dir, err := os.MkdirTemp(cacheDir, ".rootfs-")
 	if err != nil {
 		return "", err
 	}
-	defer os.RemoveAll(dir)
+	defer func() { err = errors.Join(err, removeTree(dir)) }()
 	fmt.Fprintf(log, "kindnode: making a Debian %s root file system with debootstrap from %s (once, about a minute and a half)\n", debianSuite, debianMirror())
 	start := time.Now()
-	cmd := exec.CommandContext(ctx, "debootstrap", "--variant=minbase", "--include="+strings.Join(debianPackages, ","), debianSuite, dir, debianMirror())
+	cmd := stoppableCommand(ctx, "debootstrap", "--variant=minbase", "--include="+strings.Join(debianPackages, ","), debianSuite, dir, debianMirror())
 	if b, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("debootstrap: %w\n%s", err, tailOf(string(b), 3000))
 	}

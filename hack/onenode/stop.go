@@ -4,10 +4,12 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -87,10 +89,10 @@ func (c *Cluster) cleanup() error {
 	killShims(l)
 	killStrays(l)
 	var errs []error
-	if err := unmountUnder(l.data); err != nil {
+	if err := UnmountUnder(l.data); err != nil {
 		errs = append(errs, err)
 	}
-	if err := unmountUnder(l.runDir); err != nil {
+	if err := UnmountUnder(l.runDir); err != nil {
 		errs = append(errs, err)
 	}
 	removeCgroups("kubepods")
@@ -164,8 +166,10 @@ func processes() map[string]string {
 	return out
 }
 
-// unmountUnder lazily unmounts every mount below dir, deepest first.
-func unmountUnder(dir string) error {
+// UnmountUnder lazily unmounts every mount at or below dir, deepest first:
+// what a killed node (or node image build) left mounted, before its
+// directories are removed.
+func UnmountUnder(dir string) error {
 	f, err := os.Open("/proc/self/mounts")
 	if err != nil {
 		return err
@@ -175,18 +179,38 @@ func unmountUnder(dir string) error {
 	s := bufio.NewScanner(f)
 	for s.Scan() {
 		fields := strings.Fields(s.Text())
-		if len(fields) > 1 && (fields[1] == dir || strings.HasPrefix(fields[1], dir+"/")) {
-			mounts = append(mounts, fields[1])
+		if len(fields) < 2 {
+			continue
+		}
+		if point := unescapeMountPath(fields[1]); point == dir || strings.HasPrefix(point, dir+"/") {
+			mounts = append(mounts, point)
 		}
 	}
 	sort.Slice(mounts, func(i, j int) bool { return len(mounts[i]) > len(mounts[j]) })
 	var errs []error
 	for _, m := range mounts {
 		if err := syscall.Unmount(m, syscall.MNT_DETACH); err != nil && !errors.Is(err, syscall.EINVAL) {
-			errs = append(errs, err)
+			errs = append(errs, fmt.Errorf("unmounting %s: %w", m, err))
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// unescapeMountPath undoes the octal escapes of /proc/self/mounts (\040 for
+// a space).
+func unescapeMountPath(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+3 < len(s) {
+			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
+				b.WriteByte(byte(n))
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
 }
 
 // removeCgroups removes the kubelet's cgroup tree (children first) from every

@@ -1,0 +1,104 @@
+package kindnode
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// machineLockPath is held by the make kind running on this machine, with its
+// pid and cluster written in it. Two at once would share one dockerd (the
+// first to stop would stop it under the other's cluster) and kind's network,
+// from any checkout.
+const machineLockPath = "/run/lock/metawatch-make-kind.lock"
+
+// LockMachine takes the machine's make kind lock for cluster, or says which
+// make kind holds it. The kernel lets it go when this process ends, however
+// it ends.
+func LockMachine(cluster string) (release func(), err error) {
+	f, err := openLockFile(machineLockPath)
+	if err != nil {
+		return nil, err
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		holder, _ := os.ReadFile(machineLockPath)
+		f.Close()
+		if errors.Is(err, unix.EWOULDBLOCK) {
+			pid, name := parseHolder(string(holder))
+			return nil, fmt.Errorf("another make kind is running on this machine (pid %s, cluster %s): one at a time, as they would share one dockerd; use its cluster, or stop it (Ctrl-C) first", pid, name)
+		}
+		return nil, fmt.Errorf("locking %s: %w", machineLockPath, err)
+	}
+	if err := f.Truncate(0); err == nil {
+		_, _ = fmt.Fprintf(f, "%d %s\n", os.Getpid(), cluster)
+	}
+	return func() { f.Close() }, nil
+}
+
+// RunningMakeKind reports the pid and cluster of the make kind running on
+// this machine, if one is.
+func RunningMakeKind() (pid, cluster string, running bool) {
+	f, err := os.Open(machineLockPath)
+	if err != nil {
+		return "", "", false
+	}
+	defer f.Close()
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_SH|unix.LOCK_NB); err == nil {
+		return "", "", false // nobody holds it
+	}
+	holder, _ := os.ReadFile(machineLockPath)
+	pid, cluster = parseHolder(string(holder))
+	return pid, cluster, true
+}
+
+func parseHolder(s string) (pid, cluster string) {
+	pid, cluster, _ = strings.Cut(strings.TrimSpace(s), " ")
+	if cluster == "" {
+		cluster = "unknown"
+	}
+	return pid, cluster
+}
+
+// lockBuild takes the lock of the node image's build in cacheDir, waiting
+// (and saying so) while another process builds: two builds at once would
+// double minutes of compiling, and the stale temporaries a killed build
+// left are removed only under it.
+func lockBuild(ctx context.Context, log io.Writer, cacheDir string) (release func(), err error) {
+	f, err := openLockFile(filepath.Join(cacheDir, "build.lock"))
+	if err != nil {
+		return nil, err
+	}
+	for said := false; ; said = true {
+		err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
+		if err == nil {
+			return func() { f.Close() }, nil
+		}
+		if !errors.Is(err, unix.EWOULDBLOCK) {
+			f.Close()
+			return nil, fmt.Errorf("locking the node image's build: %w", err)
+		}
+		if !said {
+			fmt.Fprintf(log, "kindnode: another process is building the node image; waiting for it\n")
+		}
+		select {
+		case <-ctx.Done():
+			f.Close()
+			return nil, ctx.Err()
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+func openLockFile(path string) (*os.File, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, err
+	}
+	return os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
+}
