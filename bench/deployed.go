@@ -17,6 +17,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	"github.com/metawatch/metawatch/bench/probe"
 	"github.com/metawatch/metawatch/bench/seed"
@@ -64,13 +65,6 @@ func (h *harness) setUpChart(ctx context.Context) (*chartSetup, error) {
 	if h.node == nil {
 		return nil, fmt.Errorf("the chart variant runs metawatch in pods on this machine: it needs --local-cluster or --kind (a node to run them on)")
 	}
-	cs, err := kubernetes.NewForConfig(h.cfg)
-	if err != nil {
-		return nil, err
-	}
-	if err := refuseAnotherInstallation(ctx, cs); err != nil {
-		return nil, err
-	}
 	fmt.Fprintf(os.Stderr, "bench: chart: building the image (make image) and importing it into the node\n")
 	if out, err := exec.CommandContext(ctx, "make", "image").CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("make image: %w\n%s", err, out)
@@ -79,6 +73,10 @@ func (h *harness) setUpChart(ctx context.Context) (*chartSetup, error) {
 		return nil, err
 	}
 	helm, err := controlplane.EnsureHelm(ctx, os.Stderr)
+	if err != nil {
+		return nil, err
+	}
+	cs, err := kubernetes.NewForConfig(h.cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -138,7 +136,11 @@ func (h *harness) spec() variant.Spec {
 // the bench's namespace: the bench's release would clash with its
 // cluster-wide objects (helm refuses them), and it would reconcile the
 // bench's pods too, so the figures would not be the bench's installation's alone.
-func refuseAnotherInstallation(ctx context.Context, cs kubernetes.Interface) error {
+func refuseAnotherInstallation(ctx context.Context, cfg *rest.Config) error {
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
 	deployments, err := cs.AppsV1().Deployments(metav1.NamespaceAll).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=metawatch"})
 	if err != nil {
 		return fmt.Errorf("looking for another metawatch installation: %w", err)

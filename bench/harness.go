@@ -120,6 +120,11 @@ func newHarness(ctx context.Context, o options, tgt *target.Cluster, variants []
 	if err := seed.Leftover(ctx, c); err != nil {
 		return nil, err
 	}
+	if slices.ContainsFunc(variants, func(v variant.Variant) bool { return v.Deployed }) && tgt.Pods != nil {
+		if err := refuseAnotherInstallation(ctx, cfg); err != nil { // before minutes of seeding
+			return nil, err
+		}
+	}
 	via, err := seedVia(o, tgt)
 	if err != nil {
 		return nil, err
