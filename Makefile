@@ -61,7 +61,7 @@ test-integration: controlplane
 
 # The tests on a real node run alone, after the others: one node per machine, and its load would disturb timed tests.
 NODE_TESTS := (TestChartOnARealNode|TestMakeClusterStopsOnSignals|TestStartAfterAKilledRun)
-# The kind tests are make kind-test's only: they start dockerd (the engine's test as soon as docker.io is installed, which make kind does), a kind cluster four times, the bench and make test-node beside it; a cold run builds the node image too.
+# The kind tests are make kind-test's only: they start dockerd (the engine's test as soon as docker.io is installed, which make kind does), make kind five times, the bench and make test-node beside it; a cold run builds the node image too.
 KIND_TESTS := (TestKindClusterChartAndBench|TestTheEngineLeavesTheNetworkNamespaceAsItWas)
 
 ## test-node: the chart on a one-node cluster (make cluster's); skipped, saying why, where a node cannot run (no root, no cgroups).

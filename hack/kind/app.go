@@ -43,11 +43,14 @@ func run(ctx context.Context, o options) (err error) {
 	if err := removeWhatAKilledRunLeft(ctx, log, tools.kind, logDir); err != nil {
 		return err
 	}
-	engine, err := kindnode.StartEngine(ctx, log, logDir)
+	var rec runRecord
+	engine, err := kindnode.StartEngine(ctx, log, logDir, func(pid int) error {
+		rec.Dockerd = identify(pid) // recorded before it is waited for: a kill -9 meanwhile leaves it
+		return rec.save()
+	})
 	if err != nil {
-		return err
+		return errors.Join(err, removeRecord()) // a dockerd that did not start was stopped
 	}
-	rec := runRecord{DockerdPID: engine.PID()}
 	c := cluster{kind: tools.kind, name: o.name, kubeconfig: filepath.Join(logDir, o.name+".kubeconfig"), engineStartedHere: engine.Started}
 	defer func() {
 		// The cluster first, then the engine under it; the record of both

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/metawatch/metawatch/hack/kindnode"
 )
 
 // kindNetwork is the container network kind puts its nodes on; kind delete
@@ -55,7 +57,7 @@ func (c *cluster) create(ctx context.Context, image, config string) error {
 		return err
 	}
 	fmt.Fprintf(os.Stderr, "kind: creating cluster %s from %s\n", c.name, config)
-	cmd := exec.CommandContext(ctx, c.kind, "create", "cluster", "--name", c.name, "--image", image, "--config", config,
+	cmd := kindnode.ChildCommand(ctx, c.kind, "create", "cluster", "--name", c.name, "--image", image, "--config", config,
 		"--kubeconfig", c.kubeconfig, "--wait", "5m")
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	if err := cmd.Run(); err != nil {

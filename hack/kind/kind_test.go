@@ -281,7 +281,7 @@ func assertNothingLeft(t *testing.T, engineBefore bool, linksBefore map[string]b
 		}
 	}
 	assertHostNetworkUnchanged(t, networkBefore, when)
-	engine, err := kindnode.StartEngine(t.Context(), io.Discard, t.TempDir())
+	engine, err := kindnode.StartEngine(t.Context(), io.Discard, t.TempDir(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,48 +20,65 @@ import (
 // crash, the machine switched off) left behind, its dockerd, its cluster and
 // kind's network, before it starts.
 type runRecord struct {
-	DockerdPID  int    `json:"dockerdPid,omitempty"`
-	Cluster     string `json:"cluster,omitempty"`
-	Kubeconfig  string `json:"kubeconfig,omitempty"`
-	MadeNetwork bool   `json:"madeNetwork,omitempty"`
+	// Dockerd is the dockerd this run started, if it did.
+	Dockerd     *processID `json:"dockerd,omitempty"`
+	Cluster     string     `json:"cluster,omitempty"`
+	Kubeconfig  string     `json:"kubeconfig,omitempty"`
+	MadeNetwork bool       `json:"madeNetwork,omitempty"`
 }
 
-// recordPath is where the record is kept: the cache directory, which lasts
-// as the engine's store does (a machine switched off leaves its cluster there).
-func recordPath() (string, error) {
-	dir, err := kindnode.CacheDir()
-	if err != nil {
-		return "", err
-	}
-	return filepath.Join(dir, "make-kind-run.json"), nil
+// processID names a process so that a pid given to another process since
+// (after a reboot, or a restart of the machine's own dockerd) is not taken
+// for it: the boot, the pid and the time it started after that boot.
+type processID struct {
+	Boot  string `json:"boot"`
+	PID   int    `json:"pid"`
+	Start string `json:"start"`
 }
 
+// recordPath is where the record is kept: one per machine, as the lock and
+// the engine's store are, and lasting as the store does (a machine switched
+// off leaves its cluster there). A variable for the tests.
+var recordPath = "/var/lib/metawatch/make-kind-run.json"
+
+// save writes the record, synced: it is read after a crash.
 func (r runRecord) save() error {
-	path, err := recordPath()
-	if err != nil {
-		return err
-	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(recordPath), 0o755); err != nil {
 		return err
 	}
 	data, err := json.Marshal(r)
 	if err != nil {
 		return err
 	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, data, 0o644); err != nil {
+	tmp := recordPath + ".tmp"
+	f, err := os.Create(tmp)
+	if err != nil {
 		return err
 	}
-	return os.Rename(tmp, path)
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, recordPath); err != nil {
+		return err
+	}
+	if dir, err := os.Open(filepath.Dir(recordPath)); err == nil {
+		_ = dir.Sync()
+		dir.Close()
+	}
+	return nil
 }
 
 // readRecord reads the record a make kind left, nil if there is none.
 func readRecord() (*runRecord, error) {
-	path, err := recordPath()
-	if err != nil {
-		return nil, err
-	}
-	data, err := os.ReadFile(path)
+	data, err := os.ReadFile(recordPath)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
@@ -76,11 +93,7 @@ func readRecord() (*runRecord, error) {
 }
 
 func removeRecord() error {
-	path, err := recordPath()
-	if err != nil {
-		return err
-	}
-	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+	if err := os.Remove(recordPath); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err
 	}
 	return nil
@@ -88,39 +101,38 @@ func removeRecord() error {
 
 // removeWhatAKilledRunLeft removes, when an earlier make kind left a record,
 // the cluster and network it made and the dockerd it started: with that
-// dockerd if it still runs, else on the engine running or one started for it.
+// dockerd if it still runs, else on the engine running or one started for
+// the clean-up (recorded too, and stopped after).
 func removeWhatAKilledRunLeft(ctx context.Context, log *os.File, kind, logDir string) error {
-	path, err := recordPath()
+	r, err := readRecord()
 	if err != nil {
-		return err
+		return fmt.Errorf("%s, the record of an earlier make kind, cannot be read (%w): check nothing of it is left (docker ps -a, kind get clusters), then remove it", recordPath, err)
 	}
-	rec, err := readRecord()
-	if err != nil {
-		fmt.Fprintf(log, "kind: ignoring %s, which cannot be read: %v\n", path, err)
-		return removeRecord()
-	}
-	if rec == nil {
+	if r == nil {
 		return nil
 	}
-	r := *rec
 	fmt.Fprintf(log, "kind: an earlier make kind did not end cleanly (killed?): removing what it left (%s)\n", r)
-	leftDockerd := r.DockerdPID != 0 && isRunningDockerd(r.DockerdPID)
-	var engine *kindnode.Engine
-	if !leftDockerd {
-		if engine, err = kindnode.StartEngine(ctx, log, logDir); err != nil {
-			return err
-		}
-	}
+	leftDockerd := r.Dockerd != nil && r.Dockerd.isRunningDockerd()
 	if r.Cluster != "" {
+		var engine *kindnode.Engine
+		if !leftDockerd {
+			engine, err = kindnode.StartEngine(ctx, log, filepath.Join(logDir, "leftovers"), func(pid int) error {
+				r.Dockerd = identify(pid)
+				return r.save()
+			})
+			if err != nil {
+				return err
+			}
+		}
 		c := cluster{kind: kind, name: r.Cluster, kubeconfig: r.Kubeconfig, creating: true, madeNetwork: r.MadeNetwork}
 		err = c.cleanUp(log)
+		engine.Stop(log)
 	}
-	engine.Stop(log)
 	if leftDockerd {
-		err = errors.Join(err, stopDockerd(log, r.DockerdPID))
+		err = errors.Join(err, stopDockerd(log, r.Dockerd.PID))
 	}
 	if err != nil {
-		return fmt.Errorf("removing what an earlier make kind left (recorded in %s): %w", path, err)
+		return fmt.Errorf("removing what an earlier make kind left (recorded in %s): %w", recordPath, err)
 	}
 	return removeRecord()
 }
@@ -130,8 +142,8 @@ func (r runRecord) String() string {
 	if r.Cluster != "" {
 		parts = append(parts, "cluster "+r.Cluster)
 	}
-	if r.DockerdPID != 0 {
-		parts = append(parts, "the dockerd it started, pid "+strconv.Itoa(r.DockerdPID))
+	if r.Dockerd != nil {
+		parts = append(parts, "the dockerd it started, pid "+strconv.Itoa(r.Dockerd.PID))
 	}
 	if len(parts) == 0 {
 		return "nothing made yet"
@@ -139,36 +151,70 @@ func (r runRecord) String() string {
 	return strings.Join(parts, ", ")
 }
 
-// isRunningDockerd reports whether pid is a live dockerd (not a zombie, not
-// a number given to another program since).
-func isRunningDockerd(pid int) bool {
-	comm, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/comm")
+// identify names the running process pid; nil if it cannot be read.
+func identify(pid int) *processID {
+	start, _, ok := startAndState(pid)
+	if !ok {
+		return nil
+	}
+	return &processID{Boot: bootID(), PID: pid, Start: start}
+}
+
+// isRunningDockerd reports whether p still runs and is a dockerd: the same
+// boot, a process of that pid started at the same time, named dockerd and
+// not a zombie.
+func (p *processID) isRunningDockerd() bool {
+	if p.Boot != bootID() {
+		return false
+	}
+	comm, err := os.ReadFile("/proc/" + strconv.Itoa(p.PID) + "/comm")
 	if err != nil || strings.TrimSpace(string(comm)) != "dockerd" {
 		return false
 	}
+	start, state, ok := startAndState(p.PID)
+	return ok && start == p.Start && state != "Z"
+}
+
+// startAndState are a process's start time (in clock ticks after boot) and
+// state, from /proc/PID/stat.
+func startAndState(pid int) (start, state string, ok bool) {
 	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
-		return false
+		return "", "", false
 	}
-	// The state follows the command's closing parenthesis.
-	rest := string(stat[strings.LastIndexByte(string(stat), ')')+1:])
-	return !strings.HasPrefix(strings.TrimSpace(rest), "Z")
+	// The fields after the command's closing parenthesis: state is the
+	// first (field 3), starttime the 20th (field 22).
+	s := string(stat)
+	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	if len(fields) < 20 {
+		return "", "", false
+	}
+	return fields[19], fields[0], true
+}
+
+func bootID() string {
+	b, _ := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	return strings.TrimSpace(string(b))
 }
 
 // stopDockerd stops a dockerd this process did not start: SIGTERM, then
 // SIGKILL after 30 s.
 func stopDockerd(log *os.File, pid int) error {
+	p := identify(pid)
+	if p == nil {
+		return nil // gone already
+	}
 	_ = syscall.Kill(pid, syscall.SIGTERM)
-	for deadline := time.Now().Add(30 * time.Second); isRunningDockerd(pid); time.Sleep(200 * time.Millisecond) {
+	for deadline := time.Now().Add(30 * time.Second); p.isRunningDockerd(); time.Sleep(200 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 			time.Sleep(time.Second)
-			if isRunningDockerd(pid) {
+			if p.isRunningDockerd() {
 				return fmt.Errorf("the dockerd left running (pid %d) does not stop", pid)
 			}
 			break
 		}
 	}
-	fmt.Fprintf(log, "kindnode: stopped the dockerd left running (pid %d)\n", pid)
+	fmt.Fprintf(log, "kind: stopped the dockerd left running (pid %d)\n", pid)
 	return nil
 }

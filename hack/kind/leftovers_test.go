@@ -12,13 +12,16 @@ import (
 // The record of what a make kind made is read back as written, and is gone
 // once removed (a second removal is not an error).
 func TestRunRecordRoundTrip(t *testing.T) {
-	t.Setenv("METAWATCH_CACHE_DIR", t.TempDir())
-	want := runRecord{DockerdPID: 4242, Cluster: "metawatch-bench", Kubeconfig: "/x/bin/kind/metawatch-bench.kubeconfig", MadeNetwork: true}
+	old := recordPath
+	recordPath = filepath.Join(t.TempDir(), "var", "make-kind-run.json")
+	t.Cleanup(func() { recordPath = old })
+	want := runRecord{Dockerd: &processID{Boot: "b", PID: 4242, Start: "123"}, Cluster: "metawatch-bench",
+		Kubeconfig: "/x/bin/kind/metawatch-bench.kubeconfig", MadeNetwork: true}
 	if err := want.save(); err != nil {
 		t.Fatal(err)
 	}
 	got, err := readRecord()
-	if err != nil || got == nil || *got != want {
+	if err != nil || got == nil || got.String() != want.String() || *got.Dockerd != *want.Dockerd || got.Kubeconfig != want.Kubeconfig || !got.MadeNetwork {
 		t.Fatalf("read back %+v, %v; want %+v", got, err, want)
 	}
 	for range 2 {
@@ -31,9 +34,11 @@ func TestRunRecordRoundTrip(t *testing.T) {
 	}
 }
 
-// Only a live process named dockerd is taken for the dockerd a killed make
-// kind left: not another program, not one that has exited (a zombie not yet
-// reaped included), so the next make kind never stops what is not its own.
+// Only the live dockerd that was recorded is taken for the dockerd a killed
+// make kind left: not another program, not one that has exited (a zombie
+// not yet reaped included), not another process given its pid since (another
+// start time, another boot), so the next make kind never stops what is not
+// its own.
 func TestIsRunningDockerd(t *testing.T) {
 	sleep, err := exec.LookPath("sleep")
 	if err != nil {
@@ -55,15 +60,24 @@ func TestIsRunningDockerd(t *testing.T) {
 		}
 		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 	}
-	if isRunningDockerd(other.Process.Pid) {
+	if identify(other.Process.Pid).isRunningDockerd() {
 		t.Error("a sleep was taken for a dockerd")
 	}
-	if !isRunningDockerd(named.Process.Pid) {
-		t.Error("a running process named dockerd was not taken for one")
+	p := identify(named.Process.Pid)
+	if !p.isRunningDockerd() {
+		t.Error("the running process named dockerd that was recorded was not taken for it")
+	}
+	for name, changed := range map[string]processID{
+		"another start time": {Boot: p.Boot, PID: p.PID, Start: p.Start + "0"},
+		"another boot":       {Boot: "another", PID: p.PID, Start: p.Start},
+	} {
+		if changed.isRunningDockerd() {
+			t.Errorf("a dockerd of %s was taken for the one recorded", name)
+		}
 	}
 	_ = named.Process.Signal(syscall.SIGKILL)
 	time.Sleep(200 * time.Millisecond) // exited, not reaped: a zombie
-	if isRunningDockerd(named.Process.Pid) {
+	if p.isRunningDockerd() {
 		t.Error("an exited dockerd (a zombie) was taken for a running one")
 	}
 }

@@ -41,6 +41,7 @@ func CanRun() error {
 // installation (holdServices): make kind starts the engine itself, with its
 // own settings.
 func EnsurePackages(ctx context.Context, log io.Writer, commands map[string]string) error {
+	removeHeldServices(log)
 	var missing []string
 	for command, pkg := range commands {
 		if _, err := exec.LookPath(command); err != nil && !slices.Contains(missing, pkg) {
@@ -51,6 +52,9 @@ func EnsurePackages(ctx context.Context, log io.Writer, commands map[string]stri
 		return nil
 	}
 	sort.Strings(missing)
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	fmt.Fprintf(log, "kindnode: installing Debian's %s with apt-get (not on this machine)\n", strings.Join(missing, ", "))
 	release, err := holdServices(log)
 	if err != nil {
@@ -79,15 +83,19 @@ func EnsurePackages(ctx context.Context, log io.Writer, commands map[string]stri
 // before they start a service; exit status 101 means "not now".
 var policyRCPath = "/usr/sbin/policy-rc.d" // a variable for the tests
 
+// policyRCMarker is in the policy-rc.d make kind writes, so that one a
+// killed make kind left is known for its own and removed.
+const policyRCMarker = "Written by make kind while it installs packages"
+
 // holdServices keeps the services of the packages being installed from
 // starting (Debian's docker.io starts a dockerd with its defaults, iptables
-// rules on), with a policy-rc.d of its own while none is there; release
-// removes it.
+// rules on), with a policy-rc.d of its own while none of the machine's is
+// there; release removes it.
 func holdServices(log io.Writer) (release func(), err error) {
-	if _, err := os.Stat(policyRCPath); err == nil {
+	if b, err := os.ReadFile(policyRCPath); err == nil && !strings.Contains(string(b), policyRCMarker) {
 		return func() {}, nil // the machine's own says what starts
 	}
-	script := "#!/bin/sh\n# Written by make kind while it installs packages, so that their services do not start; remove it if it was left.\nexit 101\n"
+	script := "#!/bin/sh\n# " + policyRCMarker + ", so that their services do not start.\nexit 101\n"
 	if err := os.WriteFile(policyRCPath, []byte(script), 0o755); err != nil {
 		return nil, fmt.Errorf("writing %s (so that the packages installed start no service): %w", policyRCPath, err)
 	}
@@ -96,6 +104,16 @@ func holdServices(log io.Writer) (release func(), err error) {
 			fmt.Fprintf(log, "kindnode: could not remove the %s written for the install: %v; remove it by hand\n", policyRCPath, err)
 		}
 	}, nil
+}
+
+// removeHeldServices removes a policy-rc.d of make kind's that a killed make
+// kind left, which would keep every service on the machine from starting.
+func removeHeldServices(log io.Writer) {
+	if b, err := os.ReadFile(policyRCPath); err == nil && strings.Contains(string(b), policyRCMarker) {
+		if err := os.Remove(policyRCPath); err == nil {
+			fmt.Fprintf(log, "kindnode: removed the %s an earlier make kind left\n", policyRCPath)
+		}
+	}
 }
 
 // Engine is the container engine kind runs on: dockerd, started here when
@@ -108,8 +126,10 @@ type Engine struct {
 
 // StartEngine installs Debian's docker.io when dockerd or the docker CLI is
 // missing, and starts dockerd when `docker info` finds none running; its log
-// goes to logDir/dockerd.log.
-func StartEngine(ctx context.Context, log io.Writer, logDir string) (*Engine, error) {
+// goes to logDir/dockerd.log. started, if not nil, is given the pid of a
+// dockerd started here before it is waited for, for a record a make kind
+// killed meanwhile leaves.
+func StartEngine(ctx context.Context, log io.Writer, logDir string, started func(pid int) error) (*Engine, error) {
 	if err := EnsurePackages(ctx, log, map[string]string{"dockerd": "docker.io", "docker": "docker.io"}); err != nil {
 		return nil, err
 	}
@@ -144,6 +164,12 @@ func StartEngine(ctx context.Context, log io.Writer, logDir string) (*Engine, er
 	}
 	e := &Engine{Started: true, daemon: daemon, exited: make(chan struct{})}
 	go func() { _ = daemon.Wait(); close(e.exited) }()
+	if started != nil {
+		if err := started(daemon.Process.Pid); err != nil {
+			e.Stop(log)
+			return nil, err
+		}
+	}
 	fmt.Fprintf(log, "kindnode: started dockerd (pid %d, log %s); it stops at the end\n", daemon.Process.Pid, logPath)
 	if err := e.waitAnswering(ctx, log, logPath); err != nil {
 		return nil, err
@@ -177,15 +203,6 @@ func (e *Engine) waitAnswering(ctx context.Context, log io.Writer, logPath strin
 			}
 		}
 	}
-}
-
-// PID is the process id of the dockerd started here, 0 for an engine that
-// was already running.
-func (e *Engine) PID() int {
-	if e == nil || !e.Started {
-		return 0
-	}
-	return e.daemon.Process.Pid
 }
 
 // Exited is closed once the dockerd started here has exited; it is never

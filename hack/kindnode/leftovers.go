@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -18,12 +19,27 @@ import (
 // mounted in its target): in a process group of its own, so a terminal's
 // Ctrl-C does not reach it before make kind decides; when ctx ends, SIGTERM
 // to its group, and SIGKILL only 30 s later.
+// If make kind itself is killed, so is the program (SIGTERM too): the build
+// lock goes with make kind, and the next build removes its directories.
 func stoppableCommand(ctx context.Context, name string, args ...string) *exec.Cmd {
 	cmd := exec.CommandContext(ctx, name, args...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM) }
 	cmd.WaitDelay = 30 * time.Second
 	return cmd
+}
+
+// childCommand is exec.CommandContext for a program that must not outlive
+// make kind (the import's containerd, kind create cluster): killed with it.
+func childCommand(ctx context.Context, name string, args ...string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	return cmd
+}
+
+// ChildCommand is childCommand for make kind's own commands.
+func ChildCommand(ctx context.Context, name string, args ...string) *exec.Cmd {
+	return childCommand(ctx, name, args...)
 }
 
 // removeTree removes dir after unmounting whatever is mounted under it: a
@@ -34,6 +50,12 @@ func removeTree(dir string) error {
 	if err != nil {
 		return err
 	}
+	// The mount table names real paths: a cache or TMPDIR behind a link too.
+	if resolved, err := filepath.EvalSymlinks(abs); err == nil {
+		abs = resolved
+	} else if os.IsNotExist(err) {
+		return nil
+	}
 	if err := onenode.UnmountUnder(abs); err != nil {
 		return err
 	}
@@ -42,16 +64,19 @@ func removeTree(dir string) error {
 
 // removeLeftovers removes what a build that was killed before its own
 // clean-up left: its work and root file system directories and half-written
-// tarballs in cacheDir, and the import's containerd state in the temporary
+// tarballs in cacheDir, and its import's containerd state in the temporary
 // directory. Only under lockBuild, so never another build's.
 func removeLeftovers(log io.Writer, cacheDir string) error {
 	var left []string
-	for _, pattern := range []string{
-		filepath.Join(cacheDir, ".build-*"), filepath.Join(cacheDir, ".rootfs-*"), filepath.Join(cacheDir, "*.tmp-*"),
-		filepath.Join(os.TempDir(), containerdStatePrefix+"*"),
-	} {
-		matches, _ := filepath.Glob(pattern)
-		left = append(left, matches...)
+	for _, pattern := range []string{".build-*", ".rootfs-*", "*.tmp-*"} {
+		matches, _ := filepath.Glob(filepath.Join(cacheDir, pattern))
+		for _, m := range matches {
+			if strings.HasPrefix(filepath.Base(m), ".build-") {
+				states, _ := filepath.Glob(filepath.Join(os.TempDir(), containerdStatePrefix(m)+"*"))
+				left = append(left, states...)
+			}
+			left = append(left, m)
+		}
 	}
 	for _, path := range left {
 		fmt.Fprintf(log, "kindnode: removing %s, left by a build that was stopped\n", path)

@@ -2,6 +2,7 @@ package kindnode
 
 import (
 	"bytes"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -55,8 +56,9 @@ func TestRemoveTreeUnmountsWhatIsMountedUnderIt(t *testing.T) {
 func TestRemoveLeftoversKeepsTheCache(t *testing.T) {
 	cache := t.TempDir()
 	t.Setenv("TMPDIR", t.TempDir())
-	left := []string{".build-123", ".rootfs-456", "node-v1.36.3-abc.tar.tmp-99", filepath.Join(os.TempDir(), containerdStatePrefix+"789")}
-	kept := []string{"node-v1.36.3-abc.tar", "rootfs-bookworm-def.tar", "build.lock", "make-kind-run.json"}
+	left := []string{".build-123", ".rootfs-456", "node-v1.36.3-abc.tar.tmp-99", filepath.Join(os.TempDir(), containerdStatePrefix(".build-123")+"789")}
+	kept := []string{"node-v1.36.3-abc.tar", "rootfs-bookworm-def.tar", "build.lock",
+		filepath.Join(os.TempDir(), containerdStatePrefix(".build-running")+"1")} // another cache's build, running
 	for _, name := range append(append([]string{}, left...), kept...) {
 		path := name
 		if !filepath.IsAbs(name) {
@@ -86,7 +88,11 @@ func TestRemoveLeftoversKeepsTheCache(t *testing.T) {
 		}
 	}
 	for _, name := range kept {
-		if _, err := os.Stat(filepath.Join(cache, name)); err != nil {
+		path := name
+		if !filepath.IsAbs(name) {
+			path = filepath.Join(cache, name)
+		}
+		if _, err := os.Stat(path); err != nil {
 			t.Errorf("%s was removed: %v", name, err)
 		}
 	}
@@ -117,17 +123,26 @@ func TestRunningMakeKindNamesTheHolder(t *testing.T) {
 
 // The packages make kind installs start no service (Debian's docker.io would
 // start a dockerd with iptables rules): a policy-rc.d refusing every start
-// is there during the install and gone after; one the machine has is kept.
+// is there during the install and gone after; the machine's own is kept;
+// one a killed make kind left is taken for make kind's and removed.
 func TestHoldServices(t *testing.T) {
-	for name, existing := range map[string]bool{"without a policy of the machine's": false, "with one": true} {
+	machines := []byte("#!/bin/sh\nexit 0\n")
+	leftByAKilledRun := []byte("#!/bin/sh\n# " + policyRCMarker + ", so that their services do not start.\nexit 101\n")
+	for name, tc := range map[string]struct {
+		before    []byte // nil: no policy-rc.d
+		keptAfter bool
+	}{
+		"without a policy-rc.d":                  {},
+		"with the machine's own":                 {before: machines, keptAfter: true},
+		"with one a killed make kind left there": {before: leftByAKilledRun},
+	} {
 		t.Run(name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "policy-rc.d")
 			old := policyRCPath
 			policyRCPath = path
 			t.Cleanup(func() { policyRCPath = old })
-			mine := []byte("#!/bin/sh\nexit 0\n")
-			if existing {
-				if err := os.WriteFile(path, mine, 0o755); err != nil {
+			if tc.before != nil {
+				if err := os.WriteFile(path, tc.before, 0o755); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -139,20 +154,43 @@ func TestHoldServices(t *testing.T) {
 			if err != nil {
 				t.Fatalf("no policy-rc.d during the install: %v", err)
 			}
-			if existing && !bytes.Equal(during, mine) {
+			if tc.keptAfter && !bytes.Equal(during, tc.before) {
 				t.Errorf("the machine's policy-rc.d was replaced:\n%s", during)
 			}
-			if !existing && !bytes.Contains(during, []byte("exit 101")) {
+			if !tc.keptAfter && !bytes.Contains(during, []byte("exit 101")) {
 				t.Errorf("the policy-rc.d written does not refuse starts (exit 101):\n%s", during)
 			}
 			release()
 			after, err := os.ReadFile(path)
-			if existing && !bytes.Equal(after, mine) {
+			if tc.keptAfter && !bytes.Equal(after, tc.before) {
 				t.Errorf("the machine's policy-rc.d is not as it was after: %q, %v", after, err)
 			}
-			if !existing && !os.IsNotExist(err) {
-				t.Errorf("the policy-rc.d written for the install is left: %v", err)
+			if !tc.keptAfter && !os.IsNotExist(err) {
+				t.Errorf("make kind's policy-rc.d is left after the install: %v", err)
 			}
 		})
+	}
+}
+
+// A policy-rc.d a killed make kind left is removed by the next one, even
+// when it installs nothing; the machine's own is not.
+func TestRemoveHeldServices(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "policy-rc.d")
+	old := policyRCPath
+	policyRCPath = path
+	t.Cleanup(func() { policyRCPath = old })
+	if err := os.WriteFile(path, []byte("#!/bin/sh\nexit 101\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	removeHeldServices(io.Discard)
+	if _, err := os.Stat(path); err != nil {
+		t.Errorf("the machine's own policy-rc.d was removed: %v", err)
+	}
+	if err := os.WriteFile(path, []byte("# "+policyRCMarker+"\nexit 101\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	removeHeldServices(io.Discard)
+	if _, err := os.Stat(path); !os.IsNotExist(err) {
+		t.Errorf("make kind's policy-rc.d was left: %v", err)
 	}
 }

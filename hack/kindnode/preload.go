@@ -16,11 +16,11 @@ import (
 // machine's containerd, Debian's like the node's, runs on that store for the
 // import, with its own socket and state and no CRI plugin. The node's
 // kubelet finds every image present and pulls nothing.
-// containerdStatePrefix names the import's containerd state directories.
-const containerdStatePrefix = "kindnode-containerd-"
-
 func preloadImages(ctx context.Context, root, archive string) (err error) {
-	state, err := os.MkdirTemp("", containerdStatePrefix)
+	// Named after the build's work directory, so that what a killed build
+	// left is found with it (removeLeftovers); in the temporary directory,
+	// where the socket's path stays short.
+	state, err := os.MkdirTemp("", containerdStatePrefix(filepath.Dir(root)))
 	if err != nil {
 		return err
 	}
@@ -30,7 +30,7 @@ func preloadImages(ctx context.Context, root, archive string) (err error) {
 	if err := os.WriteFile(config, []byte("version = 2\ndisabled_plugins = [\"io.containerd.grpc.v1.cri\"]\n"), 0o644); err != nil {
 		return err
 	}
-	daemon := exec.CommandContext(ctx, "containerd", "--config", config, "--root", filepath.Join(root, "var/lib/containerd"),
+	daemon := childCommand(ctx, "containerd", "--config", config, "--root", filepath.Join(root, "var/lib/containerd"),
 		"--state", filepath.Join(state, "run"), "--address", socket)
 	logFile, err := os.Create(filepath.Join(state, "containerd.log"))
 	if err != nil {
@@ -58,4 +58,10 @@ func preloadImages(ctx context.Context, root, archive string) (err error) {
 		return fmt.Errorf("importing the node's images: %w\n%s", err, b)
 	}
 	return nil
+}
+
+// containerdStatePrefix names the state directories of the import's
+// containerd for the build whose work directory is work.
+func containerdStatePrefix(work string) string {
+	return "kindnode-containerd-" + filepath.Base(work) + "-"
 }
