@@ -172,8 +172,8 @@ func cleanUpCommand(ctx context.Context, name string, args ...string) *exec.Cmd 
 	return cmd
 }
 
-// stderrOf is what a failed command wrote to its standard error, on a line
-// of its own, or "".
+// stderrOf is what a failed command wrote to its standard error, after a
+// colon, or "".
 func stderrOf(err error) string {
 	var exit *exec.ExitError
 	if errors.As(err, &exit) && len(bytes.TrimSpace(exit.Stderr)) > 0 {
