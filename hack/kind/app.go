@@ -62,9 +62,6 @@ func run(ctx context.Context, o options) (err error) {
 		}
 		err = errors.Join(err, cleanUpErr)
 	}()
-	if err := rec.save(); err != nil {
-		return err
-	}
 	image, err := kindnode.EnsureImage(ctx, log)
 	if err != nil {
 		return err

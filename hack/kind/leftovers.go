@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/metawatch/metawatch/hack/kindnode"
+	"github.com/metawatch/metawatch/pkg/testing/controlplane"
 )
 
 // runRecord is what a make kind has started and made, kept in a file while
@@ -50,30 +51,7 @@ func (r runRecord) save() error {
 	if err != nil {
 		return err
 	}
-	tmp := recordPath + ".tmp"
-	f, err := os.Create(tmp)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, recordPath); err != nil {
-		return err
-	}
-	if dir, err := os.Open(filepath.Dir(recordPath)); err == nil {
-		_ = dir.Sync()
-		dir.Close()
-	}
-	return nil
+	return controlplane.WriteFileAtomic(recordPath, data, 0o644)
 }
 
 // readRecord reads the record a make kind left, nil if there is none.

@@ -101,7 +101,9 @@ func ensureNodeTarball(ctx context.Context, log io.Writer, cacheDir, out string)
 	if _, err := os.Stat(out); err == nil {
 		return nil
 	}
-	release, err := lockBuild(ctx, log, cacheDir)
+	// Two builds at once would double minutes of compiling, and what a
+	// killed build left is removed only under the lock.
+	release, err := controlplane.LockDir(ctx, log, cacheDir)
 	if err != nil {
 		return err
 	}

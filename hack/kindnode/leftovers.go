@@ -29,17 +29,12 @@ func stoppableCommand(ctx context.Context, name string, args ...string) *exec.Cm
 	return cmd
 }
 
-// childCommand is exec.CommandContext for a program that must not outlive
+// ChildCommand is exec.CommandContext for a program that must not outlive
 // make kind (the import's containerd, kind create cluster): killed with it.
-func childCommand(ctx context.Context, name string, args ...string) *exec.Cmd {
+func ChildCommand(ctx context.Context, name string, args ...string) *exec.Cmd {
 	cmd := exec.CommandContext(ctx, name, args...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	return cmd
-}
-
-// ChildCommand is childCommand for make kind's own commands.
-func ChildCommand(ctx context.Context, name string, args ...string) *exec.Cmd {
-	return childCommand(ctx, name, args...)
 }
 
 // removeTree removes dir after unmounting whatever is mounted under it: a
@@ -65,7 +60,7 @@ func removeTree(dir string) error {
 // removeLeftovers removes what a build that was killed before its own
 // clean-up left: its work and root file system directories and half-written
 // tarballs in cacheDir, and its import's containerd state in the temporary
-// directory. Only under lockBuild, so never another build's.
+// directory. Only under the cache's build lock, so never another build's.
 func removeLeftovers(log io.Writer, cacheDir string) error {
 	var left []string
 	for _, pattern := range []string{".build-*", ".rootfs-*", "*.tmp-*"} {

@@ -57,7 +57,7 @@ func TestRemoveLeftoversKeepsTheCache(t *testing.T) {
 	cache := t.TempDir()
 	t.Setenv("TMPDIR", t.TempDir())
 	left := []string{".build-123", ".rootfs-456", "node-v1.36.3-abc.tar.tmp-99", filepath.Join(os.TempDir(), containerdStatePrefix(".build-123")+"789")}
-	kept := []string{"node-v1.36.3-abc.tar", "rootfs-bookworm-def.tar", "build.lock",
+	kept := []string{"node-v1.36.3-abc.tar", "rootfs-bookworm-def.tar", ".lock",
 		filepath.Join(os.TempDir(), containerdStatePrefix(".build-running")+"1")} // another cache's build, running
 	for _, name := range append(append([]string{}, left...), kept...) {
 		path := name

@@ -1,10 +1,8 @@
 package kindnode
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -71,36 +69,6 @@ func parseHolder(s string) (pid, cluster string) {
 		cluster = "unknown"
 	}
 	return pid, cluster
-}
-
-// lockBuild takes the lock of the node image's build in cacheDir, waiting
-// (and saying so) while another process builds: two builds at once would
-// double minutes of compiling, and the stale temporaries a killed build
-// left are removed only under it.
-func lockBuild(ctx context.Context, log io.Writer, cacheDir string) (release func(), err error) {
-	f, err := openLockFile(filepath.Join(cacheDir, "build.lock"))
-	if err != nil {
-		return nil, err
-	}
-	for said := false; ; said = true {
-		err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
-		if err == nil {
-			return func() { f.Close() }, nil
-		}
-		if !errors.Is(err, unix.EWOULDBLOCK) {
-			f.Close()
-			return nil, fmt.Errorf("locking the node image's build: %w", err)
-		}
-		if !said {
-			fmt.Fprintf(log, "kindnode: another process is building the node image; waiting for it\n")
-		}
-		select {
-		case <-ctx.Done():
-			f.Close()
-			return nil, ctx.Err()
-		case <-time.After(time.Second):
-		}
-	}
 }
 
 func openLockFile(path string) (*os.File, error) {

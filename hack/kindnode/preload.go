@@ -30,7 +30,7 @@ func preloadImages(ctx context.Context, root, archive string) (err error) {
 	if err := os.WriteFile(config, []byte("version = 2\ndisabled_plugins = [\"io.containerd.grpc.v1.cri\"]\n"), 0o644); err != nil {
 		return err
 	}
-	daemon := childCommand(ctx, "containerd", "--config", config, "--root", filepath.Join(root, "var/lib/containerd"),
+	daemon := ChildCommand(ctx, "containerd", "--config", config, "--root", filepath.Join(root, "var/lib/containerd"),
 		"--state", filepath.Join(state, "run"), "--address", socket)
 	logFile, err := os.Create(filepath.Join(state, "containerd.log"))
 	if err != nil {

@@ -3,6 +3,7 @@ package controlplane
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -79,7 +80,7 @@ func ensureInCache(ctx context.Context, log io.Writer, as ...artifact) (string, 
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", fmt.Errorf("creating cache directory: %w", err)
 	}
-	unlock, err := lockDir(dir)
+	unlock, err := LockDir(ctx, nil, dir)
 	if err != nil {
 		return "", err
 	}
@@ -197,15 +198,32 @@ func reportProgress(log io.Writer, what string, start time.Time) (stop func()) {
 	return func() { close(done) }
 }
 
-// lockDir takes an exclusive flock on dir/.lock, so concurrent test binaries build once.
-func lockDir(dir string) (unlock func(), err error) {
+// LockDir takes an exclusive flock on dir/.lock, so that concurrent
+// processes (test binaries, a make kind and a bench) build what dir holds
+// once. While another process holds it, it waits, saying so once to log if
+// log is not nil, until ctx ends.
+func LockDir(ctx context.Context, log io.Writer, dir string) (unlock func(), err error) {
 	f, err := os.OpenFile(filepath.Join(dir, ".lock"), os.O_CREATE|os.O_RDWR, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("opening build lock: %w", err)
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("taking build lock %s: %w", f.Name(), err)
+	for said := false; ; said = true {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if err == nil {
+			return func() { f.Close() }, nil
+		}
+		if !errors.Is(err, syscall.EWOULDBLOCK) {
+			f.Close()
+			return nil, fmt.Errorf("taking build lock %s: %w", f.Name(), err)
+		}
+		if !said && log != nil {
+			fmt.Fprintf(log, "controlplane: another process holds %s; waiting for it to finish\n", f.Name())
+		}
+		select {
+		case <-ctx.Done():
+			f.Close()
+			return nil, ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
 	}
-	return func() { f.Close() }, nil
 }

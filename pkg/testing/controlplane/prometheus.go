@@ -32,7 +32,7 @@ func EnsurePrometheus(ctx context.Context, log io.Writer) (Prometheus, error) {
 	if err := os.MkdirAll(tools, 0o755); err != nil {
 		return Prometheus{}, err
 	}
-	unlock, err := lockDir(tools) // test packages run in parallel
+	unlock, err := LockDir(ctx, nil, tools) // test packages run in parallel
 	if err != nil {
 		return Prometheus{}, err
 	}

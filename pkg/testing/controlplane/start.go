@@ -155,7 +155,7 @@ func (cp *ControlPlane) writeKubeconfig(path string) error {
 		cp.tempDir = dir
 		path = filepath.Join(dir, "kubeconfig")
 	}
-	if err := writeFileAtomic(path, cp.env.KubeConfig, 0o600); err != nil {
+	if err := WriteFileAtomic(path, cp.env.KubeConfig, 0o600); err != nil {
 		return fmt.Errorf("writing kubeconfig %s: %w", path, err)
 	}
 	cp.KubeconfigPath = path

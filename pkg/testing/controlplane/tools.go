@@ -66,7 +66,7 @@ func ensureTool(ctx context.Context, dirName string, a artifact, log io.Writer) 
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", fmt.Errorf("creating %s: %w", dir, err)
 	}
-	unlock, err := lockDir(dir)
+	unlock, err := LockDir(ctx, nil, dir)
 	if err != nil {
 		return "", err
 	}

@@ -99,11 +99,13 @@ func (m wrapperModule) prepare(ctx context.Context, srcRoot string) (string, err
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", err
 	}
-	return dir, writeFileAtomic(filepath.Join(dir, "go.mod"), []byte(content), 0o644)
+	return dir, WriteFileAtomic(filepath.Join(dir, "go.mod"), []byte(content), 0o644)
 }
 
-// writeFileAtomic writes to a temporary name in the same directory, then renames.
-func writeFileAtomic(path string, data []byte, perm os.FileMode) error {
+// WriteFileAtomic writes to a temporary name in the same directory, syncs
+// it, renames it to path and syncs the directory: a reader, even after a
+// crash, finds the old file or the new one whole.
+func WriteFileAtomic(path string, data []byte, perm os.FileMode) error {
 	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
 		return err
@@ -117,8 +119,19 @@ func writeFileAtomic(path string, data []byte, perm os.FileMode) error {
 		tmp.Close()
 		return err
 	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return err
+	}
 	if err := tmp.Close(); err != nil {
 		return err
 	}
-	return os.Rename(tmp.Name(), path)
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return err
+	}
+	if dir, err := os.Open(filepath.Dir(path)); err == nil {
+		_ = dir.Sync()
+		dir.Close()
+	}
+	return nil
 }
