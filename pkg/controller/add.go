@@ -62,6 +62,10 @@ type Options struct {
 	// wrote (never for annotations of Secrets). Off, they name the manager
 	// only: anyone who may list Events reads them.
 	EventValues bool
+	// Limits are the operator's guardrails: every write (set, copy, remove,
+	// release) is checked against them again as it is decided. Nil:
+	// config.DefaultLimits.
+	Limits *config.Limits
 	// Leading, when set, closes once this replica leads (a warm standby's
 	// generation). Until then the controllers watch nothing, though their
 	// informers are made and kept synced: a standby's queues would only grow
@@ -107,6 +111,10 @@ func setupKind(mgr manager.Manager, w config.ResolvedWatch, rs []rules.Rule, own
 		ruler.audit = opts.Audits.forKind(kindLabel(w.GVK), mgr.GetEventRecorder(EventSource))
 		ruler.ownerKinds, ruler.copiesFromOwners, ruler.watchedNamespaces = owners, rules.CopiesFromOwners(rs), w.Namespaces
 		ruler.packed = metacache.Packed(w)
+		if opts.Limits != nil {
+			ruler.limits = opts.Limits
+		}
+		ruler.kindWritable = ruler.limits.AllowsKind(w.GVK.GroupKind(), w.Namespaced)
 		kr.steps = append(kr.steps, ruler)
 	}
 	c, err := controller.New(controllerName(w), mgr, controller.Options{

@@ -89,7 +89,7 @@ func heldRules(wanted, kept rules.Result) map[string]bool {
 	held := map[string]bool{}
 	for _, m := range []struct{ wanted, kept map[string]rules.Owned }{{wanted.Labels, kept.Labels}, {wanted.Annotations, kept.Annotations}} {
 		for k, o := range m.wanted {
-			if _, ok := m.kept[k]; !ok {
+			if _, ok := m.kept[k]; !ok && !o.Keep {
 				held[o.Rule] = true
 			}
 		}

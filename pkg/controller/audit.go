@@ -35,6 +35,7 @@ type audit struct {
 	inherited violators      // reported by earlier generations, for objects not observed since
 	counts    map[string]int // rule -> violating objects
 	off       offCounts
+	left      *leftKeys // keys the guardrails keep metawatch from writing
 }
 
 // observe records obj's current violations: an Event for each rule it starts
@@ -63,6 +64,7 @@ func (a *audit) forget(key types.NamespacedName) {
 	delete(a.inherited, key)
 	a.setLocked(key, a.failing[key], nil)
 	a.setHeldLocked(key, nil)
+	a.observeLeft(key, nil)
 }
 
 // setLocked moves key from violating before to violating now, counting.
@@ -133,7 +135,7 @@ func NewAudits(live bool) *Audits { return &Audits{live: live, kinds: map[string
 func (a *Audits) forKind(kind string, recorder events.EventRecorder) *audit {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	au := &audit{kind: kind, recorder: recorder, owner: a, failing: violators{}, inherited: violators{}, counts: map[string]int{}, off: newOffCounts()}
+	au := &audit{kind: kind, recorder: recorder, owner: a, failing: violators{}, inherited: violators{}, counts: map[string]int{}, off: newOffCounts(), left: newLeftKeys()}
 	a.kinds[kind] = au
 	return au
 }
@@ -174,6 +176,7 @@ func (a *Audits) Publish() {
 	a.live = true
 	metrics.RuleViolations.Reset()
 	metrics.ObjectsOff.Reset()
+	metrics.KeysLeft.Reset()
 	for kind, au := range a.kinds {
 		au.mu.Lock()
 		for rule, n := range au.counts {
@@ -183,6 +186,7 @@ func (a *Audits) Publish() {
 		}
 		au.publishOff()
 		au.mu.Unlock()
+		au.publishLeft()
 	}
 }
 

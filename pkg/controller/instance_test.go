@@ -71,6 +71,9 @@ func startInstanceWith(t *testing.T, configYAML string, opts controller.Options,
 	if opts.Versions == nil {
 		opts.Versions = mopts.Versions
 	}
+	if opts.Limits == nil {
+		opts.Limits = everyKindWritable()
+	}
 	mgr, err := manager.New(cfg, watches, mopts)
 	if err != nil {
 		t.Fatal(err)
@@ -121,3 +124,11 @@ func (inst *instance) countWrites(cfg *rest.Config) *rest.Config {
 type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
+
+// everyKindWritable are the instances' guardrails unless a test sets its
+// own: the default protected keys, every kind the tests' rules write.
+func everyKindWritable() *config.Limits {
+	l := config.DefaultLimits()
+	l.WritableKinds = []string{"*", "Namespace", "Node"}
+	return &l
+}

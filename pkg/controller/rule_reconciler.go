@@ -38,9 +38,13 @@ type ruleReconciler struct {
 	memory       *memory
 	writesFrozen func(schema.GroupKind) error // see Options.WritesFrozen
 	inScope      func(namespace string) bool  // see Options.InScope
-	live         client.Reader                // the API server, uncached: the object as it is now, after a stale write
-	versions     ResourceVersions             // see Options.Versions; nil: the cached object's
-	eventValues  bool                         // see Options.EventValues
+	// limits are the operator's guardrails, checked again as each write is
+	// decided (guard); kindWritable: they let rules write the kind at all.
+	limits       *config.Limits
+	kindWritable bool
+	live         client.Reader    // the API server, uncached: the object as it is now, after a stale write
+	versions     ResourceVersions // see Options.Versions; nil: the cached object's
+	eventValues  bool             // see Options.EventValues
 	// ownerKinds are the kinds cached for copyFromOwner; copiesFromOwners:
 	// some rule of this kind copies from an owner (see ownersOf).
 	ownerKinds       ownerKinds
@@ -84,9 +88,10 @@ type ResourceVersions interface {
 
 // newRuleReconciler returns a ruleReconciler for kind gvk.
 func newRuleReconciler(reader client.Reader, writer patcher, recorder events.EventRecorder, gvk schema.GroupVersionKind, rs []rules.Rule, dryRun bool, mem *memory) *ruleReconciler {
+	limits := config.DefaultLimits()
 	return &ruleReconciler{
 		Reader: reader, Writer: writer, Recorder: recorder, GVK: gvk, Rules: rs, DryRun: dryRun,
-		audit: NewAudits(true).forKind(kindLabel(gvk), recorder), memory: mem,
+		audit: NewAudits(true).forKind(kindLabel(gvk), recorder), memory: mem, limits: &limits,
 	}
 }
 
@@ -104,6 +109,7 @@ func (r *ruleReconciler) reconcileObject(ctx context.Context, key types.Namespac
 	}
 	if !r.writable(obj) {
 		logr.FromContextOrDiscard(ctx).V(1).Info("out of the write scope: not reconciled")
+		r.leaveAll(ctx, key, obj, config.RefusedNamespace)
 		return nil
 	}
 	src, waits, err := r.awaitSources(ctx, key, obj)
@@ -202,6 +208,13 @@ func (r *ruleReconciler) readLive(ctx context.Context, key types.NamespacedName)
 func (r *ruleReconciler) decideAndWrite(ctx context.Context, key types.NamespacedName, obj *metav1.PartialObjectMetadata, src rules.Sources) (stale bool, err error) {
 	result := rules.Evaluate(r.Rules, rules.Metadata{Labels: obj.Labels, Annotations: obj.Annotations}, src)
 	r.audit.observe(key, obj, result.Violations)
+	if !r.kindWritable {
+		// Audit rules alone: nothing is written, not even a release of a
+		// key metawatch set while the kind was writable.
+		r.leaveAll(ctx, key, obj, config.RefusedKind)
+		return false, nil
+	}
+	result = r.guard(ctx, key, obj, result)
 	rv, removeErr := r.remove(ctx, obj, r.newestVersion(obj), result)
 	if staleVersion(removeErr) {
 		return true, removeErr

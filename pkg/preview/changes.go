@@ -9,6 +9,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/metawatch/metawatch/pkg/config"
 	"github.com/metawatch/metawatch/pkg/controller"
 	"github.com/metawatch/metawatch/pkg/rules"
 )
@@ -64,8 +65,7 @@ func (m managers) other(what, key string) string {
 // does: a key to set (or adopt), a key to remove, a key metawatch set that
 // no rule wants any more (released), and a key another manager holds with
 // another value (a conflict, unless the rule has force).
-func changes(obj Object, res rules.Result, src found) ([]Write, []Conflict, []string) {
-	m := managersOf(obj)
+func changes(obj Object, m managers, res rules.Result, src found) ([]Write, []Conflict, []string) {
 	var writes []Write
 	var conflicts []Conflict
 	var notes []string
@@ -106,6 +106,20 @@ func changes(obj Object, res rules.Result, src found) ([]Write, []Conflict, []st
 		}
 	}
 	return writes, conflicts, notes
+}
+
+// leftAll is every key metawatch owns on an object whose kind the limits
+// do not let rules write, left for reason.
+func leftAll(m managers, current rules.Metadata, reason string) []rules.Left {
+	var left []rules.Left
+	for _, what := range []config.MetadataMap{config.Labels, config.Annotations} {
+		for _, k := range sortedKeys(what.Of(current.Labels, current.Annotations)) {
+			if m.mine(what.Plural(), k) {
+				left = append(left, rules.Left{Map: what, Key: k, Action: "release", Reason: reason})
+			}
+		}
+	}
+	return left
 }
 
 // fromOf says where rule's value of key comes from.

@@ -66,33 +66,38 @@ func TestPreviewDoesAsTheControllerWould(t *testing.T) {
 		},
 	}
 	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			conf, err := config.Parse([]byte(tc.config))
-			if err != nil {
-				t.Fatal(err)
-			}
-			objs, err := preview.Read(strings.NewReader(tc.objects))
-			if err != nil {
-				t.Fatal(err)
-			}
-			reports, err := preview.Preview(t.Context(), objs, preview.Options{Config: conf})
-			if err != nil {
-				t.Fatal(err)
-			}
-			var out strings.Builder
-			if err := preview.WriteText(&out, reports); err != nil {
-				t.Fatal(err)
-			}
-			for _, w := range tc.want {
-				if !strings.Contains(out.String(), w) {
-					t.Errorf("the report lacks %q:\n%s", w, out.String())
-				}
-			}
-			for _, n := range tc.not {
-				if strings.Contains(out.String(), n) {
-					t.Errorf("the report says %q:\n%s", n, out.String())
-				}
-			}
-		})
+		t.Run(name, func(t *testing.T) { checkReport(t, tc.config, tc.objects, nil, tc.want, tc.not) })
+	}
+}
+
+// checkReport previews objects with configYAML and limits (nil: the
+// defaults), and checks the text report says each of want and none of not.
+func checkReport(t *testing.T, configYAML, objects string, limits *config.Limits, want, not []string) {
+	t.Helper()
+	conf, err := config.Parse([]byte(configYAML))
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs, err := preview.Read(strings.NewReader(objects))
+	if err != nil {
+		t.Fatal(err)
+	}
+	reports, err := preview.Preview(t.Context(), objs, preview.Options{Config: conf, Limits: limits})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	if err := preview.WriteText(&out, reports); err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range want {
+		if !strings.Contains(out.String(), w) {
+			t.Errorf("the report lacks %q:\n%s", w, out.String())
+		}
+	}
+	for _, n := range not {
+		if strings.Contains(out.String(), n) {
+			t.Errorf("the report says %q:\n%s", n, out.String())
+		}
 	}
 }

@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/metawatch/metawatch/pkg/config"
+	"github.com/metawatch/metawatch/pkg/rules"
 )
 
 // Summary counts the reports.
@@ -84,6 +87,9 @@ func writeReport(b *strings.Builder, r Report) {
 	for _, v := range r.Violations {
 		fmt.Fprintf(b, "  violation: rule %s: %s\n", v.Rule, missing(v.MissingLabels, v.MissingAnnotations))
 	}
+	for _, l := range r.Left {
+		fmt.Fprintf(b, "  left: %s\n", describeLeft(r.Object.Kind, l))
+	}
 	for _, n := range r.Notes {
 		fmt.Fprintf(b, "  note: %s\n", n)
 	}
@@ -110,6 +116,21 @@ func (w Write) String() string {
 		return fmt.Sprintf("would release %s %s (was %s): metawatch set it and no rule wants it now", singular(w.Map), w.Key, was)
 	}
 	return fmt.Sprintf("would set %s %s=%q (was %s; rule %s%s)", singular(w.Map), w.Key, w.Value, was, w.Rule, from)
+}
+
+// describeLeft says which write a guardrail stops, and which flag it is.
+func describeLeft(kind string, l rules.Left) string {
+	what := fmt.Sprintf("would %s %s %s", l.Action, l.Map, l.Key)
+	if l.Rule != "" {
+		what += " (rule " + l.Rule + ")"
+	}
+	why := map[string]string{
+		config.RefusedKind:      "--writable-kinds does not allow " + kind,
+		config.RefusedNamespace: "the namespace is outside the write scope",
+		config.RefusedProtected: "--protected-keys protects it",
+		config.RefusedReserved:  "it is under a prefix Kubernetes reserves, and --allowed-reserved-keys (with the rule's reservedKeys) does not allow it",
+	}[l.Reason]
+	return what + ", but " + why + ": left as it is"
 }
 
 func singular(what string) string { return strings.TrimSuffix(what, "s") }

@@ -26,6 +26,9 @@ type Options struct {
 	// Lookup finds the Namespaces and owners the objects do not include;
 	// nil: only the objects are looked in.
 	Lookup Lookup
+	// Limits are the operator's guardrails, checked as the controller checks
+	// them when it decides a write; nil: config.DefaultLimits.
+	Limits *config.Limits
 
 	chainKinds sets.Set[string] // the kinds owner chains are followed through
 }
@@ -55,6 +58,9 @@ type Report struct {
 	Conflicts []Conflict `json:"conflicts,omitempty"`
 	// Violations are the requirements the object fails.
 	Violations []rules.Violation `json:"violations,omitempty"`
+	// Left are keys metawatch would write (set, remove, or release) but
+	// leaves as they are, because a guardrail forbids it.
+	Left []rules.Left `json:"left,omitempty"`
 	// Notes are what the preview could not know (a Namespace or owner not
 	// found, managedFields not given).
 	Notes []string `json:"notes,omitempty"`
@@ -110,7 +116,7 @@ func (r Report) Changes() bool { return len(r.Writes) > 0 }
 
 // Offends reports whether the object fails a requirement, or holds a key a
 // rule wants that metawatch would leave to another manager.
-func (r Report) Offends() bool { return len(r.Violations)+len(r.Conflicts) > 0 }
+func (r Report) Offends() bool { return len(r.Violations)+len(r.Conflicts)+len(r.Left) > 0 }
 
 // Preview reports on every object of objects; the others (Namespaces,
 // owners) are read as sources too.
@@ -217,9 +223,16 @@ func (o Options) report(ctx context.Context, obj Object, kindRules []rules.Rule,
 		return rep, nil // the controller writes and audits nothing until the source comes
 	}
 	s.rules = applying
-	result := rules.Evaluate(applying, rules.Metadata{Labels: obj.GetLabels(), Annotations: obj.GetAnnotations()}, s.Sources)
+	current := rules.Metadata{Labels: obj.GetLabels(), Annotations: obj.GetAnnotations()}
+	result := rules.Evaluate(applying, current, s.Sources)
 	rep.Violations = result.Violations
-	rep.Writes, rep.Conflicts, notes = changes(obj, result, s)
+	m := managersOf(obj)
+	if gk := obj.GroupVersionKind().GroupKind(); !o.limits().AllowsKind(gk, obj.GetNamespace() != "") {
+		rep.Left = leftAll(m, current, config.RefusedKind)
+		return rep, nil // audited, never written: not even a release
+	}
+	result, rep.Left = rules.Guard(result, applying, current, func(what config.MetadataMap, k string) bool { return m.mine(what.Plural(), k) }, o.limits())
+	rep.Writes, rep.Conflicts, notes = changes(obj, m, result, s)
 	rep.Notes = append(rep.Notes, notes...)
 	return rep, nil
 }
@@ -235,6 +248,14 @@ func writeNamespace(obj Object) string {
 func isNamespace(obj Object) bool {
 	gvk := obj.GroupVersionKind()
 	return gvk.Kind == "Namespace" && gvk.Group == ""
+}
+
+func (o Options) limits() *config.Limits {
+	if o.Limits == nil {
+		l := config.DefaultLimits()
+		return &l
+	}
+	return o.Limits
 }
 
 func (o Options) allows(ns string) bool {

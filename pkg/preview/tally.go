@@ -29,13 +29,15 @@ type Group struct {
 	// Remove: a key the rule removes is there; Conflicting: another field
 	// manager holds a key the rule wants; Violating: a requirement fails;
 	// Release: metawatch set a key no rule wants any more (rule "").
-	Missing     int      `json:"missing,omitempty"`
-	Wrong       int      `json:"wrong,omitempty"`
-	Remove      int      `json:"remove,omitempty"`
-	Release     int      `json:"release,omitempty"`
-	Conflicting int      `json:"conflicting,omitempty"`
-	Violating   int      `json:"violating,omitempty"`
-	Examples    []string `json:"examples"`
+	Missing     int `json:"missing,omitempty"`
+	Wrong       int `json:"wrong,omitempty"`
+	Remove      int `json:"remove,omitempty"`
+	Release     int `json:"release,omitempty"`
+	Conflicting int `json:"conflicting,omitempty"`
+	// Left: keys metawatch would write that a guardrail keeps as they are.
+	Left      int      `json:"left,omitempty"`
+	Violating int      `json:"violating,omitempty"`
+	Examples  []string `json:"examples"`
 }
 
 // examplesPerGroup is how many objects a group names.
@@ -73,6 +75,9 @@ func (t *Tally) Add(r Report) {
 	}
 	for _, v := range r.Violations {
 		t.group(v.Rule, r.Object, seen).Violating++
+	}
+	for _, l := range r.Left {
+		t.group(l.Rule, r.Object, seen).Left++
 	}
 }
 
@@ -112,13 +117,13 @@ func (t *Tally) Groups() []Group {
 // WriteText writes the tally as a table.
 func (t *Tally) WriteText(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "RULE\tNAMESPACE\tMISSING\tWRONG\tREMOVE\tRELEASE\tCONFLICTING\tVIOLATING\tFOR EXAMPLE")
+	fmt.Fprintln(tw, "RULE\tNAMESPACE\tMISSING\tWRONG\tREMOVE\tRELEASE\tCONFLICTING\tVIOLATING\tLEFT\tFOR EXAMPLE")
 	for _, g := range t.Groups() {
 		rule := g.Rule
 		if rule == "" {
-			rule = "(none: released)"
+			rule = "(none: released or kept)"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%s\n", rule, orDash(g.Namespace), g.Missing, g.Wrong, g.Remove, g.Release, g.Conflicting, g.Violating,
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\n", rule, orDash(g.Namespace), g.Missing, g.Wrong, g.Remove, g.Release, g.Conflicting, g.Violating, g.Left,
 			strings.Join(g.Examples, ", "))
 	}
 	if err := tw.Flush(); err != nil {

@@ -105,8 +105,9 @@ func limitsOrDefault(limits *config.Limits) *config.Limits {
 // generationOptions are what a generation takes from the process.
 type generationOptions struct {
 	controller controller.Options
-	// writeScope is the operator's (flags); the configuration's own narrows it.
-	writeScope *config.WriteScope
+	// limits are the operator's guardrails (flags), checked again as each
+	// write is decided; the configuration's own write scope narrows theirs.
+	limits *config.Limits
 	// shutdownTimeout bounds the generation's stop (--graceful-shutdown-timeout, less a margin).
 	shutdownTimeout time.Duration
 	// onLoss reports a kind whose list or watch became forbidden while running.
@@ -163,7 +164,8 @@ func newGeneration(ctx context.Context, cfg *rest.Config, number int64, r resolv
 		copts.ShardGate, copts.Claim, copts.BucketsGained = opts.sharding.Ring, opts.sharding.Ring, opts.sharding.OnGained
 	}
 	copts.NamespacesUnreadable = g.forbiddenAtStart(namespaceKind) != nil
-	copts.InScope = func(ns string) bool { return opts.writeScope.Allows(ns) && r.conf.WriteScope.Allows(ns) }
+	copts.InScope = func(ns string) bool { return opts.limits.WriteScope.Allows(ns) && r.conf.WriteScope.Allows(ns) }
+	copts.Limits = opts.limits
 	if err := controller.Setup(mgr, r.watches, rulesByKind, copts); err != nil {
 		return nil, err
 	}
@@ -181,7 +183,7 @@ func (g *generation) addPolicies(cfg *rest.Config, mgr manager.Manager, r resolv
 	if err != nil {
 		return err
 	}
-	g.policies = &admission.Syncer{Rules: admission.Rules(r.conf, r.watches, opts.writeScope, r.conf.WriteScope), Installation: opts.installation,
+	g.policies = &admission.Syncer{Rules: admission.Rules(r.conf, r.watches, &opts.limits.WriteScope, r.conf.WriteScope), Installation: opts.installation,
 		Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Discovery: dc, Guard: copts.Guard(), Gate: g.gate,
 		Log: opts.log.WithName("admission-policies"), OnProblem: opts.onAdmissionProblem}
 	if copts.DryRun {

@@ -188,7 +188,7 @@ func (r *Reloader) swap(ctx context.Context, res resolved, superseded func() boo
 	if old != nil {
 		number = old.number + 1
 	}
-	next, err := newGeneration(ctx, r.Config, number, res, generationOptions{controller: r.Controller, onLoss: r.reportLoss, shutdownTimeout: r.shutdownTimeout(), writeScope: &r.limits().WriteScope,
+	next, err := newGeneration(ctx, r.Config, number, res, generationOptions{controller: r.Controller, onLoss: r.reportLoss, shutdownTimeout: r.shutdownTimeout(), limits: r.limits(),
 		sharding: r.Sharding, wire: r.Wire, installation: cmp.Or(r.Installation, r.Source.Installation()), onAdmissionProblem: r.reportAdmissionProblem, log: r.Log,
 		leading: r.notLeadingYet()})
 	if err != nil {

@@ -31,6 +31,7 @@ func compileRule(cr config.Rule) (Rule, error) {
 		SetLabels: cr.SetLabels, SetAnnotations: cr.SetAnnotations,
 		RemoveLabels: cr.RemoveLabels, RemoveAnnotations: cr.RemoveAnnotations,
 		RequireLabels: cr.RequireLabels, RequireAnnotations: cr.RequireAnnotations,
+		ReservedKeys: cr.ReservedKeys,
 	}
 	if cr.CopyFromNamespace != nil {
 		r.CopyLabels, r.CopyAnnotations = cr.CopyFromNamespace.Labels, cr.CopyFromNamespace.Annotations

@@ -24,6 +24,9 @@ type Rule struct {
 	// AtCreation: an admission policy also sets the keys as objects are
 	// created (see Owned.Adopt).
 	AtCreation bool
+	// ReservedKeys are the keys under Kubernetes' reserved prefixes the rule
+	// opts in to writing (see Limits).
+	ReservedKeys []string
 }
 
 // Metadata is what rules read of an object or a namespace.
@@ -62,6 +65,10 @@ type Owned struct {
 	// value is right, so that metawatch owns it (and releases it when the
 	// rule no longer wants it, and puts a hand edit back).
 	Adopt bool
+	// Keep: no rule wants the key; metawatch owns it and the guardrails
+	// forbid writing it, so it is applied at its current value, which
+	// leaves it as it is (see Guard).
+	Keep bool
 }
 
 // Violation is a rule's requirement an object does not meet.

@@ -1,0 +1,116 @@
+package controller
+
+import (
+	"context"
+	"sync"
+
+	"github.com/go-logr/logr"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
+
+	"github.com/metawatch/metawatch/pkg/config"
+	"github.com/metawatch/metawatch/pkg/metrics"
+	"github.com/metawatch/metawatch/pkg/rules"
+)
+
+// guard narrows what the rules want of obj to what the operator's limits
+// allow, as the write is decided (rules.Guard): the configuration passed the
+// same limits, but a release was never part of it, and the limits may have
+// changed since metawatch last wrote the object. What it leaves is counted.
+func (r *ruleReconciler) guard(ctx context.Context, key types.NamespacedName, obj *metav1.PartialObjectMetadata, res rules.Result) rules.Result {
+	mine := ownedKeys(obj)
+	owns := func(what config.MetadataMap, k string) bool {
+		if what == config.Labels {
+			return mine.labels.Has(k)
+		}
+		return mine.annotations.Has(k)
+	}
+	res, left := rules.Guard(res, r.Rules, rules.Metadata{Labels: obj.Labels, Annotations: obj.Annotations}, owns, r.limits)
+	counts := map[string]int{}
+	for _, l := range left {
+		counts[l.Reason]++
+	}
+	if r.audit.observeLeft(key, counts) && len(left) > 0 {
+		logr.FromContextOrDiscard(ctx).Info("keys left as they are: the guardrails forbid writing them", "left", left)
+	}
+	return res
+}
+
+// leaveAll counts every key metawatch owns on obj as left for reason: the
+// object's kind or namespace is outside what the limits let rules write, so
+// nothing of it is written, not even a release.
+func (r *ruleReconciler) leaveAll(ctx context.Context, key types.NamespacedName, obj *metav1.PartialObjectMetadata, reason string) {
+	mine := ownedKeys(obj)
+	n := mine.labels.Len() + mine.annotations.Len()
+	counts := map[string]int{}
+	if n > 0 {
+		counts[reason] = n
+	}
+	if r.audit.observeLeft(key, counts) && n > 0 {
+		logr.FromContextOrDiscard(ctx).Info("keys metawatch owns left as they are: the guardrails forbid writing this object", "reason", reason,
+			"labels", sets.List(mine.labels), "annotations", sets.List(mine.annotations))
+	}
+}
+
+// leftKeys is, per object of one kind, the keys left by each guardrail
+// (metawatch_keys_left_by_guardrail); the audit's generation publishes it.
+type leftKeys struct {
+	mu      sync.Mutex
+	objects map[types.NamespacedName]map[string]int // reason → keys
+	counts  map[string]int                          // reason → keys, over the objects
+}
+
+func newLeftKeys() *leftKeys {
+	return &leftKeys{objects: map[types.NamespacedName]map[string]int{}, counts: map[string]int{}}
+}
+
+// observeLeft records the keys left on the object named key, by reason, and
+// reports whether that changed.
+func (a *audit) observeLeft(key types.NamespacedName, now map[string]int) bool {
+	// Asked before locking: Publish locks the audits, then each kind's
+	// leftKeys. Should it run meanwhile, it reads the counts this updates.
+	live := a.owner.isLive()
+	l := a.left
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	before := l.objects[key]
+	changed := len(before) != len(now)
+	for reason, n := range now {
+		if before[reason] != n {
+			changed = true
+			a.addLeft(reason, n-before[reason], live)
+		}
+	}
+	for reason, n := range before {
+		if _, still := now[reason]; !still {
+			changed = true
+			a.addLeft(reason, -n, live)
+		}
+	}
+	if len(now) == 0 {
+		delete(l.objects, key)
+	} else {
+		l.objects[key] = now
+	}
+	return changed
+}
+
+func (a *audit) addLeft(reason string, delta int, live bool) {
+	a.left.counts[reason] += delta
+	if live {
+		metrics.KeysLeft.WithLabelValues(a.kind, reason).Add(float64(delta))
+	}
+}
+
+// publishLeft sets metawatch_keys_left_by_guardrail from the counts (the
+// caller reset it).
+func (a *audit) publishLeft() {
+	a.left.mu.Lock()
+	defer a.left.mu.Unlock()
+	for reason, n := range a.left.counts {
+		if n > 0 {
+			metrics.KeysLeft.WithLabelValues(a.kind, reason).Set(float64(n))
+		}
+	}
+}
