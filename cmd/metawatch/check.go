@@ -38,6 +38,8 @@ type checkOptions struct {
 	output string
 	// report lists the cluster's objects not as the rules want (--live).
 	report bool
+	// fieldManager is the --field-manager metawatch runs with: the keys it owns.
+	fieldManager string
 }
 
 // stringList is a flag that may be given several times.
@@ -75,6 +77,7 @@ func checkCommand(args []string, stdout, stderr io.Writer) int {
 		"grouped by rule and namespace, read-only and metadata only (paginated lists); exit codes as for --objects.")
 	fs.StringVar(&o.output, "o", "text", "The format of --objects' and --report's reports: text or json.")
 	o.limits.BindFlags(fs)
+	fs.StringVar(&o.fieldManager, "field-manager", config.DefaultFieldManager, "The --field-manager metawatch runs with: the keys it would release or adopt are those this name owns.")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: metawatch check -f FILE [--kubeconfig PATH [--live] [--as USER] [--rbac] [--chart-values FILE]] [the guardrail flags metawatch runs with]")
 		fmt.Fprintln(fs.Output(), "       metawatch check -f FILE --objects OBJECTS [OBJECTS...] [-o text|json] [--live [--kubeconfig PATH]] [the guardrail flags]")

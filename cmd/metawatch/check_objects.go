@@ -63,7 +63,7 @@ func checkObjects(ctx context.Context, out io.Writer, o checkOptions) (int, erro
 	if err != nil {
 		return 1, fmt.Errorf("--objects: %w", err)
 	}
-	opts := preview.Options{Config: conf, Scopes: []*config.WriteScope{&o.limits.WriteScope}, Limits: &o.limits}
+	opts := preview.Options{Config: conf, Scopes: []*config.WriteScope{&o.limits.WriteScope}, Limits: &o.limits, FieldManager: o.fieldManager}
 	if o.live {
 		cfg, err := clientcmd.BuildConfigFromFlags("", o.kubeconfig)
 		if err != nil {

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/tools/leaderelection"
 
+	"github.com/metawatch/metawatch/pkg/config"
 	"github.com/metawatch/metawatch/pkg/manager"
 )
 
@@ -26,6 +27,7 @@ func validateFlags(opts options) error {
 		opts.sharding.validate(opts.manager),
 		leaseFlagsValid(opts),
 		warmStandbyValid(opts),
+		config.ValidFieldManager("--field-manager", opts.controller.FieldManager),
 	)
 }
 

@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"strings"
@@ -62,6 +63,10 @@ type Options struct {
 	// wrote (never for annotations of Secrets). Off, they name the manager
 	// only: anyone who may list Events reads them.
 	EventValues bool
+	// FieldManager is the server-side apply field manager the rules write
+	// as; the manager's cache must keep its managedFields entry
+	// (manager.Options.FieldManager). Empty: FieldManager.
+	FieldManager string
 	// Limits are the operator's guardrails: every write (set, copy, remove,
 	// release) is checked against them again as it is decided. Nil:
 	// config.DefaultLimits.
@@ -111,6 +116,7 @@ func setupKind(mgr manager.Manager, w config.ResolvedWatch, rs []rules.Rule, own
 		ruler.audit = opts.Audits.forKind(kindLabel(w.GVK), mgr.GetEventRecorder(EventSource))
 		ruler.ownerKinds, ruler.copiesFromOwners, ruler.watchedNamespaces = owners, rules.CopiesFromOwners(rs), w.Namespaces
 		ruler.packed = metacache.Packed(w)
+		ruler.fieldManager = cmp.Or(opts.FieldManager, FieldManager)
 		if opts.Limits != nil {
 			ruler.limits = opts.Limits
 		}

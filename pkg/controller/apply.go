@@ -20,12 +20,14 @@ import (
 	"github.com/metawatch/metawatch/pkg/rules"
 )
 
-// FieldManager is metawatch's write identity: the server-side apply field
-// manager every write of the rules names (apply, remove), and whose
+// FieldManager is metawatch's default write identity: the server-side apply
+// field manager every write of the rules names (apply, remove), and whose
 // managedFields entry says which keys the rules own (ownership.go). The wire
 // and the cache keep that entry alone (wire.StripManagedFields,
-// metacache.Options).
-const FieldManager = "metawatch"
+// metacache.Options). Each installation writes as a name of its own
+// (Options.FieldManager, --field-manager): two installations applying as one
+// manager replace each other's owned set on every apply.
+const FieldManager = config.DefaultFieldManager
 
 // Event reasons of writes.
 const (
@@ -50,7 +52,7 @@ func (r *ruleReconciler) apply(ctx context.Context, obj *metav1.PartialObjectMet
 	res.Labels = r.memory.yielded.withoutSettled(key, config.Labels, res.Labels, obj.Labels)
 	res.Annotations = r.memory.yielded.withoutSettled(key, config.Annotations, res.Annotations, obj.Annotations)
 	held := heldRules(wanted, res)
-	changed := changeOf(obj, res)
+	changed := changeOf(obj, r.fieldManager, res)
 	if changed.empty() {
 		return held, nil
 	}
@@ -64,7 +66,7 @@ func (r *ruleReconciler) apply(ctx context.Context, obj *metav1.PartialObjectMet
 	if conflicts, ok := conflictingKeys(err); ok {
 		var kept rules.Result
 		kept, err = r.resolveConflicts(ctx, obj, rv, res, conflicts, conflictHolders(err))
-		changed = changeOf(obj, kept) // yielded keys were not written
+		changed = changeOf(obj, r.fieldManager, kept) // yielded keys were not written
 		held = heldRules(wanted, kept)
 	}
 	switch {
@@ -110,8 +112,8 @@ func (c change) empty() bool {
 }
 
 // changeOf compares the object with what the rules own.
-func changeOf(obj *metav1.PartialObjectMetadata, res rules.Result) change {
-	mine := ownedKeys(obj)
+func changeOf(obj *metav1.PartialObjectMetadata, fieldManager string, res rules.Result) change {
+	mine := ownedKeys(obj, fieldManager)
 	c := change{rules: sets.New[string]()}
 	c.setLabels, c.releaseLabels = diffOwned(c.rules, obj.Labels, res.Labels, mine.labels)
 	c.setAnnotations, c.releaseAnnotations = diffOwned(c.rules, obj.Annotations, res.Annotations, mine.annotations)
@@ -231,7 +233,7 @@ func (r *ruleReconciler) applyManifest(ctx context.Context, obj *metav1.PartialO
 	if err != nil {
 		return err
 	}
-	opts := []client.PatchOption{client.FieldOwner(FieldManager)}
+	opts := []client.PatchOption{client.FieldOwner(r.fieldManager)}
 	if force {
 		opts = append(opts, client.ForceOwnership)
 	}

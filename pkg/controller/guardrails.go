@@ -19,14 +19,7 @@ import (
 // same limits, but a release was never part of it, and the limits may have
 // changed since metawatch last wrote the object. What it leaves is counted.
 func (r *ruleReconciler) guard(ctx context.Context, key types.NamespacedName, obj *metav1.PartialObjectMetadata, res rules.Result) rules.Result {
-	mine := ownedKeys(obj)
-	owns := func(what config.MetadataMap, k string) bool {
-		if what == config.Labels {
-			return mine.labels.Has(k)
-		}
-		return mine.annotations.Has(k)
-	}
-	res, left := rules.Guard(res, r.Rules, rules.Metadata{Labels: obj.Labels, Annotations: obj.Annotations}, owns, r.limits)
+	res, left := r.guarded(obj, res)
 	counts := map[string]int{}
 	for _, l := range left {
 		counts[l.Reason]++
@@ -37,11 +30,23 @@ func (r *ruleReconciler) guard(ctx context.Context, key types.NamespacedName, ob
 	return res
 }
 
+// guarded is rules.Guard of res on obj.
+func (r *ruleReconciler) guarded(obj *metav1.PartialObjectMetadata, res rules.Result) (rules.Result, []rules.Left) {
+	mine := ownedKeys(obj, r.fieldManager)
+	owns := func(what config.MetadataMap, k string) bool {
+		if what == config.Labels {
+			return mine.labels.Has(k)
+		}
+		return mine.annotations.Has(k)
+	}
+	return rules.Guard(res, r.Rules, rules.Metadata{Labels: obj.Labels, Annotations: obj.Annotations}, owns, r.limits)
+}
+
 // leaveAll counts every key metawatch owns on obj as left for reason: the
 // object's kind or namespace is outside what the limits let rules write, so
 // nothing of it is written, not even a release.
 func (r *ruleReconciler) leaveAll(ctx context.Context, key types.NamespacedName, obj *metav1.PartialObjectMetadata, reason string) {
-	mine := ownedKeys(obj)
+	mine := ownedKeys(obj, r.fieldManager)
 	n := mine.labels.Len() + mine.annotations.Len()
 	counts := map[string]int{}
 	if n > 0 {

@@ -77,9 +77,18 @@ func (r *ruleReconciler) settled(ctx context.Context, o client.Object) bool {
 // settledWith is settled, with obj's sources read.
 func (r *ruleReconciler) settledWith(obj *metav1.PartialObjectMetadata, src rules.Sources) bool {
 	result := rules.Evaluate(r.Rules, rules.Metadata{Labels: obj.Labels, Annotations: obj.Annotations}, src)
-	return len(result.Violations) == 0 &&
+	if len(result.Violations) > 0 {
+		return false
+	}
+	// An object with keys the guardrails leave is queued too, to be counted.
+	if !r.kindWritable {
+		mine := ownedKeys(obj, r.fieldManager)
+		return mine.labels.Len()+mine.annotations.Len() == 0
+	}
+	result, left := r.guarded(obj, result)
+	return len(left) == 0 &&
 		len(present(obj.Labels, result.RemoveLabels, sets.New[string]()))+len(present(obj.Annotations, result.RemoveAnnotations, sets.New[string]())) == 0 &&
-		changeOf(obj, result).empty()
+		changeOf(obj, r.fieldManager, result).empty()
 }
 
 // needsReconcile tells, for a create event, whether the object is queued:

@@ -16,11 +16,12 @@ type owned struct {
 	labels, annotations sets.Set[string]
 }
 
-// ownedKeys reads metawatch's managedFields entry (the cache keeps only that one).
-func ownedKeys(obj metav1.Object) owned {
+// ownedKeys reads the managedFields entry of metawatch's field manager (the
+// cache keeps only that one).
+func ownedKeys(obj metav1.Object, fieldManager string) owned {
 	o := owned{labels: sets.New[string](), annotations: sets.New[string]()}
 	for _, f := range obj.GetManagedFields() {
-		if f.Manager != FieldManager || f.Operation != metav1.ManagedFieldsOperationApply || f.FieldsV1 == nil {
+		if f.Manager != fieldManager || f.Operation != metav1.ManagedFieldsOperationApply || f.FieldsV1 == nil {
 			continue
 		}
 		var fields struct {
@@ -51,8 +52,8 @@ func addFieldKeys(dst sets.Set[string], fields map[string]json.RawMessage) {
 // ownership alone proves nothing: metawatch's own applies release keys (a
 // Namespace lost the key, a rule stopped wanting it), and a manager that
 // writes the same value takes nothing a rule wants.
-func takenBy(before, after metav1.Object) owned {
-	was, is := ownedKeys(before), ownedKeys(after)
+func takenBy(before, after metav1.Object, fieldManager string) owned {
+	was, is := ownedKeys(before, fieldManager), ownedKeys(after, fieldManager)
 	return owned{
 		labels:      changedValues(was.labels.Difference(is.labels), before.GetLabels(), after.GetLabels()),
 		annotations: changedValues(was.annotations.Difference(is.annotations), before.GetAnnotations(), after.GetAnnotations()),

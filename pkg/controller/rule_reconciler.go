@@ -42,6 +42,7 @@ type ruleReconciler struct {
 	// decided (guard); kindWritable: they let rules write the kind at all.
 	limits       *config.Limits
 	kindWritable bool
+	fieldManager string // see Options.FieldManager
 	live         client.Reader    // the API server, uncached: the object as it is now, after a stale write
 	versions     ResourceVersions // see Options.Versions; nil: the cached object's
 	eventValues  bool             // see Options.EventValues
@@ -91,7 +92,7 @@ func newRuleReconciler(reader client.Reader, writer patcher, recorder events.Eve
 	limits := config.DefaultLimits()
 	return &ruleReconciler{
 		Reader: reader, Writer: writer, Recorder: recorder, GVK: gvk, Rules: rs, DryRun: dryRun,
-		audit: NewAudits(true).forKind(kindLabel(gvk), recorder), memory: mem, limits: &limits,
+		audit: NewAudits(true).forKind(kindLabel(gvk), recorder), memory: mem, limits: &limits, fieldManager: FieldManager,
 	}
 }
 
@@ -260,7 +261,7 @@ func (r *ruleReconciler) namespaceOf(ctx context.Context, obj *metav1.PartialObj
 // from metawatch (a hand edit: kubectl label --overwrite, kubectl edit; or
 // another controller) are put back, unless that keeps happening (takeovers).
 func (r *ruleReconciler) noteTakenKeys(oldObj, newObj metav1.Object) {
-	taken := takenBy(oldObj, newObj)
+	taken := takenBy(oldObj, newObj, r.fieldManager)
 	if taken.empty() {
 		return
 	}

@@ -61,6 +61,10 @@ type Options struct {
 	// Versions, if not nil, learns the newest resourceVersion of the cached
 	// objects whose watch events were left out (wire.ResourceVersions).
 	Versions *wire.ResourceVersions
+	// FieldManager is the field manager metawatch writes as: its
+	// managedFields entry is the one the wire and the cache keep. Empty:
+	// controller.FieldManager.
+	FieldManager string
 }
 
 // MetricsCertFile and MetricsKeyFile are the names in MetricsCertDir, those
@@ -78,8 +82,9 @@ func New(cfg *rest.Config, watches []config.ResolvedWatch, opts Options) (manage
 	// Lease renewal keeps cfg as given; everything else gets metadata without
 	// other managers' managedFields, stripped before decoding, and writes
 	// admitted under a claim leave only while it holds (fence.Wrap).
-	stripped := wire.StripManagedFields(fence.Wrap(cfg), controller.FieldManager, opts.Wire, opts.Versions)
-	cacheOpts := metacache.CacheOptions(watches, metacache.Options{FieldManager: controller.FieldManager, AccessLoss: opts.AccessLoss, ShardFilter: opts.ShardFilter})
+	fieldManager := cmp.Or(opts.FieldManager, controller.FieldManager)
+	stripped := wire.StripManagedFields(fence.Wrap(cfg), fieldManager, opts.Wire, opts.Versions)
+	cacheOpts := metacache.CacheOptions(watches, metacache.Options{FieldManager: fieldManager, AccessLoss: opts.AccessLoss, ShardFilter: opts.ShardFilter})
 	var err error
 	if cacheOpts.HTTPClient, err = cacheHTTPClient(stripped, opts.Wire.WatchOverHTTP2); err != nil {
 		return nil, fmt.Errorf("creating the cache's HTTP client: %w", err)

@@ -10,16 +10,19 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/metawatch/metawatch/pkg/config"
-	"github.com/metawatch/metawatch/pkg/controller"
 	"github.com/metawatch/metawatch/pkg/rules"
 )
 
 // managers are the field managers of an object's label and annotation
-// keys, from its managedFields ("labels/key" → managers).
-type managers map[string][]string
+// keys, from its managedFields ("labels/key" → managers), and the name
+// metawatch applies as (self).
+type managers struct {
+	self string
+	keys map[string][]string
+}
 
-func managersOf(obj metav1.Object) managers {
-	m := managers{}
+func managersOf(obj metav1.Object, fieldManager string) managers {
+	m := managers{self: fieldManager, keys: map[string][]string{}}
 	for _, f := range obj.GetManagedFields() {
 		if f.FieldsV1 == nil {
 			continue
@@ -31,15 +34,13 @@ func managersOf(obj metav1.Object) managers {
 			continue
 		}
 		name := f.Manager
-		if f.Manager == controller.FieldManager && f.Operation == metav1.ManagedFieldsOperationApply {
-			name = controller.FieldManager
-		} else if f.Manager == controller.FieldManager {
+		if f.Manager == fieldManager && f.Operation != metav1.ManagedFieldsOperationApply {
 			name = f.Manager + " (" + string(f.Operation) + ")"
 		}
 		for _, what := range []string{"labels", "annotations"} {
 			for k := range fields.Metadata["f:"+what] {
 				if key, ok := strings.CutPrefix(k, "f:"); ok {
-					m[what+"/"+key] = append(m[what+"/"+key], name)
+					m.keys[what+"/"+key] = append(m.keys[what+"/"+key], name)
 				}
 			}
 		}
@@ -48,13 +49,13 @@ func managersOf(obj metav1.Object) managers {
 }
 
 func (m managers) mine(what, key string) bool {
-	return slices.Contains(m[what+"/"+key], controller.FieldManager)
+	return slices.Contains(m.keys[what+"/"+key], m.self)
 }
 
 // other is a manager other than metawatch's apply that owns key, "" if none.
 func (m managers) other(what, key string) string {
-	for _, name := range m[what+"/"+key] {
-		if name != controller.FieldManager {
+	for _, name := range m.keys[what+"/"+key] {
+		if name != m.self {
 			return name
 		}
 	}

@@ -1,6 +1,7 @@
 package preview
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -26,6 +27,9 @@ type Options struct {
 	// Lookup finds the Namespaces and owners the objects do not include;
 	// nil: only the objects are looked in.
 	Lookup Lookup
+	// FieldManager is the field manager metawatch applies as (its
+	// --field-manager); empty: config.DefaultFieldManager.
+	FieldManager string
 	// Limits are the operator's guardrails, checked as the controller checks
 	// them when it decides a write; nil: config.DefaultLimits.
 	Limits *config.Limits
@@ -226,7 +230,7 @@ func (o Options) report(ctx context.Context, obj Object, kindRules []rules.Rule,
 	current := rules.Metadata{Labels: obj.GetLabels(), Annotations: obj.GetAnnotations()}
 	result := rules.Evaluate(applying, current, s.Sources)
 	rep.Violations = result.Violations
-	m := managersOf(obj)
+	m := managersOf(obj, cmp.Or(o.FieldManager, config.DefaultFieldManager))
 	if gk := obj.GroupVersionKind().GroupKind(); !o.limits().AllowsKind(gk, obj.GetNamespace() != "") {
 		rep.Left = leftAll(m, current, config.RefusedKind)
 		return rep, nil // audited, never written: not even a release
