@@ -48,10 +48,10 @@ func (l *Limits) KeyRefusal(key string, optedIn []string) string {
 // "" when they allow it. No rule opts in to a release: a reserved key is
 // released only where --allowed-reserved-keys allows it.
 func (l *Limits) ReleaseRefusal(key string) string {
-	if _, protected := matchKey(l.ProtectedKeys, key); protected {
+	if _, protected := protectedBy(l.ProtectedKeys, key); protected {
 		return RefusedProtected
 	}
-	if _, allowed := matchKey(l.AllowedReservedKeys, key); reservedKey(key) && !allowed {
+	if _, allowed := allowedBy(l.AllowedReservedKeys, key); reservedKey(key) && !allowed {
 		return RefusedReserved
 	}
 	return ""

@@ -57,6 +57,7 @@ var defaultProtectedKeys = []string{
 	"kubernetes.io/*", "k8s.io/*", // the reserved prefixes themselves
 	"pod-template-hash",           // Deployment → ReplicaSet → Pod
 	"controller-revision-hash",    // StatefulSet, DaemonSet
+	"pod-template-generation",     // DaemonSet (its pods' template generation)
 	"statefulset.kubernetes.io/*", // pod-name
 	"apps.kubernetes.io/*",        // pod-index
 	"batch.kubernetes.io/*",       // job-name, controller-uid, job-completion-index
@@ -149,7 +150,7 @@ func (l *Limits) checkKeys(i int, r Rule) field.ErrorList {
 	var errs field.ErrorList
 	protected := map[string]bool{}
 	for _, w := range writesOf(i, r) {
-		pattern, ok := matchKey(l.ProtectedKeys, w.key)
+		pattern, ok := protectedBy(l.ProtectedKeys, w.key)
 		if !ok || protected[w.key] {
 			continue
 		}
@@ -159,26 +160,11 @@ func (l *Limits) checkKeys(i int, r Rule) field.ErrorList {
 	}
 	p := field.NewPath("rules").Index(i).Child("reservedKeys")
 	for j, k := range r.ReservedKeys {
-		if _, ok := matchKey(l.AllowedReservedKeys, k); ok || protected[k] {
+		if _, ok := allowedBy(l.AllowedReservedKeys, k); ok || protected[k] {
 			continue
 		}
 		errs = append(errs, field.Forbidden(p.Index(j), fmt.Sprintf("rule %q may not write %s: --allowed-reserved-keys allows %s; "+
 			"the operator must add it there (chart: guardrails.allowedReservedKeys)", r.Name, k, listOrNone(l.AllowedReservedKeys))))
 	}
 	return errs
-}
-
-// matchKey returns the first pattern that matches key: "*", the key itself,
-// or "prefix/*" for a key under prefix/.
-func matchKey(patterns []string, key string) (string, bool) {
-	for _, p := range patterns {
-		prefix, isPrefix := strings.CutSuffix(p, "/*")
-		switch {
-		case p == "*", p == key:
-			return p, true
-		case isPrefix && strings.HasPrefix(key, prefix+"/"):
-			return p, true
-		}
-	}
-	return "", false
 }

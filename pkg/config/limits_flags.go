@@ -21,11 +21,11 @@ func (l *Limits) BindFlags(fs *flag.FlagSet) {
 		"Comma-separated `kinds` rules may write, e.g. Pod,Deployment; * allows every namespaced kind. A cluster-scoped kind (Namespace, Node, ClusterRole) is writable only when named here. "+
 			"A configuration with a rule that writes another kind is rejected. Empty: rules may only audit.")
 	fs.Var(&listFlag{dst: &l.ProtectedKeys, parse: keyPattern}, "protected-keys",
-		"Comma-separated label and annotation `keys` no rule may set, copy or remove: keys, or prefixes as prefix/*. Setting it replaces the default list, which holds "+
+		"Comma-separated label and annotation `keys` no rule may set, copy or remove: keys, or prefixes as prefix/*, matched without case (Kubectl.Kubernetes.io/x is under kubectl.kubernetes.io/*). Setting it replaces the default list, which holds "+
 			"the keys Kubernetes controllers, admission and Helm depend on. A configuration with a rule that writes one is rejected.")
 	fs.Var(&listFlag{dst: &l.AllowedReservedKeys, parse: keyPattern}, "allowed-reserved-keys",
 		"Comma-separated `keys` under the prefixes Kubernetes reserves (kubernetes.io/, k8s.io/ and subdomains) a rule may write when it lists them under reservedKeys: keys, "+
-			"or prefixes as prefix/*, e.g. topology.kubernetes.io/zone. Default: none. --protected-keys still applies.")
+			"or prefixes as prefix/*, e.g. topology.kubernetes.io/zone; the prefix is matched without case, the name after it exactly. Default: none. --protected-keys still applies.")
 	fs.BoolVar(&l.AtCreation, "allow-at-creation", l.AtCreation,
 		"Let rules have atCreation: metawatch then keeps one MutatingAdmissionPolicy and binding per such rule, cluster-wide, which apply the rule's keys "+
 			"as objects are created (its identity needs create, patch, list and delete on them). Off: a configuration with atCreation is rejected.")

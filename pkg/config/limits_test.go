@@ -73,6 +73,16 @@ func TestLimitsRejectWhatTheOperatorDidNotAllow(t *testing.T) {
 			rules: "- {name: psa, kinds: [Namespace], setLabels: {pod-security.kubernetes.io/enforce: baseline}, reservedKeys: [pod-security.kubernetes.io/enforce]}",
 			flags: []string{"--protected-keys=pod-template-hash", "--allowed-reserved-keys=pod-security.kubernetes.io/enforce", "--writable-kinds=Namespace"},
 		},
+		"a protected prefix in capitals is the same prefix": {
+			rules: "- {name: lac, kinds: [Pod], setAnnotations: {Kubectl.Kubernetes.io/last-applied-configuration: x}, reservedKeys: [Kubectl.Kubernetes.io/last-applied-configuration]}",
+			flags: []string{"--allowed-reserved-keys=*"},
+			want:  []string{"may not write Kubectl.Kubernetes.io/last-applied-configuration: --protected-keys protects it (pattern kubectl.kubernetes.io/*)"},
+		},
+		"a protected prefix all in capitals is the same prefix": {
+			rules: "- {name: psa, kinds: [Pod], setAnnotations: {POD-SECURITY.KUBERNETES.IO/enforce: privileged}, reservedKeys: [POD-SECURITY.KUBERNETES.IO/enforce]}",
+			flags: []string{"--allowed-reserved-keys=*"},
+			want:  []string{"may not write POD-SECURITY.KUBERNETES.IO/enforce: --protected-keys protects it (pattern pod-security.kubernetes.io/*)"},
+		},
 		"copying a protected key from the namespace is a write": {
 			rules: "- {name: copy, kinds: [Pod], copyFromNamespace: {labels: [job-name]}}",
 			want:  []string{`rules[0].copyFromNamespace.labels[0]: Forbidden: rule "copy" may not write job-name`},
