@@ -143,7 +143,7 @@ func check(ctx context.Context, out io.Writer, o checkOptions) error {
 		return err
 	}
 	if o.kubeconfig == "" {
-		if err := o.limits.Check(conf, config.BuiltInScope); err != nil {
+		if err := o.limits.Check(conf, config.OfflineScope(conf)); err != nil {
 			return err
 		}
 		fmt.Fprintf(out, "%s: %d watches, %d rules: valid offline, within the guardrails\n", o.file, len(conf.Watches), len(conf.Rules))
@@ -220,7 +220,7 @@ func writtenKinds(conf *config.Config) map[string]bool {
 	kinds := map[string]bool{}
 	for _, r := range conf.Rules {
 		if r.Writes() {
-			for _, k := range r.Kinds {
+			for _, k := range r.KindNames() {
 				kinds[k] = true
 			}
 		}

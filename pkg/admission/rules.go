@@ -27,7 +27,7 @@ func Rules(conf *config.Config, watches []config.ResolvedWatch, scopes ...*confi
 		if c := r.CopyFromNamespace; c != nil {
 			ar.CopyLabels, ar.CopyAnnotations = c.Labels, c.Annotations
 		}
-		for _, kind := range r.Kinds {
+		for _, kind := range r.KindNames() {
 			if res, ok := resources[kind]; ok {
 				ar.Resources = append(ar.Resources, res)
 			}

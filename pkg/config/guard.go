@@ -24,10 +24,13 @@ const (
 // when a write is decided, so that a write the configuration did not ask for
 // (a release of a key no rule wants) stays inside --writable-kinds too.
 func (l *Limits) AllowsKind(gk schema.GroupKind, namespaced bool) bool {
-	if slices.Contains(l.WritableKinds, gk.Kind) {
-		return true
-	}
-	return namespaced && slices.Contains(l.WritableKinds, anyNamespacedKind)
+	return l.namesKind(gk) || namespaced && slices.Contains(l.WritableKinds, anyNamespacedKind)
+}
+
+// namesKind reports whether --writable-kinds names gk: by its name alone for
+// a built-in kind, or as Kind.group (refNames).
+func (l *Limits) namesKind(gk schema.GroupKind) bool {
+	return slices.ContainsFunc(l.WritableKinds, func(ref string) bool { return refNames(ref, gk) })
 }
 
 // KeyRefusal says why the limits forbid a rule to write key (set, copy or

@@ -3,11 +3,47 @@ package config_test
 import (
 	"testing"
 
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
 	"github.com/metawatch/metawatch/pkg/config"
 )
 
-// The write-time checks the controller makes on every write: the key as the
-// API server compares it.
+// The write-time checks the controller makes on every write: the kind with
+// its group, and the key as the API server compares it.
+func TestGuardAllowsKinds(t *testing.T) {
+	deployment := schema.GroupKind{Group: "apps", Kind: "Deployment"}
+	evilDeployment := schema.GroupKind{Group: "evil.example.com", Kind: "Deployment"}
+	widget := schema.GroupKind{Group: "example.com", Kind: "Widget"}
+	node := schema.GroupKind{Kind: "Node"}
+	for name, tc := range map[string]struct {
+		writable   []string
+		kind       schema.GroupKind
+		namespaced bool
+		want       bool
+	}{
+		"a bare built-in name allows the built-in kind":                   {[]string{"Deployment"}, deployment, true, true},
+		"a bare built-in name never allows a custom kind of that name":    {[]string{"Deployment"}, evilDeployment, true, false},
+		"a name with its group allows that group":                         {[]string{"Deployment.apps"}, deployment, true, true},
+		"a name with its group allows no other group":                     {[]string{"Deployment.apps"}, evilDeployment, true, false},
+		"a custom kind named with its group is allowed":                   {[]string{"Deployment.evil.example.com"}, evilDeployment, true, true},
+		"a custom kind named with its group does not allow the built-in":  {[]string{"Deployment.evil.example.com"}, deployment, true, false},
+		"the wildcard allows a namespaced custom kind":                    {[]string{"*"}, widget, true, true},
+		"the wildcard does not allow a cluster-scoped kind":               {[]string{"*"}, node, false, false},
+		"a cluster-scoped kind named is allowed":                          {[]string{"Pod", "Node"}, node, false, true},
+		"a kind not named is refused":                                     {[]string{"Pod"}, deployment, true, false},
+		"no writable kinds allow nothing":                                 {nil, schema.GroupKind{Kind: "Pod"}, true, false},
+		"a bare core name does not allow a custom kind of that name":      {[]string{"Pod"}, schema.GroupKind{Group: "example.com", Kind: "Pod"}, true, false},
+		"a group written in capitals is the same group (DNS is caseless)": {[]string{"Deployment.Evil.Example.com"}, evilDeployment, true, true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			l := config.Limits{WritableKinds: tc.writable}
+			if got := l.AllowsKind(tc.kind, tc.namespaced); got != tc.want {
+				t.Errorf("AllowsKind(%s, namespaced=%v) with --writable-kinds=%v = %v, want %v", tc.kind, tc.namespaced, tc.writable, got, tc.want)
+			}
+		})
+	}
+}
+
 func TestGuardRefusesKeys(t *testing.T) {
 	defaults := config.DefaultLimits()
 	for name, tc := range map[string]struct {

@@ -5,12 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/discovery"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-
 	"github.com/metawatch/metawatch/pkg/config"
-	"github.com/metawatch/metawatch/pkg/testing/controlplane"
 )
 
 const guardWatches = "watches:\n- kind: Pod\n- kind: Namespace\n- kind: Node\n- kind: Deployment\n- kind: Widget\n"
@@ -102,7 +97,7 @@ func TestLimitsRejectWhatTheOperatorDidNotAllow(t *testing.T) {
 				t.Fatal(err)
 			}
 			limits := limitsFromFlags(t, tc.flags...)
-			err = limits.Check(c, config.BuiltInScope)
+			err = limits.Check(c, config.OfflineScope(c))
 			if len(tc.want) == 0 {
 				if err != nil {
 					t.Fatalf("want no error, got %v", err)
@@ -165,53 +160,4 @@ func TestLimitFlagsReplaceTheDefaultThenAdd(t *testing.T) {
 	if got := strings.Join(config.DefaultLimits().ProtectedKeys, ","); !strings.Contains(got, "pod-template-hash") {
 		t.Errorf("setting the flag changed the default list: %s", got)
 	}
-}
-
-// The scopes known offline are the cluster's: every built-in kind the test
-// API server serves, as its discovery says.
-func TestBuiltInScopeIsTheServersScope(t *testing.T) {
-	controlplane.SkipIfShort(t)
-	mapper := newMapper(t)
-	for _, gvk := range servedBuiltInKinds(t) {
-		mapping, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
-		if err != nil {
-			t.Fatal(err)
-		}
-		served := mapping.Scope.Name() == "namespace"
-		namespaced, known := config.BuiltInScope(gvk.Kind)
-		if !known || namespaced != served {
-			t.Errorf("%s: config.BuiltInScope says namespaced=%v known=%v, the server says namespaced=%v", gvk, namespaced, known, served)
-		}
-	}
-}
-
-// servedBuiltInKinds are the kinds the test API server serves that the
-// client-go scheme knows, which may be listed (so watched).
-func servedBuiltInKinds(t *testing.T) []schema.GroupVersionKind {
-	t.Helper()
-	dc, err := discovery.NewDiscoveryClientForConfig(cp.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lists, err := dc.ServerPreferredResources()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []schema.GroupVersionKind
-	for _, list := range lists {
-		gv, err := schema.ParseGroupVersion(list.GroupVersion)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, r := range list.APIResources {
-			gvk := gv.WithKind(r.Kind)
-			if !strings.Contains(r.Name, "/") && clientgoscheme.Scheme.Recognizes(gvk) && strings.Contains(strings.Join(r.Verbs, ","), "list") {
-				out = append(out, gvk)
-			}
-		}
-	}
-	if len(out) < 30 {
-		t.Fatalf("discovery served %d built-in kinds, want the API server's dozens: %v", len(out), out)
-	}
-	return out
 }

@@ -118,7 +118,7 @@ func resolveOwnerNeeds(c *Config, watches []ResolvedWatch) ([]ResolvedWatch, fie
 	targets := sets.New[string]()
 	for _, r := range c.Rules {
 		if r.CopyFromOwner != nil {
-			targets.Insert(r.Kinds...)
+			targets.Insert(r.KindNames()...)
 		}
 	}
 	var errs field.ErrorList
