@@ -146,6 +146,9 @@ func check(ctx context.Context, out io.Writer, o checkOptions) error {
 		if err := o.limits.Check(conf, config.OfflineScope(conf)); err != nil {
 			return err
 		}
+		if err := admission.CheckSizes(admission.OfflineRules(conf, &o.limits.WriteScope, conf.WriteScope)); err != nil {
+			return err
+		}
 		fmt.Fprintf(out, "%s: %d watches, %d rules: valid offline, within the guardrails\n", o.file, len(conf.Watches), len(conf.Rules))
 		if names := atCreationRules(conf); len(names) > 0 {
 			fmt.Fprintf(out, "atCreation: %d rules get an admission policy; --live checks them on the cluster: %s\n", len(names), strings.Join(names, ", "))
@@ -183,6 +186,9 @@ func checkCluster(ctx context.Context, out io.Writer, conf *config.Config, o che
 	}
 	// The guardrails, with the kinds' scopes as the cluster serves them.
 	if err := o.limits.Check(conf, config.ResolvedScope(watches)); err != nil {
+		return err
+	}
+	if err := admission.CheckSizes(admission.Rules(conf, watches, &o.limits.WriteScope, conf.WriteScope)); err != nil {
 		return err
 	}
 	cs, err := kubernetes.NewForConfig(cfg)

@@ -92,18 +92,29 @@ func builtInGroups(kind string) []string {
 
 // watchGroupKind is the kind a watch names, as far as it is known offline:
 // its apiVersion's group, else the built-in kind's (the core group first, as
-// Resolve picks it). builtIn: a watch without apiVersion, which is always
-// of a built-in kind.
+// Resolve picks it).
 func watchGroupKind(w Watch) schema.GroupKind {
+	return w.GroupVersionKind().GroupKind()
+}
+
+// GroupVersionKind is the kind w names as far as it is known without a
+// cluster: its apiVersion, else the built-in kind's group (the core group
+// first, as Resolve picks it) in a version client-go knows it in.
+func (w Watch) GroupVersionKind() schema.GroupVersionKind {
 	if w.APIVersion != "" {
 		gv, _ := schema.ParseGroupVersion(w.APIVersion) // validated with the watch
-		return schema.GroupKind{Group: gv.Group, Kind: w.Kind}
+		return gv.WithKind(w.Kind)
 	}
-	gk := schema.GroupKind{Kind: w.Kind}
+	gvk := schema.GroupVersionKind{Kind: w.Kind}
 	if groups := builtInGroups(w.Kind); len(groups) > 0 {
-		gk.Group = groups[0]
+		gvk.Group = groups[0]
 	}
-	return gk
+	for known := range clientgoscheme.Scheme.AllKnownTypes() {
+		if known.GroupKind() == gvk.GroupKind() && known.Version != "__internal" && (gvk.Version == "" || known.Version < gvk.Version) {
+			gvk.Version = known.Version
+		}
+	}
+	return gvk
 }
 
 // ruleKindWatch finds the watch a rule's kinds entry names, or says why

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/metawatch/metawatch/pkg/config"
+	"github.com/metawatch/metawatch/pkg/testing/testkit"
 )
 
 const guardWatches = "watches:\n- kind: Pod\n- kind: Namespace\n- kind: Node\n- kind: Deployment\n- kind: Widget\n"
@@ -97,21 +98,7 @@ func TestLimitsRejectWhatTheOperatorDidNotAllow(t *testing.T) {
 				t.Fatal(err)
 			}
 			limits := limitsFromFlags(t, tc.flags...)
-			err = limits.Check(c, config.OfflineScope(c))
-			if len(tc.want) == 0 {
-				if err != nil {
-					t.Fatalf("want no error, got %v", err)
-				}
-				return
-			}
-			if err == nil || !config.IsInvalid(err) {
-				t.Fatalf("want an invalid-configuration error, got %v", err)
-			}
-			for _, want := range tc.want {
-				if !strings.Contains(err.Error(), want) {
-					t.Errorf("error does not say %q:\n%s", want, config.Describe(err))
-				}
-			}
+			testkit.WantInvalid(t, limits.Check(c, config.OfflineScope(c)), tc.want...)
 		})
 	}
 }

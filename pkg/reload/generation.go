@@ -79,6 +79,11 @@ func resolve(ctx context.Context, cfg *rest.Config, conf *config.Config, limits 
 	if err := limitsOrDefault(limits).Check(conf, config.ResolvedScope(watches)); err != nil {
 		return resolved{}, warnings, err
 	}
+	// config cannot build the policies (admission imports it): their CEL's
+	// size is checked here, before the configuration runs.
+	if err := admission.CheckSizes(admission.Rules(conf, watches, &limitsOrDefault(limits).WriteScope, conf.WriteScope)); err != nil {
+		return resolved{}, warnings, err
+	}
 	allowed, forbidden, err := access.Check(ctx, cfg, watches)
 	return resolved{conf: conf, watches: allowed, forbidden: forbidden}, warnings, err
 }
