@@ -24,7 +24,7 @@ var clusterScopedBuiltIns = sets.New(
 	groupKind("networking.k8s.io", "IngressClass"), groupKind("networking.k8s.io", "IPAddress"), groupKind("networking.k8s.io", "ServiceCIDR"),
 	groupKind("certificates.k8s.io", "CertificateSigningRequest"), groupKind("certificates.k8s.io", "ClusterTrustBundle"),
 	groupKind("flowcontrol.apiserver.k8s.io", "FlowSchema"), groupKind("flowcontrol.apiserver.k8s.io", "PriorityLevelConfiguration"),
-	groupKind("resource.k8s.io", "DeviceClass"), groupKind("resource.k8s.io", "ResourceSlice"), groupKind("resource.k8s.io", "DeviceTaintRule"),
+	groupKind("resource.k8s.io", "DeviceClass"), groupKind("resource.k8s.io", "ResourceSlice"), groupKind("resource.k8s.io", "DeviceTaintRule"), groupKind("resource.k8s.io", "ResourcePoolStatusRequest"),
 	groupKind("storagemigration.k8s.io", "StorageVersionMigration"), groupKind("internal.apiserver.k8s.io", "StorageVersion"),
 )
 
