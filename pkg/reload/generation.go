@@ -205,7 +205,7 @@ var namespaceKind = corev1.SchemeGroupVersion.WithKind("Namespace").GroupKind()
 func kindsWhoseRules(watches []config.ResolvedWatch, byKind map[string][]rules.Rule, does func([]rules.Rule) bool) sets.Set[schema.GroupKind] {
 	out := sets.New[schema.GroupKind]()
 	for _, w := range watches {
-		if does(byKind[w.GVK.Kind]) {
+		if !w.OwnersOnly && does(byKind[w.GVK.Kind]) { // no rule names an owner-only watch
 			out.Insert(w.GVK.GroupKind())
 		}
 	}
