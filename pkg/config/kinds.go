@@ -151,8 +151,13 @@ func ruleKindWatch(ref string, watches []Watch) (int, string) {
 // watches have.
 func sharedKindName(ref string, watches []Watch, same []int) string {
 	described := make([]string, len(same))
+	groups := map[schema.GroupKind]bool{}
 	for j, i := range same {
 		described[j] = fmt.Sprintf("watches[%d] %s", i, KindRef(watchGroupKind(watches[i])))
+		groups[watchGroupKind(watches[i])] = true
+	}
+	if len(groups) == 1 {
+		return fmt.Sprintf("%s is watched twice (%s): merge the watches (one watch per kind)", KindName(ref), strings.Join(described, " and "))
 	}
 	return fmt.Sprintf("%s is the kind of %s, of different API groups, and metawatch keeps rules per kind name: a rule on one would run on all of them, "+
 		"whichever group it names; remove the watches of %s no rule should write (two watched kinds of one name cannot both have rules)",

@@ -34,6 +34,8 @@ func TestRuleKindsNameOneWatch(t *testing.T) {
 			"remove the watches of Deployment no rule should write"}},
 		"a name two watches share, with its group": {appsDeployment + evilDeployment, "[Deployment.apps]", []string{
 			`rules[0].kinds[0]: Invalid value: "Deployment.apps": Deployment is the kind of watches[0] Deployment and watches[1] Deployment.evil.example.com`}},
+		"a kind watched twice": {appsDeployment + "- {kind: Deployment, apiVersion: apps/v1}\n", "[Deployment]", []string{
+			`rules[0].kinds[0]: Invalid value: "Deployment": Deployment is watched twice (watches[0] Deployment and watches[1] Deployment): merge the watches`}},
 		"a group no watch has": {appsDeployment, "[Deployment.evil.example.com]", []string{
 			"names Deployment of API group evil.example.com, which no watch watches; watches[0] watches Deployment: write Deployment"}},
 		"one watch named twice": {appsDeployment, "[Deployment, Deployment.apps]", []string{
