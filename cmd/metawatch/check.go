@@ -146,7 +146,10 @@ func check(ctx context.Context, out io.Writer, o checkOptions) error {
 		return err
 	}
 	if o.kubeconfig == "" {
-		if err := o.limits.Check(conf, config.BuiltInScope); err != nil {
+		if err := o.limits.Check(conf, config.OfflineScope(conf)); err != nil {
+			return err
+		}
+		if err := admission.CheckSizes(admission.OfflineRules(conf, &o.limits.WriteScope, conf.WriteScope)); err != nil {
 			return err
 		}
 		fmt.Fprintf(out, "%s: %d watches, %d rules: valid offline, within the guardrails\n", o.file, len(conf.Watches), len(conf.Rules))
@@ -188,6 +191,9 @@ func checkCluster(ctx context.Context, out io.Writer, conf *config.Config, o che
 	if err := o.limits.Check(conf, config.ResolvedScope(watches)); err != nil {
 		return err
 	}
+	if err := admission.CheckSizes(admission.Rules(conf, watches, &o.limits.WriteScope, conf.WriteScope)); err != nil {
+		return err
+	}
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return err
@@ -218,12 +224,12 @@ func checkCluster(ctx context.Context, out io.Writer, conf *config.Config, o che
 	return nil
 }
 
-// writtenKinds are the kinds some rule writes (not only audits).
-func writtenKinds(conf *config.Config) map[string]bool {
-	kinds := map[string]bool{}
+// writtenKinds are the kinds some rule writes (not only audits), by name.
+func writtenKinds(conf *config.Config) writtenSet {
+	kinds := writtenSet{}
 	for _, r := range conf.Rules {
 		if r.Writes() {
-			for _, k := range r.Kinds {
+			for _, k := range r.KindNames() {
 				kinds[k] = true
 			}
 		}
@@ -231,16 +237,24 @@ func writtenKinds(conf *config.Config) map[string]bool {
 	return kinds
 }
 
+// writtenSet are the names of the kinds rules write.
+type writtenSet map[string]bool
+
+// of reports whether rules write w's objects: its kind is named, and it is
+// not a watch of the owner chains alone, which no rule names (an implicit
+// apps Deployment beside a configured custom Deployment).
+func (s writtenSet) of(w config.ResolvedWatch) bool { return s[w.GVK.Kind] && !w.OwnersOnly }
+
 // accessTable prints, per watch, whether the identity may list, watch and
 // (where a rule writes) patch, and returns what is denied.
-func accessTable(ctx context.Context, out io.Writer, cs kubernetes.Interface, watches []config.ResolvedWatch, written map[string]bool) ([]string, error) {
+func accessTable(ctx context.Context, out io.Writer, cs kubernetes.Interface, watches []config.ResolvedWatch, written writtenSet) ([]string, error) {
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "KIND\tRESOURCE\tNAMESPACES\tLIST\tWATCH\tPATCH")
 	var denied []string
 	for _, w := range watches {
 		cells := []string{w.GVK.Kind, w.Resource.GroupResource().String(), namespacesLabel(w)}
 		for _, verb := range []string{"list", "watch", "patch"} {
-			if verb == "patch" && !written[w.GVK.Kind] {
+			if verb == "patch" && !written.of(w) {
 				cells = append(cells, "-")
 				continue
 			}

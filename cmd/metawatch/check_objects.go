@@ -56,14 +56,8 @@ func checkObjects(ctx context.Context, out io.Writer, o checkOptions) (int, erro
 	if err != nil {
 		return 1, err
 	}
-	if err := o.limits.Check(conf, config.BuiltInScope); err != nil {
-		return 1, err
-	}
-	objects, err := preview.ReadFiles(o.objects, os.Stdin)
-	if err != nil {
-		return 1, fmt.Errorf("--objects: %w", err)
-	}
 	opts := preview.Options{Config: conf, Scopes: []*config.WriteScope{&o.limits.WriteScope}, Limits: &o.limits, FieldManager: o.fieldManager}
+	scope := config.OfflineScope(conf)
 	if o.live {
 		cfg, err := clientcmd.BuildConfigFromFlags("", o.kubeconfig)
 		if err != nil {
@@ -72,6 +66,19 @@ func checkObjects(ctx context.Context, out io.Writer, o checkOptions) (int, erro
 		if opts.Lookup, err = clusterLookup(cfg); err != nil {
 			return 1, err
 		}
+		// With a cluster, the kinds' groups and scopes are its discovery's.
+		watches, _, err := apiserver.Resolve(cfg, conf)
+		if err != nil {
+			return 1, err
+		}
+		scope = config.ResolvedScope(watches)
+	}
+	if err := o.limits.Check(conf, scope); err != nil {
+		return 1, err
+	}
+	objects, err := preview.ReadFiles(o.objects, os.Stdin)
+	if err != nil {
+		return 1, fmt.Errorf("--objects: %w", err)
 	}
 	reports, err := preview.Preview(ctx, objects, opts)
 	if err != nil {

@@ -44,13 +44,13 @@ var selectorsConfigMapVerbs = []string{"get", "list", "watch"}
 
 // configNeeds are the verbs the configuration needs: list and watch of every
 // watched kind, patch of every kind a rule writes.
-func configNeeds(watches []config.ResolvedWatch, written map[string]bool) map[verbOn]bool {
+func configNeeds(watches []config.ResolvedWatch, written writtenSet) map[verbOn]bool {
 	needs := map[verbOn]bool{}
 	for _, w := range watches {
 		gr := w.Resource.GroupResource()
 		needs[verbOn{gr.Group, gr.Resource, "list"}] = true
 		needs[verbOn{gr.Group, gr.Resource, "watch"}] = true
-		if written[w.GVK.Kind] {
+		if written.of(w) {
 			needs[verbOn{gr.Group, gr.Resource, "patch"}] = true
 		}
 	}
@@ -107,7 +107,7 @@ type chartKind struct {
 // writeChartValues writes to path the chart values whose ClusterRole is what
 // the configuration needs: each watched kind, write: true where a rule writes
 // it (which also sets --writable-kinds).
-func writeChartValues(path, source string, watches []config.ResolvedWatch, written map[string]bool, atCreation bool) error {
+func writeChartValues(path, source string, watches []config.ResolvedWatch, written writtenSet, atCreation bool) error {
 	var values struct {
 		RBAC struct {
 			Kinds []chartKind `json:"kinds"`
@@ -123,7 +123,7 @@ func writeChartValues(path, source string, watches []config.ResolvedWatch, writt
 	}
 	for _, w := range watches {
 		gr := w.Resource.GroupResource()
-		values.RBAC.Kinds = append(values.RBAC.Kinds, chartKind{Kind: w.GVK.Kind, APIGroup: gr.Group, Resource: gr.Resource, Write: written[w.GVK.Kind]})
+		values.RBAC.Kinds = append(values.RBAC.Kinds, chartKind{Kind: w.GVK.Kind, APIGroup: gr.Group, Resource: gr.Resource, Write: written.of(w)})
 	}
 	data, err := yaml.Marshal(values)
 	if err != nil {

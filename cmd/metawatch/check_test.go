@@ -104,6 +104,10 @@ func TestCheckAppliesTheGuardrails(t *testing.T) {
 			want: `rules[0].reservedKeys[0]: Forbidden: rule "zone" may not write topology.kubernetes.io/zone: --allowed-reserved-keys allows none`},
 		"atCreation not allowed": {rule: "{name: team, kinds: [Pod], atCreation: true, setLabels: {tier: gold}}",
 			want: `rules[0].atCreation: Forbidden: rule "team" may not apply its keys at creation`},
+		"an atCreation value over the API server's CEL limit": {
+			rule:  "{name: notes, kinds: [Pod], atCreation: true, setAnnotations: {example.com/notes: " + strings.Repeat("x", 120_000) + "}}",
+			flags: []string{"--allow-at-creation"},
+			want:  `rule "notes": the CEL expression of setAnnotations[example.com/notes] is 120`},
 		"a cluster-scoped kind and a reserved key the operator allowed": {
 			rule:  "{name: zone, kinds: [Node], setLabels: {topology.kubernetes.io/zone: west}, reservedKeys: [topology.kubernetes.io/zone]}",
 			flags: []string{"--writable-kinds=Pod,Node", "--allowed-reserved-keys=topology.kubernetes.io/zone"}},

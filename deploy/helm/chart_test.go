@@ -163,3 +163,23 @@ func TestWarmStandbyFlag(t *testing.T) {
 		})
 	}
 }
+
+// rbac.kinds with write: true become --writable-kinds with their API group
+// outside the core group: a custom resource called like a built-in kind is
+// then allowed by its own entry only.
+func TestWritableKindsCarryTheirGroup(t *testing.T) {
+	controlplane.SkipIfShort(t)
+	for name, tc := range map[string]struct{ set, want string }{
+		"the defaults": {set: "replicaCount=1", want: "--writable-kinds=Pod,Deployment.apps"},
+		"a custom resource called like a built-in kind": {
+			set:  "rbac.kinds[0].kind=Pod,rbac.kinds[0].resource=pods,rbac.kinds[0].write=true,rbac.kinds[1].kind=Deployment,rbac.kinds[1].apiGroup=evil.example.com,rbac.kinds[1].resource=deployments,rbac.kinds[1].write=true",
+			want: "--writable-kinds=Pod,Deployment.evil.example.com",
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if manifests := helm(t, "template", "metawatch", chart, "-n", "render", "--set", tc.set); !strings.Contains(manifests, tc.want) {
+				t.Errorf("--set %s: %s not rendered", tc.set, tc.want)
+			}
+		})
+	}
+}

@@ -69,7 +69,7 @@ func Policy(r Rule) (*admissionregistrationv1.MutatingAdmissionPolicy, *admissio
 	if err != nil {
 		return nil, nil, fmt.Errorf("rule %q: %w", r.Name, err)
 	}
-	mutations := mutationsOf(r)
+	mutations, _ := mutationsOf(r)
 	if len(mutations) == 0 {
 		return nil, nil, fmt.Errorf("rule %q sets and copies nothing: no admission policy to make", r.Name)
 	}
@@ -105,9 +105,9 @@ func orEverything(sel labels.Selector) labels.Selector {
 
 // mutationsOf is one apply configuration per key: a set key where the
 // object lacks it (any value with Force), a copied key where the Namespace
-// has it and the object lacks it (any value with Force).
-func mutationsOf(r Rule) []admissionregistrationv1.Mutation {
-	var out []admissionregistrationv1.Mutation
+// has it and the object lacks it (any value with Force). sources say where
+// each comes from in the rule, e.g. setAnnotations[example.com/note].
+func mutationsOf(r Rule) (out []admissionregistrationv1.Mutation, sources []string) {
 	add := func(field, key, valueCEL, when string) {
 		if !r.Force {
 			when = and(when, absent(field, key))
@@ -120,17 +120,21 @@ func mutationsOf(r Rule) []admissionregistrationv1.Mutation {
 	}
 	for _, k := range sortedKeys(r.SetLabels) {
 		add("labels", k, quote(r.SetLabels[k]), "")
+		sources = append(sources, "setLabels["+k+"]")
 	}
 	for _, k := range sortedKeys(r.SetAnnotations) {
 		add("annotations", k, quote(r.SetAnnotations[k]), "")
+		sources = append(sources, "setAnnotations["+k+"]")
 	}
 	for _, k := range sorted(r.CopyLabels) {
 		add("labels", k, "namespaceObject.metadata.labels["+quote(k)+"]", inNamespace("labels", k))
+		sources = append(sources, "copyFromNamespace.labels "+k)
 	}
 	for _, k := range sorted(r.CopyAnnotations) {
 		add("annotations", k, "namespaceObject.metadata.annotations["+quote(k)+"]", inNamespace("annotations", k))
+		sources = append(sources, "copyFromNamespace.annotations "+k)
 	}
-	return out
+	return out, sources
 }
 
 // absent is true where the created object has no key in field.

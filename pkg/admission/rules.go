@@ -13,6 +13,9 @@ import (
 func Rules(conf *config.Config, watches []config.ResolvedWatch, scopes ...*config.WriteScope) []Rule {
 	resources := map[string]Resource{}
 	for _, w := range watches {
+		if w.OwnersOnly {
+			continue // no rule names it: a configured watch of the name is the rules' (a custom Deployment beside the implicit apps one)
+		}
 		resources[w.GVK.Kind] = Resource{GroupVersionResource: w.Resource, Namespaced: w.Namespaced, Namespaces: w.Namespaces, Label: w.Label, Field: w.Field}
 	}
 	var out []Rule
@@ -27,7 +30,7 @@ func Rules(conf *config.Config, watches []config.ResolvedWatch, scopes ...*confi
 		if c := r.CopyFromNamespace; c != nil {
 			ar.CopyLabels, ar.CopyAnnotations = c.Labels, c.Annotations
 		}
-		for _, kind := range r.Kinds {
+		for _, kind := range r.KindNames() {
 			if res, ok := resources[kind]; ok {
 				ar.Resources = append(ar.Resources, res)
 			}

@@ -28,7 +28,7 @@ func annotationsRead(c *Config, kind string) sets.Set[string] {
 		if r.CopyFromOwner != nil && slices.Contains(r.CopyFromOwner.Kinds, kind) {
 			keep.Insert(r.CopyFromOwner.Annotations...) // read on the owner
 		}
-		if !slices.Contains(r.Kinds, kind) {
+		if !slices.Contains(r.KindNames(), kind) {
 			continue
 		}
 		for k := range r.SetAnnotations {

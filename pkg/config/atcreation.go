@@ -107,7 +107,7 @@ func validateAtCreationAcross(c *Config) field.ErrorList {
 			continue
 		}
 		p := field.NewPath("rules").Index(i)
-		for _, kind := range r.Kinds {
+		for _, kind := range r.KindNames() {
 			if wi, ok := watches[kind]; ok {
 				errs = append(errs, validateAdmissionWatch(p, r.Name, wi, c.Watches[wi])...)
 			}
@@ -169,8 +169,8 @@ func validateMatchUnwritten(c *Config, i int) field.ErrorList {
 }
 
 func sharesKind(a, b Rule) bool {
-	for _, k := range a.Kinds {
-		if slices.Contains(b.Kinds, k) {
+	for _, k := range a.KindNames() {
+		if slices.Contains(b.KindNames(), k) {
 			return true
 		}
 	}

@@ -73,7 +73,7 @@ func FuzzLimits(f *testing.F) {
 		if err := bindLimitFlags(&narrowed, "--protected-keys="+pattern); err != nil {
 			return // not a pattern the flag takes
 		}
-		wide, narrow := open.Check(conf, config.BuiltInScope), narrowed.Check(conf, config.BuiltInScope)
+		wide, narrow := open.Check(conf, config.OfflineScope(conf)), narrowed.Check(conf, config.OfflineScope(conf))
 		if wide != nil {
 			t.Fatalf("nothing protected, the rule on %q was refused: %v", key, wide)
 		}

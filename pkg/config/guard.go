@@ -28,10 +28,13 @@ const (
 // when a write is decided, so that a write the configuration did not ask for
 // (a release of a key no rule wants) stays inside --writable-kinds too.
 func (l *Limits) AllowsKind(gk schema.GroupKind, namespaced bool) bool {
-	if slices.Contains(l.WritableKinds, gk.Kind) {
-		return true
-	}
-	return namespaced && slices.Contains(l.WritableKinds, anyNamespacedKind)
+	return l.namesKind(gk) || namespaced && slices.Contains(l.WritableKinds, anyNamespacedKind)
+}
+
+// namesKind reports whether --writable-kinds names gk: by its name alone for
+// a built-in kind, or as Kind.group (refNames).
+func (l *Limits) namesKind(gk schema.GroupKind) bool {
+	return slices.ContainsFunc(l.WritableKinds, func(ref string) bool { return refNames(ref, gk) })
 }
 
 // KeyRefusal says why the limits forbid a rule to write key (set, copy or
@@ -52,10 +55,10 @@ func (l *Limits) KeyRefusal(key string, optedIn []string) string {
 // "" when they allow it. No rule opts in to a release: a reserved key is
 // released only where --allowed-reserved-keys allows it.
 func (l *Limits) ReleaseRefusal(key string) string {
-	if _, protected := matchKey(l.ProtectedKeys, key); protected {
+	if _, protected := protectedBy(l.ProtectedKeys, key); protected {
 		return RefusedProtected
 	}
-	if _, allowed := matchKey(l.AllowedReservedKeys, key); reservedKey(key) && !allowed {
+	if _, allowed := allowedBy(l.AllowedReservedKeys, key); reservedKey(key) && !allowed {
 		return RefusedReserved
 	}
 	return ""

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
@@ -18,9 +19,11 @@ type Limits struct {
 	// WriteScope bounds the namespaces rules write in (--write-namespaces,
 	// --exclude-write-namespaces); a configuration's writeScope narrows it.
 	WriteScope WriteScope
-	// WritableKinds are the kinds rules may write (--writable-kinds). "*"
-	// allows every namespaced kind; a cluster-scoped kind (Namespace, Node,
-	// ClusterRole) is writable only when named, one by one.
+	// WritableKinds are the kinds rules may write (--writable-kinds): a
+	// built-in kind by its name (Deployment), any kind as Kind.group
+	// (Deployment.apps, Widget.example.com; see kinds.go). "*" allows every
+	// namespaced kind; a cluster-scoped kind (Namespace, Node, ClusterRole)
+	// is writable only when named, one by one.
 	WritableKinds []string
 	// ProtectedKeys are labels and annotations no rule may set, copy or
 	// remove (--protected-keys): exact keys, or prefixes as "prefix/*".
@@ -57,6 +60,7 @@ var defaultProtectedKeys = []string{
 	"kubernetes.io/*", "k8s.io/*", // the reserved prefixes themselves
 	"pod-template-hash",           // Deployment → ReplicaSet → Pod
 	"controller-revision-hash",    // StatefulSet, DaemonSet
+	"pod-template-generation",     // DaemonSet (its pods' template generation)
 	"statefulset.kubernetes.io/*", // pod-name
 	"apps.kubernetes.io/*",        // pod-index
 	"batch.kubernetes.io/*",       // job-name, controller-uid, job-completion-index
@@ -87,14 +91,16 @@ func listOrNone(items []string) string {
 	return strings.Join(items, ",")
 }
 
-// KindScope tells whether a watched kind is namespaced; known is false when
-// that cannot be told (offline, a kind that is not built in).
-type KindScope func(kind string) (namespaced, known bool)
+// KindScope tells, by the name of a kind rules name (validation leaves one
+// watch per such name), its group and whether it is namespaced; known is
+// false when its scope cannot be told (offline, a kind that is not built in).
+type KindScope func(kind string) (gk schema.GroupKind, namespaced, known bool)
 
 // Check returns an invalid-configuration error (IsInvalid) listing every part
 // of c that asks for more than the limits allow, each naming the rule, the key
 // or kind, and the flag that forbids it; nil if c stays within them. scope
-// tells the kinds' scopes: the cluster's (ResolvedScope), or BuiltInScope offline.
+// tells the kinds' groups and scopes: the cluster's (ResolvedScope), or
+// OfflineScope.
 func (l *Limits) Check(c *Config, scope KindScope) error {
 	if err := l.check(c, scope).ToAggregate(); err != nil {
 		return Invalid(fmt.Errorf("the configuration asks for more than the operator allows: %w", err))
@@ -122,11 +128,11 @@ func (l *Limits) check(c *Config, scope KindScope) field.ErrorList {
 func (l *Limits) checkKinds(i int, r Rule, scope KindScope) field.ErrorList {
 	var errs field.ErrorList
 	p := field.NewPath("rules").Index(i).Child("kinds")
-	for j, kind := range r.Kinds {
-		if slices.Contains(l.WritableKinds, kind) {
+	for j, ref := range r.Kinds {
+		gk, namespaced, known := scope(KindName(ref))
+		if l.namesKind(gk) {
 			continue
 		}
-		namespaced, known := scope(kind)
 		wildcard := slices.Contains(l.WritableKinds, anyNamespacedKind)
 		var why string
 		switch {
@@ -140,7 +146,7 @@ func (l *Limits) checkKinds(i int, r Rule, scope KindScope) field.ErrorList {
 			why = "--writable-kinds allows " + listOrNone(l.WritableKinds)
 		}
 		errs = append(errs, field.Forbidden(p.Index(j), fmt.Sprintf("rule %q may not write %s: %s; name %s in --writable-kinds "+
-			"(chart: write: true on its rbac.kinds entry), or make the rule audit only", r.Name, kind, why, kind)))
+			"(chart: write: true on its rbac.kinds entry), or make the rule audit only", r.Name, KindRef(gk), why, KindRef(gk))))
 	}
 	return errs
 }
@@ -149,7 +155,7 @@ func (l *Limits) checkKeys(i int, r Rule) field.ErrorList {
 	var errs field.ErrorList
 	protected := map[string]bool{}
 	for _, w := range writesOf(i, r) {
-		pattern, ok := matchKey(l.ProtectedKeys, w.key)
+		pattern, ok := protectedBy(l.ProtectedKeys, w.key)
 		if !ok || protected[w.key] {
 			continue
 		}
@@ -159,26 +165,11 @@ func (l *Limits) checkKeys(i int, r Rule) field.ErrorList {
 	}
 	p := field.NewPath("rules").Index(i).Child("reservedKeys")
 	for j, k := range r.ReservedKeys {
-		if _, ok := matchKey(l.AllowedReservedKeys, k); ok || protected[k] {
+		if _, ok := allowedBy(l.AllowedReservedKeys, k); ok || protected[k] {
 			continue
 		}
 		errs = append(errs, field.Forbidden(p.Index(j), fmt.Sprintf("rule %q may not write %s: --allowed-reserved-keys allows %s; "+
 			"the operator must add it there (chart: guardrails.allowedReservedKeys)", r.Name, k, listOrNone(l.AllowedReservedKeys))))
 	}
 	return errs
-}
-
-// matchKey returns the first pattern that matches key: "*", the key itself,
-// or "prefix/*" for a key under prefix/.
-func matchKey(patterns []string, key string) (string, bool) {
-	for _, p := range patterns {
-		prefix, isPrefix := strings.CutSuffix(p, "/*")
-		switch {
-		case p == "*", p == key:
-			return p, true
-		case isPrefix && strings.HasPrefix(key, prefix+"/"):
-			return p, true
-		}
-	}
-	return "", false
 }

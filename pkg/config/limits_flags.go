@@ -19,13 +19,14 @@ func (l *Limits) BindFlags(fs *flag.FlagSet) {
 		"Comma-separated `namespaces` rules never write in, e.g. kube-system.")
 	fs.Var(&listFlag{dst: &l.WritableKinds, parse: writableKind}, "writable-kinds",
 		"Comma-separated `kinds` rules may write, e.g. Pod,Deployment; * allows every namespaced kind. A cluster-scoped kind (Namespace, Node, ClusterRole) is writable only when named here. "+
-			"A configuration with a rule that writes another kind is rejected. Empty: rules may only audit.")
+			"A name alone is the built-in kind (Deployment is apps' only, never a custom resource called Deployment); any kind can be named with its API group as kubectl writes it, "+
+			"e.g. Deployment.apps or Widget.example.com. A configuration with a rule that writes another kind is rejected. Empty: rules may only audit.")
 	fs.Var(&listFlag{dst: &l.ProtectedKeys, parse: keyPattern}, "protected-keys",
-		"Comma-separated label and annotation `keys` no rule may set, copy or remove: keys, or prefixes as prefix/*. Setting it replaces the default list, which holds "+
+		"Comma-separated label and annotation `keys` no rule may set, copy or remove: keys, or prefixes as prefix/*, matched without case (Kubectl.Kubernetes.io/x is under kubectl.kubernetes.io/*). Setting it replaces the default list, which holds "+
 			"the keys Kubernetes controllers, admission and Helm depend on. A configuration with a rule that writes one is rejected.")
 	fs.Var(&listFlag{dst: &l.AllowedReservedKeys, parse: keyPattern}, "allowed-reserved-keys",
 		"Comma-separated `keys` under the prefixes Kubernetes reserves (kubernetes.io/, k8s.io/ and subdomains) a rule may write when it lists them under reservedKeys: keys, "+
-			"or prefixes as prefix/*, e.g. topology.kubernetes.io/zone. Default: none. --protected-keys still applies.")
+			"or prefixes as prefix/*, e.g. topology.kubernetes.io/zone; the prefix is matched without case, the name after it exactly. Default: none. --protected-keys still applies.")
 	fs.BoolVar(&l.AtCreation, "allow-at-creation", l.AtCreation,
 		"Let rules have atCreation: metawatch then keeps one MutatingAdmissionPolicy and binding per such rule, cluster-wide, which apply the rule's keys "+
 			"as objects are created (its identity needs create, patch, list and delete on them). Off: a configuration with atCreation is rejected.")
@@ -69,11 +70,19 @@ func namespaceName(ns string) error {
 	return nil
 }
 
-func writableKind(kind string) error {
-	if kind == anyNamespacedKind || kindName.MatchString(kind) {
+// writableKind accepts "*", a built-in kind's name, or Kind.group (kinds.go).
+func writableKind(ref string) error {
+	if ref == anyNamespacedKind {
 		return nil
 	}
-	return fmt.Errorf("%q is not a kind: want kind names as rules name them (case-sensitive, e.g. Pod or StatefulSet), or * for every namespaced kind", kind)
+	if msg := kindRefSyntax(ref); msg != "" {
+		return fmt.Errorf("%q is %s, or * for every namespaced kind", ref, msg)
+	}
+	if _, _, qualified := strings.Cut(ref, "."); !qualified && len(builtInGroups(ref)) == 0 {
+		return fmt.Errorf("%q is not a built-in kind, and a kind's name alone names a built-in kind only: "+
+			"name a custom resource with its API group, as kubectl writes it, e.g. %s.example.com", ref, ref)
+	}
+	return nil
 }
 
 // keyPattern accepts "*", a label or annotation key, or "prefix/*".

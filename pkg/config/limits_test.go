@@ -5,12 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/discovery"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-
 	"github.com/metawatch/metawatch/pkg/config"
-	"github.com/metawatch/metawatch/pkg/testing/controlplane"
+	"github.com/metawatch/metawatch/pkg/testing/testkit"
 )
 
 const guardWatches = "watches:\n- kind: Pod\n- kind: Namespace\n- kind: Node\n- kind: Deployment\n- kind: Widget\n"
@@ -73,6 +69,16 @@ func TestLimitsRejectWhatTheOperatorDidNotAllow(t *testing.T) {
 			rules: "- {name: psa, kinds: [Namespace], setLabels: {pod-security.kubernetes.io/enforce: baseline}, reservedKeys: [pod-security.kubernetes.io/enforce]}",
 			flags: []string{"--protected-keys=pod-template-hash", "--allowed-reserved-keys=pod-security.kubernetes.io/enforce", "--writable-kinds=Namespace"},
 		},
+		"a protected prefix in capitals is the same prefix": {
+			rules: "- {name: lac, kinds: [Pod], setAnnotations: {Kubectl.Kubernetes.io/last-applied-configuration: x}, reservedKeys: [Kubectl.Kubernetes.io/last-applied-configuration]}",
+			flags: []string{"--allowed-reserved-keys=*"},
+			want:  []string{"may not write Kubectl.Kubernetes.io/last-applied-configuration: --protected-keys protects it (pattern kubectl.kubernetes.io/*)"},
+		},
+		"a protected prefix all in capitals is the same prefix": {
+			rules: "- {name: psa, kinds: [Pod], setAnnotations: {POD-SECURITY.KUBERNETES.IO/enforce: privileged}, reservedKeys: [POD-SECURITY.KUBERNETES.IO/enforce]}",
+			flags: []string{"--allowed-reserved-keys=*"},
+			want:  []string{"may not write POD-SECURITY.KUBERNETES.IO/enforce: --protected-keys protects it (pattern pod-security.kubernetes.io/*)"},
+		},
 		"copying a protected key from the namespace is a write": {
 			rules: "- {name: copy, kinds: [Pod], copyFromNamespace: {labels: [job-name]}}",
 			want:  []string{`rules[0].copyFromNamespace.labels[0]: Forbidden: rule "copy" may not write job-name`},
@@ -92,21 +98,7 @@ func TestLimitsRejectWhatTheOperatorDidNotAllow(t *testing.T) {
 				t.Fatal(err)
 			}
 			limits := limitsFromFlags(t, tc.flags...)
-			err = limits.Check(c, config.BuiltInScope)
-			if len(tc.want) == 0 {
-				if err != nil {
-					t.Fatalf("want no error, got %v", err)
-				}
-				return
-			}
-			if err == nil || !config.IsInvalid(err) {
-				t.Fatalf("want an invalid-configuration error, got %v", err)
-			}
-			for _, want := range tc.want {
-				if !strings.Contains(err.Error(), want) {
-					t.Errorf("error does not say %q:\n%s", want, config.Describe(err))
-				}
-			}
+			testkit.WantInvalid(t, limits.Check(c, config.OfflineScope(c)), tc.want...)
 		})
 	}
 }
@@ -155,53 +147,4 @@ func TestLimitFlagsReplaceTheDefaultThenAdd(t *testing.T) {
 	if got := strings.Join(config.DefaultLimits().ProtectedKeys, ","); !strings.Contains(got, "pod-template-hash") {
 		t.Errorf("setting the flag changed the default list: %s", got)
 	}
-}
-
-// The scopes known offline are the cluster's: every built-in kind the test
-// API server serves, as its discovery says.
-func TestBuiltInScopeIsTheServersScope(t *testing.T) {
-	controlplane.SkipIfShort(t)
-	mapper := newMapper(t)
-	for _, gvk := range servedBuiltInKinds(t) {
-		mapping, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
-		if err != nil {
-			t.Fatal(err)
-		}
-		served := mapping.Scope.Name() == "namespace"
-		namespaced, known := config.BuiltInScope(gvk.Kind)
-		if !known || namespaced != served {
-			t.Errorf("%s: config.BuiltInScope says namespaced=%v known=%v, the server says namespaced=%v", gvk, namespaced, known, served)
-		}
-	}
-}
-
-// servedBuiltInKinds are the kinds the test API server serves that the
-// client-go scheme knows, which may be listed (so watched).
-func servedBuiltInKinds(t *testing.T) []schema.GroupVersionKind {
-	t.Helper()
-	dc, err := discovery.NewDiscoveryClientForConfig(cp.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lists, err := dc.ServerPreferredResources()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []schema.GroupVersionKind
-	for _, list := range lists {
-		gv, err := schema.ParseGroupVersion(list.GroupVersion)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, r := range list.APIResources {
-			gvk := gv.WithKind(r.Kind)
-			if !strings.Contains(r.Name, "/") && clientgoscheme.Scheme.Recognizes(gvk) && strings.Contains(strings.Join(r.Verbs, ","), "list") {
-				out = append(out, gvk)
-			}
-		}
-	}
-	if len(out) < 30 {
-		t.Fatalf("discovery served %d built-in kinds, want the API server's dozens: %v", len(out), out)
-	}
-	return out
 }

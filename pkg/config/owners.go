@@ -83,10 +83,22 @@ func ownerChainKinds(c *Config) map[string]int {
 }
 
 // OwnerChainKinds are the kinds metawatch follows on owner chains for c's
-// copyFromOwner rules (ownerChainKinds, without the rule that needs each).
-func OwnerChainKinds(c *Config) sets.Set[string] {
-	return sets.KeySet(ownerChainKinds(c))
+// copyFromOwner rules (ownerChainKinds, without the rule that needs each),
+// with their groups: an owner of another group called the same (a custom
+// ReplicaSet) ends the chain.
+func OwnerChainKinds(c *Config) sets.Set[schema.GroupKind] {
+	out := sets.New[schema.GroupKind]()
+	for kind := range ownerChainKinds(c) {
+		out.Insert(ownerKinds[kind].gvk.GroupKind())
+	}
+	return out
 }
+
+// MaxOwnerDepth bounds a walk up an object's controlling owners, for the
+// controller and for metawatch check's preview alike: a pod's chain is at
+// most Pod → Job → CronJob or Pod → ReplicaSet → Deployment; a longer one
+// is a loop or something metawatch does not follow.
+const MaxOwnerDepth = 4
 
 // copiedFromOwner is what the copyFromOwner rules copy from owners of kind:
 // the cache keeps these keys of an owner-only watch and no other.
@@ -118,7 +130,7 @@ func resolveOwnerNeeds(c *Config, watches []ResolvedWatch) ([]ResolvedWatch, fie
 	targets := sets.New[string]()
 	for _, r := range c.Rules {
 		if r.CopyFromOwner != nil {
-			targets.Insert(r.Kinds...)
+			targets.Insert(r.KindNames()...)
 		}
 	}
 	var errs field.ErrorList

@@ -3,7 +3,6 @@ package config
 import (
 	"errors"
 	"fmt"
-	"sort"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -178,20 +177,6 @@ func mappingForBuiltIn(kind string, mapper meta.RESTMapper) (*meta.RESTMapping, 
 		return served[0], nil
 	}
 	return nil, fmt.Errorf("served by several API groups (%s); set apiVersion", describeGroups(served))
-}
-
-// builtInGroups lists the API groups client-go knows kind in, "" (core) first.
-func builtInGroups(kind string) []string {
-	var groups []string
-	seen := map[string]bool{}
-	for gvk := range clientgoscheme.Scheme.AllKnownTypes() {
-		if gvk.Kind == kind && gvk.Version != "__internal" && !seen[gvk.Group] {
-			seen[gvk.Group] = true
-			groups = append(groups, gvk.Group)
-		}
-	}
-	sort.Strings(groups)
-	return groups
 }
 
 func describeGroups(mappings []*meta.RESTMapping) string {

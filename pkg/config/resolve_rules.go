@@ -72,7 +72,7 @@ func checkCopyTargets(c *Config, watches []ResolvedWatch) field.ErrorList {
 			continue
 		}
 		for j, kind := range r.Kinds {
-			if clusterScoped[kind] {
+			if clusterScoped[KindName(kind)] {
 				errs = append(errs, field.Invalid(field.NewPath("rules").Index(i).Child("kinds").Index(j), kind,
 					"is cluster-scoped: it has no namespace to copy from, nor an owner in one"))
 			}

@@ -14,15 +14,11 @@ import (
 // and against the watches of their kinds.
 func validateRules(c *Config) field.ErrorList {
 	path := field.NewPath("rules")
-	watched := map[string]int{}
-	for i, w := range c.Watches {
-		watched[w.Kind] = i
-	}
 	var errs field.ErrorList
 	names := map[string]int{}
 	for i, r := range c.Rules {
 		p := path.Index(i)
-		errs = append(errs, validateRule(p, r, watched)...)
+		errs = append(errs, validateRule(p, r, c.Watches)...)
 		errs = append(errs, validateReservedKeys(i, r)...)
 		if first, dup := names[r.Name]; dup && r.Name != "" {
 			e := field.Duplicate(p.Child("name"), r.Name)
@@ -39,12 +35,12 @@ func validateRules(c *Config) field.ErrorList {
 	return append(errs, validateLoops(c)...)
 }
 
-func validateRule(p *field.Path, r Rule, watched map[string]int) field.ErrorList {
+func validateRule(p *field.Path, r Rule, watches []Watch) field.ErrorList {
 	var errs field.ErrorList
 	for _, msg := range validation.IsDNS1123Subdomain(r.Name) {
 		errs = append(errs, field.Invalid(p.Child("name"), r.Name, msg))
 	}
-	errs = append(errs, validateRuleKinds(p.Child("kinds"), r.Kinds, watched)...)
+	errs = append(errs, validateRuleKinds(p.Child("kinds"), r.Kinds, watches)...)
 	if r.Match != nil {
 		if _, err := labels.Parse(r.Match.LabelSelector); err != nil {
 			errs = append(errs, field.Invalid(p.Child("match", "labelSelector"), r.Match.LabelSelector, err.Error()))
@@ -56,24 +52,6 @@ func validateRule(p *field.Path, r Rule, watched map[string]int) field.ErrorList
 	}
 	errs = append(errs, validateRuleKeys(p, r)...)
 	return append(errs, validateAtCreation(p, r)...)
-}
-
-func validateRuleKinds(p *field.Path, kinds []string, watched map[string]int) field.ErrorList {
-	if len(kinds) == 0 {
-		return field.ErrorList{field.Required(p, "the watched kinds the rule applies to, e.g. [Pod]")}
-	}
-	var errs field.ErrorList
-	seen := sets.New[string]()
-	for i, k := range kinds {
-		if _, ok := watched[k]; !ok {
-			errs = append(errs, field.Invalid(p.Index(i), k, "not a watched kind: add a watch for it under watches"))
-		}
-		if seen.Has(k) {
-			errs = append(errs, field.Duplicate(p.Index(i), k))
-		}
-		seen.Insert(k)
-	}
-	return errs
 }
 
 func hasAction(r Rule) bool {

@@ -84,7 +84,7 @@ func validateConflicts(c *Config) field.ErrorList {
 	seen := map[string]write{} // kind/map/key -> first write
 	for i, r := range c.Rules {
 		for _, w := range writesOf(i, r) {
-			for _, kind := range r.Kinds {
+			for _, kind := range r.KindNames() {
 				id := kind + "/" + w.target.Plural() + "/" + w.key
 				first, dup := seen[id]
 				if !dup {
@@ -118,7 +118,7 @@ func validateLoops(c *Config) field.ErrorList {
 				writes[w.key] = w
 			}
 		}
-		for _, kind := range r.Kinds {
+		for _, kind := range r.KindNames() {
 			errs = append(errs, loopErrors(writes, watchSelectors[kind], fmt.Sprintf("the %s watch's labelSelector", kind))...)
 		}
 		if r.Match != nil {

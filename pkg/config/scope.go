@@ -62,22 +62,6 @@ func validateWriteScope(s *WriteScope) field.ErrorList {
 	return errs
 }
 
-// reservedKey reports whether a label or annotation key is Kubernetes' own:
-// its prefix is kubernetes.io or k8s.io, or a subdomain of either (e.g.
-// node-role.kubernetes.io, pod-security.kubernetes.io).
-func reservedKey(key string) bool {
-	prefix, _, found := strings.Cut(key, "/")
-	if !found {
-		return false
-	}
-	for _, domain := range []string{"kubernetes.io", "k8s.io"} {
-		if prefix == domain || strings.HasSuffix(prefix, "."+domain) {
-			return true
-		}
-	}
-	return false
-}
-
 // validateReservedKeys refuses a rule's writes of reserved keys unless the
 // rule lists each one under reservedKeys, and entries there it does not write.
 func validateReservedKeys(i int, r Rule) field.ErrorList {

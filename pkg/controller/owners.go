@@ -21,10 +21,9 @@ import (
 	"github.com/metawatch/metawatch/pkg/rules"
 )
 
-// maxOwnerDepth bounds a walk up the controlling owners: a pod's chain is at
-// most Pod → Job → CronJob or Pod → ReplicaSet → Deployment; a longer one is
-// a loop or something metawatch does not follow.
-const maxOwnerDepth = 4
+// maxOwnerDepth bounds a walk up the controlling owners; the preview stops
+// where the controller does (config.MaxOwnerDepth says why 4).
+const maxOwnerDepth = config.MaxOwnerDepth
 
 // ownerKinds are the kinds cached for copyFromOwner (config.ResolvedWatch.Owner),
 // by group and kind, as an ownerReference names them.

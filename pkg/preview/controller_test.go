@@ -1,6 +1,7 @@
 package preview_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -36,7 +37,7 @@ func TestPreviewDoesAsTheControllerWould(t *testing.T) {
 			config: "watches: [{kind: Pod}]\nrules: [{name: cost, kinds: [Pod], copyFromOwner: {kinds: [Deployment], labels: [team]}}]\n",
 			objects: "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n  namespace: shop\n  labels: {team: red}\n" +
 				"  ownerReferences: [{apiVersion: argoproj.io/v1alpha1, kind: Rollout, name: ro, uid: u-ro, controller: true}]" + mine + "\n",
-			want: []string{"its owner chain ends at Rollout ro, a kind copyFromOwner does not follow", "would release label team"},
+			want: []string{"its owner chain ends at Rollout.argoproj.io ro, a kind copyFromOwner does not follow", "would release label team"},
 			not:  []string{"waits"},
 		},
 		"an owner with the uid in another namespace is not the owner": {
@@ -57,6 +58,26 @@ func TestPreviewDoesAsTheControllerWould(t *testing.T) {
 			config:  "watches: [{kind: Pod}]\nrules: [{name: cost, kinds: [Pod], copyFromOwner: {kinds: [Deployment], labels: [team]}}]\n",
 			objects: "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm, namespace: shop}\n",
 			want:    []string{"the configuration watches no ConfigMap"},
+		},
+		"a custom kind called like a watched built-in kind is not watched": {
+			config:  "watches: [{kind: Deployment}]\nrules: [{name: tier, kinds: [Deployment], setLabels: {tier: gold}}]\n",
+			objects: "apiVersion: evil.example.com/v1\nkind: Deployment\nmetadata: {name: d, namespace: shop}\n",
+			want:    []string{"the configuration watches no Deployment.evil.example.com"},
+			not:     []string{"would set"},
+		},
+		"an owner of another group called like a followed kind ends the chain": {
+			config: "watches: [{kind: Pod}]\nrules: [{name: cost, kinds: [Pod], copyFromOwner: {kinds: [Deployment], labels: [team]}}]\n",
+			objects: "apiVersion: evil.example.com/v1\nkind: Deployment\nmetadata: {name: d, namespace: shop, uid: u-d, labels: {team: red}}\n---\n" +
+				"apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n  namespace: shop\n" +
+				"  ownerReferences: [{apiVersion: evil.example.com/v1, kind: Deployment, name: d, uid: u-d, controller: true}]\n",
+			want: []string{"its owner chain ends at Deployment.evil.example.com d, a kind copyFromOwner does not follow"},
+			not:  []string{"would set"},
+		},
+		"an owner chain longer than the controller follows": {
+			config:  "watches: [{kind: Pod}]\nrules: [{name: cost, kinds: [Pod], copyFromOwner: {kinds: [Deployment], labels: [team]}}]\n",
+			objects: replicaSetChain(4) + "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d, namespace: shop, uid: u-d, labels: {team: red}}\n",
+			want:    []string{"its owner chain is longer than the 4 owners metawatch follows"},
+			not:     []string{"would set"},
 		},
 		"a key a rule removes is removed, not also released": {
 			config:  "watches: [{kind: Pod}]\nrules: [{name: drop, kinds: [Pod], removeLabels: [legacy]}]\n",
@@ -100,4 +121,20 @@ func checkReport(t *testing.T, configYAML, objects string, limits *config.Limits
 			t.Errorf("the report says %q:\n%s", n, out.String())
 		}
 	}
+}
+
+// replicaSetChain is a pod under n ReplicaSets each controlled by the next,
+// the last by Deployment d.
+func replicaSetChain(n int) string {
+	owner := func(i int) string {
+		if i == n {
+			return "{apiVersion: apps/v1, kind: Deployment, name: d, uid: u-d, controller: true}"
+		}
+		return fmt.Sprintf("{apiVersion: apps/v1, kind: ReplicaSet, name: rs%d, uid: u-rs%d, controller: true}", i, i)
+	}
+	out := "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n  namespace: shop\n  ownerReferences: [" + owner(0) + "]\n---\n"
+	for i := range n {
+		out += fmt.Sprintf("apiVersion: apps/v1\nkind: ReplicaSet\nmetadata:\n  name: rs%d\n  namespace: shop\n  uid: u-rs%d\n  ownerReferences: [%s]\n---\n", i, i, owner(i+1))
+	}
+	return out
 }

@@ -34,7 +34,7 @@ type Options struct {
 	// them when it decides a write; nil: config.DefaultLimits.
 	Limits *config.Limits
 
-	chainKinds sets.Set[string] // the kinds owner chains are followed through
+	chainKinds sets.Set[schema.GroupKind] // the kinds owner chains are followed through
 }
 
 // Object is what a preview reads of an object: its metadata and kind. An
@@ -185,15 +185,16 @@ func refOf(obj Object) Ref {
 func (o Options) report(ctx context.Context, obj Object, kindRules []rules.Rule, src *sources) (Report, error) {
 	rep := Report{Object: refOf(obj)}
 	w := o.watchOf(obj)
+	kind := obj.GroupVersionKind().GroupKind()
 	switch {
 	case w == nil && isNamespace(obj) && config.CopiesFromNamespaces(o.Config):
 		rep.Skipped = "no rule writes Namespaces; read as the source of copyFromNamespace"
 		return rep, nil
-	case w == nil && o.chainKinds.Has(rep.Object.Kind):
+	case w == nil && o.chainKinds.Has(kind):
 		rep.Skipped = fmt.Sprintf("no rule writes %s; read as an owner on the chains of copyFromOwner", rep.Object.Kind)
 		return rep, nil
 	case w == nil:
-		rep.Skipped = fmt.Sprintf("the configuration watches no %s", rep.Object.Kind)
+		rep.Skipped = fmt.Sprintf("the configuration watches no %s", config.KindRef(kind))
 		return rep, nil
 	}
 	if why := leftOut(w, obj); why != "" {
@@ -271,12 +272,14 @@ func (o Options) allows(ns string) bool {
 	return true
 }
 
-// watchOf is the configuration's watch of obj's kind (and group, when the
-// watch pins an apiVersion), nil if none.
+// watchOf is the configuration's watch of obj's kind and group (a watch
+// without apiVersion is of the built-in kind, never of a custom resource
+// called the same), nil if none. The version does not matter: the API
+// server serves an object in every version of its group.
 func (o Options) watchOf(obj Object) *config.Watch {
-	gvk := obj.GroupVersionKind()
+	kind := obj.GroupVersionKind().GroupKind()
 	for i, w := range o.Config.Watches {
-		if w.Kind == gvk.Kind && (w.APIVersion == "" || w.APIVersion == gvk.GroupVersion().String()) {
+		if w.GroupVersionKind().GroupKind() == kind {
 			return &o.Config.Watches[i]
 		}
 	}

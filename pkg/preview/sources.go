@@ -5,9 +5,11 @@ import (
 	"fmt"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 
+	"github.com/metawatch/metawatch/pkg/config"
 	"github.com/metawatch/metawatch/pkg/rules"
 )
 
@@ -29,9 +31,10 @@ type sources struct {
 
 // source is what is kept of a Namespace or an owner.
 type source struct {
-	namespace, kind, name string
-	meta                  rules.Metadata
-	controller            *metav1.OwnerReference
+	namespace, name string
+	kind            schema.GroupKind // empty when looked up: a metadata Get does not say it
+	meta            rules.Metadata
+	controller      *metav1.OwnerReference
 }
 
 func newSources(lookup Lookup) *sources {
@@ -39,7 +42,7 @@ func newSources(lookup Lookup) *sources {
 }
 
 func (s *sources) add(o Object) {
-	src := &source{namespace: o.GetNamespace(), kind: o.GroupVersionKind().Kind, name: o.GetName(),
+	src := &source{namespace: o.GetNamespace(), kind: o.GroupVersionKind().GroupKind(), name: o.GetName(),
 		meta: rules.Metadata{Labels: o.GetLabels(), Annotations: o.GetAnnotations()}}
 	if ref := metav1.GetControllerOfNoCopy(o); ref != nil {
 		src.controller = ref.DeepCopy()
@@ -60,14 +63,11 @@ type found struct {
 	owners    []Ref // the same order as Sources.Owners
 }
 
-// maxOwnerDepth bounds an owner chain (a Pod's ReplicaSet's Deployment is 2).
-const maxOwnerDepth = 8
-
 // of finds the sources the rules of the object's kind copy from. waits:
 // one is missing, and the controller writes and audits nothing until it
 // comes (a Namespace, or an owner of a kind the chains follow); notes say
 // which, and where a chain ends early.
-func (s *sources) of(ctx context.Context, obj Object, kindRules []rules.Rule, chainKinds sets.Set[string]) (f found, waits bool, notes []string, err error) {
+func (s *sources) of(ctx context.Context, obj Object, kindRules []rules.Rule, chainKinds sets.Set[schema.GroupKind]) (f found, waits bool, notes []string, err error) {
 	if ns := obj.GetNamespace(); ns != "" && rules.Copies(kindRules) {
 		meta, err := s.namespace(ctx, ns)
 		if err != nil {
@@ -82,12 +82,13 @@ func (s *sources) of(ctx context.Context, obj Object, kindRules []rules.Rule, ch
 		return f, false, nil, nil
 	}
 	ref := metav1.GetControllerOfNoCopy(obj)
-	for range maxOwnerDepth {
-		if ref == nil {
+	for depth := 0; ref != nil; depth++ {
+		if depth == config.MaxOwnerDepth { // as the controller: no further
+			notes = append(notes, fmt.Sprintf("its owner chain is longer than the %d owners metawatch follows: it stops before %s %s", config.MaxOwnerDepth, ref.Kind, ref.Name))
 			break
 		}
-		if !chainKinds.Has(ref.Kind) {
-			notes = append(notes, fmt.Sprintf("its owner chain ends at %s %s, a kind copyFromOwner does not follow", ref.Kind, ref.Name))
+		if !chainKinds.Has(ownerKind(ref)) {
+			notes = append(notes, fmt.Sprintf("its owner chain ends at %s %s, a kind copyFromOwner does not follow", config.KindRef(ownerKind(ref)), ref.Name))
 			break
 		}
 		owner, err := s.owner(ctx, obj.GetNamespace(), *ref)
@@ -132,7 +133,7 @@ func (s *sources) namespace(ctx context.Context, name string) (*rules.Metadata, 
 func (s *sources) owner(ctx context.Context, namespace string, ref metav1.OwnerReference) (*source, error) {
 	// Owner references are namespace-local, and name their owner's kind
 	// and name: one with the uid that is not that object is not the owner.
-	if o, ok := s.byUID[ref.UID]; ok && o.namespace == namespace && o.name == ref.Name && (o.kind == "" || o.kind == ref.Kind) {
+	if o, ok := s.byUID[ref.UID]; ok && o.namespace == namespace && o.name == ref.Name && (o.kind.Empty() || o.kind == ownerKind(&ref)) {
 		return o, nil
 	}
 	if s.lookup == nil {
@@ -143,6 +144,13 @@ func (s *sources) owner(ctx context.Context, namespace string, ref metav1.OwnerR
 		return nil, err
 	}
 	s.add(o)
-	s.byUID[o.UID].kind = ref.Kind // a metadata Get does not say its kind
+	s.byUID[o.UID].kind = ownerKind(&ref) // a metadata Get does not say its kind
 	return s.byUID[o.UID], nil
+}
+
+// ownerKind is the kind and group ref names ("" group when its apiVersion
+// does not parse: no owner kind metawatch follows is then named).
+func ownerKind(ref *metav1.OwnerReference) schema.GroupKind {
+	gv, _ := schema.ParseGroupVersion(ref.APIVersion)
+	return schema.GroupKind{Group: gv.Group, Kind: ref.Kind}
 }

@@ -79,6 +79,11 @@ func resolve(ctx context.Context, cfg *rest.Config, conf *config.Config, limits 
 	if err := limitsOrDefault(limits).Check(conf, config.ResolvedScope(watches)); err != nil {
 		return resolved{}, warnings, err
 	}
+	// config cannot build the policies (admission imports it): their CEL's
+	// size is checked here, before the configuration runs.
+	if err := admission.CheckSizes(admission.Rules(conf, watches, &limitsOrDefault(limits).WriteScope, conf.WriteScope)); err != nil {
+		return resolved{}, warnings, err
+	}
 	allowed, forbidden, err := access.Check(ctx, cfg, watches)
 	return resolved{conf: conf, watches: allowed, forbidden: forbidden}, warnings, err
 }
@@ -202,7 +207,7 @@ var namespaceKind = corev1.SchemeGroupVersion.WithKind("Namespace").GroupKind()
 func kindsWhoseRules(watches []config.ResolvedWatch, byKind map[string][]rules.Rule, does func([]rules.Rule) bool) sets.Set[schema.GroupKind] {
 	out := sets.New[schema.GroupKind]()
 	for _, w := range watches {
-		if does(byKind[w.GVK.Kind]) {
+		if !w.OwnersOnly && does(byKind[w.GVK.Kind]) { // no rule names an owner-only watch
 			out.Insert(w.GVK.GroupKind())
 		}
 	}

@@ -2,6 +2,7 @@ package reload_test
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -102,5 +103,27 @@ func TestGuardrailsLetThroughWhatTheOperatorAllows(t *testing.T) {
 	testkit.WaitFor(t, "the rule the operator allowed to label the node", testkit.Timeout, func() bool {
 		var got corev1.Node
 		return c.Get(t.Context(), client.ObjectKey{Name: "allowed-node"}, &got) == nil && got.Labels["topology.kubernetes.io/zone"] == "west"
+	})
+}
+
+// A rule with atCreation whose admission policy the API server would refuse
+// (a CEL expression over its limit) is rejected before it runs, as metawatch
+// check rejects it, and the running configuration stays.
+func TestGuardrailsRejectAtCreationOverTheCELLimit(t *testing.T) {
+	controlplane.SkipIfShort(t)
+	c := testkit.Client(t, cp.Config)
+	testkit.Namespace(t, c, "celsize", nil)
+	good := "watches:\n- kind: Pod\nwriteScope: {namespaces: [celsize]}\n" +
+		"rules:\n- {name: celsize-notes, kinds: [Pod], atCreation: true, setAnnotations: {example.com/notes: short}}\n"
+	kubectlApply(t, selectors("celsize", good))
+	startInstance(t, cp.Config, "celsize/selectors", func(r *reload.Reloader) {
+		limits := config.DefaultLimits() // as --allow-at-creation
+		limits.AtCreation = true
+		r.Limits = &limits
+	})
+	kubectlApply(t, selectors("celsize", strings.Replace(good, "short", strings.Repeat("x", 120_000), 1)))
+	want := `rule "celsize-notes": the CEL expression of setAnnotations[example.com/notes] is 120`
+	testkit.WaitFor(t, "an InvalidConfig Event with "+want, testkit.Timeout, func() bool {
+		return eventWith(t, c, "celsize", reload.ReasonInvalidConfig, want)
 	})
 }

@@ -10,7 +10,8 @@ import (
 )
 
 // Compile turns a validated configuration's rules into Rules per kind name
-// (a rule's kinds name watched kinds, e.g. "Pod").
+// (a rule's kinds name watched kinds, e.g. "Pod" or "Deployment.apps", and
+// validation leaves one watch per name they name: config.KindName).
 func Compile(c *config.Config) (map[string][]Rule, error) {
 	byKind := map[string][]Rule{}
 	for i, cr := range c.Rules {
@@ -18,7 +19,7 @@ func Compile(c *config.Config) (map[string][]Rule, error) {
 		if err != nil {
 			return nil, fmt.Errorf("rules[%d]: %w", i, err)
 		}
-		for _, kind := range cr.Kinds {
+		for _, kind := range cr.KindNames() {
 			byKind[kind] = append(byKind[kind], r)
 		}
 	}

@@ -109,10 +109,12 @@ Contradictory values fail here, so every template that asks agrees.
 {{- end }}
 
 {{/*
-The kinds rules may write (--writable-kinds): those of rbac.kinds with write: true.
+The kinds rules may write (--writable-kinds): those of rbac.kinds with write: true, as
+Kind.apiGroup outside the core group (Deployment.apps), so that a custom resource called like a
+built-in kind is never allowed by the built-in's entry, nor the other way round.
 */}}
 {{- define "metawatch.writableKinds" -}}
 {{- $kinds := list }}
-{{- range .Values.rbac.kinds }}{{ if .write }}{{ $kinds = append $kinds .kind }}{{ end }}{{ end }}
+{{- range .Values.rbac.kinds }}{{ if .write }}{{ $kinds = append $kinds (ternary (printf "%s.%s" .kind .apiGroup) .kind (ne (.apiGroup | default "") "")) }}{{ end }}{{ end }}
 {{- join "," $kinds }}
 {{- end }}
