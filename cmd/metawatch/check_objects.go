@@ -9,6 +9,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
@@ -29,12 +30,6 @@ const (
 	exitBoth       = 5
 )
 
-// objectsExitCode is the exit code for reports.
-func objectsExitCode(reports []preview.Report) int {
-	s := preview.Summarize(reports)
-	return exitCode(s.Change > 0, s.Offend > 0)
-}
-
 // exitCode is the exit code when metawatch would write, or objects offend.
 func exitCode(write, offend bool) int {
 	switch {
@@ -51,6 +46,15 @@ func exitCode(write, offend bool) int {
 // checkObjects is metawatch check --objects: what the configuration's
 // rules would do to the objects of files, with their Namespaces and owners
 // from the same files or, with --live, from the cluster (read-only).
+//
+// Its memory does not grow with the files (a List of a million pods):
+// they are read twice, an object at a time. A Namespace or an owner may
+// come after the objects that need it (kubectl get -o yaml sorts by kind
+// and name, and files are given in any order), so the first pass checks
+// every object and keeps of the Namespaces and the owner chains' kinds
+// only what the rules read (Previewer.AddSource); the second reports on
+// each object as it is read, and writes its report at once. An input
+// error is found by the first pass, before anything is written.
 func checkObjects(ctx context.Context, out io.Writer, o checkOptions) (int, error) {
 	conf, err := config.ParseFile(o.file)
 	if err != nil {
@@ -76,23 +80,36 @@ func checkObjects(ctx context.Context, out io.Writer, o checkOptions) (int, erro
 	if err := o.limits.Check(conf, scope); err != nil {
 		return 1, err
 	}
-	objects, err := preview.ReadFiles(o.objects, os.Stdin)
+	p, err := preview.New(opts)
+	if err != nil {
+		return 1, err
+	}
+	inputs, err := preview.OpenInputs(o.objects, os.Stdin)
 	if err != nil {
 		return 1, fmt.Errorf("--objects: %w", err)
 	}
-	reports, err := preview.Preview(ctx, objects, opts)
+	defer func() { _ = inputs.Close() }()
+	selected := preview.SelectorFields(conf)
+	err = inputs.Each(selected, func(obj *unstructured.Unstructured) error { p.AddSource(obj); return nil })
+	if err != nil {
+		return 1, fmt.Errorf("--objects: %w", err)
+	}
+	w := preview.NewWriter(out, o.output)
+	err = inputs.Each(selected, func(obj *unstructured.Unstructured) error {
+		r, err := p.Report(ctx, obj)
+		if err != nil {
+			return err
+		}
+		return w.Write(r)
+	})
 	if err != nil {
 		return 1, err
 	}
-	if o.output == "json" {
-		err = preview.WriteJSON(out, reports)
-	} else {
-		err = preview.WriteText(out, reports)
-	}
+	s, err := w.Close()
 	if err != nil {
 		return 1, err
 	}
-	return objectsExitCode(reports), nil
+	return exitCode(s.Change > 0, s.Offend > 0), nil
 }
 
 // lookup reads Namespaces and owners from the cluster, metadata only.

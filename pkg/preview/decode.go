@@ -1,91 +1,165 @@
 package preview
 
 import (
-	"errors"
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"io"
-	"os"
+	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/apimachinery/pkg/fields"
+
+	"github.com/metawatch/metawatch/pkg/config"
 )
 
-// ReadFiles reads the objects of every path ("-": stdin), in order.
-func ReadFiles(paths []string, stdin io.Reader) ([]*unstructured.Unstructured, error) {
-	var out []*unstructured.Unstructured
-	for _, p := range paths {
-		r := stdin
-		name := "stdin"
-		if p != "-" {
-			f, err := os.Open(p)
-			if err != nil {
-				return nil, err
-			}
-			defer func() { _ = f.Close() }()
-			r, name = f, p
-		}
-		objs, err := Read(r)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", name, err)
-		}
-		out = append(out, objs...)
-	}
-	return out, nil
-}
-
 // Read reads YAML or JSON objects, several documents in a stream, and the
-// items of a List (kubectl get -o yaml).
+// items of a List (kubectl get -o yaml), whole: for small inputs. Large
+// ones go through Stream, an object at a time.
 func Read(r io.Reader) ([]*unstructured.Unstructured, error) {
-	dec := utilyaml.NewYAMLOrJSONDecoder(r, 4096)
 	var out []*unstructured.Unstructured
-	for doc := 1; ; doc++ {
-		var m map[string]any
-		err := dec.Decode(&m)
-		if errors.Is(err, io.EOF) {
-			return out, nil
-		}
-		if err != nil {
-			return nil, fmt.Errorf("document %d: %w", doc, err)
-		}
-		if len(m) == 0 {
-			continue // an empty document (a trailing ---)
-		}
-		objs, err := expand(&unstructured.Unstructured{Object: m})
-		if err != nil {
-			return nil, fmt.Errorf("document %d: %w", doc, err)
-		}
-		out = append(out, objs...)
-	}
+	err := Stream(r, nil, func(obj *unstructured.Unstructured) error {
+		out = append(out, obj)
+		return nil
+	})
+	return out, err
 }
 
-// expand is obj, or the items of a List, each checked for what a preview
+// SelectorFields are the fields the watches' field selectors read (dotted
+// paths): what an object from a file keeps besides its metadata.
+func SelectorFields(c *config.Config) []string {
+	var out []string
+	for _, w := range c.Watches {
+		sel, err := fields.ParseSelector(w.FieldSelector)
+		if err != nil {
+			continue // the configuration's validation says why
+		}
+		for _, req := range sel.Requirements() {
+			out = append(out, req.Field)
+		}
+	}
+	return out
+}
+
+// keptFields are what an object read keeps: what a preview reads.
+var keptFields = []string{"apiVersion", "kind", "metadata"}
+
+// objectsOf decodes one JSON object: the object, trimmed to its apiVersion,
+// kind, metadata and the fields given (dotted paths), or the items of a
+// List (an object with an items array), each checked for what a preview
 // reads: kind, apiVersion, a name, and string labels and annotations
-// (unstructured drops a map with any other value without a word).
-func expand(obj *unstructured.Unstructured) ([]*unstructured.Unstructured, error) {
-	if obj.IsList() {
-		var out []*unstructured.Unstructured
-		i := 0
-		err := obj.EachListItem(func(o runtime.Object) error {
-			items, err := expand(o.(*unstructured.Unstructured))
-			if err != nil {
-				return fmt.Errorf("items[%d]: %w", i, err)
+// (unstructured drops a map with any other value without a word). An empty
+// document (a trailing ---) is none. A List nested in a List's items is
+// expanded here, whole; the List of a document is streamed item by item
+// before it comes here.
+func objectsOf(raw []byte, selected []string, item bool, each func(*unstructured.Unstructured) error) error {
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &top); err != nil || (top == nil && item) {
+		return notAnObject(raw, err)
+	}
+	return objectsOfFields(top, selected, item, each)
+}
+
+// objectsOfFields is objectsOf, its object's top-level fields decoded.
+func objectsOfFields(top map[string]json.RawMessage, selected []string, item bool, each func(*unstructured.Unstructured) error) error {
+	if len(top) == 0 && !item {
+		return nil // an empty document (a trailing ---)
+	}
+	if items := top["items"]; isArray(items) {
+		var list []json.RawMessage
+		if err := json.Unmarshal(items, &list); err != nil {
+			return err
+		}
+		for i, item := range list {
+			if err := objectsOf(item, selected, true, each); err != nil {
+				return itemError(i, err)
 			}
-			i++
-			out = append(out, items...)
-			return nil
-		})
-		return out, err
+		}
+		return nil
+	}
+	obj, err := trimmed(top, selected)
+	if err != nil {
+		return err
 	}
 	if err := checkObject(obj.Object); err != nil {
-		return nil, err
+		return err
 	}
 	if strings.HasSuffix(obj.GetKind(), "List") {
-		return nil, fmt.Errorf("a %s without items", obj.GetKind())
+		return fmt.Errorf("a %s without items", obj.GetKind())
 	}
-	return []*unstructured.Unstructured{obj}, nil
+	return each(obj)
 }
+
+// trimmed is the object of top with only what a preview reads of it.
+func trimmed(top map[string]json.RawMessage, selected []string) (*unstructured.Unstructured, error) {
+	obj := map[string]any{}
+	for _, k := range keptFields {
+		if raw, ok := top[k]; ok {
+			var v any
+			if err := json.Unmarshal(raw, &v); err != nil {
+				return nil, err
+			}
+			obj[k] = v
+		}
+	}
+	for _, path := range selected {
+		if slices.Contains(keptFields, strings.Split(path, ".")[0]) {
+			continue // kept whole
+		}
+		if err := keepField(obj, top, strings.Split(path, ".")); err != nil {
+			return nil, err
+		}
+	}
+	return &unstructured.Unstructured{Object: obj}, nil
+}
+
+// keepField copies the field at path of top into obj, if there is one.
+func keepField(obj map[string]any, top map[string]json.RawMessage, path []string) error {
+	raw, ok := top[path[0]]
+	if !ok {
+		return nil
+	}
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return err
+	}
+	if len(path) > 1 {
+		inner, ok := v.(map[string]any)
+		if !ok {
+			return nil
+		}
+		if v, ok = inner[path[1]]; !ok {
+			return nil
+		}
+		for _, p := range path[2:] {
+			m, ok := v.(map[string]any)
+			if !ok {
+				return nil
+			}
+			if v, ok = m[p]; !ok {
+				return nil
+			}
+		}
+	}
+	return unstructured.SetNestedField(obj, v, path...)
+}
+
+func isArray(raw json.RawMessage) bool {
+	raw = bytes.TrimLeft(raw, " \t\r\n")
+	return len(raw) > 0 && raw[0] == '['
+}
+
+// notAnObject says what a document or item is instead of an object.
+func notAnObject(raw []byte, err error) error {
+	var v any
+	if json.Unmarshal(raw, &v) != nil {
+		return err
+	}
+	return fmt.Errorf("expected an object (apiVersion, kind, metadata...), found %s", describeValue(v))
+}
+
+func itemError(i int, err error) error { return fmt.Errorf("items[%d]: %w", i, err) }
 
 const needs = "each object needs apiVersion, kind and metadata.name"
 
@@ -127,6 +201,10 @@ func describeValue(v any) string {
 		return fmt.Sprintf("%v (YAML reads yes, no, on, off, true and false as booleans)", v)
 	case int64, float64:
 		return fmt.Sprintf("the number %v", v)
+	case []any:
+		return "a list"
+	case map[string]any:
+		return "a mapping"
 	}
 	return fmt.Sprintf("a %T", v)
 }

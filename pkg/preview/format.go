@@ -1,6 +1,7 @@
 package preview
 
 import (
+	"bufio"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -22,43 +23,99 @@ type Summary struct {
 
 // Summarize counts reports.
 func Summarize(reports []Report) Summary {
-	s := Summary{Objects: len(reports)}
+	var s Summary
 	for _, r := range reports {
-		switch {
-		case r.Skipped != "":
-			s.Skipped++
-		default:
-			if r.Changes() {
-				s.Change++
-			}
-			if r.Offends() {
-				s.Offend++
-			}
-		}
+		s.add(r)
 	}
 	return s
 }
 
-// WriteJSON writes the reports and their summary as one JSON document.
-func WriteJSON(w io.Writer, reports []Report) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(struct {
-		Reports []Report `json:"reports"`
-		Summary Summary  `json:"summary"`
-	}{reports, Summarize(reports)})
+func (s *Summary) add(r Report) {
+	s.Objects++
+	switch {
+	case r.Skipped != "":
+		s.Skipped++
+	default:
+		if r.Changes() {
+			s.Change++
+		}
+		if r.Offends() {
+			s.Offend++
+		}
+	}
 }
 
+// WriteJSON writes the reports and their summary as one JSON document.
+func WriteJSON(w io.Writer, reports []Report) error { return writeAll(NewWriter(w, "json"), reports) }
+
 // WriteText writes the reports for a person: one block per object.
-func WriteText(w io.Writer, reports []Report) error {
-	var b strings.Builder
+func WriteText(w io.Writer, reports []Report) error { return writeAll(NewWriter(w, "text"), reports) }
+
+func writeAll(w *Writer, reports []Report) error {
 	for _, r := range reports {
-		writeReport(&b, r)
+		if err := w.Write(r); err != nil {
+			return err
+		}
 	}
-	s := Summarize(reports)
-	fmt.Fprintf(&b, "%d objects: %d would change, %d violate a requirement or conflict, %d not looked at\n", s.Objects, s.Change, s.Offend, s.Skipped)
-	_, err := io.WriteString(w, b.String())
+	_, err := w.Close()
 	return err
+}
+
+// Writer writes reports as they come, in the format of WriteText or
+// WriteJSON, and their summary last: its memory is a report, not all.
+type Writer struct {
+	w       *bufio.Writer
+	json    bool
+	summary Summary
+}
+
+// NewWriter writes reports to w as text or (format "json") JSON.
+func NewWriter(w io.Writer, format string) *Writer {
+	return &Writer{w: bufio.NewWriterSize(w, 64<<10), json: format == "json"}
+}
+
+// Write writes r.
+func (w *Writer) Write(r Report) error {
+	first := w.summary.Objects == 0
+	w.summary.add(r)
+	if !w.json {
+		var b strings.Builder
+		writeReport(&b, r)
+		_, err := w.w.WriteString(b.String())
+		return err
+	}
+	// As json.Encoder with SetIndent("", "  ") writes {"reports": [...]}.
+	raw, err := json.MarshalIndent(r, "    ", "  ")
+	if err != nil {
+		return err
+	}
+	if first {
+		_, _ = w.w.WriteString("{\n  \"reports\": [\n    ")
+	} else {
+		_, _ = w.w.WriteString(",\n    ")
+	}
+	_, err = w.w.Write(raw)
+	return err
+}
+
+// Close writes the summary of the reports written, and returns it.
+func (w *Writer) Close() (Summary, error) {
+	s := w.summary
+	if !w.json {
+		fmt.Fprintf(w.w, "%d objects: %d would change, %d violate a requirement or conflict, %d not looked at\n", s.Objects, s.Change, s.Offend, s.Skipped)
+		return s, w.w.Flush()
+	}
+	raw, err := json.MarshalIndent(s, "  ", "  ")
+	if err != nil {
+		return s, err
+	}
+	if s.Objects == 0 {
+		_, _ = w.w.WriteString("{\n  \"reports\": []")
+	} else {
+		_, _ = w.w.WriteString("\n  ]")
+	}
+	fmt.Fprintf(w.w, ",\n  \"summary\": %s\n}\n", raw)
+	return s, w.w.Flush()
 }
 
 func writeReport(b *strings.Builder, r Report) {

@@ -130,7 +130,7 @@ func Preview(ctx context.Context, objects []*unstructured.Unstructured, o Option
 		return nil, err
 	}
 	for _, obj := range objects {
-		p.src.add(obj)
+		p.AddSource(obj)
 	}
 	out := make([]Report, 0, len(objects))
 	for _, obj := range objects {
@@ -158,7 +158,7 @@ func New(o Options) (*Previewer, error) {
 		return nil, err
 	}
 	o.chainKinds = config.OwnerChainKinds(o.Config)
-	return &Previewer{opts: o, byKind: byKind, src: newSources(o.Lookup)}, nil
+	return &Previewer{opts: o, byKind: byKind, src: newSources(o.Lookup, copiedBy(byKind, o.chainKinds))}, nil
 }
 
 // HasRules reports whether any rule has kind.
@@ -166,8 +166,8 @@ func (p *Previewer) HasRules(kind string) bool { return len(p.byKind[kind]) > 0 
 
 // AddSource makes obj (a Namespace, an owner) a source of the objects
 // reported on after: only its uid, kind, name, controller and the keys
-// are kept.
-func (p *Previewer) AddSource(obj Object) { p.src.add(obj) }
+// the rules copy are kept, and nothing of an object of another kind.
+func (p *Previewer) AddSource(obj Object) { p.src.add(obj, obj.GroupVersionKind().GroupKind()) }
 
 // Report is what the rules would do to obj.
 func (p *Previewer) Report(ctx context.Context, obj Object) (Report, error) {

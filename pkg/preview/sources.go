@@ -22,37 +22,108 @@ type Lookup interface {
 }
 
 // sources finds an object's Namespace and owners among the objects added,
-// then through lookup. It keeps of each only what a chain and a copy read.
+// then through lookup. It keeps of each only what a chain and a copy read:
+// its uid, kind, name, namespace, controlling owner reference and the keys
+// the rules copy (not its other labels and annotations, last-applied
+// included), and only of Namespaces and the kinds the chains follow, so
+// that a report on a cluster of 100k pods keeps a few bytes per source.
 type sources struct {
 	byUID      map[types.UID]*source
 	namespaces map[string]*source
 	lookup     Lookup
+	copied     copiedKeys
+}
+
+// copiedKeys are the keys the rules copy from Namespaces and from owners
+// of each kind, and the kinds the owner chains follow.
+type copiedKeys struct {
+	namespace  rules.Metadata            // the keys, each with ""
+	owner      map[string]rules.Metadata // by kind name, as copyFromOwner names them
+	chainKinds sets.Set[schema.GroupKind]
+}
+
+func copiedBy(byKind map[string][]rules.Rule, chainKinds sets.Set[schema.GroupKind]) copiedKeys {
+	c := copiedKeys{namespace: keySet(), owner: map[string]rules.Metadata{}, chainKinds: chainKinds}
+	for _, kindRules := range byKind {
+		for _, r := range kindRules {
+			addKeys(c.namespace, r.CopyLabels, r.CopyAnnotations)
+			for _, kind := range r.OwnerKinds {
+				if _, ok := c.owner[kind]; !ok {
+					c.owner[kind] = keySet()
+				}
+				addKeys(c.owner[kind], r.OwnerLabels, r.OwnerAnnotations)
+			}
+		}
+	}
+	return c
+}
+
+func keySet() rules.Metadata {
+	return rules.Metadata{Labels: map[string]string{}, Annotations: map[string]string{}}
+}
+
+func addKeys(to rules.Metadata, labels, annotations []string) {
+	for _, k := range labels {
+		to.Labels[k] = ""
+	}
+	for _, k := range annotations {
+		to.Annotations[k] = ""
+	}
+}
+
+// kept is what a source keeps of labels and annotations: the keys of keys.
+func kept(labels, annotations map[string]string, keys rules.Metadata) rules.Metadata {
+	return rules.Metadata{Labels: only(labels, keys.Labels), Annotations: only(annotations, keys.Annotations)}
+}
+
+func only(m, keys map[string]string) map[string]string {
+	var out map[string]string
+	for k, v := range m {
+		if _, ok := keys[k]; ok {
+			if out == nil {
+				out = map[string]string{}
+			}
+			out[k] = v
+		}
+	}
+	return out
 }
 
 // source is what is kept of a Namespace or an owner.
 type source struct {
 	namespace, name string
-	kind            schema.GroupKind // empty when looked up: a metadata Get does not say it
+	kind            schema.GroupKind // of an owner
 	meta            rules.Metadata
 	controller      *metav1.OwnerReference
 }
 
-func newSources(lookup Lookup) *sources {
-	return &sources{byUID: map[types.UID]*source{}, namespaces: map[string]*source{}, lookup: lookup}
+func newSources(lookup Lookup, copied copiedKeys) *sources {
+	return &sources{byUID: map[types.UID]*source{}, namespaces: map[string]*source{}, lookup: lookup, copied: copied}
 }
 
-func (s *sources) add(o Object) {
-	src := &source{namespace: o.GetNamespace(), kind: o.GroupVersionKind().GroupKind(), name: o.GetName(),
-		meta: rules.Metadata{Labels: o.GetLabels(), Annotations: o.GetAnnotations()}}
+// add keeps o if it is a Namespace or of a kind the owner chains follow
+// (kind: o's, which a metadata Get does not say); other objects are never
+// looked for as sources.
+func (s *sources) add(o Object, kind schema.GroupKind) *source {
+	namespace := isNamespace(o)
+	keys := s.copied.owner[kind.Kind] // none for a kind only passed through
+	switch {
+	case namespace:
+		keys = s.copied.namespace
+	case !s.copied.chainKinds.Has(kind):
+		return nil
+	}
+	src := &source{namespace: o.GetNamespace(), kind: kind, name: o.GetName(), meta: kept(o.GetLabels(), o.GetAnnotations(), keys)}
 	if ref := metav1.GetControllerOfNoCopy(o); ref != nil {
 		src.controller = ref.DeepCopy()
 	}
 	if uid := o.GetUID(); uid != "" {
 		s.byUID[uid] = src
 	}
-	if isNamespace(o) {
+	if namespace {
 		s.namespaces[o.GetName()] = src
 	}
+	return src
 }
 
 // found are an object's sources, with the names of what they came from.
@@ -62,6 +133,9 @@ type found struct {
 	namespace string
 	owners    []Ref // the same order as Sources.Owners
 }
+
+// maxOwnerDepth bounds an owner chain (a Pod's ReplicaSet's Deployment is 2).
+const maxOwnerDepth = 8
 
 // of finds the sources the rules of the object's kind copy from. waits:
 // one is missing, and the controller writes and audits nothing until it
@@ -124,7 +198,7 @@ func (s *sources) namespace(ctx context.Context, name string) (*rules.Metadata, 
 	if err != nil || ns == nil {
 		return nil, err
 	}
-	s.namespaces[name] = &source{meta: rules.Metadata{Labels: ns.Labels, Annotations: ns.Annotations}}
+	s.namespaces[name] = &source{meta: kept(ns.Labels, ns.Annotations, s.copied.namespace)}
 	return &s.namespaces[name].meta, nil
 }
 
@@ -143,9 +217,9 @@ func (s *sources) owner(ctx context.Context, namespace string, ref metav1.OwnerR
 	if err != nil || o == nil || o.UID != ref.UID {
 		return nil, err
 	}
-	s.add(o)
-	s.byUID[o.UID].kind = ownerKind(&ref) // a metadata Get does not say its kind
-	return s.byUID[o.UID], nil
+	// A metadata Get does not say its kind; of looks up only kinds the
+	// chains follow, which add keeps.
+	return s.add(o, ownerKind(&ref)), nil
 }
 
 // ownerKind is the kind and group ref names ("" group when its apiVersion
