@@ -28,11 +28,11 @@ func TestSourcesKeepOnlyWhatTheRulesCopy(t *testing.T) {
 			want:   "Namespace /shop map[team:red] map[contact:joe] controller <nil>"},
 		"a Deployment: the labels copyFromOwner copies": {
 			object: "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web, namespace: shop, uid: u, labels: {cost-center: cc, team: red, app: web}, annotations: {" + lastApplied + "}}\n",
-			want:   "Deployment shop/web map[cost-center:cc] map[] controller <nil>"},
+			want:   "Deployment.apps shop/web map[cost-center:cc] map[] controller <nil>"},
 		"a ReplicaSet, on the chain to a Deployment: its controller, no key": {
 			object: "apiVersion: apps/v1\nkind: ReplicaSet\nmetadata:\n  {name: web-5d, namespace: shop, uid: u, labels: {cost-center: cc, pod-template-hash: 5d},\n" +
 				"   ownerReferences: [{apiVersion: apps/v1, kind: Deployment, name: web, uid: u-d, controller: true}]}\n",
-			want: "ReplicaSet shop/web-5d map[] map[] controller Deployment/web"},
+			want: "ReplicaSet.apps shop/web-5d map[] map[] controller Deployment/web"},
 		"a Pod, which no chain passes through: nothing": {
 			object: "apiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: shop, uid: u, labels: {team: red}}\n",
 			want:   "nothing"},
