@@ -46,6 +46,13 @@ type Options struct {
 	// BucketsGained, when set (sharding), registers a function told of the
 	// buckets that come to this replica; see requeueGained.
 	BucketsGained func(func([]sharding.Bucket)) (remove func())
+	// Holder, when set (sharding), says which objects this replica audits:
+	// those of the buckets it holds (see Holder). HeldGained and HeldLost
+	// register functions told of the buckets it comes to hold and stops
+	// holding: the audited kinds' objects of the first are queued to be
+	// audited, the audits forget those of the others.
+	Holder               Holder
+	HeldGained, HeldLost func(func([]sharding.Bucket)) (remove func())
 	// Claim, when set, is this replica's right to write (the leader Lease,
 	// or the Ring sharded): checked when a write is admitted and again as
 	// its request is sent; the request ends when the claim does (package
@@ -91,6 +98,12 @@ func Setup(mgr manager.Manager, watches []config.ResolvedWatch, rulesByKind map[
 	if opts.Audits == nil {
 		opts.Audits = NewAudits(true)
 	}
+	opts.Audits.auditHeldBy(opts.Holder)
+	if opts.HeldLost != nil {
+		if err := dropWhenLost(mgr, opts.Audits, opts.HeldLost); err != nil {
+			return err
+		}
+	}
 	owners := ownerKindsOf(watches)
 	for _, w := range watches {
 		if w.OwnersOnly {
@@ -132,8 +145,8 @@ func setupKind(mgr manager.Manager, w config.ResolvedWatch, rs []rules.Rule, own
 	if err != nil {
 		return err
 	}
-	if ruler != nil && opts.BucketsGained != nil && (w.Owner || !w.Namespaced) {
-		if err := requeueGained(mgr, c, w.GVK, metacache.Packed(w), opts.BucketsGained); err != nil {
+	if ruler != nil {
+		if err := requeueOnMoves(mgr, c, w, rs, opts); err != nil {
 			return err
 		}
 	}

@@ -2,8 +2,10 @@ package controller
 
 import (
 	"fmt"
+	"maps"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -24,7 +26,8 @@ type violators map[types.NamespacedName]map[string]bool
 // violations gauge is exact and an object gets one Event when it starts
 // violating a rule, not one per reconcile, nor one per reload: violations the
 // previous generation reported (inherited) get no second Event. It holds only
-// the violating objects; nothing is stored in etcd.
+// the violating objects; nothing is stored in etcd. Sharded, it holds only
+// the objects of the buckets this replica holds (audit_shard.go).
 type audit struct {
 	kind     string
 	recorder events.EventRecorder
@@ -36,19 +39,31 @@ type audit struct {
 	counts    map[string]int // rule -> violating objects
 	off       offCounts
 	left      *leftKeys // keys the guardrails keep metawatch from writing
+	holder    Holder    // see Audits.holder
+	// uids are the uids of the objects in failing, inherited and off.held:
+	// their buckets say which to drop when this replica stops holding them.
+	uids map[types.NamespacedName]types.UID
 }
 
-// observe records obj's current violations: an Event for each rule it starts
-// violating (unless reported before a reload), and the gauge follows.
-func (a *audit) observe(key types.NamespacedName, obj runtime.Object, violations []rules.Violation) {
+// observe records the current violations of obj (keyed key, with uid): an
+// Event for each rule it starts violating (unless reported before a reload),
+// and the gauge follows. Sharded, an object whose bucket this replica does
+// not hold is another replica's to audit: it is forgotten here.
+func (a *audit) observe(key types.NamespacedName, uid types.UID, obj runtime.Object, violations []rules.Violation) {
 	now := map[string]bool{}
 	for _, v := range violations {
 		now[v.Rule] = true
 	}
 	a.mu.Lock()
+	if !a.holds(uid) {
+		a.forgetLocked(key)
+		a.mu.Unlock()
+		return
+	}
 	before, reported := a.failing[key], a.inherited[key]
 	delete(a.inherited, key)
 	a.setLocked(key, before, now)
+	a.trackLocked(key, uid)
 	a.mu.Unlock()
 	for _, v := range violations {
 		if !before[v.Rule] && !reported[v.Rule] {
@@ -61,10 +76,16 @@ func (a *audit) observe(key types.NamespacedName, obj runtime.Object, violations
 func (a *audit) forget(key types.NamespacedName) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	a.forgetLocked(key)
+}
+
+// forgetLocked drops everything key counts for or was reported for.
+func (a *audit) forgetLocked(key types.NamespacedName) {
 	delete(a.inherited, key)
 	a.setLocked(key, a.failing[key], nil)
 	a.setHeldLocked(key, nil)
-	a.observeLeft(key, nil)
+	a.observeLeft(key, "", nil)
+	delete(a.uids, key)
 }
 
 // setLocked moves key from violating before to violating now, counting.
@@ -96,17 +117,21 @@ func (a *audit) add(rule string, delta int) {
 }
 
 // reported is every violation this audit or an earlier one reported and that
-// no generation since has seen end.
-func (a *audit) reported() violators {
+// no generation since has seen end, with the uids of their objects.
+func (a *audit) reported() (violators, map[types.NamespacedName]types.UID) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	out := make(violators, len(a.failing)+len(a.inherited))
+	uids := make(map[types.NamespacedName]types.UID, len(a.failing)+len(a.inherited))
 	for _, m := range []violators{a.inherited, a.failing} {
 		for key, rs := range m {
 			out[key] = rs
+			if uid, ok := a.uids[key]; ok {
+				uids[key] = uid
+			}
 		}
 	}
-	return out
+	return out, uids
 }
 
 func describeMissing(v rules.Violation) string {
@@ -124,27 +149,34 @@ func describeMissing(v rules.Violation) string {
 // publishes metawatch_rule_violations: during a reload two generations run,
 // and the new one starts counting from zero.
 type Audits struct {
+	// live is read under an audit's lock, which Publish takes under mu: an
+	// atomic, so that an audit never waits for mu (the buckets held change
+	// at any time, see dropUnheld).
+	live  atomic.Bool
 	mu    sync.Mutex
-	live  bool
 	kinds map[string]*audit
+	// holder, when set (sharding), says which objects this replica audits:
+	// those of the buckets it holds (see Options.Holder).
+	holder Holder
 }
 
 // NewAudits returns a generation's audits; live ones publish from the start.
-func NewAudits(live bool) *Audits { return &Audits{live: live, kinds: map[string]*audit{}} }
+func NewAudits(live bool) *Audits {
+	a := &Audits{kinds: map[string]*audit{}}
+	a.live.Store(live)
+	return a
+}
 
 func (a *Audits) forKind(kind string, recorder events.EventRecorder) *audit {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	au := &audit{kind: kind, recorder: recorder, owner: a, failing: violators{}, inherited: violators{}, counts: map[string]int{}, off: newOffCounts(), left: newLeftKeys()}
+	au := &audit{kind: kind, recorder: recorder, owner: a, holder: a.holder, failing: violators{}, inherited: violators{}, counts: map[string]int{}, off: newOffCounts(),
+		left: newLeftKeys(), uids: map[types.NamespacedName]types.UID{}}
 	a.kinds[kind] = au
 	return au
 }
 
-func (a *Audits) isLive() bool {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.live
-}
+func (a *Audits) isLive() bool { return a.live.Load() }
 
 // Inherit takes, from the audits of the generation this one replaces (stopped
 // by now), the violations already reported, so that they are not reported again.
@@ -159,9 +191,10 @@ func (a *Audits) Inherit(previous *Audits) {
 	defer a.mu.Unlock()
 	for kind, au := range a.kinds {
 		if prev, ok := old[kind]; ok {
-			reported := prev.reported()
+			reported, uids := prev.reported()
 			au.mu.Lock()
 			au.inherited = reported
+			maps.Copy(au.uids, uids)
 			au.mu.Unlock()
 		}
 	}
@@ -173,7 +206,7 @@ func (a *Audits) Inherit(previous *Audits) {
 func (a *Audits) Publish() {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	a.live = true
+	a.live.Store(true) // before the reset: what an audit adds from now on is not lost
 	metrics.RuleViolations.Reset()
 	metrics.ObjectsOff.Reset()
 	metrics.KeysLeft.Reset()
@@ -194,5 +227,5 @@ func (a *Audits) Publish() {
 func (a *Audits) Retire() {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	a.live = false
+	a.live.Store(false)
 }

@@ -51,12 +51,18 @@ func (a *audit) addOff(rule, namespace, reason string, delta int) {
 	}
 }
 
-// observeHeld records the rules whose keys on the object another field
-// manager now holds (metawatch yielded them).
-func (a *audit) observeHeld(key types.NamespacedName, held map[string]bool) {
+// observeHeld records the rules whose keys on the object (keyed key, with
+// uid) another field manager now holds (metawatch yielded them); sharded,
+// only for an object of a bucket this replica holds, like observe.
+func (a *audit) observeHeld(key types.NamespacedName, uid types.UID, held map[string]bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if !a.holds(uid) {
+		a.forgetLocked(key)
+		return
+	}
 	a.setHeldLocked(key, held)
+	a.trackLocked(key, uid)
 }
 
 func (a *audit) setHeldLocked(key types.NamespacedName, now map[string]bool) {

@@ -19,7 +19,7 @@ func TestObjectsOffAreBoundedByNamespace(t *testing.T) {
 	held := map[string]bool{"team": true}
 	n := metrics.OtherNamespacesAfter + 50
 	for i := range n {
-		au.observeHeld(types.NamespacedName{Namespace: fmt.Sprintf("ns-%d", i), Name: "p"}, held)
+		au.observeHeld(types.NamespacedName{Namespace: fmt.Sprintf("ns-%d", i), Name: "p"}, "", held)
 	}
 	series := testutil.CollectAndCount(metrics.ObjectsOff)
 	if series != metrics.OtherNamespacesAfter+1 {
@@ -30,7 +30,7 @@ func TestObjectsOffAreBoundedByNamespace(t *testing.T) {
 		t.Errorf("the others count %v objects, want 50", got)
 	}
 	au.forget(types.NamespacedName{Namespace: fmt.Sprintf("ns-%d", n-1), Name: "p"})
-	au.observeHeld(types.NamespacedName{Namespace: "ns-0", Name: "p"}, nil)
+	au.observeHeld(types.NamespacedName{Namespace: "ns-0", Name: "p"}, "", nil)
 	if got := testutil.ToFloat64(other); got != 49 {
 		t.Errorf("after one of theirs went, the others count %v, want 49", got)
 	}

@@ -24,7 +24,7 @@ func (r *ruleReconciler) guard(ctx context.Context, key types.NamespacedName, ob
 	for _, l := range left {
 		counts[l.Reason]++
 	}
-	if r.audit.observeLeft(key, counts) && len(left) > 0 {
+	if r.audit.observeLeft(key, obj.UID, counts) && len(left) > 0 {
 		logr.FromContextOrDiscard(ctx).Info("keys left as they are: the guardrails forbid writing them", "left", left)
 	}
 	return res
@@ -52,7 +52,7 @@ func (r *ruleReconciler) leaveAll(ctx context.Context, key types.NamespacedName,
 	if n > 0 {
 		counts[reason] = n
 	}
-	if r.audit.observeLeft(key, counts) && n > 0 {
+	if r.audit.observeLeft(key, obj.UID, counts) && n > 0 {
 		logr.FromContextOrDiscard(ctx).Info("keys metawatch owns left as they are: the guardrails forbid writing this object", "reason", reason,
 			"labels", sets.List(mine.labels), "annotations", sets.List(mine.annotations))
 	}
@@ -62,24 +62,35 @@ func (r *ruleReconciler) leaveAll(ctx context.Context, key types.NamespacedName,
 // (metawatch_keys_left_by_guardrail); the audit's generation publishes it.
 type leftKeys struct {
 	mu      sync.Mutex
-	objects map[types.NamespacedName]map[string]int // reason → keys
-	counts  map[string]int                          // reason → keys, over the objects
+	objects map[types.NamespacedName]leftOn
+	counts  map[string]int // reason → keys, over the objects
+}
+
+// leftOn is what is left on one object: its uid (whose bucket says which
+// replica counts it, sharded) and, by reason, the keys.
+type leftOn struct {
+	uid    types.UID
+	counts map[string]int
 }
 
 func newLeftKeys() *leftKeys {
-	return &leftKeys{objects: map[types.NamespacedName]map[string]int{}, counts: map[string]int{}}
+	return &leftKeys{objects: map[types.NamespacedName]leftOn{}, counts: map[string]int{}}
 }
 
 // observeLeft records the keys left on the object named key, by reason, and
-// reports whether that changed.
-func (a *audit) observeLeft(key types.NamespacedName, now map[string]int) bool {
+// reports whether that changed. Sharded, only the holder of the object's
+// bucket counts it, as it is the one that audits and writes it.
+func (a *audit) observeLeft(key types.NamespacedName, uid types.UID, now map[string]int) bool {
+	if !a.holds(uid) {
+		now = nil
+	}
 	// Asked before locking: Publish locks the audits, then each kind's
 	// leftKeys. Should it run meanwhile, it reads the counts this updates.
 	live := a.owner.isLive()
 	l := a.left
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	before := l.objects[key]
+	before := l.objects[key].counts
 	changed := len(before) != len(now)
 	for reason, n := range now {
 		if before[reason] != n {
@@ -96,9 +107,25 @@ func (a *audit) observeLeft(key types.NamespacedName, now map[string]int) bool {
 	if len(now) == 0 {
 		delete(l.objects, key)
 	} else {
-		l.objects[key] = now
+		l.objects[key] = leftOn{uid: uid, counts: now}
 	}
 	return changed
+}
+
+// dropUnheldLeft stops counting the keys left on objects whose bucket this
+// replica no longer holds: their new holder counts them.
+func (a *audit) dropUnheldLeft() {
+	a.left.mu.Lock()
+	var gone []types.NamespacedName
+	for key, on := range a.left.objects {
+		if !a.holds(on.uid) {
+			gone = append(gone, key)
+		}
+	}
+	a.left.mu.Unlock()
+	for _, key := range gone {
+		a.observeLeft(key, "", nil)
+	}
 }
 
 func (a *audit) addLeft(reason string, delta int, live bool) {

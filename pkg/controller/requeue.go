@@ -13,7 +13,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
+	"github.com/metawatch/metawatch/pkg/config"
 	"github.com/metawatch/metawatch/pkg/metacache"
+	"github.com/metawatch/metawatch/pkg/rules"
 	"github.com/metawatch/metawatch/pkg/sharding"
 )
 
@@ -26,19 +28,46 @@ import (
 // otherwise wait for the object's next change; writes refused before the
 // bucket came are dropped, not retried (errNotOurs), so nothing else queues
 // them. Most are settled and cost a cache read.
-func requeueGained(mgr manager.Manager, c ctrlcontroller.Controller, gvk schema.GroupVersionKind, packed bool, gained func(func([]sharding.Bucket)) func()) error {
+//
+// Each of gained registers a function told of buckets that come: those
+// desired (for writes), those held (for audits).
+func requeueGained(mgr manager.Manager, c ctrlcontroller.Controller, gvk schema.GroupVersionKind, packed bool, gained ...func(func([]sharding.Bucket)) func()) error {
 	events := make(chan event.GenericEvent)
 	if err := c.Watch(source.Channel(events, &handler.EnqueueRequestForObject{})); err != nil {
 		return err
 	}
 	return mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
-		remove := gained(func(buckets []sharding.Bucket) {
-			go queueBuckets(ctx, mgr.GetCache(), gvk, packed, buckets, events) // the Ring's goroutine must not wait for the queue
-		})
+		removes := make([]func(), 0, len(gained))
+		for _, g := range gained {
+			removes = append(removes, g(func(buckets []sharding.Bucket) {
+				go queueBuckets(ctx, mgr.GetCache(), gvk, packed, buckets, events) // the Ring's goroutine must not wait for the queue
+			}))
+		}
 		<-ctx.Done()
-		remove()
+		for _, remove := range removes {
+			remove()
+		}
 		return nil
 	}))
+}
+
+// requeueOnMoves queues the objects of w's kind, whose rules are rs, when
+// buckets come to this replica: a kind cached whole when they become its
+// own (see requeueGained), a kind with require rules when it holds them,
+// for only a bucket's holder audits its objects (see Holder), and those of
+// a kind cached by share reach the cache before their bucket is held.
+func requeueOnMoves(mgr manager.Manager, c ctrlcontroller.Controller, w config.ResolvedWatch, rs []rules.Rule, opts Options) error {
+	var gained []func(func([]sharding.Bucket)) func()
+	if opts.BucketsGained != nil && (w.Owner || !w.Namespaced) {
+		gained = append(gained, opts.BucketsGained)
+	}
+	if opts.HeldGained != nil && rules.Requires(rs) {
+		gained = append(gained, opts.HeldGained)
+	}
+	if len(gained) == 0 {
+		return nil
+	}
+	return requeueGained(mgr, c, w.GVK, metacache.Packed(w), gained...)
 }
 
 // queueBuckets queues the objects of buckets. The list is not copied where

@@ -208,7 +208,7 @@ func (r *ruleReconciler) readLive(ctx context.Context, key types.NamespacedName)
 // precondition failed: obj is not the object as it is now.
 func (r *ruleReconciler) decideAndWrite(ctx context.Context, key types.NamespacedName, obj *metav1.PartialObjectMetadata, src rules.Sources) (stale bool, err error) {
 	result := rules.Evaluate(r.Rules, rules.Metadata{Labels: obj.Labels, Annotations: obj.Annotations}, src)
-	r.audit.observe(key, obj, result.Violations)
+	r.audit.observe(key, obj.UID, obj, result.Violations)
 	if !r.kindWritable {
 		// Audit rules alone: nothing is written, not even a release of a
 		// key metawatch set while the kind was writable.
@@ -222,7 +222,7 @@ func (r *ruleReconciler) decideAndWrite(ctx context.Context, key types.Namespace
 	}
 	held, applyErr := r.apply(ctx, obj, rv, result)
 	if applyErr == nil {
-		r.audit.observeHeld(key, held)
+		r.audit.observeHeld(key, obj.UID, held)
 	}
 	return staleVersion(applyErr), errors.Join(removeErr, applyErr)
 }

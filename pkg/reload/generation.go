@@ -167,6 +167,7 @@ func newGeneration(ctx context.Context, cfg *rest.Config, number int64, r resolv
 	copts.Leading = opts.leading
 	if opts.sharding != nil {
 		copts.ShardGate, copts.Claim, copts.BucketsGained = opts.sharding.Ring, opts.sharding.Ring, opts.sharding.OnGained
+		copts.Holder, copts.HeldGained, copts.HeldLost = opts.sharding.Ring, opts.sharding.OnHeldGained, opts.sharding.OnHeldLost
 	}
 	copts.NamespacesUnreadable = g.forbiddenAtStart(namespaceKind) != nil
 	copts.InScope = func(ns string) bool { return opts.limits.WriteScope.Allows(ns) && r.conf.WriteScope.Allows(ns) }

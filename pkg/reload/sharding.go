@@ -39,6 +39,11 @@ type Sharding struct {
 	// that come (the Ring's own goroutine only, through OnChange).
 	desired []sharding.Bucket
 	gained  listeners
+	// held are the buckets last held; heldGained and heldLost are told of
+	// those this replica comes to hold and stops holding (the Ring's own
+	// goroutine only, through OnChange): the audits follow them.
+	held                 []sharding.Bucket
+	heldGained, heldLost listeners
 	// reported is how many buckets were last reported unwritable (the
 	// Ring's own goroutine only, through OnChange).
 	reported int
@@ -86,9 +91,24 @@ func (s *Sharding) watch() {
 			s.gained.tell(came)
 		}
 		s.desired = share.Desired
+		s.noteHeld(share.Held)
 		metrics.BucketsOwned.Set(float64(len(share.Held)))
 		s.noteUnwritable(share.Unwritable)
 	})
+}
+
+// noteHeld tells the audits of the buckets this replica came to hold and
+// stopped holding since the last change. The Ring tells at the end of the
+// round that released a bucket: its next holder may count an object of it
+// before this replica has dropped it, for the rest of that round.
+func (s *Sharding) noteHeld(held []sharding.Bucket) {
+	if went := without(s.held, held); len(went) > 0 {
+		s.heldLost.tell(went)
+	}
+	if came := without(held, s.held); len(came) > 0 {
+		s.heldGained.tell(came)
+	}
+	s.held = held
 }
 
 // awaitAssignment waits until the Ring has assigned this replica its
@@ -152,6 +172,21 @@ func (s *Sharding) cacheFilter() *metacache.ShardFilter {
 // buckets that came, whose writes another replica may have left undone.
 func (s *Sharding) OnGained(f func([]sharding.Bucket)) (remove func()) {
 	return s.gained.add(f)
+}
+
+// OnHeldGained calls f with the buckets this replica comes to hold, as it
+// comes to hold them, until remove is called: their objects are audited
+// here from then on (controller.Holder), and the controllers of audited
+// kinds queue them.
+func (s *Sharding) OnHeldGained(f func([]sharding.Bucket)) (remove func()) {
+	return s.heldGained.add(f)
+}
+
+// OnHeldLost calls f with the buckets this replica stops holding, as it
+// stops, until remove is called: the audits forget their objects, which
+// their next holder counts.
+func (s *Sharding) OnHeldLost(f func([]sharding.Bucket)) (remove func()) {
+	return s.heldLost.add(f)
 }
 
 // listeners are functions told of buckets, added and removed at any time.

@@ -55,6 +55,11 @@ func Copies(rules []Rule) bool {
 	return slices.ContainsFunc(rules, Rule.CopiesFromNamespace)
 }
 
+// Requires reports whether any rule requires labels or annotations (audits).
+func Requires(rules []Rule) bool {
+	return slices.ContainsFunc(rules, func(r Rule) bool { return len(r.RequireLabels)+len(r.RequireAnnotations) > 0 })
+}
+
 // CopiesFromOwners reports whether any rule copies from an owner.
 func CopiesFromOwners(rules []Rule) bool {
 	return slices.ContainsFunc(rules, Rule.CopiesFromOwner)

@@ -213,6 +213,16 @@ func (r *Ring) Pending(uid types.UID) bool {
 	return !r.stopping && slices.Contains(r.desired, b) && r.writable(b) == nil
 }
 
+// Holds reports whether this replica holds the bucket of uid: its Lease
+// names this replica, as of the last round. It is what decides which replica
+// audits an object (controller.Holder): unlike Begin, it does not change with
+// time between rounds, so the audits change with Held, as OnChange tells.
+func (r *Ring) Holds(uid types.UID) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.held[BucketOf(uid)] != nil
+}
+
 // Held are the buckets this replica holds, in order.
 func (r *Ring) Held() []Bucket {
 	r.mu.Lock()
