@@ -68,7 +68,7 @@ func run(ctx context.Context, opts options) error {
 	reloader := &reload.Reloader{
 		Config: cfg, Source: opts.source, Controller: controllerOpts, Initial: conf, ShutdownTimeout: budget.generation, Limits: &opts.limits,
 		Recorder: mgr.GetEventRecorder(controller.EventSource), Log: ctrl.Log.WithName("reload"), Wire: mgrOpts.Wire,
-		Installation: installation(opts), WarmStandby: opts.warmStandby,
+		Installation: installation(opts), WarmStandby: opts.warmStandby, PolicyOwner: opts.policyOwner,
 	}
 	if opts.sharding.enabled {
 		if reloader.Sharding, err = addSharding(ctx, mgr, cfg, opts); err != nil {

@@ -24,9 +24,14 @@ import (
 // resource the server no longer maps) is not allowed: a policy nobody can
 // account for must not write.
 
-// keyInMutation finds the key a mutation applies: mutationsOf writes
-// Object{metadata: Object.metadata{labels: {"key": ...}}}.
-var keyInMutation = regexp.MustCompile(`^(?:.* \? )?Object\{metadata: Object\.metadata\{(labels|annotations): \{("(?:[^"\\]|\\.)*"): `)
+// keyInMutation is the whole of a mutation as mutationsOf writes it: an
+// optional condition (no other conditional in it: it only reads), then one key set to a quoted value
+// or to the Namespace's value of a key. Anything else (a second key, a
+// field besides metadata) does not match.
+var keyInMutation = regexp.MustCompile(`^(?:[^?]* \? )?Object\{metadata: Object\.metadata\{(labels|annotations): \{(` + quoted + `): (?:` + quoted +
+	`|namespaceObject\.metadata\.(?:labels|annotations)\[` + quoted + `\])\}\}\}(?: : Object\{\})?$`)
+
+const quoted = `"(?:[^"\\]|\\.)*"`
 
 // writtenKeys are the label and annotation keys the policy's mutations apply.
 func writtenKeys(p *admissionregistrationv1.MutatingAdmissionPolicy) ([]string, error) {

@@ -28,7 +28,9 @@ var nodes = admission.Resource{GroupVersionResource: schema.GroupVersionResource
 func TestJudgeReadsWhatAPolicyWritesBack(t *testing.T) {
 	team := admission.Rule{Name: "team", Resources: []admission.Resource{pods}, SetLabels: map[string]string{"tier": "gold", "x.kubernetes.io/y": "1"},
 		CopyAnnotations: []string{`odd"key`}, Scopes: []*config.WriteScope{{ExcludeNamespaces: []string{"kube-system"}}, {Namespaces: []string{"shop", "web"}}}}
-	allowed := func(l *config.Limits) { l.AtCreation, l.ProtectedKeys, l.AllowedReservedKeys = true, nil, []string{"x.kubernetes.io/y"} }
+	allowed := func(l *config.Limits) {
+		l.AtCreation, l.ProtectedKeys, l.AllowedReservedKeys = true, nil, []string{"x.kubernetes.io/y"}
+	}
 	for name, tc := range map[string]struct {
 		rule   admission.Rule
 		limits func(*config.Limits)
@@ -50,10 +52,23 @@ func TestJudgeReadsWhatAPolicyWritesBack(t *testing.T) {
 			edit: func(p *admissionregistrationv1.MutatingAdmissionPolicy) {
 				p.Spec.Mutations[0].ApplyConfiguration.Expression = "Object{spec: Object.spec{nodeName: \"n\"}}"
 			}},
+		"a mutation with a second key is not allowed": {rule: team, limits: allowed, want: "mutation 0",
+			edit: func(p *admissionregistrationv1.MutatingAdmissionPolicy) {
+				p.Spec.Mutations[0].ApplyConfiguration.Expression = `Object{metadata: Object.metadata{labels: {"ok": "x", "kubernetes.io/evil": "y"}}}`
+			}},
+		"a mutation hiding a write in its condition is not allowed": {rule: team, limits: allowed, want: "mutation 0",
+			edit: func(p *admissionregistrationv1.MutatingAdmissionPolicy) {
+				p.Spec.Mutations[0].ApplyConfiguration.Expression = `true ? Object{metadata: Object.metadata{labels: {"kubernetes.io/evil": "y"}}} : Object{} ? ` +
+					`Object{metadata: Object.metadata{labels: {"ok": "x"}}} : Object{}`
+			}},
 		"a scope metawatch does not write is not allowed": {rule: team, limits: allowed, want: "write-scope condition",
-			edit: func(p *admissionregistrationv1.MutatingAdmissionPolicy) { p.Spec.MatchConditions[1].Expression = "request.namespace != \"x\"" }},
+			edit: func(p *admissionregistrationv1.MutatingAdmissionPolicy) {
+				p.Spec.MatchConditions[1].Expression = "request.namespace != \"x\""
+			}},
 		"an older policy without a write scope writes everywhere": {rule: team, limits: func(l *config.Limits) { allowed(l); l.WriteScope.Namespaces = []string{"shop"} },
-			want: "every namespace", edit: func(p *admissionregistrationv1.MutatingAdmissionPolicy) { p.Spec.MatchConditions = p.Spec.MatchConditions[:1] }},
+			want: "every namespace", edit: func(p *admissionregistrationv1.MutatingAdmissionPolicy) {
+				p.Spec.MatchConditions = p.Spec.MatchConditions[:1]
+			}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			policy, _, err := admission.Policy(tc.rule)
