@@ -61,10 +61,10 @@ func (l *Leftovers) Set(part, reason, problem string) {
 			counts[b.reason] = 1
 		}
 	}
-	l.mu.Unlock()
-	for reason, n := range counts {
+	for reason, n := range counts { // under the lock: two parts setting at once agree
 		metrics.AdmissionCleanupBlocked.WithLabelValues(reason).Set(n)
 	}
+	l.mu.Unlock()
 	if current != previous && problem != "" && l.OnChange != nil {
 		l.OnChange(problem)
 	}
