@@ -14,7 +14,8 @@ import (
 const (
 	// BlockedForbidden: RBAC forbids listing or deleting them.
 	BlockedForbidden = "forbidden"
-	// BlockedDryRun: --dry-run deletes nothing, and they still write.
+	// BlockedDryRun: --dry-run deletes nothing (or a process that exits
+	// before it may write), and they still write.
 	BlockedDryRun = "dry-run"
 )
 

@@ -31,18 +31,19 @@ import (
 // Syncer makes only pairs within the same limits, so the two never undo
 // each other.
 //
-// Where RBAC forbids listing or deleting the pairs, or --dry-run forbids
-// deleting them, it says so through Leftovers with the kubectl line that
+// Where RBAC forbids listing or deleting the pairs, or Keep (--dry-run)
+// forbids deleting them, it says so through Leftovers with the kubectl line that
 // deletes them.
 type Pruner struct {
 	Limits *config.Limits
 	// Installation is the configuration source that names this
 	// installation's pairs (as Syncer.Installation).
 	Installation string
-	// DryRun deletes nothing: a dry run is for looking, and one started
-	// beside a production installation, reading its ConfigMap, must not
-	// delete what that one runs. It reports the pairs left writing instead.
-	DryRun bool
+	// Keep, when set, says why nothing is deleted, and the pairs left
+	// writing are reported instead. --dry-run sets it: a dry run is for
+	// looking, and one started beside a production installation, reading
+	// its ConfigMap, must not delete what that one runs.
+	Keep string
 	// Client deletes (built with fence.Wrap, for Guard's claim) and lists.
 	Client    client.Client
 	Mapper    meta.RESTMapper
@@ -117,9 +118,9 @@ func (p *Pruner) Prune(ctx context.Context) error {
 		p.blocked("", "")
 		return nil
 	}
-	if p.DryRun {
-		p.blocked(BlockedDryRun, fmt.Sprintf("--dry-run deletes nothing, and %d admission policies or bindings of this installation (%s) go on writing keys on every create; "+
-			"delete them with: %s", len(doomed), names(doomed), DeleteCommand(p.Installation)))
+	if p.Keep != "" {
+		p.blocked(BlockedDryRun, fmt.Sprintf("%s, and %d admission policies or bindings of this installation that the flags do not allow (%s) go on writing keys on every create; "+
+			"delete them with: %s", p.Keep, len(doomed), names(doomed), DeleteCommand(p.Installation)))
 		return nil
 	}
 	return p.deleteAll(ctx, doomed)

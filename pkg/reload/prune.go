@@ -39,7 +39,7 @@ func (r *Reloader) addPruner(mgr manager.Manager) error {
 	if r.Sharding != nil {
 		guard.Gate, guard.Claim = r.Sharding.Ring, r.Sharding.Ring
 	}
-	r.pruner = &admission.Pruner{Limits: r.limits(), Installation: r.installation(), DryRun: r.Controller.DryRun,
+	r.pruner = &admission.Pruner{Limits: r.limits(), Installation: r.installation(), Keep: map[bool]string{true: "--dry-run deletes nothing"}[r.Controller.DryRun],
 		Client: fenced, Mapper: fenced.RESTMapper(), Discovery: dc, Guard: guard, NeedLeader: r.Sharding == nil,
 		Log: r.Log.WithName("admission-pruner"), Leftovers: r.leftovers}
 	return mgr.Add(r.pruner)
