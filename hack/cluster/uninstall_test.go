@@ -4,6 +4,7 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -37,12 +38,14 @@ func atCreationThenUninstall(t *testing.T, c *onenode.Cluster, cs kubernetes.Int
 		return err == nil && len(refs) == 1 && refs[0].Kind == "ClusterRole" && refs[0].Name == "metawatch"
 	})
 
+	uninstalled := time.Now()
 	run(t, helm, "--kubeconfig", c.KubeconfigPath, "uninstall", "metawatch", "-n", "metawatch-system", "--wait")
 	testkit.WaitFor(t, "helm uninstall to take the pair with it", 2*testkit.Timeout, func() bool {
 		_, errP := policies.Get(t.Context(), pair, metav1.GetOptions{})
 		_, errB := bindings.Get(t.Context(), pair, metav1.GetOptions{})
 		return apierrors.IsNotFound(errP) && apierrors.IsNotFound(errB)
 	})
+	t.Logf("helm uninstall: the rule's admission policy and binding gone %s later", time.Since(uninstalled).Round(100*time.Millisecond))
 	out, _ := exec.Command(c.Kubectl, "--kubeconfig", c.KubeconfigPath, "get", "mutatingadmissionpolicies,mutatingadmissionpolicybindings",
 		"-l", "app.kubernetes.io/managed-by=metawatch", "-o", "name").CombinedOutput()
 	if left := strings.TrimSpace(string(out)); left != "" && !strings.Contains(left, "No resources") {
