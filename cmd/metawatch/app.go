@@ -68,7 +68,7 @@ func run(ctx context.Context, opts options) error {
 	reloader := &reload.Reloader{
 		Config: cfg, Source: opts.source, Controller: controllerOpts, Initial: conf, ShutdownTimeout: budget.generation, Limits: &opts.limits,
 		Recorder: mgr.GetEventRecorder(controller.EventSource), Log: ctrl.Log.WithName("reload"), Wire: mgrOpts.Wire,
-		Installation: installation(opts), WarmStandby: opts.warmStandby,
+		Installation: installation(opts), WarmStandby: opts.warmStandby, PolicyOwner: opts.policyOwner,
 	}
 	if opts.sharding.enabled {
 		if reloader.Sharding, err = addSharding(ctx, mgr, cfg, opts); err != nil {
@@ -123,7 +123,10 @@ func releaseLease(opts manager.Options, reloader *reload.Reloader, timeout time.
 
 // loadInitial reads, validates and resolves the configuration, retrying while
 // the API server is unreachable. An invalid configuration is an error, unless
-// --wait-for-config: then metawatch starts without one and follows the ConfigMap.
+// --wait-for-config: then metawatch starts without one and follows the
+// ConfigMap (its Pruner judges the admission policies meanwhile); before
+// that error, the admission policies the flags no longer allow are judged
+// once (pruneBeforeExit).
 func loadInitial(ctx context.Context, opts options, getConfig func() (*rest.Config, error)) (*config.Config, error) {
 	var conf *config.Config
 	err := apiserver.RetryUnreachable(ctx, setupLog, "loading the configuration", func() error {
@@ -146,6 +149,9 @@ func loadInitial(ctx context.Context, opts options, getConfig func() (*rest.Conf
 		return nil, nil
 	}
 	if config.IsInvalid(err) {
+		if left := pruneBeforeExit(ctx, opts, getConfig); left != "" {
+			return nil, fmt.Errorf("invalid configuration: %w; also: %s", err, left)
+		}
 		return nil, fmt.Errorf("invalid configuration: %w", err)
 	}
 	// Not the configuration's fault: a kubeconfig, an unreachable or

@@ -137,5 +137,6 @@ func policyNeeds(needs map[verbOn]bool, conf *config.Config) map[verbOn]bool {
 			needs[verbOn{admissionregistrationv1.GroupName, resource, verb}] = true
 		}
 	}
+	needs[ownerGet] = true
 	return needs
 }

@@ -36,7 +36,16 @@ var ownNeeds = []verbOn{
 	{"coordination.k8s.io", "leases", "update"}, {"coordination.k8s.io", "leases", "patch"}, {"coordination.k8s.io", "leases", "delete"},
 	{"authorization.k8s.io", "selfsubjectaccessreviews", "create"}, {"authorization.k8s.io", "selfsubjectrulesreviews", "create"},
 	{"authentication.k8s.io", "selfsubjectreviews", "create"},
+	// The Pruner lists and deletes the admission policies the flags no
+	// longer allow, whatever the configuration (admission.Pruner).
+	{"admissionregistration.k8s.io", "mutatingadmissionpolicies", "get"}, {"admissionregistration.k8s.io", "mutatingadmissionpolicies", "list"},
+	{"admissionregistration.k8s.io", "mutatingadmissionpolicies", "delete"}, {"admissionregistration.k8s.io", "mutatingadmissionpolicybindings", "get"},
+	{"admissionregistration.k8s.io", "mutatingadmissionpolicybindings", "list"}, {"admissionregistration.k8s.io", "mutatingadmissionpolicybindings", "delete"},
 }
+
+// ownerGet is the get on the ClusterRole that owns the admission policies
+// (--admission-policy-owner): needed with atCreation, granted by name.
+var ownerGet = verbOn{"rbac.authorization.k8s.io", "clusterroles", "get"}
 
 // selectorsConfigMapVerbs are what metawatch does to its selectors
 // ConfigMap, granted by name.
@@ -70,7 +79,8 @@ func reviewRBAC(ctx context.Context, out io.Writer, cs kubernetes.Interface, nam
 	for _, g := range grants {
 		v := verbOn{g.Group, g.Resource, g.Verb}
 		named := len(g.Names) > 0 && v.group == "" && v.resource == "configmaps" && slices.Contains(selectorsConfigMapVerbs, v.verb)
-		if needs[v] || slices.Contains(ownNeeds, v) || named {
+		needed := needs[v] && (v != ownerGet || len(g.Names) > 0)
+		if needed || slices.Contains(ownNeeds, v) || named {
 			continue
 		}
 		if s := v.String(); !slices.Contains(spare, s) {

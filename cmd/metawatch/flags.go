@@ -29,6 +29,8 @@ type options struct {
 	version       bool
 	// warmStandby is --warm-standby (reload.Reloader.WarmStandby).
 	warmStandby bool
+	// policyOwner is --admission-policy-owner (reload.Reloader.PolicyOwner).
+	policyOwner string
 	// containerMemoryLimit is --container-memory-limit (applyMemoryLimit).
 	containerMemoryLimit string
 }
@@ -58,6 +60,8 @@ func bindFlags(fs *flag.FlagSet) *options {
 	fs.BoolVar(&o.manager.LeaderElection, "leader-elect", false, "Elect a leader so that one replica of several is active.")
 	fs.BoolVar(&o.warmStandby, "warm-standby", false, "With --leader-elect: a standby keeps its cache synced and its controllers ready, writing once it leads, so a failover waits for the Lease only, "+
 		"not for a sync of every object. Costs the standby as much memory as the leader.")
+	fs.StringVar(&o.policyOwner, "admission-policy-owner", "", "`ClusterRole` that owns the admission policies of rules with atCreation (their ownerReferences): deleting it, "+
+		"as helm uninstall deletes the chart's, has the garbage collector delete them. Needs get on that ClusterRole. Empty: nothing owns them, and they outlive metawatch.")
 	fs.StringVar(&o.manager.LeaderElectionID, "leader-election-id", manager.DefaultLeaderElectionID, "Name of the leader-election Lease.")
 	fs.StringVar(&o.manager.LeaderElectionNamespace, "leader-election-namespace", "", "Namespace of the leader-election Lease; defaults to the Pod's namespace in a cluster.")
 	fs.DurationVar(&o.manager.LeaseDuration, "leader-election-lease-duration", 15*time.Second, "How long a standby waits before taking a Lease its holder stopped renewing (after a crash, not a clean stop).")
@@ -76,7 +80,9 @@ func bindFlags(fs *flag.FlagSet) *options {
 	fs.BoolVar(&o.controller.EventValues, "events-include-values", false, "Let LabelConflict and OwnershipFight Events carry the value another field manager wrote (never for annotations of Secrets). Off, they name that manager only: anyone who may list Events reads them.")
 	fs.StringVar(&o.controller.FieldManager, "field-manager", config.DefaultFieldManager, "Server-side apply field manager the rules write as: the keys this installation owns are "+
 		"those this name owns. Each installation writing the same kinds needs a name of its own: two applying as one replace each other's keys on every write.")
-	fs.BoolVar(&o.controller.DryRun, "dry-run", false, "Compute every rule's writes, log and count them (result=\"dry-run\"), and write nothing.")
+	fs.BoolVar(&o.controller.DryRun, "dry-run", false, "Compute every rule's writes, log and count them (result=\"dry-run\"), and write nothing: no key, no admission policy, and no delete either. "+
+		"Admission policies an earlier run of this installation left go on writing at creation: metawatch reports them (metawatch_admission_cleanup_blocked{reason=\"dry-run\"}, "+
+		"an Event) with the kubectl line that deletes them.")
 	fs.BoolVar(&o.version, "version", false, "Print the version and exit.")
 	// Errors are explained in their message; stack traces are for panics (--zap-stacktrace-level overrides).
 	o.zap.StacktraceLevel = zapcore.PanicLevel

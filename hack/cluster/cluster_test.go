@@ -22,8 +22,9 @@ import (
 // The chart, as users install it, on a real kubelet: the image starts with
 // the restricted securityContext, in-cluster config through the kubernetes
 // Service, the chart's RBAC only; the demo rule converges; deleting the
-// leader's pod hands over to the other replica without a key lost; and Stop
-// leaves nothing behind.
+// leader's pod hands over to the other replica without a key lost; helm
+// uninstall takes the admission policies with it; and Stop leaves nothing
+// behind.
 func TestChartOnARealNode(t *testing.T) {
 	skipUnlessANodeCanRun(t)
 	ctx := t.Context()
@@ -95,6 +96,7 @@ func TestChartOnARealNode(t *testing.T) {
 	}
 
 	rollingUpgrade(t, c, cs, helm, pods)
+	atCreationThenUninstall(t, c, cs, helm)
 
 	stopped = true
 	if err := c.Stop(); err != nil {

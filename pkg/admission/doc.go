@@ -23,4 +23,12 @@
 // that one replica at a time writes them and a stalled one cannot undo a
 // newer version. Where the API server does not serve the API, or RBAC
 // forbids it, the rules run without atCreation and the Syncer says so.
+//
+// The process also runs a Pruner, whatever becomes of the configuration:
+// it deletes the pairs of its installation that the operator's flags no
+// longer allow, judged from each policy's own spec (Judge), since after a
+// restart with narrower flags the configuration is rejected and no
+// generation runs, while the pairs would go on writing on every create.
+// What RBAC or --dry-run keeps, Leftovers reports loudly. With an Owner the
+// pairs are owned by a ClusterRole, and go when it does (helm uninstall).
 package admission

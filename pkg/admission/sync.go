@@ -52,6 +52,12 @@ type Syncer struct {
 	// OnProblem, when set, is told each change of the reason a rule's pair
 	// is not in place ("" once it is).
 	OnProblem func(rule, problem string)
+	// Owner, when set, is the ClusterRole the pairs are owned by
+	// (ownerReferences): deleting it deletes them (helm uninstall).
+	Owner string
+	// Leftovers, when set, is told while RBAC keeps the pairs of removed
+	// rules from being deleted.
+	Leftovers *Leftovers
 
 	mu       sync.Mutex
 	problems map[string]string // rule → why its pair is not in place
@@ -129,7 +135,9 @@ func (s *Syncer) sync(ctx context.Context) time.Duration {
 	case ctx.Err() != nil:
 		return 0 // the generation stops: not a problem of the rules
 	case len(s.Rules) == 0 && (apierrors.IsForbidden(err) || apierrors.IsNotFound(err)):
-		return 0 // nothing to make, and none was made by this identity to delete
+		// Nothing to make. Whether pairs are left to delete is not known:
+		// the Pruner, which lists them whatever runs, says so loudly.
+		return 0
 	case apierrors.IsForbidden(err):
 		s.failAll(fmt.Sprintf("RBAC forbids listing the admission policies (%v): %s", err, grantHint))
 		return s.resync()
@@ -146,8 +154,12 @@ func (s *Syncer) sync(ctx context.Context) time.Duration {
 // putAll puts every rule's pair and deletes the stale ones.
 func (s *Syncer) putAll(ctx context.Context, existing made) time.Duration {
 	next, transient := s.resync(), false
+	owners, ownerErr := s.ownerReferences(ctx)
 	for _, r := range s.Rules {
-		err := s.put(ctx, r, existing)
+		err := ownerErr
+		if err == nil {
+			err = s.put(ctx, r, existing, owners)
+		}
 		if ctx.Err() != nil {
 			return 0
 		}
@@ -159,7 +171,9 @@ func (s *Syncer) putAll(ctx context.Context, existing made) time.Duration {
 		}
 		s.report(r.Name, err)
 	}
-	switch err := s.removeStale(ctx, existing); {
+	err := s.removeStale(ctx, existing)
+	s.reportStale(err)
+	switch {
 	case errors.Is(err, errRetrySoon):
 		next = min(next, retrySoonAfter)
 	case err != nil:
@@ -171,6 +185,19 @@ func (s *Syncer) putAll(ctx context.Context, existing made) time.Duration {
 	}
 	s.failures = 0
 	return next
+}
+
+// reportStale tells Leftovers whether RBAC keeps the pairs of removed rules.
+func (s *Syncer) reportStale(err error) {
+	if s.Leftovers == nil {
+		return
+	}
+	if apierrors.IsForbidden(err) {
+		s.Leftovers.Set("configuration", BlockedForbidden, fmt.Sprintf("RBAC forbids deleting the admission policies of removed rules (%v), which go on writing keys on every create; "+
+			"grant delete on mutatingadmissionpolicies and mutatingadmissionpolicybindings, or delete them with: %s", err, DeleteCommand(s.Installation)))
+		return
+	}
+	s.Leftovers.Set("configuration", "", "")
 }
 
 // failed counts a pass with a transient error and returns when to try

@@ -11,6 +11,7 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/metawatch/metawatch/pkg/admission"
@@ -166,5 +167,33 @@ func TestTwoInstallationsKeepTheirOwnPairs(t *testing.T) {
 	want := `rule "team-a" runs without atCreation: MutatingAdmissionPolicy metawatch-team-a: another metawatch installation, configured by team-a/selectors, has a rule of this name`
 	if got := b.Problems(); len(got) != 1 || !strings.Contains(got[0], want) {
 		t.Errorf("problems of the second installation: %q, want %q", got, want)
+	}
+}
+
+// The pair of a removed rule that RBAC forbids deleting is not passed over:
+// Leftovers (readiness, metric, Event) says so with the kubectl line.
+func TestAStalePairRBACKeepsIsReported(t *testing.T) {
+	controlplane.SkipIfShort(t)
+	c := testkit.Client(t, cp.Config)
+	const installation = "stale/selectors"
+	_, stop := run(t, &admission.Syncer{Rules: []admission.Rule{tierRule("stale-rbac", "a")}, Installation: installation, Client: c, Reader: c, Resync: 200 * time.Millisecond})
+	testkit.WaitFor(t, "the pair", testkit.Timeout, func() bool { return policyTier(t, c, "stale-rbac") == "a" })
+	stop()
+
+	forbidden := rest.CopyConfig(cp.Config)
+	forbidden.Impersonate = rest.ImpersonationConfig{UserName: "nobody-in-particular"}
+	leftovers := &admission.Leftovers{}
+	_, stop = run(t, &admission.Syncer{Installation: installation, Client: testkit.Client(t, forbidden), Reader: c, Resync: 200 * time.Millisecond, Leftovers: leftovers})
+	defer stop()
+	testkit.WaitFor(t, "the leftover to be reported", testkit.Timeout, func() bool {
+		err := leftovers.Ready()
+		return err != nil && strings.Contains(err.Error(), "RBAC forbids deleting the admission policies of removed rules") &&
+			strings.Contains(err.Error(), admission.DeleteCommand(installation))
+	})
+	if policyTier(t, c, "stale-rbac") != "a" {
+		t.Error("the pair went, though RBAC forbids its delete")
+	}
+	if got := testkit.Metric(t, "metawatch_admission_cleanup_blocked", map[string]string{"reason": "forbidden"}); got != 1 {
+		t.Errorf("metawatch_admission_cleanup_blocked{reason=forbidden} = %v, want 1", got)
 	}
 }

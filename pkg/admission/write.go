@@ -10,6 +10,7 @@ import (
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/metawatch/metawatch/pkg/controller"
@@ -43,25 +44,27 @@ type made struct {
 
 // list lists the pairs metawatch made for this installation.
 func (s *Syncer) list(ctx context.Context) (made, error) {
-	ours := client.MatchingLabels{ManagedByLabel: ManagedBy}
+	return listMade(ctx, s.Reader, s.Installation)
+}
+
+// listMade lists the pairs metawatch made for the installation configured
+// by source.
+func listMade(ctx context.Context, reader client.Reader, source string) (made, error) {
+	ours := client.MatchingLabels{ManagedByLabel: ManagedBy, InstallationLabel: InstallationValue(source)}
 	var policies admissionregistrationv1.MutatingAdmissionPolicyList
-	if err := s.Reader.List(ctx, &policies, ours); err != nil {
+	if err := reader.List(ctx, &policies, ours); err != nil {
 		return made{}, err
 	}
 	var bindings admissionregistrationv1.MutatingAdmissionPolicyBindingList
-	if err := s.Reader.List(ctx, &bindings, ours); err != nil {
+	if err := reader.List(ctx, &bindings, ours); err != nil {
 		return made{}, err
 	}
 	m := made{policies: map[string]*admissionregistrationv1.MutatingAdmissionPolicy{}, bindings: map[string]*admissionregistrationv1.MutatingAdmissionPolicyBinding{}}
 	for i := range policies.Items {
-		if p := &policies.Items[i]; s.mine(p) {
-			m.policies[p.Name] = p
-		}
+		m.policies[policies.Items[i].Name] = &policies.Items[i]
 	}
 	for i := range bindings.Items {
-		if b := &bindings.Items[i]; s.mine(b) {
-			m.bindings[b.Name] = b
-		}
+		m.bindings[bindings.Items[i].Name] = &bindings.Items[i]
 	}
 	return m, nil
 }
@@ -70,22 +73,23 @@ func (s *Syncer) mine(obj client.Object) bool {
 	return obj.GetLabels()[InstallationLabel] == InstallationValue(s.Installation)
 }
 
-// stamp labels obj as this installation's.
-func (s *Syncer) stamp(obj client.Object) {
+// stamp labels obj as this installation's, owned by owners.
+func (s *Syncer) stamp(obj client.Object, owners []metav1.OwnerReference) {
 	obj.GetLabels()[InstallationLabel] = InstallationValue(s.Installation)
 	obj.GetAnnotations()[ConfigurationAnnotation] = s.Installation
+	obj.SetOwnerReferences(owners)
 }
 
 // put makes r's policy and binding as they should be: created if missing,
 // applied over this installation's own otherwise, unless this Syncer wrote
 // them as they are.
-func (s *Syncer) put(ctx context.Context, r Rule, existing made) error {
+func (s *Syncer) put(ctx context.Context, r Rule, existing made, owners []metav1.OwnerReference) error {
 	policy, binding, err := Policy(r)
 	if err != nil {
 		return lasting(err)
 	}
-	s.stamp(policy)
-	s.stamp(binding)
+	s.stamp(policy, owners)
+	s.stamp(binding, owners)
 	var listedPolicy, listedBinding client.Object
 	if p, ok := existing.policies[policy.Name]; ok {
 		listedPolicy = p
@@ -146,8 +150,9 @@ func (s *Syncer) write(ctx context.Context, obj, listed client.Object) error {
 	return err
 }
 
-// replaced is listed with desired's spec, and desired's labels and
-// annotations added to its own: what an update writes.
+// replaced is listed with desired's spec and owners, and desired's labels
+// and annotations added to its own: what an update writes (a pair an older
+// metawatch made gets its owner so).
 func replaced(listed, desired client.Object) client.Object {
 	out := listed.DeepCopyObject().(client.Object)
 	switch o := out.(type) {
@@ -156,6 +161,7 @@ func replaced(listed, desired client.Object) client.Object {
 	case *admissionregistrationv1.MutatingAdmissionPolicyBinding:
 		o.Spec = desired.(*admissionregistrationv1.MutatingAdmissionPolicyBinding).Spec
 	}
+	out.SetOwnerReferences(desired.GetOwnerReferences())
 	out.SetLabels(merged(out.GetLabels(), desired.GetLabels()))
 	out.SetAnnotations(merged(out.GetAnnotations(), desired.GetAnnotations()))
 	return out
@@ -229,12 +235,9 @@ func (s *Syncer) removeStale(ctx context.Context, existing made) error {
 
 // remove deletes obj (of kind) if it is still the version listed.
 func (s *Syncer) remove(ctx context.Context, kind string, obj client.Object) error {
-	name, uid, rv := obj.GetName(), obj.GetUID(), obj.GetResourceVersion()
-	err := s.Guard.Write(ctx, guardKey(name), func(ctx context.Context) error {
-		return s.Client.Delete(ctx, obj, client.Preconditions{UID: &uid, ResourceVersion: &rv})
-	})
+	err := deleteListed(ctx, s.Guard, s.Client, obj)
 	if err == nil {
-		s.Log.Info("deleted the admission policy of a removed rule", "kind", kind, "name", name)
+		s.Log.Info("deleted the admission policy of a removed rule", "kind", kind, "name", obj.GetName())
 	}
 	switch {
 	case err == nil || apierrors.IsNotFound(err) || controller.NotWritten(err):
@@ -242,5 +245,15 @@ func (s *Syncer) remove(ctx context.Context, kind string, obj client.Object) err
 	case controller.RetrySoon(err) || apierrors.IsConflict(err):
 		return errRetrySoon // changed since the list: listed and deleted again shortly
 	}
-	return fmt.Errorf("deleting %s %s: %w", kind, name, err)
+	return fmt.Errorf("deleting %s %s: %w", kind, obj.GetName(), err)
+}
+
+// deleteListed deletes obj through guard (under the claim of the pair's
+// key) if it is still the version listed: a replica that stalled past its
+// claim cannot delete what another made since.
+func deleteListed(ctx context.Context, guard controller.Guard, c client.Writer, obj client.Object) error {
+	uid, rv := obj.GetUID(), obj.GetResourceVersion()
+	return guard.Write(ctx, guardKey(obj.GetName()), func(ctx context.Context) error {
+		return c.Delete(ctx, obj, client.Preconditions{UID: &uid, ResourceVersion: &rv})
+	})
 }

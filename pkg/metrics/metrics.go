@@ -118,6 +118,15 @@ var (
 		Help: "1 if the MutatingAdmissionPolicy and binding of a rule with atCreation are in place and current, 0 if not (the API server does not serve them, " +
 			"RBAC forbids them, or the server refused them: see /readyz and the AtCreationUnavailable Event); absent on a replica that leaves them to another.",
 	}, []string{"rule"})
+	// AdmissionCleanupBlocked is 1 while admission policies of this
+	// installation that should be gone remain, by why: forbidden (RBAC) or
+	// dry-run (--dry-run deletes nothing).
+	AdmissionCleanupBlocked = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "metawatch_admission_cleanup_blocked",
+		Help: "1 while MutatingAdmissionPolicies of this installation that its flags, RBAC or configuration no longer allow remain in the cluster, writing keys " +
+			"on every create: reason forbidden (RBAC forbids listing or deleting them), dry-run (--dry-run deletes nothing). /readyz and the " +
+			"AdmissionCleanupBlocked Event give the kubectl line that deletes them.",
+	}, []string{"reason"})
 	// WatchReady is 1 for each watched kind whose informer has synced, 0 for one that is not (yet), e.g. forbidden.
 	WatchReady = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "metawatch_watch_ready",
@@ -218,6 +227,6 @@ func SetShardingMode(mode string) {
 
 func init() {
 	ctrlmetrics.Registry.MustRegister(Events, CachedObjects, RuleWrites, RuleConflicts, OwnershipFights, RuleViolations,
-		ObjectsOff, ConfigGeneration, ConfigLastReloadSuccessful, ConfigHash, ConfigReloadRetries, WritesFrozen, WatchReady, AdmissionPolicyReady,
+		ObjectsOff, ConfigGeneration, ConfigLastReloadSuccessful, ConfigHash, ConfigReloadRetries, WritesFrozen, WatchReady, AdmissionPolicyReady, AdmissionCleanupBlocked,
 		ShardingMode, ShardDropped, ShardCacheMoves, ShardMovedObjects, BucketsOwned, BucketsUnwritable, WritesFenced, UnchangedEvents)
 }

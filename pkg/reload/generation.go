@@ -124,6 +124,10 @@ type generationOptions struct {
 	// installation names the configuration's source on the admission
 	// policies the generation makes.
 	installation string
+	// policyOwner is the ClusterRole that owns the admission policies.
+	policyOwner string
+	// leftovers collects why pairs to delete remain (RBAC).
+	leftovers *admission.Leftovers
 	// onAdmissionProblem reports each change of the reason a rule runs
 	// without atCreation ("" once its policy is in place).
 	onAdmissionProblem func(rule, problem string)
@@ -191,7 +195,7 @@ func (g *generation) addPolicies(cfg *rest.Config, mgr manager.Manager, r resolv
 	}
 	g.policies = &admission.Syncer{Rules: admission.Rules(r.conf, r.watches, &opts.limits.WriteScope, r.conf.WriteScope), Installation: opts.installation,
 		Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Discovery: dc, Guard: copts.Guard(), Gate: g.gate,
-		Log: opts.log.WithName("admission-policies"), OnProblem: opts.onAdmissionProblem}
+		Log: opts.log.WithName("admission-policies"), OnProblem: opts.onAdmissionProblem, Leftovers: opts.leftovers, Owner: opts.policyOwner}
 	if copts.DryRun {
 		if len(g.policies.Rules) > 0 {
 			opts.log.Info("dry run: the admission policies of rules with atCreation are not written", "rules", len(g.policies.Rules))

@@ -1,7 +1,6 @@
 package reload
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -16,6 +15,7 @@ import (
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
+	"github.com/metawatch/metawatch/pkg/admission"
 	"github.com/metawatch/metawatch/pkg/config"
 	"github.com/metawatch/metawatch/pkg/controller"
 	"github.com/metawatch/metawatch/pkg/metrics"
@@ -77,6 +77,9 @@ type Reloader struct {
 	// never change each other's: two that read different configurations
 	// must differ. Empty: the ConfigMap's namespace/name, or the file's path.
 	Installation string
+	// PolicyOwner names the ClusterRole that owns the admission policies
+	// (admission.Syncer.Owner); empty: none.
+	PolicyOwner string
 	// Wire is how the generations' caches fetch (status-only updates,
 	// connections), as the flags say; every generation gets it unchanged.
 	Wire wire.Options
@@ -90,8 +93,10 @@ type Reloader struct {
 	elected     <-chan struct{} // the Manager's: closed once this replica leads
 
 	follower      *follower
-	lastTransient *corev1.ConfigMap // the ConfigMap whose valid version is being retried
-	accessLost    chan struct{}     // wakes the loop to recheck forbidden watches
+	pruner        *admission.Pruner
+	leftovers     *admission.Leftovers // of the pruner and the generations' Syncers
+	lastTransient *corev1.ConfigMap    // the ConfigMap whose valid version is being retried
+	accessLost    chan struct{}        // wakes the loop to recheck forbidden watches
 
 	mu            sync.Mutex
 	started       bool
@@ -131,6 +136,9 @@ func (r *Reloader) AddTo(mgr manager.Manager) error {
 		if err := mgr.Add(r.follower); err != nil {
 			return err
 		}
+	}
+	if err := r.addPruner(mgr); err != nil {
+		return err
 	}
 	metrics.SetShardingMode(r.Sharding.mode())
 	if r.Sharding != nil {
@@ -189,7 +197,7 @@ func (r *Reloader) swap(ctx context.Context, res resolved, superseded func() boo
 		number = old.number + 1
 	}
 	next, err := newGeneration(ctx, r.Config, number, res, generationOptions{controller: r.Controller, onLoss: r.reportLoss, shutdownTimeout: r.shutdownTimeout(), limits: r.limits(),
-		sharding: r.Sharding, wire: r.Wire, installation: cmp.Or(r.Installation, r.Source.Installation()), onAdmissionProblem: r.reportAdmissionProblem, log: r.Log,
+		sharding: r.Sharding, wire: r.Wire, installation: r.installation(), policyOwner: r.PolicyOwner, leftovers: r.leftovers, onAdmissionProblem: r.reportAdmissionProblem, log: r.Log,
 		leading: r.notLeadingYet()})
 	if err != nil {
 		return err
@@ -293,6 +301,11 @@ func (r *Reloader) stopCurrent() {
 			r.Log.Error(nil, "writes still in flight at the end of the shutdown budget", "generation", g.number, "budget", r.shutdownTimeout().String())
 		}
 	}
+	if r.pruner != nil { // its deletes are writes too
+		ctx, cancel := context.WithTimeout(context.Background(), r.shutdownTimeout())
+		stopped = r.pruner.Guard.Fence.Close(ctx) && stopped
+		cancel()
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.writesStopped = stopped
@@ -327,9 +340,9 @@ func (r *Reloader) Ready(req *http.Request) error {
 	case !started:
 		return nil
 	case g == nil:
-		return fmt.Errorf("no configuration running: %s", waiting)
+		return errors.Join(fmt.Errorf("no configuration running: %s", waiting), r.leftovers.Ready())
 	}
-	return errors.Join(g.ready(req), r.Sharding.ready())
+	return errors.Join(g.ready(req), r.Sharding.ready(), r.leftovers.Ready())
 }
 
 // setWaiting says why no generation runs (and that this replica leads).
