@@ -70,7 +70,7 @@ func (p *Pruner) Start(ctx context.Context) error {
 		next := p.resync()
 		switch err := p.Prune(ctx); {
 		case ctx.Err() != nil:
-			return nil
+			return nil //nolint:nilerr // stopping: the error is the cancellation's
 		case errors.Is(err, errRetrySoon):
 			next = retrySoonAfter
 		case err != nil:

@@ -1,7 +1,6 @@
 package config_test
 
 import (
-	"context"
 	"strings"
 	"testing"
 
@@ -18,7 +17,7 @@ import (
 // cluster-scoped kind missing from the table would pass --writable-kinds=*.
 func TestBuiltInScopeIsTheScopeOfEveryServedGroup(t *testing.T) {
 	controlplane.SkipIfShort(t)
-	all, err := controlplane.Start(context.Background(), controlplane.Options{ExtraAPIServerArgs: map[string]string{
+	all, err := controlplane.Start(t.Context(), controlplane.Options{ExtraAPIServerArgs: map[string]string{
 		"runtime-config": "api/all=true",
 		"feature-gates":  controlplane.FeatureGates + ",AllAlpha=true,AllBeta=true",
 	}})

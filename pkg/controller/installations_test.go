@@ -73,7 +73,7 @@ func labelManagers(pod corev1.Pod, keys ...string) map[string]string {
 				Labels map[string]json.RawMessage `json:"f:labels"`
 			} `json:"f:metadata"`
 		}
-		if json.Unmarshal(f.FieldsV1.Raw, &fields) != nil {
+		if json.Unmarshal(f.FieldsV1.GetRawBytes(), &fields) != nil {
 			continue
 		}
 		for _, k := range keys {

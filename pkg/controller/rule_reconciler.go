@@ -42,7 +42,7 @@ type ruleReconciler struct {
 	// decided (guard); kindWritable: they let rules write the kind at all.
 	limits       *config.Limits
 	kindWritable bool
-	fieldManager string // see Options.FieldManager
+	fieldManager string           // see Options.FieldManager
 	live         client.Reader    // the API server, uncached: the object as it is now, after a stale write
 	versions     ResourceVersions // see Options.Versions; nil: the cached object's
 	eventValues  bool             // see Options.EventValues

@@ -134,9 +134,6 @@ type found struct {
 	owners    []Ref // the same order as Sources.Owners
 }
 
-// maxOwnerDepth bounds an owner chain (a Pod's ReplicaSet's Deployment is 2).
-const maxOwnerDepth = 8
-
 // of finds the sources the rules of the object's kind copy from. waits:
 // one is missing, and the controller writes and audits nothing until it
 // comes (a Namespace, or an owner of a kind the chains follow); notes say

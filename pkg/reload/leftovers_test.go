@@ -40,7 +40,7 @@ func TestPairsTheFlagsNoLongerAllowGoAtStartUp(t *testing.T) {
 			r.Limits.WriteScope.ExcludeNamespaces = []string{"lo-scope"}
 		}},
 		"--dry-run keeps it and says so": {ns: "lo-dry", restart: func(r *reload.Reloader) { r.Controller.DryRun = true },
-			check: func(t *testing.T, inst *instance, ns string) {
+			check: func(t *testing.T, _ *instance, ns string) {
 				testkit.WaitFor(t, "metawatch_admission_cleanup_blocked{reason=dry-run} to be 1", testkit.Timeout, func() bool {
 					return testkit.Metric(t, "metawatch_admission_cleanup_blocked", map[string]string{"reason": "dry-run"}) == 1
 				})

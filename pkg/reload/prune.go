@@ -13,7 +13,7 @@ import (
 	"github.com/metawatch/metawatch/pkg/fence"
 )
 
-// ReasonAdmissionCleanupBlocked: admission policies of this installation
+// ReasonAdmissionCleanupBlocked is the Event reason for admission policies of this installation
 // that its flags, RBAC or configuration no longer allow remain, because
 // RBAC forbids deleting them or --dry-run deletes nothing.
 const ReasonAdmissionCleanupBlocked = "AdmissionCleanupBlocked"
