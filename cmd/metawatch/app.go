@@ -66,7 +66,7 @@ func run(ctx context.Context, opts options) error {
 	}
 	setupLog.Info("stage 2/4: manager built", "leaderElection", mgrOpts.LeaderElection, "metrics", mgrOpts.MetricsBindAddress, "probes", opts.probeAddress)
 	reloader := &reload.Reloader{
-		Config: cfg, Source: opts.source, Controller: controllerOpts, Initial: conf, ShutdownTimeout: budget.generation, Limits: &opts.limits,
+		Config: cfg, Source: opts.source, Controller: controllerOpts, Initial: conf, ShutdownTimeout: budget.generation, Limits: &opts.limits, RemovalBrake: &opts.removalBrake,
 		Recorder: mgr.GetEventRecorder(controller.EventSource), Log: ctrl.Log.WithName("reload"), Wire: mgrOpts.Wire,
 		Installation: installation(opts), WarmStandby: opts.warmStandby, PolicyOwner: opts.policyOwner,
 	}
@@ -180,7 +180,7 @@ func addHealthChecks(mgr ctrl.Manager, addr string, reloader *reload.Reloader) e
 	return manager.ServeProbes(mgr, addr, manager.Probes{
 		Live:     map[string]healthz.Checker{"ping": healthz.Ping},
 		Ready:    map[string]healthz.Checker{"configuration": reloader.Ready},
-		Describe: map[string]func() string{"configuration": reloader.Sharding.Describe},
+		Describe: map[string]func() string{"configuration": reloader.Describe},
 	})
 }
 

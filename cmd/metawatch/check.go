@@ -18,6 +18,7 @@ import (
 	"github.com/metawatch/metawatch/pkg/access"
 	"github.com/metawatch/metawatch/pkg/admission"
 	"github.com/metawatch/metawatch/pkg/apiserver"
+	"github.com/metawatch/metawatch/pkg/brake"
 	"github.com/metawatch/metawatch/pkg/config"
 )
 
@@ -32,6 +33,8 @@ type checkOptions struct {
 	chartValues string
 	// limits are the guardrails metawatch runs with: check rejects what it would.
 	limits config.Limits
+	// removalBrake is the brake metawatch runs with: --report says what it would hold.
+	removalBrake brake.Limits
 	// objects are files of objects to preview the rules on (--objects).
 	objects stringList
 	// output is the format of --objects' and --report's reports: text or json.
@@ -77,6 +80,8 @@ func checkCommand(args []string, stdout, stderr io.Writer) int {
 		"grouped by rule and namespace, read-only and metadata only (paginated lists); exit codes as for --objects.")
 	fs.StringVar(&o.output, "o", "text", "The format of --objects' and --report's reports: text or json.")
 	o.limits.BindFlags(fs)
+	o.removalBrake = brake.DefaultLimits()
+	o.removalBrake.BindFlags(fs)
 	fs.StringVar(&o.fieldManager, "field-manager", config.DefaultFieldManager, "The --field-manager metawatch runs with: the keys it would release or adopt are those this name owns.")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: metawatch check -f FILE [--kubeconfig PATH [--live] [--as USER] [--rbac] [--chart-values FILE]] [the guardrail flags metawatch runs with]")

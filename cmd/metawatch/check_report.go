@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 
@@ -75,14 +76,15 @@ func checkReport(ctx context.Context, out io.Writer, o checkOptions) (int, error
 		enc := json.NewEncoder(out)
 		enc.SetIndent("", "  ")
 		err = enc.Encode(struct {
-			Groups     []preview.Group `json:"groups"`
-			Objects    int             `json:"objects"`
-			Off        int             `json:"notAsWanted"`
-			WouldWrite int             `json:"wouldWrite"`
-			Offending  int             `json:"offending"`
-		}{tally.Groups(), tally.Objects, tally.Off, tally.Change, tally.Offend})
+			Groups     []preview.Group     `json:"groups"`
+			Objects    int                 `json:"objects"`
+			Off        int                 `json:"notAsWanted"`
+			WouldWrite int                 `json:"wouldWrite"`
+			Offending  int                 `json:"offending"`
+			Brake      []preview.BrakeLine `json:"removalBrake"`
+		}{tally.Groups(), tally.Objects, tally.Off, tally.Change, tally.Offend, tally.Brake(o.removalBrake)})
 	} else {
-		err = tally.WriteText(out)
+		err = errors.Join(tally.WriteText(out), tally.WriteBrake(out, o.removalBrake))
 	}
 	if err != nil {
 		return 1, err

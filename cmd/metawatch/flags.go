@@ -7,6 +7,7 @@ import (
 	"go.uber.org/zap/zapcore"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	"github.com/metawatch/metawatch/pkg/brake"
 	"github.com/metawatch/metawatch/pkg/config"
 	"github.com/metawatch/metawatch/pkg/controller"
 	"github.com/metawatch/metawatch/pkg/manager"
@@ -17,6 +18,7 @@ import (
 type options struct {
 	// limits are the operator's guardrails on what configurations may write.
 	limits        config.Limits
+	removalBrake  brake.Limits // --removal-brake-* (reload.Reloader.RemovalBrake)
 	waitForConfig bool
 	qps           float64
 	burst         int
@@ -72,6 +74,8 @@ func bindFlags(fs *flag.FlagSet) *options {
 	fs.DurationVar(&o.manager.GracefulShutdownTimeout, "graceful-shutdown-timeout", 30*time.Second, "How long the whole shutdown on SIGTERM may take: the writes in flight, then the caches and the manager, then the Lease's release.")
 	o.limits = config.DefaultLimits()
 	o.limits.BindFlags(fs)
+	o.removalBrake = brake.DefaultLimits()
+	o.removalBrake.BindFlags(fs)
 	fs.IntVar(&o.controller.MaxConcurrentReconciles, "max-concurrent-reconciles", 4, "Reconciles run at once, per kind.")
 	fs.BoolVar(&o.manager.Wire.DecodeUnchanged, "decode-unchanged-events", false, "Decode and deliver to the cache every watch event, status-only updates too. By default an event whose object is unchanged but for its resourceVersion is left out before decoding: the cache keeps the object as it was, and a bookmark carries the newest resourceVersion to the informer (see --unchanged-bookmark-interval).")
 	fs.BoolVar(&o.manager.Wire.WatchOverHTTP2, "watch-http2", false, "List and watch over HTTP/2, multiplexed on the connection the writes use. By default each watch has a connection of its own over HTTP/1.1: a watch event then costs no flow-control write and no hand-off between goroutines, and a dead connection is found by TCP keepalive in about 30 s.")

@@ -28,6 +28,7 @@ func validateFlags(opts options) error {
 		leaseFlagsValid(opts),
 		warmStandbyValid(opts),
 		config.ValidFieldManager("--field-manager", opts.controller.FieldManager),
+		opts.removalBrake.Validate(),
 	)
 }
 

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
+	"github.com/metawatch/metawatch/pkg/brake"
 	"github.com/metawatch/metawatch/pkg/config"
 	"github.com/metawatch/metawatch/pkg/fence"
 	"github.com/metawatch/metawatch/pkg/metacache"
@@ -85,6 +86,12 @@ type Options struct {
 	// meanwhile would stay in them. Once it leads, the watches start and
 	// hand the controllers every cached object, as at a start.
 	Leading <-chan struct{}
+	// Brake, when set, bounds how many objects of each kind lose keys
+	// (removed or released) before the configuration is approved; see
+	// package brake. Sets and copies are never held. CachedObjects says how
+	// many objects of a kind the cache holds, for the bound's share.
+	Brake         *brake.Brake
+	CachedObjects func(kind string) int
 }
 
 // EventSource is the reportingController of metawatch's Events.
@@ -130,6 +137,7 @@ func setupKind(mgr manager.Manager, w config.ResolvedWatch, rs []rules.Rule, own
 		ruler.ownerKinds, ruler.copiesFromOwners, ruler.watchedNamespaces = owners, rules.CopiesFromOwners(rs), w.Namespaces
 		ruler.packed = metacache.Packed(w)
 		ruler.fieldManager = cmp.Or(opts.FieldManager, FieldManager)
+		ruler.brake, ruler.cachedCount = opts.Brake, opts.CachedObjects
 		if opts.Limits != nil {
 			ruler.limits = opts.Limits
 		}
@@ -148,6 +156,11 @@ func setupKind(mgr manager.Manager, w config.ResolvedWatch, rs []rules.Rule, own
 	if ruler != nil {
 		if err := requeueOnMoves(mgr, c, w, rs, opts); err != nil {
 			return err
+		}
+		if opts.Brake != nil {
+			if err := requeueApproved(mgr, c, w.GVK, opts.Brake); err != nil {
+				return err
+			}
 		}
 	}
 	sources := kindSources(mgr, w, rs, owners, opts, mem, ruler)

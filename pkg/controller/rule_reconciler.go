@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/metawatch/metawatch/pkg/brake"
 	"github.com/metawatch/metawatch/pkg/config"
 	"github.com/metawatch/metawatch/pkg/metacache"
 	"github.com/metawatch/metawatch/pkg/rules"
@@ -55,6 +56,10 @@ type ruleReconciler struct {
 	// packed: the cache stores the kind's objects packed (metacache.Packed),
 	// and reads of them cannot skip the copy (see noCopy).
 	packed bool
+	// brake bounds the objects losing keys (see Options.Brake); cachedCount
+	// is how many objects of a kind the cache holds (Options.CachedObjects).
+	brake       *brake.Brake
+	cachedCount func(kind string) int
 }
 
 // noCopy is client.UnsafeDisableDeepCopy for reads of the kind's objects
@@ -100,6 +105,7 @@ func newRuleReconciler(reader client.Reader, writer patcher, recorder events.Eve
 // gone, and what is remembered of it is dropped.
 func (r *ruleReconciler) reconcileObject(ctx context.Context, key types.NamespacedName, obj *metav1.PartialObjectMetadata) error {
 	if obj == nil {
+		r.brake.Forget(kindLabel(r.GVK), key)
 		r.audit.forget(key)
 		r.memory.forget(key)
 		return nil
@@ -216,6 +222,7 @@ func (r *ruleReconciler) decideAndWrite(ctx context.Context, key types.Namespace
 		return false, nil
 	}
 	result = r.guard(ctx, key, obj, result)
+	result = r.braked(ctx, key, obj, result)
 	rv, removeErr := r.remove(ctx, obj, r.newestVersion(obj), result)
 	if staleVersion(removeErr) {
 		return true, removeErr

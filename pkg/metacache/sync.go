@@ -79,5 +79,14 @@ func (o *ObjectCounts) Publish() {
 	}
 }
 
+// Count is how many objects of kind (its GroupKind string) are cached; 0
+// for a kind not watched.
+func (o *ObjectCounts) Count(kind string) int {
+	if n, ok := o.kinds[kind]; ok {
+		return int(n.Load())
+	}
+	return 0
+}
+
 // Retire stops publishing these counts.
 func (o *ObjectCounts) Retire() { o.live.Store(false) }

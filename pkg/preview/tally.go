@@ -17,6 +17,9 @@ type Tally struct {
 	// want, of which Change metawatch would write and Offend fail a
 	// requirement or hold a conflicting key.
 	Objects, Off, Change, Offend int
+	// kinds counts the objects of each kind, losing those that would lose
+	// keys (removed or released): what the removal brake bounds (brake.go).
+	kinds, losing map[string]int
 }
 
 type groupKey struct{ rule, namespace string }
@@ -46,6 +49,7 @@ const examplesPerGroup = 3
 // Add counts r.
 func (t *Tally) Add(r Report) {
 	t.Objects++
+	t.countLosing(r)
 	if r.Skipped != "" || (!r.Changes() && !r.Offends()) {
 		return
 	}

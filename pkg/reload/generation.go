@@ -20,6 +20,7 @@ import (
 	"github.com/metawatch/metawatch/pkg/access"
 	"github.com/metawatch/metawatch/pkg/admission"
 	"github.com/metawatch/metawatch/pkg/apiserver"
+	"github.com/metawatch/metawatch/pkg/brake"
 	"github.com/metawatch/metawatch/pkg/config"
 	"github.com/metawatch/metawatch/pkg/controller"
 	mwmanager "github.com/metawatch/metawatch/pkg/manager"
@@ -49,6 +50,7 @@ type generation struct {
 	fence                    *controller.WriteFence
 	mgr                      manager.Manager
 	counts                   *metacache.ObjectCounts
+	brake                    *brake.Brake // bounds the objects losing keys, until approved
 	gate                     chan struct{}
 	// stopping closes when stop begins: a standby's generation waiting to
 	// open never opens after it (openUnlessStopping, under openMu).
@@ -135,6 +137,8 @@ type generationOptions struct {
 	// leading, when set, closes once this warm standby leads: the
 	// controllers watch nothing until then (controller.Options.Leading).
 	leading <-chan struct{}
+	// brake is the operator's bound on mass removals (package brake).
+	brake brake.Limits
 }
 
 func newGeneration(ctx context.Context, cfg *rest.Config, number int64, r resolved, opts generationOptions) (*generation, error) {
@@ -169,6 +173,8 @@ func newGeneration(ctx context.Context, cfg *rest.Config, number int64, r resolv
 	copts := opts.controller
 	copts.Gate, copts.Audits, copts.WritesFrozen, copts.Fence, copts.Versions = g.gate, g.audits, g.writesFrozen, g.fence, versions
 	copts.Leading = opts.leading
+	g.brake = brake.New(opts.brake, g.hash, nil)
+	copts.Brake, copts.CachedObjects = g.brake, g.counts.Count
 	if opts.sharding != nil {
 		copts.ShardGate, copts.Claim, copts.BucketsGained = opts.sharding.Ring, opts.sharding.Ring, opts.sharding.OnGained
 		copts.Holder, copts.HeldGained, copts.HeldLost = opts.sharding.Ring, opts.sharding.OnHeldGained, opts.sharding.OnHeldLost
@@ -323,6 +329,7 @@ func (g *generation) waitSynced(ctx context.Context, timeout time.Duration) erro
 func (g *generation) open() {
 	g.counts.Publish()
 	g.audits.Publish()
+	g.brake.Publish()
 	metrics.WritesFrozen.Reset()
 	g.publishFrozen()
 	metrics.WatchReady.Reset()
@@ -364,6 +371,7 @@ func (g *generation) stop(timeout time.Duration) (writesStopped bool, err error)
 	g.openMu.Unlock()
 	g.counts.Retire()
 	g.audits.Retire()
+	g.brake.Retire()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	writesStopped = g.fence.Close(ctx)

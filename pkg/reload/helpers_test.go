@@ -23,6 +23,8 @@ import (
 type instance struct {
 	probe string // host:port of /readyz
 	stop  func()
+	// describe is the detail cmd/metawatch adds to /readyz/configuration's "ok".
+	describe func() string
 }
 
 func startInstance(t *testing.T, cfg *rest.Config, configMap string, tune ...func(*reload.Reloader)) *instance {
@@ -48,6 +50,7 @@ func startInstance(t *testing.T, cfg *rest.Config, configMap string, tune ...fun
 	}); err != nil {
 		t.Fatal(err)
 	}
+	inst.describe = reloader.Describe
 	inst.stop = testkit.Start(t, mgr)
 	return inst
 }

@@ -111,6 +111,7 @@ func (r *Reloader) sync(ctx context.Context) error {
 func (r *Reloader) runVersion(ctx context.Context, v version) error {
 	if g := r.running(); g != nil && g.hash == v.hash && !g.rebuild {
 		metrics.ConfigLastReloadSuccessful.Set(1) // e.g. a bad edit reverted
+		r.approveRemovals(g)                      // an annotation alone may have changed
 		return nil
 	}
 	err := r.apply(ctx, v.conf, func() bool { return r.superseded(v) })

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/metawatch/metawatch/pkg/admission"
+	"github.com/metawatch/metawatch/pkg/brake"
 	"github.com/metawatch/metawatch/pkg/config"
 	"github.com/metawatch/metawatch/pkg/controller"
 	"github.com/metawatch/metawatch/pkg/metrics"
@@ -90,7 +91,11 @@ type Reloader struct {
 	// leader's memory on the standby. For leader election; not with Sharding,
 	// whose replicas all run generations anyway.
 	WarmStandby bool
-	elected     <-chan struct{} // the Manager's: closed once this replica leads
+	// RemovalBrake bounds how many objects of each kind lose keys per
+	// configuration before it is approved (package brake). Nil:
+	// brake.DefaultLimits.
+	RemovalBrake *brake.Limits
+	elected      <-chan struct{} // the Manager's: closed once this replica leads
 
 	follower      *follower
 	pruner        *admission.Pruner
@@ -198,10 +203,11 @@ func (r *Reloader) swap(ctx context.Context, res resolved, superseded func() boo
 	}
 	next, err := newGeneration(ctx, r.Config, number, res, generationOptions{controller: r.Controller, onLoss: r.reportLoss, shutdownTimeout: r.shutdownTimeout(), limits: r.limits(),
 		sharding: r.Sharding, wire: r.Wire, installation: r.installation(), policyOwner: r.PolicyOwner, leftovers: r.leftovers, onAdmissionProblem: r.reportAdmissionProblem, log: r.Log,
-		leading: r.notLeadingYet()})
+		leading: r.notLeadingYet(), brake: r.removalBrake()})
 	if err != nil {
 		return err
 	}
+	r.watchBrake(next)
 	next.start(ctx)
 	if err := next.waitSynced(ctx, SyncTimeout); err != nil {
 		_, _ = next.stop(r.shutdownTimeout())

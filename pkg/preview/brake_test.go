@@ -1,0 +1,70 @@
+package preview
+
+import (
+	"fmt"
+	"reflect"
+	"testing"
+
+	"github.com/metawatch/metawatch/pkg/brake"
+)
+
+func TestTallySaysWhatTheRemovalBrakeWouldHold(t *testing.T) {
+	report := func(kind string, i int, action string) Report {
+		r := Report{Object: Ref{Kind: kind, Namespace: "ns", Name: fmt.Sprint("o", i)}}
+		if action != "" {
+			r.Writes = []Write{{Map: "labels", Key: "k", Action: action}, {Map: "labels", Key: "j", Action: action}}
+		}
+		return r
+	}
+	cases := map[string]struct {
+		limits brake.Limits
+		add    func(*Tally)
+		want   []BrakeLine
+	}{
+		"objects losing keys beyond the bound are held, counted once each": {
+			limits: brake.Limits{Objects: 2, SharePercent: 10},
+			add: func(t *Tally) {
+				for i := range 10 {
+					t.Add(report("Pod", i, "release"))
+				}
+				t.Add(report("Pod", 10, "set"))
+			},
+			want: []BrakeLine{{Kind: "Pod", Objects: 11, Losing: 10, Bound: 2, Held: 8}},
+		},
+		"the share of the kind's objects raises the bound": {
+			limits: brake.Limits{Objects: 1, SharePercent: 50},
+			add: func(t *Tally) {
+				for i := range 4 {
+					t.Add(report("Pod", i, "remove"))
+				}
+			},
+			want: []BrakeLine{{Kind: "Pod", Objects: 4, Losing: 4, Bound: 2, Held: 2}},
+		},
+		"sets alone are never held": {
+			limits: brake.Limits{Objects: 1},
+			add: func(t *Tally) {
+				for i := range 4 {
+					t.Add(report("Pod", i, "set"))
+				}
+			},
+		},
+		"the brake off holds nothing": {
+			limits: brake.Limits{},
+			add: func(t *Tally) {
+				for i := range 4 {
+					t.Add(report("Node", i, "release"))
+				}
+			},
+			want: []BrakeLine{{Kind: "Node", Objects: 4, Losing: 4, Bound: 0, Held: 0}},
+		},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			tally := &Tally{}
+			c.add(tally)
+			if got := tally.Brake(c.limits); !reflect.DeepEqual(got, c.want) {
+				t.Errorf("Brake = %+v, want %+v", got, c.want)
+			}
+		})
+	}
+}
