@@ -1,7 +1,6 @@
 package controller
 
 import (
-	"context"
 	"reflect"
 	"testing"
 	"time"
@@ -21,7 +20,7 @@ func TestBrakedHoldsRemovalsAndReleasesNeverSets(t *testing.T) {
 	pod := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p",
 		Labels: map[string]string{"gone": "x", "old": "y"},
 		ManagedFields: []metav1.ManagedFieldsEntry{{Manager: FieldManager, Operation: metav1.ManagedFieldsOperationApply,
-			FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:metadata":{"f:labels":{"f:gone":{}}}}`)}}},
+			FieldsV1: metav1.NewFieldsV1(`{"f:metadata":{"f:labels":{"f:gone":{}}}}`)}},
 	}}
 	wanted := rules.Result{Labels: map[string]rules.Owned{"tier": {Value: "gold", Rule: "tier"}}, RemoveLabels: map[string]string{"old": "strip"}}
 	cases := map[string]struct {
@@ -39,7 +38,7 @@ func TestBrakedHoldsRemovalsAndReleasesNeverSets(t *testing.T) {
 				b.Admit("Pod", types.NamespacedName{Namespace: "ns", Name: "other"}, 0)
 			}
 			r := &ruleReconciler{GVK: corev1.SchemeGroupVersion.WithKind("Pod"), fieldManager: FieldManager, brake: b}
-			got := r.braked(context.Background(), types.NamespacedName{Namespace: "ns", Name: "p"}, pod, wanted)
+			got := r.braked(t.Context(), types.NamespacedName{Namespace: "ns", Name: "p"}, pod, wanted)
 			if !reflect.DeepEqual(got, c.want) {
 				t.Errorf("braked = %+v, want %+v", got, c.want)
 			}

@@ -8,7 +8,7 @@ import (
 	"github.com/metawatch/metawatch/pkg/brake"
 )
 
-// ReasonRemovalsHeld: the removal brake holds the removals and releases of
+// ReasonRemovalsHeld is the Event reason when the removal brake holds the removals and releases of
 // a kind's objects beyond its bound, until the configuration is approved.
 const ReasonRemovalsHeld = "RemovalsHeld"
 
