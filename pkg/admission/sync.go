@@ -36,6 +36,9 @@ type Syncer struct {
 	// ConfigMap's namespace/name): the pairs of another installation of
 	// metawatch are not this one's to update or delete.
 	Installation string
+	// FieldManager is the installation's field manager (--field-manager),
+	// which the pairs are written as; empty: controller.FieldManager.
+	FieldManager string
 	// Client writes (built with fence.Wrap, for Guard's claim); Reader
 	// lists, uncached; Discovery tells whether the API is served.
 	Client    client.Client

@@ -1,6 +1,7 @@
 package admission
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -128,9 +129,9 @@ func (s *Syncer) write(ctx context.Context, obj, listed client.Object) error {
 	}
 	err := s.Guard.Write(ctx, guardKey(obj.GetName()), func(ctx context.Context) error {
 		if listed == nil {
-			return s.Client.Create(ctx, obj, client.FieldOwner(controller.FieldManager))
+			return s.Client.Create(ctx, obj, client.FieldOwner(cmp.Or(s.FieldManager, controller.FieldManager)))
 		}
-		return s.Client.Update(ctx, obj, client.FieldOwner(controller.FieldManager))
+		return s.Client.Update(ctx, obj, client.FieldOwner(cmp.Or(s.FieldManager, controller.FieldManager)))
 	})
 	switch {
 	case err == nil:

@@ -30,6 +30,14 @@ func (r *ruleReconciler) guard(ctx context.Context, key types.NamespacedName, ob
 	return res
 }
 
+// ownsKeys reports whether metawatch's field manager owns a key of obj:
+// where nothing may be written to obj, such an object is still reconciled,
+// to count its keys as left (metawatch_keys_left_by_guardrail).
+func (r *ruleReconciler) ownsKeys(obj *metav1.PartialObjectMetadata) bool {
+	mine := ownedKeys(obj, r.fieldManager)
+	return mine.labels.Len()+mine.annotations.Len() > 0
+}
+
 // guarded is rules.Guard of res on obj.
 func (r *ruleReconciler) guarded(obj *metav1.PartialObjectMetadata, res rules.Result) (rules.Result, []rules.Left) {
 	mine := ownedKeys(obj, r.fieldManager)
@@ -84,12 +92,13 @@ func (a *audit) observeLeft(key types.NamespacedName, uid types.UID, now map[str
 	if !a.holds(uid) {
 		now = nil
 	}
-	// Asked before locking: Publish locks the audits, then each kind's
-	// leftKeys. Should it run meanwhile, it reads the counts this updates.
-	live := a.owner.isLive()
 	l := a.left
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	// Asked under the lock: Publish makes the audits live, then takes each
+	// kind's lock to publish its counts, so an update either lands in the
+	// counts before Publish reads them or reaches the gauge after.
+	live := a.owner.isLive()
 	before := l.objects[key].counts
 	changed := len(before) != len(now)
 	for reason, n := range now {

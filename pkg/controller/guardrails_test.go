@@ -97,3 +97,27 @@ func waitDeployments(t *testing.T, c client.Client, ns, what string, ok func(map
 		return len(list.Items) > 0
 	})
 }
+
+// Keys metawatch owns on objects the operator has since put outside the
+// write scope are counted as left from the start, without waiting for an
+// update of each object, and nothing is written there.
+func TestKeysOutsideTheWriteScopeAreCountedAtStart(t *testing.T) {
+	controlplane.SkipIfShort(t)
+	ns := "scope-left"
+	c := testkit.Populated(t, cp, ns, nil, 3)
+	conf := fmt.Sprintf("watches:\n- kind: Pod\n  namespaces: [%s]\nrules:\n- {name: tier, kinds: [Pod], setLabels: {tier: gold}}\n", ns)
+	first := startInstance(t, conf, controller.Options{})
+	waitAllPods(t, c, "the tier label", []string{ns}, func(_ string, l map[string]string) bool { return l["tier"] == "gold" })
+	first.stop()
+
+	excluded := limitsWriting("Pod")
+	excluded.WriteScope.ExcludeNamespaces = []string{ns}
+	second := startInstance(t, conf, controller.Options{Limits: &excluded, InScope: excluded.WriteScope.Allows})
+	left := map[string]string{"kind": "Pod", "reason": config.RefusedNamespace}
+	testkit.WaitFor(t, "the tier labels outside the write scope counted as left", testkit.Timeout, func() bool {
+		return testkit.Metric(t, "metawatch_keys_left_by_guardrail", left) == 3
+	})
+	if n := second.writes.Load(); n != 0 {
+		t.Errorf("metawatch wrote %d times outside the write scope", n)
+	}
+}

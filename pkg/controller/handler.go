@@ -64,8 +64,11 @@ func (r *ruleReconciler) settled(ctx context.Context, o client.Object) bool {
 	if !ok {
 		return false
 	}
-	if !r.writable(obj) || r.frozen() != nil {
+	if r.frozen() != nil {
 		return true // nothing metawatch may do to it
+	}
+	if !r.writable(obj) {
+		return !r.ownsKeys(obj) // queued only to count them as left
 	}
 	src, missing, err := r.sourcesOf(ctx, obj)
 	if err != nil || missing != "" {
@@ -82,8 +85,7 @@ func (r *ruleReconciler) settledWith(obj *metav1.PartialObjectMetadata, src rule
 	}
 	// An object with keys the guardrails leave is queued too, to be counted.
 	if !r.kindWritable {
-		mine := ownedKeys(obj, r.fieldManager)
-		return mine.labels.Len()+mine.annotations.Len() == 0
+		return !r.ownsKeys(obj)
 	}
 	result, left := r.guarded(obj, result)
 	return len(left) == 0 &&
@@ -103,8 +105,11 @@ func (r *ruleReconciler) needsReconcile(ctx context.Context, o client.Object) bo
 	if !ok {
 		return true
 	}
-	if !r.writable(obj) || r.frozen() != nil {
+	switch {
+	case r.frozen() != nil:
 		return false // nothing metawatch may do to it
+	case !r.writable(obj):
+		return r.ownsKeys(obj) // nothing may be written; its keys are counted as left
 	}
 	src, waits, err := r.awaitSources(ctx, client.ObjectKeyFromObject(obj), obj)
 	switch {

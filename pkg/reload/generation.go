@@ -199,7 +199,7 @@ func (g *generation) addPolicies(cfg *rest.Config, mgr manager.Manager, r resolv
 	if err != nil {
 		return err
 	}
-	g.policies = &admission.Syncer{Rules: admission.Rules(r.conf, r.watches, &opts.limits.WriteScope, r.conf.WriteScope), Installation: opts.installation,
+	g.policies = &admission.Syncer{Rules: admission.Rules(r.conf, r.watches, &opts.limits.WriteScope, r.conf.WriteScope), Installation: opts.installation, FieldManager: copts.FieldManager,
 		Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Discovery: dc, Guard: copts.Guard(), Gate: g.gate,
 		Log: opts.log.WithName("admission-policies"), OnProblem: opts.onAdmissionProblem, Leftovers: opts.leftovers, Owner: opts.policyOwner}
 	if copts.DryRun {
