@@ -103,7 +103,7 @@ func auditedObjects(t *testing.T, c client.Client) map[types.UID]auditedObject {
 			if err := c.Create(t.Context(), obj); err != nil {
 				t.Fatal(err)
 			}
-			t.Cleanup(func() { _ = c.Delete(t.Context(), obj) })
+			testkit.DeleteAtCleanup(t, c, obj)
 			if i < k.violators {
 				out[obj.GetUID()] = auditedObject{kind: k.kind, name: obj.GetName()}
 			}

@@ -66,6 +66,6 @@ func leavePair(t *testing.T, c client.Client, rule, source string) {
 		if err := c.Create(t.Context(), obj); err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { _ = c.Delete(t.Context(), obj) })
+		testkit.DeleteAtCleanup(t, c, obj)
 	}
 }

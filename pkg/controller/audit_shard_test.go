@@ -110,7 +110,7 @@ func TestAuditsFollowTheBucketsHeld(t *testing.T) {
 		if err := c.Create(t.Context(), ns); err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { _ = c.Delete(t.Context(), ns) })
+		testkit.DeleteAtCleanup(t, c, ns)
 		uids[ns.UID] = ns.Name
 	}
 	const configYAML = "watches:\n- kind: Namespace\n  labelSelector: audit-held=yes\nrules:\n- {name: audit-held, kinds: [Namespace], requireLabels: [owner]}\n"

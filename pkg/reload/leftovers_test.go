@@ -116,7 +116,7 @@ func anotherInstallationsPair(t *testing.T, c client.Client, rule string) string
 	copied := &admissionregistrationv1.MutatingAdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: admission.Name(other), Labels: map[string]string{
 		admission.ManagedByLabel: admission.ManagedBy, admission.InstallationLabel: admission.InstallationValue("elsewhere/selectors")}}, Spec: p.Spec}
 	create(t, c, copied)
-	t.Cleanup(func() { _ = c.Delete(t.Context(), copied) })
+	testkit.DeleteAtCleanup(t, c, copied)
 	return other
 }
 

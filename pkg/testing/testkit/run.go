@@ -86,3 +86,15 @@ func KubectlApply(kubectl, kubeconfig, manifest string) error {
 	}
 	return nil
 }
+
+// DeleteAtCleanup deletes obj when the test ends, failing it if that does
+// not work: t.Context() is cancelled by then, and an object a test leaves
+// (an admission policy that labels every new pod) changes the tests after it.
+func DeleteAtCleanup(t testing.TB, c client.Client, obj client.Object) {
+	t.Helper()
+	t.Cleanup(func() {
+		if err := client.IgnoreNotFound(c.Delete(context.WithoutCancel(t.Context()), obj)); err != nil {
+			t.Errorf("deleting %s %s at the end of the test: %v", obj.GetObjectKind().GroupVersionKind().Kind, obj.GetName(), err)
+		}
+	})
+}
