@@ -158,6 +158,10 @@ func New(o Options) (*Previewer, error) {
 		return nil, err
 	}
 	o.chainKinds = config.OwnerChainKinds(o.Config)
+	if o.Limits == nil {
+		defaults := config.DefaultLimits()
+		o.Limits = &defaults
+	}
 	return &Previewer{opts: o, byKind: byKind, src: newSources(o.Lookup, copiedBy(byKind, o.chainKinds))}, nil
 }
 
@@ -232,11 +236,11 @@ func (o Options) report(ctx context.Context, obj Object, kindRules []rules.Rule,
 	result := rules.Evaluate(applying, current, s.Sources)
 	rep.Violations = result.Violations
 	m := managersOf(obj, cmp.Or(o.FieldManager, config.DefaultFieldManager))
-	if gk := obj.GroupVersionKind().GroupKind(); !o.limits().AllowsKind(gk, obj.GetNamespace() != "") {
+	if gk := obj.GroupVersionKind().GroupKind(); !o.Limits.AllowsKind(gk, obj.GetNamespace() != "") {
 		rep.Left = leftAll(m, current, config.RefusedKind)
 		return rep, nil // audited, never written: not even a release
 	}
-	result, rep.Left = rules.Guard(result, applying, current, func(what config.MetadataMap, k string) bool { return m.mine(what.Plural(), k) }, o.limits())
+	result, rep.Left = rules.Guard(result, applying, current, func(what config.MetadataMap, k string) bool { return m.mine(what.Plural(), k) }, o.Limits)
 	rep.Writes, rep.Conflicts, notes = changes(obj, m, result, s)
 	rep.Notes = append(rep.Notes, notes...)
 	return rep, nil
@@ -253,14 +257,6 @@ func writeNamespace(obj Object) string {
 func isNamespace(obj Object) bool {
 	gvk := obj.GroupVersionKind()
 	return gvk.Kind == "Namespace" && gvk.Group == ""
-}
-
-func (o Options) limits() *config.Limits {
-	if o.Limits == nil {
-		l := config.DefaultLimits()
-		return &l
-	}
-	return o.Limits
 }
 
 func (o Options) allows(ns string) bool {
