@@ -237,5 +237,5 @@ func startShrunkCache(ctx context.Context, cfg *rest.Config, spec Spec, counters
 
 // stripped is cfg through the stripping transport, as the steps from step2 on use it.
 func stripped(cfg *rest.Config) *rest.Config {
-	return wire.StripManagedFields(cfg, controller.FieldManager, wire.Options{}, nil)
+	return wire.StripManagedFields(cfg, []string{controller.FieldManager}, wire.Options{}, nil)
 }

@@ -84,6 +84,9 @@ func bindFlags(fs *flag.FlagSet) *options {
 	fs.BoolVar(&o.controller.EventValues, "events-include-values", false, "Let LabelConflict and OwnershipFight Events carry the value another field manager wrote (never for annotations of Secrets). Off, they name that manager only: anyone who may list Events reads them.")
 	fs.StringVar(&o.controller.FieldManager, "field-manager", config.DefaultFieldManager, "Server-side apply field manager the rules write as: the keys this installation owns are "+
 		"those this name owns. Each installation writing the same kinds needs a name of its own: two applying as one replace each other's keys on every write.")
+	fs.StringVar(&o.controller.AdoptFieldManager, "adopt-field-manager", "", "The field manager this installation wrote as before --field-manager was changed: "+
+		"the label and annotation keys it owns are taken over (values unchanged), then released if no rule wants them. "+
+		"Only a name no running installation writes as: an object that name applied to after adoption began is left to it, and counted.")
 	fs.BoolVar(&o.controller.DryRun, "dry-run", false, "Compute every rule's writes, log and count them (result=\"dry-run\"), and write nothing: no key, no admission policy, and no delete either. "+
 		"Admission policies an earlier run of this installation left go on writing at creation: metawatch reports them (metawatch_admission_cleanup_blocked{reason=\"dry-run\"}, "+
 		"an Event) with the kubectl line that deletes them.")

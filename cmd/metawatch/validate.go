@@ -28,8 +28,21 @@ func validateFlags(opts options) error {
 		leaseFlagsValid(opts),
 		warmStandbyValid(opts),
 		config.ValidFieldManager("--field-manager", opts.controller.FieldManager),
+		adoptFieldManagerValid(opts.controller.FieldManager, opts.controller.AdoptFieldManager),
 		opts.removalBrake.Validate(),
 	)
+}
+
+// adoptFieldManagerValid checks --adopt-field-manager: empty (adopt
+// nothing), or a valid name other than --field-manager's.
+func adoptFieldManagerValid(own, adopt string) error {
+	switch adopt {
+	case "":
+		return nil
+	case own:
+		return fmt.Errorf("--adopt-field-manager is %q, the same as --field-manager: name the field manager this installation wrote as before the change, or leave it empty", adopt)
+	}
+	return config.ValidFieldManager("--adopt-field-manager", adopt)
 }
 
 // warmStandbyValid refuses --warm-standby where there is no standby.

@@ -38,6 +38,19 @@ func TestValidateFlags(t *testing.T) {
 			change: func(o *options) { o.source = reload.Source{ConfigMap: "selectors"} },
 			want:   []string{`--config-map "selectors": want NAMESPACE/NAME`},
 		},
+		"adopting the keys of the field manager it writes as": {
+			change: func(o *options) { o.controller.AdoptFieldManager = o.controller.FieldManager },
+			want:   []string{`--adopt-field-manager is "metawatch", the same as --field-manager`, "name the field manager this installation wrote as before"},
+		},
+		"adopting the keys of a name the API server refuses": {
+			change: func(o *options) { o.controller.AdoptFieldManager = strings.Repeat("m", 129) },
+			want:   []string{"--adopt-field-manager"},
+		},
+		"adopting the keys of the name it wrote as before is valid": {
+			change: func(o *options) {
+				o.controller.FieldManager, o.controller.AdoptFieldManager = "metawatch-team-a", "metawatch"
+			},
+		},
 		"no reconciles at once": {
 			change: func(o *options) { o.controller.MaxConcurrentReconciles = 0 },
 			want:   []string{"--max-concurrent-reconciles=0: want 1 or more"},

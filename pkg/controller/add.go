@@ -75,6 +75,10 @@ type Options struct {
 	// as; the manager's cache must keep its managedFields entry
 	// (manager.Options.FieldManager). Empty: FieldManager.
 	FieldManager string
+	// AdoptFieldManager, if set, is the field manager this installation
+	// wrote as before: the keys it owns are taken over (see adopt.go). The
+	// manager's cache must keep its entry (manager.Options.AdoptFieldManager).
+	AdoptFieldManager string
 	// Limits are the operator's guardrails: every write (set, copy, remove,
 	// release) is checked against them again as it is decided. Nil:
 	// config.DefaultLimits.
@@ -137,6 +141,7 @@ func setupKind(mgr manager.Manager, w config.ResolvedWatch, rs []rules.Rule, own
 		ruler.ownerKinds, ruler.copiesFromOwners, ruler.watchedNamespaces = owners, rules.CopiesFromOwners(rs), w.Namespaces
 		ruler.packed = metacache.Packed(w)
 		ruler.fieldManager = cmp.Or(opts.FieldManager, FieldManager)
+		ruler.adoptFrom = opts.AdoptFieldManager
 		ruler.brake, ruler.cachedCount = opts.Brake, opts.CachedObjects
 		if opts.Limits != nil {
 			ruler.limits = opts.Limits

@@ -213,6 +213,13 @@ func currentValue(obj *metav1.PartialObjectMetadata, what config.MetadataMap, ke
 // applyManifest server-side applies a metadata-only manifest: exactly the
 // keys metawatch owns, on the object's version rv (empty: any).
 func (r *ruleReconciler) applyManifest(ctx context.Context, obj *metav1.PartialObjectMetadata, rv string, labels, annotations map[string]rules.Owned, force bool) error {
+	_, err := r.applyAs(ctx, r.fieldManager, obj, rv, labels, annotations, force)
+	return err
+}
+
+// applyAs is applyManifest as field manager manager; it returns the
+// resourceVersion the object has after it.
+func (r *ruleReconciler) applyAs(ctx context.Context, manager string, obj *metav1.PartialObjectMetadata, rv string, labels, annotations map[string]rules.Owned, force bool) (string, error) {
 	// The UID makes the apply fail, instead of landing on another object, when
 	// the cached object is gone or its name now belongs to a new object; the
 	// resourceVersion, when anyone wrote it since this decision was made on it.
@@ -231,15 +238,16 @@ func (r *ruleReconciler) applyManifest(ctx context.Context, obj *metav1.PartialO
 	}
 	manifest, err := json.Marshal(map[string]any{"apiVersion": r.GVK.GroupVersion().String(), "kind": r.GVK.Kind, "metadata": metadata})
 	if err != nil {
-		return err
+		return "", err
 	}
-	opts := []client.PatchOption{client.FieldOwner(r.fieldManager)}
+	opts := []client.PatchOption{client.FieldOwner(manager)}
 	if force {
 		opts = append(opts, client.ForceOwnership)
 	}
 	target := metacache.NewObject(r.GVK)
 	target.Namespace, target.Name, target.UID = obj.Namespace, obj.Name, obj.UID // the UID for the shard gate
-	return r.Writer.Patch(ctx, target, client.RawPatch(types.ApplyPatchType, manifest), opts...)
+	err = r.Writer.Patch(ctx, target, client.RawPatch(types.ApplyPatchType, manifest), opts...)
+	return target.ResourceVersion, err
 }
 
 func values(owned map[string]rules.Owned) map[string]string {

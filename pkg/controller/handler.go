@@ -87,6 +87,9 @@ func (r *ruleReconciler) settledWith(obj *metav1.PartialObjectMetadata, src rule
 	if !r.kindWritable {
 		return !r.ownsKeys(obj)
 	}
+	if _, adopts := r.planAdoption(obj); adopts {
+		return false
+	}
 	result, left := r.guarded(obj, result)
 	return len(left) == 0 &&
 		len(present(obj.Labels, result.RemoveLabels, sets.New[string]()))+len(present(obj.Annotations, result.RemoveAnnotations, sets.New[string]())) == 0 &&

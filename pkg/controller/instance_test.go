@@ -1,6 +1,7 @@
 package controller_test
 
 import (
+	"cmp"
 	"fmt"
 	"net/http"
 	"strings"
@@ -65,6 +66,8 @@ func startInstanceWith(t *testing.T, configYAML string, opts controller.Options,
 		cfg = wrap(cfg)
 	}
 	mopts.MetricsBindAddress = "0"
+	// The cache keeps the entries of the names the controllers write as and adopt from.
+	mopts.FieldManager, mopts.AdoptFieldManager = cmp.Or(mopts.FieldManager, opts.FieldManager), cmp.Or(mopts.AdoptFieldManager, opts.AdoptFieldManager)
 	if mopts.Versions == nil {
 		mopts.Versions = wire.NewResourceVersions()
 	}

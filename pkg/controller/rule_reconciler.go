@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
+	"time"
 
 	"github.com/go-logr/logr"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -43,10 +45,14 @@ type ruleReconciler struct {
 	// decided (guard); kindWritable: they let rules write the kind at all.
 	limits       *config.Limits
 	kindWritable bool
-	fieldManager string           // see Options.FieldManager
-	live         client.Reader    // the API server, uncached: the object as it is now, after a stale write
-	versions     ResourceVersions // see Options.Versions; nil: the cached object's
-	eventValues  bool             // see Options.EventValues
+	fieldManager string // see Options.FieldManager
+	// adoptFrom is Options.AdoptFieldManager; adoptionBegan, when this
+	// reconciler first adopted (see liveWriterSlack).
+	adoptFrom     string
+	adoptionBegan func() time.Time
+	live          client.Reader    // the API server, uncached: the object as it is now, after a stale write
+	versions      ResourceVersions // see Options.Versions; nil: the cached object's
+	eventValues   bool             // see Options.EventValues
 	// ownerKinds are the kinds cached for copyFromOwner; copiesFromOwners:
 	// some rule of this kind copies from an owner (see ownersOf).
 	ownerKinds       ownerKinds
@@ -98,6 +104,7 @@ func newRuleReconciler(reader client.Reader, writer patcher, recorder events.Eve
 	return &ruleReconciler{
 		Reader: reader, Writer: writer, Recorder: recorder, GVK: gvk, Rules: rs, DryRun: dryRun,
 		audit: NewAudits(true).forKind(kindLabel(gvk), recorder), memory: mem, limits: &limits, fieldManager: FieldManager,
+		adoptionBegan: sync.OnceValue(time.Now),
 	}
 }
 
@@ -220,6 +227,11 @@ func (r *ruleReconciler) decideAndWrite(ctx context.Context, key types.Namespace
 		// key metawatch set while the kind was writable.
 		r.leaveAll(ctx, key, obj, config.RefusedKind)
 		return false, nil
+	}
+	// Keys the old field manager owns are taken over first, values unchanged;
+	// then the rules decide on the object as it is after that.
+	if adopted, err := r.adopt(ctx, obj, r.newestVersion(obj)); adopted || err != nil {
+		return adopted || staleVersion(err), err
 	}
 	result = r.guard(ctx, key, obj, result)
 	result = r.braked(ctx, key, obj, result)

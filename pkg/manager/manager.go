@@ -65,6 +65,10 @@ type Options struct {
 	// managedFields entry is the one the wire and the cache keep. Empty:
 	// controller.FieldManager.
 	FieldManager string
+	// AdoptFieldManager, if set, is the field manager this installation
+	// wrote as before (--adopt-field-manager): the wire and the cache keep
+	// its entry too, so that the rules' reconcilers can take its keys over.
+	AdoptFieldManager string
 }
 
 // MetricsCertFile and MetricsKeyFile are the names in MetricsCertDir, those
@@ -83,8 +87,12 @@ func New(cfg *rest.Config, watches []config.ResolvedWatch, opts Options) (manage
 	// other managers' managedFields, stripped before decoding, and writes
 	// admitted under a claim leave only while it holds (fence.Wrap).
 	fieldManager := cmp.Or(opts.FieldManager, controller.FieldManager)
-	stripped := wire.StripManagedFields(fence.Wrap(cfg), fieldManager, opts.Wire, opts.Versions)
-	cacheOpts := metacache.CacheOptions(watches, metacache.Options{FieldManager: fieldManager, AccessLoss: opts.AccessLoss, ShardFilter: opts.ShardFilter})
+	keep := []string{fieldManager}
+	if opts.AdoptFieldManager != "" {
+		keep = append(keep, opts.AdoptFieldManager)
+	}
+	stripped := wire.StripManagedFields(fence.Wrap(cfg), keep, opts.Wire, opts.Versions)
+	cacheOpts := metacache.CacheOptions(watches, metacache.Options{FieldManager: fieldManager, AdoptFieldManager: opts.AdoptFieldManager, AccessLoss: opts.AccessLoss, ShardFilter: opts.ShardFilter})
 	var err error
 	if cacheOpts.HTTPClient, err = cacheHTTPClient(stripped, opts.Wire.WatchOverHTTP2); err != nil {
 		return nil, fmt.Errorf("creating the cache's HTTP client: %w", err)

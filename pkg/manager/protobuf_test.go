@@ -97,7 +97,7 @@ func TestManagedFieldsAreStrippedBeforeDecoding(t *testing.T) {
 	c := testkit.Client(t, cp.Config)
 	testkit.Namespace(t, c, "strip", nil)
 	testkit.Pod(t, c, "strip", "p1", nil)
-	client, err := metadata.NewForConfig(wire.StripManagedFields(cp.Config, controller.FieldManager, wire.Options{}, nil))
+	client, err := metadata.NewForConfig(wire.StripManagedFields(cp.Config, []string{controller.FieldManager}, wire.Options{}, nil))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -54,7 +54,7 @@ func TestTheTransformsSecondRunOnTheInitialSyncRebuildsNothing(t *testing.T) {
 		}
 		opts.ByObject[obj] = by
 	}
-	startPodCache(t, wire.StripManagedFields(cp.Config, controller.FieldManager, wire.Options{}, nil), opts)
+	startPodCache(t, wire.StripManagedFields(cp.Config, []string{controller.FieldManager}, wire.Options{}, nil), opts)
 	mu.Lock()
 	defer mu.Unlock()
 	if len(calls) != pods {

@@ -23,7 +23,7 @@
 //
 // # What an object keeps
 //
-// The transform (transformFor, Shrink) keeps only metawatch's own managedFields
+// The transform (shrinkFor, Shrink) keeps only metawatch's own managedFields
 // entry (package wire already removed the others from protobuf before
 // decoding; this covers anything that still has them), drops annotations
 // nothing reads, and interns repeated strings and shares equal label maps

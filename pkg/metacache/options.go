@@ -28,6 +28,10 @@ type Options struct {
 	// FieldManager is metawatch's write identity: its entry is the one
 	// managedFields entry the cache keeps (see Shrink.ManagedFields).
 	FieldManager string
+	// AdoptFieldManager, if set, is the field manager this installation
+	// wrote as before (--adopt-field-manager): its entry is kept too, for as
+	// long as it owns keys metawatch takes over (controller's adoption).
+	AdoptFieldManager string
 	// AccessLoss, if not nil, learns of lists and watches the API server forbids.
 	AccessLoss *access.AccessLoss
 	// ShardFilter, if not nil, restricts the namespaced kinds to a share of
@@ -41,13 +45,13 @@ type Options struct {
 func CacheOptions(watches []config.ResolvedWatch, o Options) cache.Options {
 	byObject := make(map[client.Object]cache.ByObject, len(watches))
 	for _, w := range watches {
-		byObject[NewObject(w.GVK)] = byObjectFor(w, o.FieldManager)
+		byObject[NewObject(w.GVK)] = byObjectFor(w, o.FieldManager, o.AdoptFieldManager)
 	}
 	opts := cache.Options{
 		ByObject:                    byObject,
 		ReaderFailOnMissingInformer: true,
 		// Every watch sets its own; this covers any other informer.
-		DefaultTransform: transformFor(o.FieldManager, nil),
+		DefaultTransform: shrinkFor(o.FieldManager, o.AdoptFieldManager, nil).Transform(),
 	}
 	if o.AccessLoss != nil || o.ShardFilter != nil {
 		opts.NewInformer = newInformer(watches, o.AccessLoss, o.ShardFilter)
@@ -80,8 +84,8 @@ func newInformer(watches []config.ResolvedWatch, loss *access.AccessLoss, shards
 	}
 }
 
-func byObjectFor(w config.ResolvedWatch, fieldManager string) cache.ByObject {
-	entry := cache.ByObject{Label: w.Label, Field: w.Field, Transform: watchTransform(w, fieldManager)}
+func byObjectFor(w config.ResolvedWatch, fieldManager, adopted string) cache.ByObject {
+	entry := cache.ByObject{Label: w.Label, Field: w.Field, Transform: watchTransform(w, fieldManager, adopted)}
 	if len(w.Namespaces) > 0 {
 		entry.Namespaces = make(map[string]cache.Config, len(w.Namespaces))
 		for _, ns := range w.Namespaces {

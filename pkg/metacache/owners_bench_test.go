@@ -75,7 +75,7 @@ func fill(w config.ResolvedWatch, n int, object func(i int) *metav1.PartialObjec
 		indexers["field:"+ControllerIndex] = controllerKey
 	}
 	store := toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, indexers)
-	transform := watchTransform(w, "metawatch")
+	transform := watchTransform(w, "metawatch", "")
 	for i := range n {
 		obj, _ := transform(object(i))
 		if err := store.Add(obj); err != nil {

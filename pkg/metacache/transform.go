@@ -1,6 +1,7 @@
 package metacache
 
 import (
+	"slices"
 	"unique"
 	"unsafe"
 
@@ -23,6 +24,10 @@ type Shrink struct {
 	// server.
 	ManagedFields bool
 	Manager       string
+	// Adopted, if set, is a field manager whose Apply entry is kept too, as
+	// it is (time included): the name this installation wrote as before,
+	// whose keys metawatch takes over (--adopt-field-manager).
+	Adopted string
 	// Annotations keeps only the annotations in Keep: the ones nothing reads can
 	// be large, e.g. kubectl's last-applied-configuration.
 	Annotations bool
@@ -53,20 +58,17 @@ type Shrink struct {
 	Pack bool
 }
 
-// transformFor is what the cache keeps of an object of a watch: every Shrink
-// step, with fieldManager's entry and the annotations in keep (nil keeps all).
-func transformFor(fieldManager string, keep sets.Set[string]) toolscache.TransformFunc {
-	return shrinkFor(fieldManager, keep).Transform()
+// shrinkFor is every Shrink step, with the entries of fieldManager and
+// adopted ("": none) and the annotations in keep (nil keeps all).
+func shrinkFor(fieldManager, adopted string, keep sets.Set[string]) Shrink {
+	return Shrink{ManagedFields: true, Manager: fieldManager, Adopted: adopted, Annotations: keep != nil, Keep: keep,
+		Intern: true, ShareLabels: true, UnreadFields: true}
 }
 
-func shrinkFor(fieldManager string, keep sets.Set[string]) Shrink {
-	return Shrink{ManagedFields: true, Manager: fieldManager, Annotations: keep != nil, Keep: keep, Intern: true, ShareLabels: true, UnreadFields: true}
-}
-
-// watchTransform is what the cache keeps of an object of w: transformFor's,
+// watchTransform is what the cache keeps of an object of w: shrinkFor's,
 // and what copyFromOwner needs of the owner chains (see ResolvedWatch).
-func watchTransform(w config.ResolvedWatch, fieldManager string) toolscache.TransformFunc {
-	s := shrinkFor(fieldManager, w.Annotations)
+func watchTransform(w config.ResolvedWatch, fieldManager, adopted string) toolscache.TransformFunc {
+	s := shrinkFor(fieldManager, adopted, w.Annotations)
 	s.KeepController, s.KeepLabels, s.Pack = w.KeepController, w.Labels, Packed(w)
 	return s.Transform()
 }
@@ -143,15 +145,26 @@ func (s Shrink) own(fields []metav1.ManagedFieldsEntry) []metav1.ManagedFieldsEn
 	if s.ShareLabels && sharedOwn.holds(fields) {
 		return fields // shared already: the transform's second run
 	}
-	for _, f := range fields {
-		if f.Manager == s.Manager && f.Operation == metav1.ManagedFieldsOperationApply && f.Subresource == "" {
+	var own []metav1.ManagedFieldsEntry
+	var adopted *metav1.ManagedFieldsEntry
+	for i, f := range fields {
+		switch {
+		case f.Operation != metav1.ManagedFieldsOperationApply || f.Subresource != "":
+		case f.Manager == s.Manager && own == nil:
+			own = []metav1.ManagedFieldsEntry{f}
 			if s.ShareLabels {
-				return shareOwn(f)
+				own = shareOwn(f)
 			}
-			return []metav1.ManagedFieldsEntry{f}
+		case s.Adopted != "" && f.Manager == s.Adopted:
+			adopted = &fields[i]
 		}
 	}
-	return nil
+	if adopted == nil {
+		return own
+	}
+	// Rare and short-lived (until adopted): not shared, and a copy, so that
+	// the shared entry is never appended to.
+	return append(slices.Clone(own), *adopted)
 }
 
 // filter returns m without the keys keep lacks, nil if none is left.

@@ -9,11 +9,18 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
+	toolscache "k8s.io/client-go/tools/cache"
 )
 
 // ownManager is the field manager whose entry the transforms keep, as
 // metawatch's (controller.FieldManager) is.
 const ownManager = "metawatch"
+
+// transformFor is what the cache keeps of an object of a watch (every
+// Shrink step) with metawatch's entry and the annotations in keep.
+func transformFor(keep sets.Set[string]) toolscache.TransformFunc {
+	return shrinkFor(ownManager, "", keep).Transform()
+}
 
 func TestTransform(t *testing.T) {
 	own := metav1.ManagedFieldsEntry{Manager: ownManager, Operation: metav1.ManagedFieldsOperationApply, FieldsV1: metav1.NewFieldsV1(`{"f:metadata":{}}`)}
@@ -36,7 +43,7 @@ func TestTransform(t *testing.T) {
 				OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "web-1"}},
 				Finalizers:      []string{"example.com/cleanup"}, GenerateName: "web-", UID: "0c2b", ResourceVersion: "42",
 			}}
-			if _, err := transformFor(ownManager, tc.keep)(obj); err != nil {
+			if _, err := transformFor(tc.keep)(obj); err != nil {
 				t.Fatal(err)
 			}
 			if !reflect.DeepEqual(obj.Annotations, tc.wantAnnotations) {
@@ -60,7 +67,7 @@ func TestTransformInterns(t *testing.T) {
 	a := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: string([]byte("shop")), Labels: map[string]string{string([]byte("app")): string([]byte("web"))}}}
 	b := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: string([]byte("shop")), Labels: map[string]string{string([]byte("app")): string([]byte("web"))}}}
 	for _, obj := range []*metav1.PartialObjectMetadata{a, b} {
-		if _, err := transformFor(ownManager, nil)(obj); err != nil {
+		if _, err := transformFor(nil)(obj); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -89,7 +96,7 @@ func TestTransformSharesLabelSets(t *testing.T) {
 		{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "webpod-template-hash"}}},
 	}
 	for _, obj := range objects {
-		if _, err := transformFor(ownManager, nil)(obj); err != nil {
+		if _, err := transformFor(nil)(obj); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -131,7 +138,7 @@ func TestTransformSharesOwnEntry(t *testing.T) {
 		{ObjectMeta: metav1.ObjectMeta{ManagedFields: entry(zone, time.Unix(1, 0))}},
 	}
 	for _, obj := range objects {
-		if _, err := transformFor(ownManager, nil)(obj); err != nil {
+		if _, err := transformFor(nil)(obj); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -158,7 +165,7 @@ func TestTheTransformsSecondRunChangesNothingAndAllocatesNothing(t *testing.T) {
 		Annotations:   map[string]string{"example.com/owner": "alice", "unread": "x"},
 		ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubectl"}, own},
 	}}
-	transform := transformFor(ownManager, sets.New("example.com/owner"))
+	transform := transformFor(sets.New("example.com/owner"))
 	if _, err := transform(obj); err != nil {
 		t.Fatal(err)
 	}
@@ -177,5 +184,43 @@ func TestTheTransformsSecondRunChangesNothingAndAllocatesNothing(t *testing.T) {
 	}
 	if !reflect.DeepEqual(obj, before) {
 		t.Errorf("the second run changed the object:\n got %+v\nwant %+v", obj.ObjectMeta, before.ObjectMeta)
+	}
+}
+
+// With a field manager to adopt from, its Apply entry stays beside
+// metawatch's, time included (a write after adoption began tells of a live
+// installation under that name), packed or not, and a second run changes
+// nothing.
+func TestTransformKeepsTheAdoptedManagersEntry(t *testing.T) {
+	since := metav1.NewTime(time.Unix(1700000000, 0))
+	own := metav1.ManagedFieldsEntry{Manager: ownManager, Operation: metav1.ManagedFieldsOperationApply, FieldsV1: metav1.NewFieldsV1(`{"f:metadata":{"f:labels":{"f:a":{}}}}`)}
+	old := metav1.ManagedFieldsEntry{Manager: "metawatch-old", Operation: metav1.ManagedFieldsOperationApply, Time: &since,
+		FieldsV1: metav1.NewFieldsV1(`{"f:metadata":{"f:labels":{"f:b":{}}}}`)}
+	for name, pack := range map[string]bool{"as it is": false, "packed": true} {
+		t.Run(name, func(t *testing.T) {
+			obj := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{
+				Name: "p", Namespace: "shop", UID: "0c2b7a54-1b7e-4f43-9a49-0d1b3c7e9f10", ResourceVersion: "42", CreationTimestamp: since,
+				Labels: map[string]string{"a": "1", "b": "2"},
+				ManagedFields: []metav1.ManagedFieldsEntry{
+					{Manager: "metawatch-old", Operation: metav1.ManagedFieldsOperationUpdate}, own, {Manager: "kubelet"}, old,
+				},
+			}}
+			s := shrinkFor(ownManager, "metawatch-old", nil)
+			s.Pack = pack
+			var got any = obj
+			for range 2 {
+				var err error
+				if got, err = s.Transform()(got); err != nil {
+					t.Fatal(err)
+				}
+			}
+			fields := got.(interface {
+				GetManagedFields() []metav1.ManagedFieldsEntry
+			}).GetManagedFields()
+			if len(fields) != 2 || fields[0].Manager != ownManager || fields[1].Manager != "metawatch-old" ||
+				fields[1].Operation != metav1.ManagedFieldsOperationApply || !fields[1].Time.Equal(&since) {
+				t.Errorf("managedFields %+v, want metawatch's, then metawatch-old's Apply entry with its time", fields)
+			}
+		})
 	}
 }

@@ -152,7 +152,8 @@ func newGeneration(ctx context.Context, cfg *rest.Config, number int64, r resolv
 	})
 	versions := wire.NewResourceVersions()
 	mopts := mwmanager.Options{MetricsBindAddress: "0",
-		GracefulShutdownTimeout: opts.shutdownTimeout, AccessLoss: g.lost, Wire: opts.wire, Versions: versions, FieldManager: opts.controller.FieldManager}
+		GracefulShutdownTimeout: opts.shutdownTimeout, AccessLoss: g.lost, Wire: opts.wire, Versions: versions, FieldManager: opts.controller.FieldManager,
+		AdoptFieldManager: opts.controller.AdoptFieldManager}
 	if opts.sharding != nil {
 		mopts.ShardFilter = opts.sharding.cacheFilter()
 	}

@@ -33,13 +33,14 @@ type Options struct {
 const DefaultBookmarkInterval = time.Second
 
 // StripManagedFields returns cfg with a transport that removes every
-// managedFields entry but keepManager's from metadata-only protobuf responses
+// managedFields entry but those of keepManagers (metawatch's own, and the
+// one it adopts keys from, if any) from metadata-only protobuf responses
 // before client-go decodes them (see newStripTransport), and leaves out the
 // watch events of unchanged objects unless o says not to. versions, if not
 // nil, learns from every watch stream the newest resourceVersion of the
 // objects whose events it left out.
-func StripManagedFields(cfg *rest.Config, keepManager string, o Options, versions *ResourceVersions) *rest.Config {
+func StripManagedFields(cfg *rest.Config, keepManagers []string, o Options, versions *ResourceVersions) *rest.Config {
 	cfg = rest.CopyConfig(cfg)
-	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return newStripTransport(rt, keepManager, o, versions) })
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return newStripTransport(rt, keepManagers, o, versions) })
 	return cfg
 }

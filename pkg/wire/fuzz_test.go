@@ -109,7 +109,7 @@ func FuzzFrameStripper(f *testing.F) {
 	f.Add(append(frame(event), frame([]byte("garbage"))...), uint8(7), false)
 	f.Add(append(frame(event), frame(event)[:9]...), uint8(3), true)
 	f.Fuzz(func(t *testing.T, stream []byte, chunk uint8, filter bool) {
-		e := edit{manager: keep}
+		e := edit{managers: [][]byte{keep}}
 		if filter {
 			e.uids = &UIDFilter{Keep: keepOdd}
 		}

@@ -2,6 +2,7 @@ package wire
 
 import (
 	"bytes"
+	"slices"
 
 	"google.golang.org/protobuf/encoding/protowire"
 )
@@ -32,11 +33,11 @@ type shape struct {
 	items         bool // the message is a list: its items may be dropped (edit.uids)
 }
 
-// edit is what a rewrite drops: every managedFields entry but manager's and,
-// if uids is set, the list items whose uid it refuses.
+// edit is what a rewrite drops: every managedFields entry but those of
+// managers and, if uids is set, the list items whose uid it refuses.
 type edit struct {
-	manager []byte
-	uids    *UIDFilter
+	managers [][]byte
+	uids     *UIDFilter
 }
 
 var (
@@ -63,7 +64,7 @@ func envelopeOf(inner *shape) *shape {
 // walked once without writing before it is rewritten, because an in-place
 // rewrite cannot be undone once a later part turns out to be malformed.
 func stripManagedFields(b []byte, s *shape, keepManager []byte) (n int, ok bool) {
-	return strip(b, s, edit{manager: keepManager})
+	return strip(b, s, edit{managers: [][]byte{keepManager}})
 }
 
 // strip is stripManagedFields with list items dropped too (KeepUIDs).
@@ -123,7 +124,7 @@ func compact(b []byte, s *shape, e edit, write bool) (int, bool) {
 			// its entry would decode bytes this pass may remove. Such a message
 			// (no API server sends one) is passed through untouched.
 			return 0, false
-		case s.managedFields && num == objectManagedFields && !ownEntry(value, e.manager):
+		case s.managedFields && num == objectManagedFields && !keptEntry(value, e.managers):
 		case s.items && num == listItems && e.uids != nil && !keepObject(value, e.uids.Keep):
 			if write {
 				e.uids.dropped()
@@ -148,9 +149,9 @@ func compact(b []byte, s *shape, e edit, write bool) (int, bool) {
 	return w, true
 }
 
-// ownEntry reports whether a ManagedFieldsEntry is keepManager's (an entry it
-// cannot read is kept: the decoder will judge it).
-func ownEntry(entry, keepManager []byte) bool {
+// keptEntry reports whether a ManagedFieldsEntry is one of managers' (an
+// entry it cannot read is kept: the decoder will judge it).
+func keptEntry(entry []byte, managers [][]byte) bool {
 	for len(entry) > 0 {
 		num, typ, n := protowire.ConsumeTag(entry)
 		if n < 0 {
@@ -159,7 +160,7 @@ func ownEntry(entry, keepManager []byte) bool {
 		entry = entry[n:]
 		if num == entryManager && typ == protowire.BytesType {
 			v, m := protowire.ConsumeBytes(entry)
-			return m < 0 || bytes.Equal(v, keepManager)
+			return m < 0 || slices.ContainsFunc(managers, func(keep []byte) bool { return bytes.Equal(v, keep) })
 		}
 		m := protowire.ConsumeFieldValue(num, typ, entry)
 		if m < 0 {

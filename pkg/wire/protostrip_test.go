@@ -72,16 +72,7 @@ func TestStripManagedFieldsKeepsOnlyOurs(t *testing.T) {
 	want.ManagedFields = want.ManagedFields[1:2]
 
 	t.Run("an object", func(t *testing.T) {
-		b := encode(t, podMetadata("web-1"))
-		n, ok := stripManagedFields(b, envelopeOf(objectShape), keep)
-		if !ok || n >= len(b) {
-			t.Fatalf("strip: ok=%v, %d -> %d bytes", ok, len(b), n)
-		}
-		got := &metav1.PartialObjectMetadata{}
-		if _, _, err := protobufCodec(t).Decode(b[:n], nil, got); err != nil {
-			t.Fatal(err)
-		}
-		assertSameMeta(t, got, want)
+		assertSameMeta(t, stripObject(t, keep), want)
 	})
 	t.Run("a list", func(t *testing.T) {
 		list := &metav1.PartialObjectMetadataList{Items: []metav1.PartialObjectMetadata{*podMetadata("web-1"), *podMetadata("web-1")}}
@@ -150,7 +141,7 @@ func TestStripTransport(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			rt := stripTransport{keep: keep, next: roundTripFunc(func(*http.Request) (*http.Response, error) {
+			rt := stripTransport{keep: [][]byte{keep}, next: roundTripFunc(func(*http.Request) (*http.Response, error) {
 				return &http.Response{StatusCode: http.StatusOK, Header: http.Header{"Content-Type": {"application/vnd.kubernetes.protobuf;stream=watch"}},
 					Body: io.NopCloser(bytes.NewReader(stream))}, nil
 			})}
@@ -277,7 +268,7 @@ func TestFrameStripperReturnsConnectionErrorsUnwrapped(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			f := &frameStripper{edit: edit{manager: keep}, body: io.NopCloser(io.MultiReader(bytes.NewReader(tc.body), errReader{tc.err}))}
+			f := &frameStripper{edit: edit{managers: [][]byte{keep}}, body: io.NopCloser(io.MultiReader(bytes.NewReader(tc.body), errReader{tc.err}))}
 			_, err := io.ReadAll(readerOnly{f})
 			if err == nil && tc.want == io.EOF { //nolint:errorlint // a sentinel from the table, not a returned error
 				return // ReadAll turns io.EOF into nil
@@ -323,4 +314,27 @@ func TestLabelValueRunningPastItsEntryIsPassedThrough(t *testing.T) {
 	if !bytes.Equal(meta, in) {
 		t.Error("the rejected ObjectMeta was changed")
 	}
+}
+
+// An installation that adopts the keys of the field manager it wrote as
+// before (--adopt-field-manager) keeps that manager's entry too, and no other.
+func TestStripManagedFieldsKeepsTheAdoptedManagersEntry(t *testing.T) {
+	want := podMetadata("web-1")
+	want.ManagedFields = want.ManagedFields[:2]
+	assertSameMeta(t, stripObject(t, keep, []byte("kubectl")), want)
+}
+
+// stripObject is podMetadata stripped of every entry but managers', decoded.
+func stripObject(t *testing.T, managers ...[]byte) *metav1.PartialObjectMetadata {
+	t.Helper()
+	b := encode(t, podMetadata("web-1"))
+	n, ok := strip(b, envelopeOf(objectShape), edit{managers: managers})
+	if !ok || n >= len(b) {
+		t.Fatalf("strip: ok=%v, %d -> %d bytes", ok, len(b), n)
+	}
+	got := &metav1.PartialObjectMetadata{}
+	if _, _, err := protobufCodec(t).Decode(b[:n], nil, got); err != nil {
+		t.Fatal(err)
+	}
+	return got
 }

@@ -14,17 +14,21 @@ import (
 )
 
 // newStripTransport wraps next so that metadata-only protobuf responses lose
-// every managedFields entry but keepManager's before client-go decodes them
+// every managedFields entry but those of keepManagers before client-go decodes them
 // (see stripManagedFields). Only responses to requests that ask for
 // application/vnd.kubernetes.protobuf;as=PartialObjectMetadata are touched;
 // anything it cannot parse passes through unchanged.
-func newStripTransport(next http.RoundTripper, keepManager string, o Options, versions *ResourceVersions) http.RoundTripper {
-	return stripTransport{next: next, keep: []byte(keepManager), replaceUnchanged: !o.DecodeUnchanged, bookmarkInterval: o.BookmarkInterval, versions: versions}
+func newStripTransport(next http.RoundTripper, keepManagers []string, o Options, versions *ResourceVersions) http.RoundTripper {
+	keep := make([][]byte, len(keepManagers))
+	for i, m := range keepManagers {
+		keep[i] = []byte(m)
+	}
+	return stripTransport{next: next, keep: keep, replaceUnchanged: !o.DecodeUnchanged, bookmarkInterval: o.BookmarkInterval, versions: versions}
 }
 
 type stripTransport struct {
 	next http.RoundTripper
-	keep []byte
+	keep [][]byte // the managers whose entries are kept
 	// replaceUnchanged makes watch streams leave out unchanged objects'
 	// events, with bookmarks at most bookmarkInterval apart (unchangedEvents).
 	replaceUnchanged bool
@@ -40,7 +44,7 @@ func (t stripTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		!strings.HasPrefix(resp.Header.Get("Content-Type"), "application/vnd.kubernetes.protobuf") {
 		return resp, err
 	}
-	e := edit{manager: t.keep, uids: keepUIDsOf(req.Context())}
+	e := edit{managers: t.keep, uids: keepUIDsOf(req.Context())}
 	if w := req.URL.Query().Get("watch"); w == "true" || w == "1" {
 		f := &frameStripper{body: resp.Body, edit: e}
 		if t.replaceUnchanged {

@@ -97,7 +97,7 @@ func TestKeepUIDsDropsOtherObjectsBeforeDecoding(t *testing.T) {
 
 func roundTrip(ctx context.Context, t *testing.T, url, accept string, body []byte) []byte {
 	t.Helper()
-	rt := stripTransport{keep: keep, next: roundTripFunc(func(*http.Request) (*http.Response, error) {
+	rt := stripTransport{keep: [][]byte{keep}, next: roundTripFunc(func(*http.Request) (*http.Response, error) {
 		return &http.Response{StatusCode: http.StatusOK, Header: http.Header{"Content-Type": {"application/vnd.kubernetes.protobuf"}},
 			Body: io.NopCloser(bytes.NewReader(body))}, nil
 	})}
@@ -149,7 +149,7 @@ func FuzzKeepUIDsInLists(f *testing.F) {
 	f.Add(listOf(f))
 	f.Add([]byte("k8s\x00garbage"))
 	shape := envelopeOf(listShape)
-	e := edit{manager: keep, uids: &UIDFilter{Keep: keepOddOrNone}}
+	e := edit{managers: [][]byte{keep}, uids: &UIDFilter{Keep: keepOddOrNone}}
 	f.Fuzz(func(t *testing.T, in []byte) {
 		b := append([]byte(nil), in...)
 		n, ok := strip(b, shape, e)

@@ -61,7 +61,7 @@ func (v version) object() *metav1.PartialObjectMetadata {
 func watchThrough(t testing.TB, stream []byte, o Options, chunk int) ([]byte, int) {
 	t.Helper()
 	counted := 0
-	f := &frameStripper{edit: edit{manager: keep}, body: io.NopCloser(&choppy{data: stream, size: chunk})}
+	f := &frameStripper{edit: edit{managers: [][]byte{keep}}, body: io.NopCloser(&choppy{data: stream, size: chunk})}
 	if !o.DecodeUnchanged {
 		f.unchanged = newUnchangedEvents(o.BookmarkInterval, func() { counted++ })
 	}
@@ -248,7 +248,7 @@ func TestBookmarksAreHeldBackAtMostTheInterval(t *testing.T) {
 	for i, step := range steps {
 		clock = start.Add(step.at)
 		frame := frameOf(t, step.typ, step.v.object())[4:]
-		n, ok := strip(frame, eventShape, edit{manager: keep})
+		n, ok := strip(frame, eventShape, edit{managers: [][]byte{keep}})
 		if !ok {
 			t.Fatalf("step %d: the frame does not strip", i)
 		}
@@ -300,7 +300,7 @@ func TestTheStreamsEndComesAfterTheHeldBackBookmark(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			f := &frameStripper{edit: edit{manager: keep}, body: io.NopCloser(tc.body), unchanged: newUnchangedEvents(time.Hour, nil)}
+			f := &frameStripper{edit: edit{managers: [][]byte{keep}}, body: io.NopCloser(tc.body), unchanged: newUnchangedEvents(time.Hour, nil)}
 			out, err := readToEnd(f, 5)
 			if err != tc.wantErr { //nolint:errorlint // client-go compares with ==: the exact value is the property
 				t.Errorf("the stream ended with %v, want exactly %v", err, tc.wantErr)

@@ -33,7 +33,7 @@ func TestResourceVersionsFollowTheEventsLeftOut(t *testing.T) {
 		stream = append(stream, frameOf(t, s.typ, s.v.object())...)
 	}
 	versions := NewResourceVersions()
-	f := &frameStripper{edit: edit{manager: keep}, body: io.NopCloser(bytes.NewReader(stream)), unchanged: newUnchangedEvents(0, nil), versions: versions}
+	f := &frameStripper{edit: edit{managers: [][]byte{keep}}, body: io.NopCloser(bytes.NewReader(stream)), unchanged: newUnchangedEvents(0, nil), versions: versions}
 	versions.add(f.unchanged)
 	for i, s := range steps {
 		if err := f.next(); err != nil {
