@@ -27,7 +27,11 @@ type queue = workqueue.TypedRateLimitingInterface[reconcile.Request]
 func enqueueWithSnapshot(mem *memory, ruler *ruleReconciler) handler.EventHandler {
 	return handler.Funcs{
 		CreateFunc: func(ctx context.Context, e event.CreateEvent, q queue) {
-			if ruler != nil && ruler.needsReconcile(ctx, e.Object) {
+			switch {
+			case ruler == nil || !ruler.needsReconcile(ctx, e.Object):
+			case e.IsInInitialList:
+				addFanout(q, requestFor(e.Object)) // a new object goes first
+			default:
 				q.Add(requestFor(e.Object))
 			}
 		},
@@ -125,11 +129,11 @@ func (r *ruleReconciler) needsReconcile(ctx context.Context, o client.Object) bo
 }
 
 // wake queues the objects that waited for source, now cached, unless they
-// are settled.
+// are settled, at fanoutPriority.
 func (r *ruleReconciler) wake(ctx context.Context, source string, q queue) {
 	for _, key := range r.memory.waiting.take(source) {
 		if r.reevaluate(ctx, key) {
-			q.Add(reconcile.Request{NamespacedName: key})
+			addFanout(q, reconcile.Request{NamespacedName: key})
 		}
 	}
 }

@@ -17,9 +17,9 @@ import (
 
 // namespaceFanout enqueues, when a Namespace's labels or annotations change,
 // the objects of kind gvk in it that a copy rule applies to, found through the
-// cache's namespace index (no request to the API server, no deep copies); and
-// when a Namespace reaches the cache, the objects that waited for it and are
-// not settled.
+// cache's namespace index (no request to the API server, no deep copies), at
+// fanoutPriority; and when a Namespace reaches the cache, the objects that
+// waited for it and are not settled.
 func namespaceFanout(reader client.Reader, gvk schema.GroupVersionKind, ruler *ruleReconciler) handler.EventHandler {
 	copiers := copyRules(ruler.Rules)
 	return handler.Funcs{
@@ -38,7 +38,7 @@ func namespaceFanout(reader client.Reader, gvk schema.GroupVersionKind, ruler *r
 			}
 			for i := range list.Items {
 				if anyMatches(copiers, list.Items[i].Labels) {
-					q.Add(requestFor(&list.Items[i]))
+					addFanout(q, requestFor(&list.Items[i]))
 				}
 			}
 		},

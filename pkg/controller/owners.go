@@ -79,8 +79,8 @@ func (r *ruleReconciler) ownersOf(ctx context.Context, obj metav1.Object) (owner
 
 // ownerFanout enqueues, when an owner's copied keys or its own controlling
 // owner change, the objects of kind gvk below it (through the controller
-// index, from the cache); and when an owner reaches the cache, the objects
-// that waited for it and are not settled.
+// index, from the cache), at fanoutPriority; and when an owner reaches the
+// cache, the objects that waited for it and are not settled.
 func ownerFanout(reader client.Reader, ruler *ruleReconciler) handler.EventHandler {
 	return handler.Funcs{
 		CreateFunc: func(ctx context.Context, e event.CreateEvent, q queue) {
@@ -93,7 +93,7 @@ func ownerFanout(reader client.Reader, ruler *ruleReconciler) handler.EventHandl
 				ruler.wake(ctx, ownerSource(e.ObjectNew.GetUID()), q)
 			}
 			err := ruler.descendants(ctx, reader, e.ObjectNew.GetNamespace(), e.ObjectNew.GetUID(), maxOwnerDepth, func(obj *metav1.PartialObjectMetadata) {
-				q.Add(requestFor(obj))
+				addFanout(q, requestFor(obj))
 			})
 			if err != nil {
 				logr.FromContextOrDiscard(ctx).Error(err, "listing objects to re-evaluate after an owner's change", "owner", client.ObjectKeyFromObject(e.ObjectNew))

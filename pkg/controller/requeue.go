@@ -33,7 +33,8 @@ import (
 // desired (for writes), those held (for audits).
 func requeueGained(mgr manager.Manager, c ctrlcontroller.Controller, gvk schema.GroupVersionKind, packed bool, gained ...func(func([]sharding.Bucket)) func()) error {
 	events := make(chan event.GenericEvent)
-	if err := c.Watch(source.Channel(events, &handler.EnqueueRequestForObject{})); err != nil {
+	queueLow := handler.Funcs{GenericFunc: func(_ context.Context, e event.GenericEvent, q queue) { addFanout(q, requestFor(e.Object)) }}
+	if err := c.Watch(source.Channel(events, queueLow)); err != nil {
 		return err
 	}
 	return mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
