@@ -18,25 +18,33 @@ import (
 )
 
 // liveReport is the report scenario: metawatch check --live --report with
-// the metawatch variant's configuration, then its baseline, kubectl get
-// -o yaml of the same pods; each timed, with its peak RSS.
+// the metawatch variant's configuration (and any --report-binaries), then
+// its baseline, kubectl get -o yaml of the same pods, up to
+// --report-kubectl-max-pods; each timed, with its peak RSS.
 func (h *harness) liveReport(ctx context.Context, n int) error {
 	bin, conf, remove, err := buildMetawatch()
 	if err != nil {
 		return err
 	}
 	defer remove()
-	kubectl, err := kubectlPath(ctx)
-	if err != nil {
-		return err
-	}
-	for _, c := range []struct {
+	tools := []namedBinary{{name: "metawatch", path: bin}}
+	tools = append(tools, h.o.reportBinaries...)
+	type run struct {
 		tool string
 		args []string
-	}{
-		{"metawatch", []string{bin, "check", "-f", conf, "--live", "--report", "--kubeconfig", h.kubeconfig}},
-		{"kubectl", []string{kubectl, "--kubeconfig", h.kubeconfig, "get", "pods", "-A", "-l", seed.Selector, "-o", "yaml"}},
-	} {
+	}
+	var runs []run
+	for _, t := range tools {
+		runs = append(runs, run{t.name, []string{t.path, "check", "-f", conf, "--live", "--report", "--kubeconfig", h.kubeconfig}})
+	}
+	if max := h.o.reportKubectlMaxPods; max == 0 || n <= max {
+		kubectl, err := kubectlPath(ctx)
+		if err != nil {
+			return err
+		}
+		runs = append(runs, run{"kubectl", []string{kubectl, "--kubeconfig", h.kubeconfig, "get", "pods", "-A", "-l", seed.Selector, "-o", "yaml"}})
+	}
+	for _, c := range runs {
 		fmt.Fprintf(os.Stderr, "bench: %d pods: live report, %s\n", n, c.tool)
 		r, err := timed(ctx, c.args)
 		if err != nil {
@@ -49,14 +57,15 @@ func (h *harness) liveReport(ctx context.Context, n int) error {
 }
 
 // buildMetawatch builds the metawatch binary, as users run it, and writes
-// beside it the configuration of the metawatch variant (config.yaml).
+// beside it the configuration of the metawatch variant with a rule that
+// copies from owners too (config.yaml, variant.ReportConfig).
 func buildMetawatch() (bin, conf string, remove func(), err error) {
 	bin, remove, err = testkit.Build("github.com/metawatch/metawatch/cmd/metawatch", "metawatch")
 	if err != nil {
 		return "", "", nil, err
 	}
 	conf = filepath.Join(filepath.Dir(bin), "config.yaml")
-	if err := os.WriteFile(conf, []byte(variant.Config(variant.Spec{Selector: seed.Selector, Label: costCenter})), 0o600); err != nil {
+	if err := os.WriteFile(conf, []byte(variant.ReportConfig(variant.Spec{Selector: seed.Selector, Label: costCenter})), 0o600); err != nil {
 		remove()
 		return "", "", nil, err
 	}
