@@ -289,7 +289,7 @@ func reportOptions(o options) report.Options {
 	return report.Options{Sizes: slices.Clone(o.sizes), PerNamespace: o.perNamespace, Concurrency: o.concurrency, Scenarios: o.scenarios,
 		ChurnStatusPerSec: o.statusRate, ChurnLabelsPerSec: o.labelRate, ChurnSeconds: o.churnDuration.Seconds(), KwokNodes: o.kwokNodes,
 		FirehosePerSec: o.firehoseRate, FirehoseSeconds: o.firehoseDuration.Seconds(), SteadySeconds: o.steadyWindow.Seconds(), LeanPods: o.leanPods,
-		Command: makeCommand(os.Args[1:])}
+		ReportKubectlMaxPods: o.reportKubectlMaxPods, Command: makeCommand(os.Args[1:])}
 }
 
 // makeCommand is the make command line that runs the bench with args, each

@@ -51,6 +51,12 @@ type options struct {
 	shard                     string // "i/N": the child is sharded replica i of N
 	shardServerSide           bool   // the sharded child asks the API server to filter
 	render                    string // re-render the report of this results.json
+	// reportKubectlMaxPods: the report scenario's kubectl baseline runs only
+	// at sizes up to this (0: every size).
+	reportKubectlMaxPods int
+	// reportBinaries are other metawatch binaries the report scenario also
+	// times, each as tool name (e.g. an earlier commit's, for a before/after).
+	reportBinaries []namedBinary
 }
 
 func main() {
@@ -109,6 +115,8 @@ func parseFlags() options {
 	flag.BoolVar(&o.leanPods, "lean-pods", false, "Seed pods with the same metadata but one bare container (no env, probes, resources or volumes): "+
 		"kube-apiserver holds about 61 KB per realistic pod, so a 24 GiB machine cannot hold 300k of them (see bench/README.md).")
 	flag.BoolVar(&o.keep, "keep", false, "Keep the seeded namespaces at the end (on a kind cluster or kubeconfig; the local control plane is thrown away).")
+	flag.IntVar(&o.reportKubectlMaxPods, "report-kubectl-max-pods", 0, "The report scenario's kubectl baseline runs only at sizes up to this many pods (0: at every size; at 100k realistic pods it ran for more than 15 minutes and took 14 GiB here).")
+	reportBinaries := flag.String("report-binaries", "", "The report scenario also times these metawatch binaries, NAME=PATH,... (e.g. one built from an earlier commit), with the same configuration.")
 	flag.StringVar(&o.render, "render", "", "Only write the report (README.md, plots) of results.json FILE into --out, e.g. after changing the report's code.")
 	flag.StringVar(&o.child, "child", "", "Internal: run this variant in this process and report to the harness on stdout.")
 	flag.StringVar(&o.shard, "shard", "", "Internal: with --child metawatch, run as sharded replica I/N.")
@@ -116,6 +124,11 @@ func parseFlags() options {
 	flag.Parse()
 	o.sizes, o.scenarios, o.variants = mustInts("sizes", *sizes, "a positive number of pods"), split(*scenarios), split(*variants)
 	o.shardReplicas = mustInts("shard-replicas", *shardReplicas, "a positive number of replicas")
+	o.reportBinaries = mustNamedBinaries("report-binaries", *reportBinaries)
+	if o.reportKubectlMaxPods < 0 {
+		fmt.Fprintf(os.Stderr, "bench: --report-kubectl-max-pods: %d is not a number of pods: give 0 (every size) or more\n", o.reportKubectlMaxPods)
+		os.Exit(2)
+	}
 	// A cluster with a node on this machine runs the chart too, and its pods
 	// are bound to simulated nodes, as on a cluster with kubelets.
 	hasNode := o.localCluster || o.kind != ""
@@ -150,6 +163,28 @@ func mustInts(name, s, what string) []int {
 			os.Exit(2)
 		}
 		out = append(out, n)
+	}
+	return out
+}
+
+// namedBinary is a program and the name it has in the report.
+type namedBinary struct{ name, path string }
+
+// mustNamedBinaries is the NAME=PATH,... of flag name, each an executable
+// file, or exits saying which is not.
+func mustNamedBinaries(name, s string) []namedBinary {
+	if s == "" {
+		return nil
+	}
+	var out []namedBinary
+	for _, f := range split(s) {
+		n, path, ok := strings.Cut(f, "=")
+		info, err := os.Stat(path)
+		if !ok || n == "" || err != nil || info.IsDir() || info.Mode()&0o111 == 0 {
+			fmt.Fprintf(os.Stderr, "bench: --%s: %q is not NAME=PATH of an executable metawatch binary (e.g. before=/tmp/metawatch-old)\n", name, f)
+			os.Exit(2)
+		}
+		out = append(out, namedBinary{name: n, path: path})
 	}
 	return out
 }

@@ -76,6 +76,9 @@ type Options struct {
 	SteadySeconds float64 `json:"steadySeconds,omitempty"`
 	// KwokNodes are the simulated nodes the pods ran on (0: none, the harness wrote their status).
 	KwokNodes int `json:"kwokNodes,omitempty"`
+	// ReportKubectlMaxPods: the report scenario's kubectl baseline ran only
+	// at sizes up to this many pods (0: at every size).
+	ReportKubectlMaxPods int `json:"reportKubectlMaxPods,omitempty"`
 	// Command is the make command line that ran the bench, printed on the
 	// page so that a reader can run it again.
 	Command string `json:"command,omitempty"`

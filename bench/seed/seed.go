@@ -12,18 +12,9 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
-
-// Namespace creates namespace name with labels.
-func Namespace(ctx context.Context, c client.Client, name string, labels map[string]string) error {
-	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}); err != nil {
-		return fmt.Errorf("creating namespace %s: %w", name, err)
-	}
-	return nil
-}
 
 // Population is the harness's objects: pods spread over namespaces of
 // PerNamespace pods each, every namespace with its apps' workloads.
@@ -76,8 +67,8 @@ func (p *Population) Grow(ctx context.Context, from, to int) error {
 
 func (p *Population) namespace(ctx context.Context, k int) error {
 	ns := NamespaceName(k)
-	if err := Namespace(ctx, p.Client, ns, map[string]string{BenchLabel: "true"}); err != nil {
-		return err
+	if err := p.Client.Create(ctx, NamespaceObject(k), client.FieldOwner("kubectl-client-side-apply")); err != nil {
+		return fmt.Errorf("creating namespace %s: %w", ns, err)
 	}
 	return ForEach(ctx, AppsPerNamespace, p.Concurrency, func(i int) error {
 		for _, obj := range Workloads(ns, i) {
