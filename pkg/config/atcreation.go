@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 
@@ -31,14 +32,9 @@ func validateAtCreation(p *field.Path, r Rule) field.ErrorList {
 		errs = append(errs, field.Invalid(ap, true, "applies setLabels, setAnnotations and copyFromNamespace as objects are created, "+
 			"and this rule has none of them: add one, or remove atCreation"))
 	}
-	for _, other := range []struct {
-		name string
-		has  bool
-	}{{"removeLabels", len(r.RemoveLabels) > 0}, {"removeAnnotations", len(r.RemoveAnnotations) > 0}, {"copyFromOwner", r.CopyFromOwner != nil}} {
-		if name := other.name; other.has {
-			errs = append(errs, field.Invalid(ap, true, fmt.Sprintf("only setLabels, setAnnotations and copyFromNamespace are applied at creation, "+
-				"and this rule also has %s, which only the controller does: move %s into a rule of its own", name, name)))
-		}
+	for _, name := range controllerOnlyFields(r) {
+		errs = append(errs, field.Invalid(ap, true, fmt.Sprintf("only setLabels, setAnnotations and copyFromNamespace are applied at creation, "+
+			"and this rule also has %s, which only the controller does: move %s into a rule of its own", name, name)))
 	}
 	if limit := validation.DNS1123SubdomainMaxLength - len(PolicyNamePrefix); len(r.Name) > limit {
 		errs = append(errs, field.Invalid(p.Child("name"), r.Name, fmt.Sprintf("with atCreation, the rule's admission policy is named %s<name>, "+
@@ -48,6 +44,29 @@ func validateAtCreation(p *field.Path, r Rule) field.ErrorList {
 		errs = append(errs, validateAdmissionMatch(p.Child("match", "labelSelector"), r.Match.LabelSelector)...)
 	}
 	return errs
+}
+
+// atCreationFields are the fields of a rule that atCreation accepts: the
+// actions the admission policy applies (pkg/admission), and the fields that
+// write nothing (the rule's name, kinds and match, audits, opt-ins). An
+// allow-list: a new write action is refused with atCreation until the policy
+// learns to apply it and it is added here, instead of passing validation and
+// silently never applying at creation.
+var atCreationFields = sets.New("name", "kinds", "match", "setLabels", "setAnnotations", "copyFromNamespace",
+	"requireLabels", "requireAnnotations", "atCreation", "force", "reservedKeys")
+
+// controllerOnlyFields lists, by their configuration names, the fields r
+// sets that atCreationFields lacks.
+func controllerOnlyFields(r Rule) []string {
+	var out []string
+	v := reflect.ValueOf(r)
+	for i := range v.NumField() {
+		name, _, _ := strings.Cut(v.Type().Field(i).Tag.Get("json"), ",")
+		if !v.Field(i).IsZero() && !atCreationFields.Has(name) {
+			out = append(out, name)
+		}
+	}
+	return out
 }
 
 // validateAdmissionMatch refuses the selector operators the admission

@@ -1,6 +1,7 @@
 package config_test
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 
@@ -74,5 +75,50 @@ func parsesOrSays(t *testing.T, conf string, want []string) {
 		if !strings.Contains(err.Error(), w) {
 			t.Errorf("error %q\ndoes not contain %q", err, w)
 		}
+	}
+}
+
+// atCreation accepts an allow-list of a rule's fields: any other field set
+// (each write action only the controller makes, and any action added to the
+// rule later, until the admission policy learns it) refuses the rule, naming
+// the field. Before, a deny-list named three actions, and a new one passed.
+func TestAtCreationRefusesEveryFieldThePolicyDoesNotApply(t *testing.T) {
+	accepted := map[string]bool{"name": true, "kinds": true, "match": true, "setLabels": true, "setAnnotations": true, "copyFromNamespace": true,
+		"requireLabels": true, "requireAnnotations": true, "atCreation": true, "force": true, "reservedKeys": true}
+	typ := reflect.TypeFor[config.Rule]()
+	for i := range typ.NumField() {
+		name, _, _ := strings.Cut(typ.Field(i).Tag.Get("json"), ",")
+		if accepted[name] {
+			continue
+		}
+		t.Run(name, func(t *testing.T) {
+			r := config.Rule{Name: "a", Kinds: []string{"Pod"}, AtCreation: true, SetLabels: map[string]string{"x": "v"}}
+			setNonZero(reflect.ValueOf(&r).Elem().Field(i))
+			c := &config.Config{Watches: []config.Watch{{Kind: "Pod"}}, Rules: []config.Rule{r}}
+			want := "this rule also has " + name + ", which only the controller does"
+			if errs := config.Validate(c); !strings.Contains(errs.ToAggregate().Error(), want) {
+				t.Errorf("atCreation with %s set: got %v, want an error saying %q", name, errs, want)
+			}
+		})
+	}
+}
+
+// setNonZero gives v a value other than its zero: one element, a pointer
+// to a zero value, true.
+func setNonZero(v reflect.Value) {
+	switch v.Kind() {
+	case reflect.Slice:
+		v.Set(reflect.MakeSlice(v.Type(), 1, 1))
+	case reflect.Map:
+		v.Set(reflect.MakeMap(v.Type()))
+		v.SetMapIndex(reflect.New(v.Type().Key()).Elem(), reflect.New(v.Type().Elem()).Elem())
+	case reflect.Pointer:
+		v.Set(reflect.New(v.Type().Elem()))
+	case reflect.Bool:
+		v.SetBool(true)
+	case reflect.String:
+		v.SetString("x")
+	default:
+		panic("setNonZero: a rule field of kind " + v.Kind().String())
 	}
 }
