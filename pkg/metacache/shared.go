@@ -118,7 +118,11 @@ func shareOwn(entry metav1.ManagedFieldsEntry) []metav1.ManagedFieldsEntry {
 	if entry.FieldsV1 == nil {
 		return []metav1.ManagedFieldsEntry{entry}
 	}
-	key := append([]byte(entry.APIVersion+"\x00"+entry.FieldsType+"\x00"), entry.FieldsV1.GetRawBytes()...)
+	// Everything the shared copy keeps is in the key: two managers (two
+	// installations' caches in one process, as in tests) may own the same
+	// fields, and one must not be handed the other's entry.
+	key := append([]byte(entry.Manager+"\x00"+string(entry.Operation)+"\x00"+entry.Subresource+"\x00"+entry.APIVersion+"\x00"+entry.FieldsType+"\x00"),
+		entry.FieldsV1.GetRawBytes()...)
 	return sharedOwn.share(key, func() []metav1.ManagedFieldsEntry {
 		entry.Time = nil
 		entry.Manager, entry.APIVersion, entry.FieldsType = intern(entry.Manager), intern(entry.APIVersion), intern(entry.FieldsType)

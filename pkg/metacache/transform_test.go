@@ -224,3 +224,22 @@ func TestTransformKeepsTheAdoptedManagersEntry(t *testing.T) {
 		})
 	}
 }
+
+// Two caches in one process whose field managers own the same fields (two
+// installations, as tests run them) each keep their own manager's entry:
+// the table of shared entries once keyed them by their fields alone, and
+// handed the second cache the first one's entry, under the other name.
+func TestSharedEntriesKeepTheirManager(t *testing.T) {
+	fields := `{"f:metadata":{"f:labels":{"f:shared-by-two-managers":{}}}}`
+	for _, manager := range []string{"metawatch-team-a", "metawatch-team-b"} {
+		obj := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "shop", ManagedFields: []metav1.ManagedFieldsEntry{
+			{Manager: manager, Operation: metav1.ManagedFieldsOperationApply, APIVersion: "v1", FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(fields)},
+		}}}
+		if _, err := shrinkFor(manager, "", nil).Transform()(obj); err != nil {
+			t.Fatal(err)
+		}
+		if len(obj.ManagedFields) != 1 || obj.ManagedFields[0].Manager != manager {
+			t.Errorf("the cache of %s keeps %+v, want its own entry", manager, obj.ManagedFields)
+		}
+	}
+}
