@@ -97,6 +97,7 @@ func TestChartOnARealNode(t *testing.T) {
 
 	rollingUpgrade(t, c, cs, helm, pods)
 	atCreationThenUninstall(t, c, cs, helm)
+	upgradeFromPreviousRelease(t, c, cs, helm, pods)
 
 	stopped = true
 	if err := c.Stop(); err != nil {
