@@ -17,7 +17,7 @@
 //   - a 429 (API Priority and Fairness rejected the write: our priority
 //     level is out of seats) halves the rate, and pauses every write until
 //     its Retry-After has passed;
-//   - answers slower than twice the lowest recent latency plus 5 ms (the
+//   - answers slower than twice the lowest recent mean latency plus 5 ms (the
 //     writes queued in the API server) multiply it by 0.8;
 //   - otherwise, while writes had to wait for the rate, it climbs: doubling
 //     each second until the first sign of load (slow start), then 10

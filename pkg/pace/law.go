@@ -25,7 +25,7 @@ type Law struct {
 	// seconds rather than a few minutes.
 	Step float64
 	// BaselineRise is the share of the way the baseline moves up toward a
-	// higher tick's lowest latency, each tick: the baseline forgets a low
+	// higher tick's mean latency, each tick: the baseline forgets a low
 	// that the server no longer gives (other load, a new etcd leader) in
 	// tens of ticks, while a lower latency moves it down at once.
 	BaselineRise float64
@@ -51,8 +51,9 @@ type State struct {
 	// SlowStart holds until the first decrease: the rate doubles each tick.
 	SlowStart bool
 	// Smoothed is the writes' latency, averaged over ticks (each tick's mean
-	// weighs half); Baseline the lowest latency seen lately. Zero: no
-	// answer yet.
+	// weighs half); Baseline the lowest tick mean seen lately: like with
+	// like, as a single fast answer among many concurrent ones says nothing
+	// of a queue. Zero: no answer yet.
 	Smoothed, Baseline time.Duration
 }
 
@@ -65,9 +66,9 @@ func (l Law) Start(rate float64) State {
 type Observations struct {
 	// Throttled counts the writes answered 429.
 	Throttled int
-	// Answered counts the other answers; LatencySum and LatencyMin are their latencies.
-	Answered               int
-	LatencySum, LatencyMin time.Duration
+	// Answered counts the other answers; LatencySum is their latencies' sum.
+	Answered   int
+	LatencySum time.Duration
 	// Waited counts the writes that waited for the rate: there was more to
 	// write than it allowed, so a higher one would have been used.
 	Waited int
@@ -78,9 +79,6 @@ func (o *Observations) Add(latency time.Duration, throttled bool) {
 	if throttled {
 		o.Throttled++
 		return
-	}
-	if o.Answered == 0 || latency < o.LatencyMin {
-		o.LatencyMin = latency
 	}
 	o.Answered++
 	o.LatencySum += latency
@@ -127,14 +125,14 @@ func (l Law) observeLatency(s State, o Observations) State {
 	}
 	mean := o.LatencySum / time.Duration(o.Answered)
 	if s.Smoothed == 0 {
-		s.Smoothed, s.Baseline = mean, o.LatencyMin
+		s.Smoothed, s.Baseline = mean, mean
 		return s
 	}
 	s.Smoothed = (s.Smoothed + mean) / 2
-	if o.LatencyMin < s.Baseline {
-		s.Baseline = o.LatencyMin
+	if mean < s.Baseline {
+		s.Baseline = mean
 	} else {
-		s.Baseline += time.Duration(float64(o.LatencyMin-s.Baseline) * l.BaselineRise)
+		s.Baseline += time.Duration(float64(mean-s.Baseline) * l.BaselineRise)
 	}
 	return s
 }
