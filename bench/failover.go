@@ -53,8 +53,9 @@ func (h *harness) failover(ctx context.Context, n int) error {
 		args := []string{"--kubeconfig", h.kubeconfig, "--config-file", conf, "--leader-elect", "--leader-election-namespace", "default",
 			"--leader-election-id", fmt.Sprintf("metawatch-bench-failover-%d-%d-%d", n, i, time.Now().Unix()), // no Lease of an earlier run
 			"--leader-election-retry-period", mode.retry.String(), "--metrics-bind-address", "0",
-			// The first namespace converges before the kill in seconds, not minutes at the default 50/s.
-			"--kube-api-qps", "1000", "--kube-api-burst", "2000"}
+			// The first namespace converges before the kill in seconds, not minutes at the default
+			// 50/s: reads and writes (a fixed write rate, as before the pacer) at 1000/s.
+			"--kube-api-qps", "1000", "--kube-api-burst", "2000", "--write-rate-min", "1000", "--write-rate-max", "1000"}
 		if mode.warm {
 			args = append(args, "--warm-standby")
 		}

@@ -11,6 +11,7 @@ import (
 	"github.com/metawatch/metawatch/pkg/config"
 	"github.com/metawatch/metawatch/pkg/controller"
 	"github.com/metawatch/metawatch/pkg/manager"
+	"github.com/metawatch/metawatch/pkg/pace"
 	"github.com/metawatch/metawatch/pkg/reload"
 	"github.com/metawatch/metawatch/pkg/wire"
 )
@@ -19,6 +20,7 @@ type options struct {
 	// limits are the operator's guardrails on what configurations may write.
 	limits        config.Limits
 	removalBrake  brake.Limits // --removal-brake-* (reload.Reloader.RemovalBrake)
+	writeRate     pace.Limits  // --write-rate-* (reload.Reloader.Pacer)
 	waitForConfig bool
 	qps           float64
 	burst         int
@@ -57,7 +59,7 @@ func bindFlags(fs *flag.FlagSet) *options {
 	fs.BoolVar(&o.manager.MetricsSecure, "metrics-secure", true, "Serve metrics over HTTPS, only to callers the API server authenticates and authorizes (get on /metrics); false serves plain HTTP to anyone who can connect.")
 	fs.StringVar(&o.manager.MetricsCertDir, "metrics-cert-dir", "", "Directory holding tls.crt and tls.key (a kubernetes.io/tls Secret mounted as a volume): the certificate the HTTPS metrics endpoint serves, reloaded when the files change. Empty: a self-signed certificate made at start, which scrapers cannot verify. Needs --metrics-secure.")
 	fs.StringVar(&o.probeAddress, "health-probe-bind-address", ":8081", "Address of /healthz and /readyz; 0 disables them.")
-	fs.Float64Var(&o.qps, "kube-api-qps", 50, "Requests per second to the API server (writes and start-up lists); leader election has its own budget.")
+	fs.Float64Var(&o.qps, "kube-api-qps", 50, "Reads per second to the API server (start-up lists, watches, bucket moves); writes are paced by --write-rate-min and --write-rate-max, leader election has its own budget.")
 	fs.IntVar(&o.burst, "kube-api-burst", 100, "Burst above --kube-api-qps.")
 	fs.BoolVar(&o.manager.LeaderElection, "leader-elect", false, "Elect a leader so that one replica of several is active.")
 	fs.BoolVar(&o.warmStandby, "warm-standby", false, "With --leader-elect: a standby keeps its cache synced and its controllers ready, writing once it leads, so a failover waits for the Lease only, "+
@@ -76,6 +78,8 @@ func bindFlags(fs *flag.FlagSet) *options {
 	o.limits.BindFlags(fs)
 	o.removalBrake = brake.DefaultLimits()
 	o.removalBrake.BindFlags(fs)
+	o.writeRate = pace.DefaultLimits()
+	o.writeRate.BindFlags(fs)
 	fs.IntVar(&o.controller.MaxConcurrentReconciles, "max-concurrent-reconciles", 4, "Reconciles run at once, per kind.")
 	fs.BoolVar(&o.manager.Wire.DecodeUnchanged, "decode-unchanged-events", false, "Decode and deliver to the cache every watch event, status-only updates too. By default an event whose object is unchanged but for its resourceVersion is left out before decoding: the cache keeps the object as it was, and a bookmark carries the newest resourceVersion to the informer (see --unchanged-bookmark-interval).")
 	fs.BoolVar(&o.manager.Wire.WatchOverHTTP2, "watch-http2", false, "List and watch over HTTP/2, multiplexed on the connection the writes use. By default each watch has a connection of its own over HTTP/1.1: a watch event then costs no flow-control write and no hand-off between goroutines, and a dead connection is found by TCP keepalive in about 30 s.")

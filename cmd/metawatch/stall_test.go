@@ -97,7 +97,7 @@ func TestAStalledWriterWritesNothingAfterItResumes(t *testing.T) {
 }
 
 // startStallReplica runs a replica behind a proxy of its own, with a slow
-// client rate limit so that writes queue in it, and a slow network (each
+// write rate (and client rate limit) so that writes queue in them, and a slow network (each
 // pod write takes 400 ms to reach the server) so that some are in transit
 // when it stalls; sharded or with leader election.
 func startStallReplica(t *testing.T, ns, name string, sharded bool) *shardedReplica {
@@ -114,7 +114,7 @@ func startStallReplica(t *testing.T, ns, name string, sharded bool) *shardedRepl
 		mode = []string{"--sharding"}
 	}
 	args := append([]string{"--kubeconfig", r.proxy.Kubeconfig, "--config-map", ns + "/selectors", "--leader-election-namespace", ns,
-		"--health-probe-bind-address", r.probe, "--metrics-bind-address", r.metrics, "--metrics-secure=false", "--kube-api-qps", "4", "--kube-api-burst", "1"}, mode...)
+		"--health-probe-bind-address", r.probe, "--metrics-bind-address", r.metrics, "--metrics-secure=false", "--kube-api-qps", "4", "--kube-api-burst", "1", "--write-rate-min", "4", "--write-rate-max", "4"}, mode...)
 	r.launch(t, []string{"POD_NAME=" + name}, append(args, leaseFlags...)...)
 	return r
 }

@@ -30,6 +30,7 @@ func validateFlags(opts options) error {
 		config.ValidFieldManager("--field-manager", opts.controller.FieldManager),
 		adoptFieldManagerValid(opts.controller.FieldManager, opts.controller.AdoptFieldManager),
 		opts.removalBrake.Validate(),
+		opts.writeRate.Validate(),
 	)
 }
 

@@ -30,6 +30,21 @@ func TestValidateFlags(t *testing.T) {
 			change: func(o *options) { o.sharding.enabled, o.manager.LeaderElectionNamespace = true, "kube-system" },
 			env:    map[string]string{"POD_NAME": "metawatch-0"},
 		},
+		"a write-rate floor of zero": {
+			change: func(o *options) { o.writeRate.Min = 0 },
+			want:   []string{"--write-rate-min is 0: expected a positive number of writes per second"},
+		},
+		"a write-rate floor above its ceiling": {
+			change: func(o *options) { o.writeRate.Min, o.writeRate.Max = 200, 100 },
+			want:   []string{"--write-rate-min (200) is above --write-rate-max (100): the floor must be at most the ceiling"},
+		},
+		"a negative write-rate ceiling": {
+			change: func(o *options) { o.writeRate.Max = -1 },
+			want:   []string{"--write-rate-max is -1: expected a positive number of writes per second"},
+		},
+		"a write-rate floor equal to its ceiling (a fixed rate) is valid": {
+			change: func(o *options) { o.writeRate.Min, o.writeRate.Max = 50, 50 },
+		},
 		"no configuration source": {
 			change: func(o *options) { o.source = reload.Source{} },
 			want:   []string{"no configuration: set --config-file PATH or --config-map NAMESPACE/NAME"},

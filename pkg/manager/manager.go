@@ -18,6 +18,7 @@ import (
 	"github.com/metawatch/metawatch/pkg/controller"
 	"github.com/metawatch/metawatch/pkg/fence"
 	"github.com/metawatch/metawatch/pkg/metacache"
+	"github.com/metawatch/metawatch/pkg/pace"
 	"github.com/metawatch/metawatch/pkg/wire"
 )
 
@@ -69,6 +70,10 @@ type Options struct {
 	// wrote as before (--adopt-field-manager): the wire and the cache keep
 	// its entry too, so that the rules' reconcilers can take its keys over.
 	AdoptFieldManager string
+	// Writes, if not nil, paces the writes of the manager's client (package
+	// pace); its reads keep the config's rate limit. Nil: client-go's rate
+	// limit for all its requests.
+	Writes *pace.Pacer
 }
 
 // MetricsCertFile and MetricsKeyFile are the names in MetricsCertDir, those
@@ -112,6 +117,7 @@ func New(cfg *rest.Config, watches []config.ResolvedWatch, opts Options) (manage
 		RenewDeadline:                       nonZero(opts.RenewDeadline),
 		RetryPeriod:                         nonZero(opts.RetryPeriod),
 		GracefulShutdownTimeout:             nonZero(opts.GracefulShutdownTimeout),
+		NewClient:                           pacedClient(opts.Writes),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("creating manager: %w", err)
@@ -121,6 +127,24 @@ func New(cfg *rest.Config, watches []config.ResolvedWatch, opts Options) (manage
 		return nil, fmt.Errorf("indexing owners: %w", err)
 	}
 	return mgr, nil
+}
+
+// pacedClient builds the manager's client (its writes: applies, patches,
+// admission policies) on a config whose writes the pacer paces, with a
+// transport of its own. The cache and the API reader keep the manager's
+// config and its rate limit.
+func pacedClient(p *pace.Pacer) client.NewClientFunc {
+	return func(cfg *rest.Config, opts client.Options) (client.Client, error) {
+		if p == nil {
+			return client.New(cfg, opts)
+		}
+		paced := p.Config(cfg)
+		var err error
+		if opts.HTTPClient, err = rest.HTTPClientFor(paced); err != nil {
+			return nil, fmt.Errorf("creating the writes' HTTP client: %w", err)
+		}
+		return client.New(paced, opts)
+	}
 }
 
 // metricsOptions is the metrics endpoint: plain HTTP, or HTTPS with

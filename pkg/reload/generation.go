@@ -26,6 +26,7 @@ import (
 	mwmanager "github.com/metawatch/metawatch/pkg/manager"
 	"github.com/metawatch/metawatch/pkg/metacache"
 	"github.com/metawatch/metawatch/pkg/metrics"
+	"github.com/metawatch/metawatch/pkg/pace"
 	"github.com/metawatch/metawatch/pkg/rules"
 	"github.com/metawatch/metawatch/pkg/wire"
 )
@@ -123,6 +124,8 @@ type generationOptions struct {
 	sharding *Sharding
 	// wire is how the cache fetches (status-only updates, connections).
 	wire wire.Options
+	// writes paces the generation's writes (nil: client-go's rate limit).
+	writes *pace.Pacer
 	// installation names the configuration's source on the admission
 	// policies the generation makes.
 	installation string
@@ -153,7 +156,7 @@ func newGeneration(ctx context.Context, cfg *rest.Config, number int64, r resolv
 	versions := wire.NewResourceVersions()
 	mopts := mwmanager.Options{MetricsBindAddress: "0",
 		GracefulShutdownTimeout: opts.shutdownTimeout, AccessLoss: g.lost, Wire: opts.wire, Versions: versions, FieldManager: opts.controller.FieldManager,
-		AdoptFieldManager: opts.controller.AdoptFieldManager}
+		AdoptFieldManager: opts.controller.AdoptFieldManager, Writes: opts.writes}
 	if opts.sharding != nil {
 		mopts.ShardFilter = opts.sharding.cacheFilter()
 	}

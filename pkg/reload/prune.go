@@ -27,7 +27,7 @@ func (r *Reloader) installation() string { return cmp.Or(r.Installation, r.Sourc
 // own write fence is closed with the last generation's (stopCurrent).
 func (r *Reloader) addPruner(mgr manager.Manager) error {
 	r.leftovers = &admission.Leftovers{OnChange: r.reportLeftovers}
-	fenced, err := client.New(fence.Wrap(r.Config), client.Options{})
+	fenced, err := client.New(r.Pacer.Config(fence.Wrap(r.Config)), client.Options{})
 	if err != nil {
 		return err
 	}

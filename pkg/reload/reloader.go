@@ -20,6 +20,7 @@ import (
 	"github.com/metawatch/metawatch/pkg/config"
 	"github.com/metawatch/metawatch/pkg/controller"
 	"github.com/metawatch/metawatch/pkg/metrics"
+	"github.com/metawatch/metawatch/pkg/pace"
 	"github.com/metawatch/metawatch/pkg/wire"
 )
 
@@ -91,6 +92,9 @@ type Reloader struct {
 	// leader's memory on the standby. For leader election; not with Sharding,
 	// whose replicas all run generations anyway.
 	WarmStandby bool
+	// Pacer paces the writes of every generation and of the Pruner, one
+	// rate for the process (package pace). Nil: client-go's rate limit.
+	Pacer *pace.Pacer
 	// RemovalBrake bounds how many objects of each kind lose keys per
 	// configuration before it is approved (package brake). Nil:
 	// brake.DefaultLimits.
@@ -202,7 +206,7 @@ func (r *Reloader) swap(ctx context.Context, res resolved, superseded func() boo
 		number = old.number + 1
 	}
 	next, err := newGeneration(ctx, r.Config, number, res, generationOptions{controller: r.Controller, onLoss: r.reportLoss, shutdownTimeout: r.shutdownTimeout(), limits: r.limits(),
-		sharding: r.Sharding, wire: r.Wire, installation: r.installation(), policyOwner: r.PolicyOwner, leftovers: r.leftovers, onAdmissionProblem: r.reportAdmissionProblem, log: r.Log,
+		sharding: r.Sharding, wire: r.Wire, writes: r.Pacer, installation: r.installation(), policyOwner: r.PolicyOwner, leftovers: r.leftovers, onAdmissionProblem: r.reportAdmissionProblem, log: r.Log,
 		leading: r.notLeadingYet(), brake: r.removalBrake()})
 	if err != nil {
 		return err

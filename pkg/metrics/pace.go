@@ -1,0 +1,37 @@
+package metrics
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+)
+
+// WriteRate is the writes per second the pacer allows now (package pace).
+var WriteRate = prometheus.NewGauge(prometheus.GaugeOpts{
+	Name: "metawatch_write_rate",
+	Help: "Writes per second metawatch allows itself now, adapted to the API server's load between --write-rate-min and --write-rate-max.",
+})
+
+// WritesThrottled counts the writes the API server answered 429 (API
+// Priority and Fairness rejected them); client-go retries them.
+var WritesThrottled = prometheus.NewCounter(prometheus.CounterOpts{
+	Name: "metawatch_writes_throttled_total",
+	Help: "Writes the API server answered 429 Too Many Requests (API Priority and Fairness); each is retried after its Retry-After.",
+})
+
+// WriteBackoffs counts the pacer's decreases, by reason: throttled (a 429)
+// or latency (writes answered slowly: queued in the API server).
+var WriteBackoffs = prometheus.NewCounterVec(prometheus.CounterOpts{
+	Name: "metawatch_write_backoffs_total",
+	Help: "Times the write rate was lowered, by reason: throttled (a 429) or latency (writes answered slowly).",
+}, []string{"reason"})
+
+// WritePriorityLevel is 1 for the flow schema and priority level that
+// served the last write (their uids, from the X-Kubernetes-PF-* headers).
+var WritePriorityLevel = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+	Name: "metawatch_write_priority_level",
+	Help: "1 for the API Priority and Fairness flow schema and priority level (uids) that served metawatch's last write.",
+}, []string{"flow_schema_uid", "priority_level_uid"})
+
+func init() {
+	ctrlmetrics.Registry.MustRegister(WriteRate, WritesThrottled, WriteBackoffs, WritePriorityLevel)
+}

@@ -1,0 +1,36 @@
+// Package pace is metawatch's write rate: how many writes per second it
+// sends to the API server, adapted to what the server says of its load,
+// between a floor and a ceiling the operator sets (--write-rate-min,
+// --write-rate-max).
+//
+// Why: a fixed client-side rate is wrong both ways. At the old fixed 50
+// writes/s a Namespace relabelled over 100k pods took 33 minutes while the
+// API server could take about four times that; raised by hand, a fixed rate
+// keeps hammering a server that is busy with kubelets and controllers.
+//
+// How: every write (PATCH, PUT, POST, DELETE of the manager's client:
+// server-side applies, merge patches, admission policies) waits for a
+// token of a golang.org/x/time/rate limiter in the HTTP transport (Config),
+// and tells the Pacer how the server answered. The control law (law.go,
+// pure) runs once a second on what the writes saw, and at once on a 429:
+//
+//   - a 429 (API Priority and Fairness rejected the write: our priority
+//     level is out of seats) halves the rate, and pauses every write until
+//     its Retry-After has passed;
+//   - answers slower than twice the lowest recent mean latency plus 5 ms (the
+//     writes queued in the API server) multiply it by 0.8;
+//   - otherwise, while writes had to wait for the rate, it climbs: doubling
+//     each second until the first sign of load (slow start), then 10
+//     writes/s a second;
+//   - a second without writes changes nothing.
+//
+// Reads are not paced: the caches' lists and watches, and the client's own
+// reads, keep --kube-api-qps and --kube-api-burst as their budget. Events
+// are not paced either: they have their own client and correlator, which
+// bound them, and pacing them would put them in the queue of the writes
+// they report on. Leader election has its own client (package manager).
+//
+// The flow schema and priority level that served the writes (the
+// X-Kubernetes-PF-* response headers) are logged when they change and
+// published as metawatch_write_priority_level.
+package pace
