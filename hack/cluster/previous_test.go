@@ -43,7 +43,7 @@ func upgradeFromPreviousRelease(t *testing.T, c *onenode.Cluster, cs kubernetes.
 	run(t, helm, "--kubeconfig", c.KubeconfigPath, "install", "metawatch", filepath.Join(src, "deploy/helm/metawatch"), "-n", chartNamespace,
 		"--create-namespace", "--set", "image.pullPolicy=Never", "--set", "image.tag=previous")
 	kubectl("apply", "-f", filepath.Join(src, "selectors/default.yaml"))
-	kubectl("rollout", "status", "deploy/metawatch", "--timeout=3m")
+	rolloutOrDump(t, c)
 	setTeam(t, cs, "storefront", "previous-release")
 	waitLabel(t, cs, "the previous release to copy team to every pod", pods, "previous-release")
 
@@ -53,7 +53,7 @@ func upgradeFromPreviousRelease(t *testing.T, c *onenode.Cluster, cs kubernetes.
 	current := imageRef(t, "")
 	run(t, helm, "--kubeconfig", c.KubeconfigPath, "upgrade", "metawatch", "../../deploy/helm/metawatch", "-n", chartNamespace,
 		"--set", "image.pullPolicy=Never", "--set", "image.tag="+current[strings.LastIndex(current, ":")+1:])
-	kubectl("rollout", "status", "deploy/metawatch", "--timeout=3m")
+	rolloutOrDump(t, c)
 	testkit.WaitFor(t, "a replica of this release to hold the Lease", 2*time.Minute, func() bool {
 		return leaseIdentity(t, cs) != before && podImage(t, cs, leaseHolder(t, cs)) == current
 	})
@@ -72,6 +72,22 @@ func upgradeFromPreviousRelease(t *testing.T, c *onenode.Cluster, cs kubernetes.
 	}
 	setTeam(t, cs, "storefront", "upgraded")
 	waitLabel(t, cs, "the upgraded release to follow a Namespace change", pods, "upgraded")
+}
+
+// rolloutOrDump waits for the chart's Deployment to roll out; if it does
+// not, it fails t with what the pods say: their state, Events and logs.
+func rolloutOrDump(t *testing.T, c *onenode.Cluster) {
+	t.Helper()
+	kubectl := func(args ...string) string {
+		out, _ := exec.Command(c.Kubectl, append([]string{"--kubeconfig", c.KubeconfigPath, "-n", chartNamespace}, args...)...).CombinedOutput()
+		return string(out)
+	}
+	out, err := exec.Command(c.Kubectl, "--kubeconfig", c.KubeconfigPath, "-n", chartNamespace, "rollout", "status", "deploy/metawatch", "--timeout=3m").CombinedOutput()
+	if err == nil {
+		return
+	}
+	t.Fatalf("rollout: %v\n%s\n%s\n%s\n%s", err, out, kubectl("get", "pods", "-o", "wide"), kubectl("describe", "pods"),
+		kubectl("logs", "-l", "app.kubernetes.io/name=metawatch", "--tail=40", "--all-containers", "--prefix"))
 }
 
 // previousSource unpacks previousRelease's tree from this repository's
