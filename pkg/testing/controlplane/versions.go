@@ -77,30 +77,6 @@ func featureGatesOf(minor int) string {
 	return ""
 }
 
-// The minor versions that brought what metawatch uses, so a test that needs
-// one on an older server skips, naming it (see RequireMinor).
-const (
-	// ShardedListAndWatchMinor: the server-side shard selector (alpha gate).
-	ShardedListAndWatchMinor = 36
-	// MutatingAdmissionPolicyV1Minor: admissionregistration.k8s.io/v1 MutatingAdmissionPolicy.
-	MutatingAdmissionPolicyV1Minor = 36
-)
-
-// skipper is the part of testing.TB RequireMinor uses.
-type skipper interface {
-	Helper()
-	Skipf(format string, args ...any)
-}
-
-// RequireMinor skips the test, naming the version and what it lacks, when
-// the local control plane is older than minor.
-func RequireMinor(t skipper, minor int, feature string) {
-	t.Helper()
-	if KubernetesMinor < minor {
-		t.Skipf("Kubernetes %s has no %s (from 1.%d)", KubernetesVersion, feature, minor)
-	}
-}
-
 // artifact is one binary: the wrapper module it builds in, the package, and how
 // to tell a valid cached copy (its --version output names the expected version).
 type artifact struct {
