@@ -13,6 +13,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -35,6 +36,8 @@ type options struct {
 	out, run         string
 	timeout          time.Duration
 	buildOnly        bool
+	// fromOutput: the table from the go test -json files a run left in out.
+	fromOutput bool
 }
 
 func main() {
@@ -45,6 +48,7 @@ func main() {
 	flag.StringVar(&o.run, "run", "", "go test -run for every suite (empty: every test)")
 	flag.DurationVar(&o.timeout, "timeout", 60*time.Minute, "go test -timeout of each version's run")
 	flag.BoolVar(&o.buildOnly, "build-only", false, "build each version's binaries and stop")
+	flag.BoolVar(&o.fromOutput, "from-output", false, "build and test nothing: the table from the <version>.json files an earlier run left in --out")
 	flag.Parse()
 	o.versions, o.suites = splitList(*versions), splitList(*suites)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -70,13 +74,19 @@ func runAll(ctx context.Context, o options) error {
 		return err
 	}
 	builder := filepath.Join(o.out, "controlplane-builder")
-	if err := goCommand(ctx, nil, os.Stderr, "build", "-o", builder, "./hack/controlplane"); err != nil {
+	if o.fromOutput {
+		builder = ""
+	} else if err := goCommand(ctx, nil, os.Stderr, "build", "-o", builder, "./hack/controlplane"); err != nil {
 		return fmt.Errorf("building hack/controlplane: %w", err)
 	}
 	start := time.Now()
 	rep := report{Date: start.UTC(), Suites: o.suites}
 	for _, v := range o.versions {
-		res := runVersion(ctx, o, builder, v)
+		run := runVersion
+		if o.fromOutput {
+			run = readVersion
+		}
+		res := run(ctx, o, builder, v)
 		rep.Versions = append(rep.Versions, res)
 		if ctx.Err() != nil {
 			break
@@ -135,6 +145,21 @@ func runVersion(ctx context.Context, o options, builder, version string) version
 	if err != nil && !collector.anyFailed() {
 		res.Err = fmt.Sprintf("go test: %v", err) // a build failure, a timeout: no test said why
 	}
+	return res
+}
+
+// readVersion is runVersion from the go test -json output an earlier run
+// left: no build, no test, no times.
+func readVersion(_ context.Context, o options, _, version string) versionResult {
+	res := versionResult{Version: version}
+	data, err := os.ReadFile(filepath.Join(o.out, version+".json"))
+	if err != nil {
+		res.Err = fmt.Sprintf("no output of an earlier run: %v", err)
+		return res
+	}
+	collector := newCollector(io.Discard)
+	_, _ = collector.Write(data)
+	res.Packages = collector.packages()
 	return res
 }
 
