@@ -52,8 +52,9 @@ func main() {
 	flag.Parse()
 	o.versions, o.suites = splitList(*versions), splitList(*suites)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := runAll(ctx, o); err != nil {
+	err := runAll(ctx, o)
+	stop()
+	if err != nil {
 		fmt.Fprintf(os.Stderr, "test-versions: %v\n", err)
 		os.Exit(1)
 	}

@@ -85,18 +85,18 @@ func notes(b *strings.Builder, v versionResult) {
 		fmt.Fprintf(b, "Stopped: %s\n", v.Err)
 		return
 	}
-	any := false
+	noted := false
 	for _, p := range v.Packages {
 		for _, n := range p.Failures {
 			fmt.Fprintf(b, "- FAIL %s %s: %s\n", path.Base(p.Name), n.Test, n.Why)
-			any = true
+			noted = true
 		}
 		for _, n := range p.Skips {
 			fmt.Fprintf(b, "- skip %s %s: %s\n", path.Base(p.Name), n.Test, n.Why)
-			any = true
+			noted = true
 		}
 	}
-	if !any {
+	if !noted {
 		b.WriteString("Every test passed; none skipped.\n")
 	}
 }
