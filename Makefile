@@ -21,7 +21,7 @@ GOLANGCI_LINT_VERSION := v2.15.0
 TOOLS_DIR ?= $(or $(METAWATCH_CACHE_DIR),$(or $(XDG_CACHE_HOME),$(HOME)/.cache)/metawatch)/tools
 GOLANGCI_LINT := $(TOOLS_DIR)/golangci-lint-$(GOLANGCI_LINT_VERSION)/golangci-lint
 
-.PHONY: all help build run test test-unit test-integration test-node verify verify-docs verify-clean unit cluster-test controlplane cluster kind kind-test fuzz vet lint tidy clean image bench
+.PHONY: all help build run test test-unit test-integration test-node verify verify-docs verify-clean unit test-versions cluster-test controlplane cluster kind kind-test fuzz vet lint tidy clean image bench
 
 all: build
 
@@ -61,6 +61,10 @@ test-integration: controlplane
 
 # The tests on a real node run alone, after the others: one node per machine, and its load would disturb timed tests.
 NODE_TESTS := (TestChartOnARealNode|TestMakeClusterStopsOnSignals|TestStartAfterAKilledRun)
+## test-versions: the suites that talk to an API server on each Kubernetes minor 1.34-1.37 (each built once, cached by version); not part of make test. ARGS go to hack/testversions (--versions, --run, --build-only).
+test-versions:
+	$(GO) run ./hack/testversions $(ARGS)
+
 # The kind tests are make kind-test's only: they start dockerd (the engine's test as soon as docker.io is installed, which make kind does), make kind five times, the bench and make test-node beside it; a cold run builds the node image too.
 KIND_TESTS := (TestKindClusterChartAndBench|TestTheEngineLeavesTheNetworkNamespaceAsItWas)
 

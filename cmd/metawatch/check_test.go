@@ -51,6 +51,13 @@ func TestCheck(t *testing.T) {
 			want: []string{`watches[0].fieldSelector "spec.priority=1"`},
 		},
 	}
+	if !controlplane.ServesMutatingAdmissionPolicy() {
+		// Before 1.36 the policy cannot be checked: the check warns and passes,
+		// and metawatch would run the rule without atCreation.
+		c := cases["a rule with atCreation, its policy compiled by the server"]
+		c.want = []string{"warning: the cluster does not serve MutatingAdmissionPolicy", `metawatch runs rules "team" without atCreation`, "SUCCESS"}
+		cases["a rule with atCreation, its policy compiled by the server"] = c
+	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			args := append([]string{"check", "-f", writeConfig(t, tc.config)}, tc.flags...)

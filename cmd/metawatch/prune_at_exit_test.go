@@ -20,6 +20,7 @@ import (
 // never held the Lease may not, and its exit message gives the kubectl line.
 func TestARejectedStartUpStillJudgesThePairs(t *testing.T) {
 	controlplane.SkipIfShort(t)
+	controlplane.RequireMutatingAdmissionPolicy(t)
 	c := testkit.Client(t, cp.Config)
 	path := writeConfig(t, "watches:\n- kind: Pod\nrules:\n- {name: exit-tier, kinds: [Pod], atCreation: true, setLabels: {tier: gold}}\n")
 	leader := []string{"--leader-elect", "--leader-election-namespace", "default"}

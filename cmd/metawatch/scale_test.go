@@ -116,9 +116,11 @@ func teamValue(n int) string { return fmt.Sprintf("v%04d", n) }
 
 // assertShares waits until the ring of replicas is as assigned: every bucket
 // Lease names its owner, and each replica says on /metrics that it holds its
-// buckets, runs server-side and caches exactly the pods of its buckets (its
-// cache cannot hold another bucket's: the client-side check drops them, so
-// equal counts are equal sets); /readyz/configuration says the mode.
+// buckets, runs server-side (client-side before 1.36) and caches exactly the
+// pods of its buckets (its cache cannot hold another bucket's: the client-side
+// check drops them, so equal counts are equal sets); /readyz/configuration
+// says the mode. Client-side, each replica of several counts the other
+// buckets' pods dropped on the wire, before decoding.
 func assertShares(t *testing.T, c client.Client, ns string, replicas ...*shardedReplica) {
 	t.Helper()
 	names := make([]string, len(replicas))
@@ -127,6 +129,7 @@ func assertShares(t *testing.T, c client.Client, ns string, replicas ...*sharded
 	}
 	waitBucketsHeldAsAssigned(t, c, ns, names...)
 	owners := sharding.Assign(names)
+	mode, says := shardingModeOfTheServer()
 	var pods corev1.PodList
 	if err := c.List(t.Context(), &pods, client.InNamespace(ns)); err != nil {
 		t.Fatal(err)
@@ -145,12 +148,27 @@ func assertShares(t *testing.T, c client.Client, ns string, replicas ...*sharded
 		}
 		testkit.WaitFor(t, fmt.Sprintf("replica %s to hold its %d buckets and cache their %d pods", r.name, buckets, cached), testkit.Timeout, func() bool {
 			return r.metric("metawatch_buckets_owned") == float64(buckets) && r.metric(`metawatch_cached_objects{kind="Pod"}`) == float64(cached) &&
-				r.metric(`metawatch_sharding_mode{mode="server"}`) == 1
+				r.metric(`metawatch_sharding_mode{mode="`+mode+`"}`) == 1
 		})
-		if _, body := testkit.HTTPGet("http://" + r.probe + "/readyz/configuration"); !strings.HasPrefix(body, "ok: sharding server-side") {
-			t.Errorf("replica %s: /readyz/configuration = %q, want it to say ok and server-side sharding", r.name, body)
+		if mode == "client" && len(replicas) > 1 {
+			testkit.WaitFor(t, fmt.Sprintf("replica %s to count the other buckets' objects dropped on the wire", r.name), testkit.Timeout, func() bool {
+				return r.metric(`metawatch_sharding_dropped_objects_total{stage="wire"}`) > 0
+			})
+		}
+		if _, body := testkit.HTTPGet("http://" + r.probe + "/readyz/configuration"); !strings.HasPrefix(body, says) {
+			t.Errorf("replica %s: /readyz/configuration = %q, want it to start %q (Kubernetes %s)", r.name, body, says, controlplane.KubernetesVersion)
 		}
 	}
+}
+
+// shardingModeOfTheServer is the mode a replica runs in on the local control
+// plane, and how /readyz/configuration starts: server-side from 1.36 (the
+// gate on), client-side before, where the server has no shard selector.
+func shardingModeOfTheServer() (mode, readiness string) {
+	if controlplane.KubernetesMinor < controlplane.ShardedListAndWatchMinor {
+		return "client", "ok: sharding client-side"
+	}
+	return "server", "ok: sharding server-side"
 }
 
 // churn sets the Namespace's team label to the next teamValue every period.

@@ -198,3 +198,18 @@ func TestWritableKindsCarryTheirGroup(t *testing.T) {
 		})
 	}
 }
+
+// The chart installs on the Kubernetes versions make test-versions proves
+// (docs/kubernetes-versions.md), from the oldest, and refuses an older one
+// by name.
+func TestChartInstallsFromTheOldestProvenVersion(t *testing.T) {
+	controlplane.SkipIfShort(t)
+	for version, wantRefused := range map[string]bool{"1.33.9": true, "1.34.0": false, "1.37.2": false} {
+		t.Run(version, func(t *testing.T) {
+			out, err := tryRun(t, "", helmBin, "template", "x", chart, "--kube-version", version)
+			if refused := err != nil && strings.Contains(out, "incompatible with Kubernetes"); refused != wantRefused {
+				t.Errorf("helm template --kube-version %s: refused %v, want %v: %v\n%s", version, refused, wantRefused, err, out)
+			}
+		})
+	}
+}

@@ -31,6 +31,7 @@ var pods = admission.Resource{GroupVersionResource: schema.GroupVersionResource{
 // gives none and fails nothing.
 func TestPolicyGivesTheKeysAtCreation(t *testing.T) {
 	controlplane.SkipIfShort(t)
+	controlplane.RequireMutatingAdmissionPolicy(t)
 	c := testkit.Client(t, cp.Config)
 	testkit.Namespace(t, c, "at-creation", map[string]string{"team": "red"})
 	testkit.Namespace(t, c, "at-creation-bare", nil)
@@ -87,6 +88,7 @@ func TestPolicyGivesTheKeysAtCreation(t *testing.T) {
 // the editor owns it, and metawatch's apply conflicts as with any manager.
 func TestKeysSetAtCreationAreNobodysUntilEdited(t *testing.T) {
 	controlplane.SkipIfShort(t)
+	controlplane.RequireMutatingAdmissionPolicy(t)
 	c := testkit.Client(t, cp.Config)
 	testkit.Namespace(t, c, "at-creation-owners", map[string]string{"team": "red"})
 	install(t, c, admission.Rule{Name: "team-owners", Resources: []admission.Resource{pods}, CopyLabels: []string{"team"}, Scopes: []*config.WriteScope{{Namespaces: []string{"at-creation-owners"}}}})
@@ -115,6 +117,7 @@ func TestKeysSetAtCreationAreNobodysUntilEdited(t *testing.T) {
 // controller never sees the others, and could not release what it set.
 func TestPolicyWritesOnlyWhatTheWatchCaches(t *testing.T) {
 	controlplane.SkipIfShort(t)
+	controlplane.RequireMutatingAdmissionPolicy(t)
 	c := testkit.Client(t, cp.Config)
 	testkit.Namespace(t, c, "at-creation-watched", nil)
 	testkit.Namespace(t, c, "at-creation-unwatched", nil)

@@ -49,6 +49,7 @@ func TestCheckSizesRefusesExpressionsTheServerWould(t *testing.T) {
 // is refused, and multi-byte characters count once.
 func TestCheckSizesIsTheServersLimit(t *testing.T) {
 	controlplane.SkipIfShort(t)
+	controlplane.RequireMutatingAdmissionPolicy(t)
 	c := testkit.Client(t, cp.Config)
 	for name, extra := range map[string]int{"at the limit": 0, "one over": 1} {
 		t.Run(name, func(t *testing.T) {

@@ -27,6 +27,7 @@ import (
 // with the defaults and phase Pending.
 func TestPodFieldsAtAdmissionAreAsStored(t *testing.T) {
 	controlplane.SkipIfShort(t)
+	controlplane.RequireMutatingAdmissionPolicy(t)
 	c := testkit.Client(t, cp.Config)
 	testkit.Namespace(t, c, "pod-fields-pos", nil)
 	testkit.Namespace(t, c, "pod-fields-neg", nil)
@@ -66,6 +67,7 @@ func TestPodFieldsAtAdmissionAreAsStored(t *testing.T) {
 // a removed rule's keys at admission.
 func TestAStalePairChangedSinceTheListGoesSoon(t *testing.T) {
 	controlplane.SkipIfShort(t)
+	controlplane.RequireMutatingAdmissionPolicy(t)
 	c := testkit.Client(t, cp.Config)
 	install(t, c, tierRule("stale-edited", "a"))
 	defer deletePair(t, c, "stale-edited")
@@ -100,6 +102,7 @@ func (e *editingAfterList) List(ctx context.Context, list client.ObjectList, opt
 // by hand is gone again.
 func TestAHandEditedPolicyComesBack(t *testing.T) {
 	controlplane.SkipIfShort(t)
+	controlplane.RequireMutatingAdmissionPolicy(t)
 	c := testkit.Client(t, cp.Config)
 	_, stop := run(t, &admission.Syncer{Rules: []admission.Rule{tierRule("hand-edited", "a")}, Client: c, Reader: c, Resync: 200 * time.Millisecond,
 		Installation: "shop/selectors"})
@@ -129,6 +132,7 @@ func TestAHandEditedPolicyComesBack(t *testing.T) {
 // wants. The rule says why it runs without atCreation.
 func TestARefusedChangeUnbindsTheOldPolicy(t *testing.T) {
 	controlplane.SkipIfShort(t)
+	controlplane.RequireMutatingAdmissionPolicy(t)
 	c := testkit.Client(t, cp.Config)
 	_, stop := syncer(t, cp.Config, c, tierRule("refused", "a"))
 	testkit.WaitFor(t, "the policy", testkit.Timeout, func() bool { return policyTier(t, c, "refused") == "a" })

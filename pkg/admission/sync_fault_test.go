@@ -24,6 +24,7 @@ import (
 // is tried again: the pair of a removed rule still goes.
 func TestAFailedListDoesNotEndTheCleanup(t *testing.T) {
 	controlplane.SkipIfShort(t)
+	controlplane.RequireMutatingAdmissionPolicy(t)
 	c := testkit.Client(t, cp.Config)
 	install(t, c, tierRule("removed", "a"))
 	_, stop := run(t, &admission.Syncer{Client: c, Reader: &failingOnce{Reader: c}, Resync: 200 * time.Millisecond})
@@ -47,6 +48,7 @@ func (f *failingOnce) List(ctx context.Context, list client.ObjectList, opts ...
 // the pair of another rule, written once, is not written again.
 func TestAPairWaitingForItsBucketRetriesAlone(t *testing.T) {
 	controlplane.SkipIfShort(t)
+	controlplane.RequireMutatingAdmissionPolicy(t)
 	c := &countingClient{Client: testkit.Client(t, cp.Config)}
 	_, stop := run(t, &admission.Syncer{Rules: []admission.Rule{tierRule("written", "a"), tierRule("waiting", "a")}, Client: c, Reader: c.Client,
 		Guard: controller.Guard{Gate: pendingFor(admission.Name("waiting"))}})
@@ -99,6 +101,7 @@ func deletePair(t *testing.T, c client.Client, rule string) {
 // replica's apply was on the wire is not made again by that apply.
 func TestALateWriteDoesNotRecreateADeletedPolicy(t *testing.T) {
 	controlplane.SkipIfShort(t)
+	controlplane.RequireMutatingAdmissionPolicy(t)
 	c := testkit.Client(t, cp.Config)
 	_, stop := syncer(t, cp.Config, c, tierRule("deleted", "a"))
 	testkit.WaitFor(t, "the policy", testkit.Timeout, func() bool { return policyTier(t, c, "deleted") == "a" })
@@ -123,6 +126,7 @@ func TestALateWriteDoesNotRecreateADeletedPolicy(t *testing.T) {
 // seconds, and the other rules' pairs are not written again meanwhile.
 func TestALastingProblemIsNotRetriedInALoop(t *testing.T) {
 	controlplane.SkipIfShort(t)
+	controlplane.RequireMutatingAdmissionPolicy(t)
 	raw := testkit.Client(t, cp.Config)
 	foreign, _, err := admission.Policy(tierRule("not-ours", "a"))
 	if err != nil {
@@ -148,6 +152,7 @@ func TestALastingProblemIsNotRetriedInALoop(t *testing.T) {
 // of the same name in both is reported, not fought over.
 func TestTwoInstallationsKeepTheirOwnPairs(t *testing.T) {
 	controlplane.SkipIfShort(t)
+	controlplane.RequireMutatingAdmissionPolicy(t)
 	c := testkit.Client(t, cp.Config)
 	_, stopA := run(t, &admission.Syncer{Rules: []admission.Rule{tierRule("team-a", "a")}, Installation: "team-a/selectors", Client: c, Reader: c,
 		Resync: 100 * time.Millisecond})
@@ -174,6 +179,7 @@ func TestTwoInstallationsKeepTheirOwnPairs(t *testing.T) {
 // Leftovers (readiness, metric, Event) says so with the kubectl line.
 func TestAStalePairRBACKeepsIsReported(t *testing.T) {
 	controlplane.SkipIfShort(t)
+	controlplane.RequireMutatingAdmissionPolicy(t)
 	c := testkit.Client(t, cp.Config)
 	const installation = "stale/selectors"
 	_, stop := run(t, &admission.Syncer{Rules: []admission.Rule{tierRule("stale-rbac", "a")}, Installation: installation, Client: c, Reader: c, Resync: 200 * time.Millisecond})

@@ -60,6 +60,7 @@ func policyTier(t *testing.T, c client.Client, rule string) string {
 // arrives: the policy stays the newer one.
 func TestALateWriteDoesNotUndoANewerPolicy(t *testing.T) {
 	controlplane.SkipIfShort(t)
+	controlplane.RequireMutatingAdmissionPolicy(t)
 	c := testkit.Client(t, cp.Config)
 	_, stop := syncer(t, cp.Config, c, tierRule("stale", "a"))
 	testkit.WaitFor(t, "the policy", testkit.Timeout, func() bool { return policyTier(t, c, "stale") == "a" })
@@ -100,6 +101,7 @@ func (h *holdingClient) Update(ctx context.Context, obj client.Object, opts ...c
 // identity may not write policies.
 func TestAPolicyMetawatchCannotWriteIsReported(t *testing.T) {
 	controlplane.SkipIfShort(t)
+	controlplane.RequireMutatingAdmissionPolicy(t)
 	c := testkit.Client(t, cp.Config)
 	foreign := &admissionregistrationv1.MutatingAdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: admission.Name("foreign")},
 		Spec: admissionregistrationv1.MutatingAdmissionPolicySpec{

@@ -40,6 +40,9 @@ func TestShardedCachesMoveInPlace(t *testing.T) {
 	controlplane.SkipIfShort(t)
 	for name, serverSide := range map[string]bool{"server-side": true, "client-side": false} {
 		t.Run(name, func(t *testing.T) {
+			if serverSide {
+				controlplane.RequireShardedListAndWatch(t)
+			}
 			ns := "moves-" + name
 			c := testkit.Client(t, cp.Config)
 			watches := namespaceOfPods(t, c, ns, 60)

@@ -31,6 +31,9 @@ func TestShardedCachesSplitThePods(t *testing.T) {
 	controlplane.SkipIfShort(t)
 	for name, serverSide := range map[string]bool{"server-side": true, "client-side": false} {
 		t.Run(name, func(t *testing.T) {
+			if serverSide {
+				controlplane.RequireShardedListAndWatch(t)
+			}
 			ns := "shards-" + name
 			c := testkit.Client(t, cp.Config)
 			watches := namespaceOfPods(t, c, ns, 40)

@@ -49,6 +49,7 @@ func allowAtCreation(r *reload.Reloader) {
 // and removing the rule removes its policy and binding.
 func TestAtCreationGivesTheKeysFromTheFirstVersion(t *testing.T) {
 	controlplane.SkipIfShort(t)
+	controlplane.RequireMutatingAdmissionPolicy(t)
 	cp.StartControllerManager(t)
 	c := testkit.Client(t, cp.Config)
 	const scaled, applied = "at-creation-scaled", "at-creation-applied"
@@ -160,10 +161,7 @@ func TestAtCreationWithoutTheAPIRunsTheRuleAndSaysSo(t *testing.T) {
 	controlplane.SkipIfShort(t)
 	// A server without the API, as one before Kubernetes 1.36 (or with it
 	// turned off): the resources not served, and the admission plugin off.
-	off, err := controlplane.Start(t.Context(), controlplane.Options{ExtraAPIServerArgs: map[string]string{
-		"runtime-config":            "admissionregistration.k8s.io/v1/mutatingadmissionpolicies=false,admissionregistration.k8s.io/v1/mutatingadmissionpolicybindings=false",
-		"disable-admission-plugins": "ServiceAccount,MutatingAdmissionPolicy", // ServiceAccount: as envtest has it
-	}})
+	off, err := controlplane.Start(t.Context(), controlplane.Options{ExtraAPIServerArgs: controlplane.WithoutMutatingAdmissionPolicy()})
 	if err != nil {
 		t.Fatal(err)
 	}

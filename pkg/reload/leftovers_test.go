@@ -22,6 +22,7 @@ import (
 // says so (readiness, Event, metric) with the kubectl line that deletes it.
 func TestPairsTheFlagsNoLongerAllowGoAtStartUp(t *testing.T) {
 	controlplane.SkipIfShort(t)
+	controlplane.RequireMutatingAdmissionPolicy(t)
 	c := testkit.Client(t, cp.Config)
 	for name, tc := range map[string]struct {
 		ns      string // and the rule's name
@@ -148,6 +149,7 @@ func restrictedTo(t *testing.T, user string) *rest.Config {
 // them, and a metawatch still running does not make them again.
 func TestPairsGoWithTheirOwner(t *testing.T) {
 	controlplane.SkipIfShort(t)
+	controlplane.RequireMutatingAdmissionPolicy(t)
 	cp.StartControllerManager(t)
 	c := testkit.Client(t, cp.Config)
 	const ns = "lo-owner"

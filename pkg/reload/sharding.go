@@ -73,7 +73,7 @@ func (s *Sharding) Describe() string {
 	case metrics.ShardingServer:
 		return fmt.Sprintf("sharding server-side (the API server filters by shard), %s", s.share())
 	}
-	return fmt.Sprintf("sharding client-side (the API server does not filter by shard: ShardedListAndWatch is off; objects of other shards are dropped on receipt), %s", s.share())
+	return fmt.Sprintf("sharding client-side (the API server does not filter by shard: ShardedListAndWatch is off, or the server is older than 1.36; objects of other shards are dropped on receipt), %s", s.share())
 }
 
 func (s *Sharding) share() string {

@@ -57,6 +57,7 @@ func uidsOf(t *testing.T, list runtime.Object) []types.UID {
 // buckets is nothing.
 func TestListerWatcherListsOnlyItsBuckets(t *testing.T) {
 	controlplane.SkipIfShort(t)
+	controlplane.RequireShardedListAndWatch(t)
 	ctx := t.Context()
 	cs := kubernetes.NewForConfigOrDie(cp.Config)
 	serverSide, err := ServerFilters(ctx, cs, "no-leases-here")
@@ -115,6 +116,7 @@ func TestListerWatcherListsOnlyItsBuckets(t *testing.T) {
 // A watch passes the events of its buckets and bookmarks, and nothing else.
 func TestListerWatcherWatchesOnlyItsBuckets(t *testing.T) {
 	controlplane.SkipIfShort(t)
+	controlplane.RequireShardedListAndWatch(t)
 	ctx := t.Context()
 	cs := kubernetes.NewForConfigOrDie(cp.Config)
 	ns, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "sharding-watch-"}}, metav1.CreateOptions{})
@@ -165,8 +167,7 @@ func sameSet(a, b []types.UID) bool {
 // filter still keeps the share exact.
 func TestGateOffIsDetectedAndFilteredByTheClient(t *testing.T) {
 	controlplane.SkipIfShort(t)
-	off, err := controlplane.Start(t.Context(), controlplane.Options{
-		ExtraAPIServerArgs: map[string]string{"feature-gates": "ShardedListAndWatch=false"}})
+	off, err := controlplane.Start(t.Context(), controlplane.Options{ExtraAPIServerArgs: controlplane.WithoutShardedListAndWatch()})
 	if err != nil {
 		t.Fatal(err)
 	}

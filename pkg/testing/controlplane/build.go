@@ -25,6 +25,9 @@ type Binaries struct {
 // CacheDir is where the binaries of KubernetesVersion live:
 // $METAWATCH_CACHE_DIR, else ${XDG_CACHE_HOME:-~/.cache}/metawatch, then /controlplane/<version>.
 func CacheDir() (string, error) {
+	if selected.err != nil {
+		return "", selected.err
+	}
 	root := os.Getenv("METAWATCH_CACHE_DIR")
 	if root == "" {
 		userCache, err := os.UserCacheDir()

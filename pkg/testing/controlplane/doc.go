@@ -8,6 +8,12 @@
 // k8s.io/kubernetes and replaces each staging module with its published
 // release (v1.36.3 pairs with v0.36.3). etcd builds from its own server module.
 //
+// The version is DefaultKubernetesVersion unless $METAWATCH_KUBERNETES_VERSION
+// names another release from 1.34 on (`make test-versions` runs the suites
+// on each minor): the staging version, the version stamped into the
+// binaries and the feature gates follow it, and tests that need what an
+// older version lacks skip, naming it (RequireMinor).
+//
 // The first build takes minutes (hack/README.md says how long), so binaries
 // are cached per version outside the repository (see CacheDir), checked by
 // running their --version before reuse, and written under a temporary name
@@ -16,7 +22,8 @@
 // one builds, the others wait.
 //
 // Start runs them through controller-runtime's envtest with the alpha
-// ShardedListAndWatch feature gate on (KEP-5866), and writes an admin kubeconfig.
+// ShardedListAndWatch feature gate on (KEP-5866) where the version has it
+// (1.36 on), and writes an admin kubeconfig.
 //
 // A test that needs objects the way a cluster's controllers make them
 // (Deployment → ReplicaSet → Pods, Job → Pods, with controller

@@ -118,7 +118,9 @@ func newEnvironment(bins Binaries, opts Options) *envtest.Environment {
 	env.ControlPlane.Etcd = &envtest.Etcd{Path: bins.Etcd}
 	env.ControlPlane.KubectlPath = bins.Kubectl
 	args := env.ControlPlane.GetAPIServer().Configure()
-	args.Append("feature-gates", FeatureGates)
+	if FeatureGates != "" {
+		args.Append("feature-gates", FeatureGates)
+	}
 	for k, v := range opts.ExtraAPIServerArgs {
 		args.Set(k, v)
 	}

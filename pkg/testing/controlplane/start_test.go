@@ -22,6 +22,9 @@ func TestExtraArgsReachTheCommandLines(t *testing.T) {
 		"the API server's in-flight": {env.ControlPlane.GetAPIServer().Configure().Get("max-requests-inflight").Get(nil), "1000"},
 		"the API server's gates":     {env.ControlPlane.GetAPIServer().Configure().Get("feature-gates").Get(nil), FeatureGates},
 	} {
+		if c.want == "" && len(c.got) == 0 {
+			continue // no gate at this version: no flag
+		}
 		if !slices.Contains(c.got, c.want) {
 			t.Errorf("%s: %v, want %q", name, c.got, c.want)
 		}

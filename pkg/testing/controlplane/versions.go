@@ -1,15 +1,81 @@
 package controlplane
 
-const (
-	// KubernetesVersion is the k8s.io/kubernetes release kube-apiserver and kubectl are built from.
-	KubernetesVersion = "v1.36.3"
-	// StagingVersion is the published version of the k8s.io/* staging modules of KubernetesVersion.
-	StagingVersion = "v0.36.3"
-	// EtcdVersion is the go.etcd.io/etcd/server/v3 release etcd is built from.
-	EtcdVersion = "v3.6.16"
-	// FeatureGates are switched on in every local kube-apiserver.
-	FeatureGates = "ShardedListAndWatch=true"
+import (
+	"fmt"
+	"os"
+	"regexp"
+	"strconv"
 )
+
+// VersionEnv names the environment variable that picks the Kubernetes release
+// the local control plane is built from and started at (`make test-versions`
+// sets it per run); unset, it is DefaultKubernetesVersion.
+const VersionEnv = "METAWATCH_KUBERNETES_VERSION"
+
+// DefaultKubernetesVersion is the release `make run`, `make test` and the
+// bench use when VersionEnv is unset.
+const DefaultKubernetesVersion = "v1.36.3"
+
+// EtcdVersion is the go.etcd.io/etcd/server/v3 release etcd is built from
+// (every supported Kubernetes minor runs on etcd 3.6).
+const EtcdVersion = "v3.6.16"
+
+var (
+	// KubernetesVersion is the k8s.io/kubernetes release kube-apiserver and kubectl are built from.
+	KubernetesVersion = selected.version
+	// KubernetesMinor is KubernetesVersion's minor version (36 for v1.36.3).
+	KubernetesMinor = selected.minor
+	// StagingVersion is the published version of the k8s.io/* staging modules of KubernetesVersion.
+	StagingVersion = selected.staging
+	// FeatureGates are switched on in every local kube-apiserver: only gates
+	// the version knows, since kube-apiserver refuses to start on an unknown one.
+	FeatureGates = featureGatesOf(selected.minor)
+)
+
+var selected = selectVersion(os.Getenv(VersionEnv))
+
+// release is a Kubernetes version as the build and the start need it.
+type release struct {
+	version, staging string
+	minor            int
+	// err says why $METAWATCH_KUBERNETES_VERSION cannot be used; CacheDir returns it.
+	err error
+}
+
+var releasePattern = regexp.MustCompile(`^v1\.([0-9]+)\.([0-9]+)$`)
+
+// selectVersion reads a version like v1.35.4. Its staging modules are v0.35.4,
+// as for every release since 1.17.
+func selectVersion(v string) release {
+	if v == "" {
+		v = DefaultKubernetesVersion
+	}
+	m := releasePattern.FindStringSubmatch(v)
+	if m == nil {
+		return release{version: v, err: fmt.Errorf("%s=%q is not a Kubernetes release: expected v1.<minor>.<patch>, e.g. %s; unset it for the default",
+			VersionEnv, v, DefaultKubernetesVersion)}
+	}
+	minor, _ := strconv.Atoi(m[1])
+	r := release{version: v, staging: "v0." + m[1] + "." + m[2], minor: minor}
+	if minor < OldestMinor {
+		r.err = fmt.Errorf("%s=%s is older than the oldest minor metawatch is tested on (1.%d): pick v1.%d or newer",
+			VersionEnv, v, OldestMinor, OldestMinor)
+	}
+	return r
+}
+
+// OldestMinor is the oldest Kubernetes minor version the local control plane
+// knows how to start (its feature gates and flags).
+const OldestMinor = 34
+
+// featureGatesOf are the gates switched on at a minor version: the alpha
+// ShardedListAndWatch (KEP-5866) exists from 1.36 only.
+func featureGatesOf(minor int) string {
+	if minor >= ShardedListAndWatchMinor {
+		return "ShardedListAndWatch=true"
+	}
+	return ""
+}
 
 // artifact is one binary: the wrapper module it builds in, the package, and how
 // to tell a valid cached copy (its --version output names the expected version).
@@ -63,12 +129,13 @@ func kubernetesCommand(name string) artifact {
 }
 
 // kubernetesLdflags stamps the version the binaries report: without it they
-// report v0.0.0-master, which would make the cache check meaningless.
+// report v0.0.0-master, which would make the cache check meaningless. The
+// minor matters too: the server's compatibility version derives from it.
 func kubernetesLdflags() string {
 	flags := ""
 	for _, pkg := range []string{"k8s.io/component-base/version", "k8s.io/client-go/pkg/version"} {
 		flags += " -X " + pkg + ".gitVersion=" + KubernetesVersion +
-			" -X " + pkg + ".gitMajor=1 -X " + pkg + ".gitMinor=36"
+			" -X " + pkg + ".gitMajor=1 -X " + pkg + ".gitMinor=" + strconv.Itoa(KubernetesMinor)
 	}
 	return flags[1:]
 }
