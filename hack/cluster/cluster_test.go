@@ -72,7 +72,7 @@ func TestChartOnARealNode(t *testing.T) {
 		t.Fatal(err)
 	}
 	testkit.WaitFor(t, "another replica to take the Lease", 2*time.Minute, func() bool { h := leaseHolder(t, cs); return h != "" && h != leader })
-	setTeam(t, cs, "storefront", "checkout")
+	setTeam(t, cs, "checkout")
 	lost := watching()
 	waitLabel(t, cs, "the new leader to follow a Namespace change", pods, "checkout")
 	t.Logf("leader pod deleted: the new leader wrote the Namespace's change %s later", time.Since(deleted).Round(100*time.Millisecond))
@@ -88,7 +88,7 @@ func TestChartOnARealNode(t *testing.T) {
 	killed := time.Now()
 	killProcess(t, cs, leaseHolder(t, cs))
 	testkit.WaitFor(t, "another process to take the Lease after a kill -9", 2*time.Minute, func() bool { h := leaseIdentity(t, cs); return h != "" && h != holder })
-	setTeam(t, cs, "storefront", "payments")
+	setTeam(t, cs, "payments")
 	waitLabel(t, cs, "the new leader to follow a Namespace change", pods, "payments")
 	t.Logf("leader killed (-9): the new leader wrote the Namespace's change %s later", time.Since(killed).Round(100*time.Millisecond))
 	if lost := watching(); lost > 0 {
@@ -106,9 +106,10 @@ func TestChartOnARealNode(t *testing.T) {
 	assertNothingLeft(t)
 }
 
-func setTeam(t *testing.T, cs kubernetes.Interface, ns, team string) {
+// setTeam sets the team label of the Namespace of the test's pods, storefront.
+func setTeam(t *testing.T, cs kubernetes.Interface, team string) {
 	t.Helper()
-	if _, err := cs.CoreV1().Namespaces().Patch(t.Context(), ns, "application/merge-patch+json",
+	if _, err := cs.CoreV1().Namespaces().Patch(t.Context(), "storefront", "application/merge-patch+json",
 		fmt.Appendf(nil, `{"metadata":{"labels":{"team":%q}}}`, team), metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}

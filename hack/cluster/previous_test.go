@@ -44,7 +44,7 @@ func upgradeFromPreviousRelease(t *testing.T, c *onenode.Cluster, cs kubernetes.
 		"--create-namespace", "--set", "image.pullPolicy=Never", "--set", "image.tag=previous")
 	kubectl("apply", "-f", filepath.Join(src, "selectors/default.yaml"))
 	rolloutOrDump(t, c)
-	setTeam(t, cs, "storefront", "previous-release")
+	setTeam(t, cs, "previous-release")
 	waitLabel(t, cs, "the previous release to copy team to every pod", pods, "previous-release")
 
 	before := leaseIdentity(t, cs)
@@ -70,7 +70,7 @@ func upgradeFromPreviousRelease(t *testing.T, c *onenode.Cluster, cs kubernetes.
 			t.Errorf("the upgraded release wrote %s %d times: a converged cluster needs no write, at most one", pod, n)
 		}
 	}
-	setTeam(t, cs, "storefront", "upgraded")
+	setTeam(t, cs, "upgraded")
 	waitLabel(t, cs, "the upgraded release to follow a Namespace change", pods, "upgraded")
 }
 
@@ -175,7 +175,9 @@ func sameLabels(a, b map[string]string) bool {
 	return true
 }
 
-func labelsString(m map[string]string) string { return metav1.FormatLabelSelector(metav1.SetAsLabelSelector(m)) }
+func labelsString(m map[string]string) string {
+	return metav1.FormatLabelSelector(metav1.SetAsLabelSelector(m))
+}
 
 // podImage is the image of the first container of pod name in the chart's namespace.
 func podImage(t *testing.T, cs kubernetes.Interface, name string) string {
