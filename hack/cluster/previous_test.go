@@ -52,7 +52,7 @@ func upgradeFromPreviousRelease(t *testing.T, c *onenode.Cluster, cs kubernetes.
 	from := time.Now()
 	current := imageRef(t, "")
 	run(t, helm, "--kubeconfig", c.KubeconfigPath, "upgrade", "metawatch", "../../deploy/helm/metawatch", "-n", chartNamespace,
-		"--set", "image.pullPolicy=Never", "--set", "image.tag="+current[strings.LastIndex(current, ":")+1:])
+		"--set", "image.pullPolicy=Never", "--set", "image.tag="+current[strings.LastIndex(current, ":")+1:], "-f", previousKinds(t))
 	rolloutOrDump(t, c)
 	testkit.WaitFor(t, "a replica of this release to hold the Lease", 2*time.Minute, func() bool {
 		return leaseIdentity(t, cs) != before && podImage(t, cs, leaseHolder(t, cs)) == current
@@ -72,6 +72,29 @@ func upgradeFromPreviousRelease(t *testing.T, c *onenode.Cluster, cs kubernetes.
 	}
 	setTeam(t, cs, "upgraded")
 	waitLabel(t, cs, "the upgraded release to follow a Namespace change", pods, "upgraded")
+}
+
+// previousKinds is a values file whose rbac.kinds grant what 0.1.0's
+// example configuration watches: 0.1.0's chart granted nodes and
+// configmaps by default (rbac.watch), today's grants Namespaces, Pods and
+// Deployments only (rbac.kinds), and a leader denied a watched kind is not
+// Ready, which holds the rollout (the CHANGELOG's upgrade notes; `metawatch
+// check --chart-values` writes this list for any configuration).
+func previousKinds(t *testing.T) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "kinds.yaml")
+	values := `rbac:
+  kinds:
+    - {kind: Namespace, apiGroup: "", resource: namespaces}
+    - {kind: Pod, apiGroup: "", resource: pods, write: true}
+    - {kind: Deployment, apiGroup: apps, resource: deployments, write: true}
+    - {kind: Node, apiGroup: "", resource: nodes}
+    - {kind: ConfigMap, apiGroup: "", resource: configmaps}
+`
+	if err := os.WriteFile(path, []byte(values), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
 
 // rolloutOrDump waits for the chart's Deployment to roll out; if it does
