@@ -90,7 +90,7 @@ func (h *harness) fanout(ctx context.Context, n int) error {
 		return err
 	}
 	defer func() { _ = probes.Close(context.WithoutCancel(ctx)) }()
-	fmt.Fprintf(os.Stderr, "bench: %d pods: fanout: every pod of %d namespaces to one value first (bare client)\n", n, len(namespaces))
+	fmt.Fprintf(os.Stderr, "bench: %d pods: fanout: every pod of the %d bench namespace(s) to one value first (bare client)\n", n, len(namespaces))
 	if _, err := scenario.BareFanOut(ctx, h.client, h.everyNamespace, namespaces, fmt.Sprintf("fanout-%d-before", n), h.o.concurrency, fanOutTimeout(n)); err != nil {
 		return fmt.Errorf("bringing every pod to one value: %w", err)
 	}

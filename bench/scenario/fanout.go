@@ -7,6 +7,9 @@ import (
 	"strings"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/metawatch/metawatch/bench/seed"
@@ -38,9 +41,22 @@ func BareFanOut(ctx context.Context, c client.Client, o *Observer, namespaces []
 		pods := o.notCarrying(value)
 		return seed.ForEach(ctx, len(pods), concurrency, func(i int) error {
 			namespace, name, _ := strings.Cut(pods[i], "/")
-			return applyLabel(ctx, c, o.label, namespace, name, value)
+			return retry.OnError(overloadBackoff, overloaded, func() error { return applyLabel(ctx, c, o.label, namespace, name, value) })
 		})
 	})
+}
+
+// overloadBackoff is how the bare client retries a write the API server
+// was too loaded to finish: as client-go's own clients do on a 429, and as
+// metawatch's workqueue does on any error, it tries again later instead of
+// giving up the whole fan-out (at 10k pods on two shared cores, one apply
+// in thousands timed out after the server's 60 s).
+var overloadBackoff = wait.Backoff{Steps: 6, Duration: time.Second, Factor: 2, Jitter: 0.1}
+
+// overloaded reports whether err is the API server's answer to more than
+// it could take: a timeout, 429 Too Many Requests, or 503.
+func overloaded(err error) bool {
+	return apierrors.IsTimeout(err) || apierrors.IsServerTimeout(err) || apierrors.IsTooManyRequests(err) || apierrors.IsServiceUnavailable(err)
 }
 
 // fanOut labels the namespaces, runs write (the bare client's applies, or
