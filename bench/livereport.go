@@ -39,7 +39,7 @@ func (h *harness) liveReport(ctx context.Context, n int) error {
 	for _, t := range tools {
 		runs = append(runs, run{t.name, []string{t.path, "check", "-f", conf, "--live", "--report", "--kubeconfig", h.kubeconfig}})
 	}
-	if max := h.o.reportKubectlMaxPods; max == 0 || n <= max {
+	if limit := h.o.reportKubectlMaxPods; limit == 0 || n <= limit {
 		kubectl, err := kubectlPath(ctx)
 		if err != nil {
 			return err

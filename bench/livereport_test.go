@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"os"
 	"testing"
 )
@@ -19,7 +18,7 @@ func TestTimedMeasuresThePeakOfTheProgramNotOfTheHarness(t *testing.T) {
 	if _, err := os.Stat(sleep); err != nil {
 		t.Skipf("no %s here", sleep)
 	}
-	r, err := timed(context.Background(), []string{sleep, "0.5"})
+	r, err := timed(t.Context(), []string{sleep, "0.5"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -28,8 +28,8 @@ func liveReportTable(b *strings.Builder, run Run) {
 	}
 	b.WriteString("\n## Live report\n\n`metawatch check --live --report` (metadata-only protobuf lists, 500 a page, evaluated and tallied as they come) " +
 		"against `kubectl get pods -A -l <bench selector> -o yaml` to /dev/null, on the same pods, one after the other; each a process of its own.")
-	if max := run.Options.ReportKubectlMaxPods; max > 0 {
-		fmt.Fprintf(b, " kubectl ran only up to %d pods (--report-kubectl-max-pods): above, its time and memory are not measured.", max)
+	if limit := run.Options.ReportKubectlMaxPods; limit > 0 {
+		fmt.Fprintf(b, " kubectl ran only up to %d pods (--report-kubectl-max-pods): above, its time and memory are not measured.", limit)
 	}
 	b.WriteString("\n\n" +
 		"| pods | tool | time s | peak RSS MiB | time vs kubectl | peak RSS vs kubectl |\n| --- | --- | --- | --- | --- | --- |\n")
