@@ -50,6 +50,51 @@ func TestHarnessSmoke(t *testing.T) {
 	checkReport(t, out, all)
 }
 
+// The fanout scenario alone, on a control plane of its own (its bench
+// namespaces would meet the smoke test's): no --variants run, and every one
+// of its own fans out every pod of both namespaces, in order, with the
+// probes measured idle and during. The API server is reached by kubeconfig,
+// so its CPU is not read, and the report says so.
+func TestHarnessFanOut(t *testing.T) {
+	controlplane.SkipIfShort(t)
+	t.Parallel()
+	own := ownControlPlane(t)
+	run, out := runBench(t, nil, "--kubeconfig", own.KubeconfigPath, "--sizes", "40", "--pods-per-namespace", "20", "--scenarios", "fanout", "--fanout-idle", "1s")
+	if len(run.Results) != 0 {
+		t.Errorf("%d variant results, want none: the fan-out's variants are its own", len(run.Results))
+	}
+	var names []string
+	for _, f := range run.FanOuts {
+		names = append(names, f.Variant)
+		if f.N != 40 || f.Namespaces != 2 || f.Pods != 40 || f.Seconds <= 0 || f.PeakWritesPerSecond <= 0 {
+			t.Errorf("%s: %+v, want every pod of both namespaces relabelled, timed", f.Variant, f)
+		}
+		for probe, p := range map[string]report.ProbeLatency{"GET": f.ProbeGet, "patch": f.OtherWriter} {
+			if p.Idle.Requests == 0 || p.During.Requests == 0 || p.Idle.Errors+p.During.Errors > 0 || p.Idle.P99Millis <= 0 || p.During.P99Millis <= 0 {
+				t.Errorf("%s: probe %s %+v, want requests idle and during, without errors", f.Variant, probe, p)
+			}
+		}
+		if f.APIServerCPUSeconds != nil {
+			t.Errorf("%s: the API server's CPU is %g s, want none read: it is not the local control plane", f.Variant, *f.APIServerCPUSeconds)
+		}
+	}
+	if strings.Join(names, ",") != "metawatch,metawatch-qps50,bare" {
+		t.Errorf("fan-outs of %v, want metawatch, metawatch-qps50 and bare, in that order", names)
+	}
+	if f := run.FanOuts; len(f) == 3 && f[0].Flags != nil {
+		t.Errorf("metawatch ran with %v, want its defaults", f[0].Flags)
+	}
+	page, err := os.ReadFile(filepath.Join(out, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"## Fan-out", "| 40 | bare |", "on this target it was not measured"} {
+		if !strings.Contains(string(page), want) {
+			t.Errorf("the page lacks %q:\n%s", want, page)
+		}
+	}
+}
+
 // With simulated nodes (kwok), on a control plane of its own, at two sizes:
 // the pods are bound to them and made Running by kwok, the churn's status
 // updates come from kwok, the harness's watch sees them, and the report says
@@ -58,11 +103,7 @@ func TestHarnessSmoke(t *testing.T) {
 func TestHarnessWithKwokNodes(t *testing.T) {
 	controlplane.SkipIfShort(t)
 	t.Parallel()
-	own, err := controlplane.Start(t.Context(), controlplane.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = own.Stop() }()
+	own := ownControlPlane(t)
 	run, out := runBench(t, nil, "--kubeconfig", own.KubeconfigPath, "--kwok-nodes", "2", "--sizes", "20,40", "--pods-per-namespace", "20",
 		"--variants", "typed,metawatch", "--churn-duration", "4s", "--churn-status-rate", "10", "--churn-label-rate", "2", "--steady-window", "1s")
 	if run.Options.KwokNodes != 2 || len(run.Results) != 4 {
@@ -86,6 +127,17 @@ func TestHarnessWithKwokNodes(t *testing.T) {
 
 // runBench builds and runs the harness with args (and env, if not nil) into
 // a directory of its own, and returns its results and that directory.
+// ownControlPlane is a control plane for t alone, stopped when t ends.
+func ownControlPlane(t *testing.T) *controlplane.ControlPlane {
+	t.Helper()
+	own, err := controlplane.Start(t.Context(), controlplane.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = own.Stop() })
+	return own
+}
+
 func runBench(t *testing.T, env []string, args ...string) (report.Run, string) {
 	t.Helper()
 	bin, remove, err := testkit.Build(".", "bench")

@@ -16,6 +16,7 @@ import (
 	"github.com/metawatch/metawatch/bench/report"
 	"github.com/metawatch/metawatch/bench/scenario"
 	"github.com/metawatch/metawatch/bench/seed"
+	"github.com/metawatch/metawatch/bench/variant"
 )
 
 // failoverLease is the replicas' --leader-election-lease-duration: the default.
@@ -42,7 +43,7 @@ var failoverModes = []struct {
 // the leader killed once both are Ready, and the time until a pod's label
 // removed right after the kill is written back.
 func (h *harness) failover(ctx context.Context, n int) error {
-	bin, conf, remove, err := buildMetawatch()
+	bin, conf, remove, err := buildMetawatch(variant.ReportConfig(h.spec()))
 	if err != nil {
 		return err
 	}
@@ -71,7 +72,7 @@ func (h *harness) failover(ctx context.Context, n int) error {
 // Ready and the leader has converged the first namespace, kills the leader
 // and times the first write after it, into f.
 func (h *harness) failoverRun(ctx context.Context, bin string, args []string, f *report.Failover) error {
-	leader, err := startReplica(ctx, bin, args)
+	leader, err := startReplica(ctx, "failover", bin, args)
 	if err != nil {
 		return err
 	}
@@ -79,7 +80,7 @@ func (h *harness) failoverRun(ctx context.Context, bin string, args []string, f 
 	if f.LeaderReadySeconds, err = leader.waitReady(ctx, 15*time.Minute); err != nil {
 		return fmt.Errorf("the leader: %w", err)
 	}
-	standby, err := startReplica(ctx, bin, args)
+	standby, err := startReplica(ctx, "failover", bin, args)
 	if err != nil {
 		return err
 	}
@@ -101,7 +102,7 @@ func (h *harness) failoverRun(ctx context.Context, bin string, args []string, f 
 	return err
 }
 
-// replica is a metawatch process of the failover scenario.
+// replica is a metawatch process of the failover (or fanout) scenario.
 type replica struct {
 	cmd     *exec.Cmd
 	probe   string
@@ -109,14 +110,14 @@ type replica struct {
 	done    chan error
 }
 
-// startReplica runs bin with args and a probe address of its own, its log
-// in a temporary file (named if it fails).
-func startReplica(ctx context.Context, bin string, args []string) (*replica, error) {
+// startReplica runs bin with args and a probe address of its own, for the
+// scenario named purpose, its log in a temporary file (named if it fails).
+func startReplica(ctx context.Context, purpose, bin string, args []string) (*replica, error) {
 	addr, err := freeAddress()
 	if err != nil {
 		return nil, err
 	}
-	log, err := os.CreateTemp("", "metawatch-bench-failover-*.log")
+	log, err := os.CreateTemp("", "metawatch-bench-"+purpose+"-*.log")
 	if err != nil {
 		return nil, err
 	}
@@ -127,7 +128,7 @@ func startReplica(ctx context.Context, bin string, args []string) (*replica, err
 		return nil, err
 	}
 	go func() { r.done <- cmd.Wait(); _ = log.Close() }()
-	fmt.Fprintf(os.Stderr, "bench: failover: metawatch pid %d, log %s\n", cmd.Process.Pid, log.Name())
+	fmt.Fprintf(os.Stderr, "bench: %s: metawatch pid %d, log %s\n", purpose, cmd.Process.Pid, log.Name())
 	return r, nil
 }
 

@@ -45,6 +45,8 @@ type harness struct {
 	// into controlPlane's etcd, else "api".
 	seedVia      string
 	controlPlane *controlplane.ControlPlane
+	// everyNamespace observes every namespace's pods, once the fanout scenario runs.
+	everyNamespace *scenario.Observer
 }
 
 // run is the whole benchmark: open the target, then for each size grow the
@@ -186,6 +188,9 @@ func (h *harness) measureSize(ctx context.Context, n int) error {
 		}
 	}
 	for _, v := range h.variants {
+		if h.o.fanOutOnly() {
+			break // the fan-out's variants are its own
+		}
 		fmt.Fprintf(os.Stderr, "bench: %d pods: %s\n", n, v.Name)
 		r, err := h.measureVariant(ctx, v, n)
 		if err != nil {
@@ -193,6 +198,11 @@ func (h *harness) measureSize(ctx context.Context, n int) error {
 		}
 		h.run.Results = append(h.run.Results, r)
 		h.save()
+	}
+	if h.o.has("fanout") {
+		if err := h.fanout(ctx, n); err != nil {
+			return fmt.Errorf("fanout: %w", err)
+		}
 	}
 	h.recordControlPlane(ctx, n) // before the shards scenario restarts the API server
 	for _, s := range []struct {
@@ -289,7 +299,15 @@ func reportOptions(o options) report.Options {
 	return report.Options{Sizes: slices.Clone(o.sizes), PerNamespace: o.perNamespace, Concurrency: o.concurrency, Scenarios: o.scenarios,
 		ChurnStatusPerSec: o.statusRate, ChurnLabelsPerSec: o.labelRate, ChurnSeconds: o.churnDuration.Seconds(), KwokNodes: o.kwokNodes,
 		FirehosePerSec: o.firehoseRate, FirehoseSeconds: o.firehoseDuration.Seconds(), SteadySeconds: o.steadyWindow.Seconds(), LeanPods: o.leanPods,
-		ReportKubectlMaxPods: o.reportKubectlMaxPods, Command: makeCommand(os.Args[1:])}
+		ReportKubectlMaxPods: o.reportKubectlMaxPods, FanOutIdleSeconds: fanOutIdleSeconds(o), FanOutQPS50MaxPods: o.fanOutQPS50MaxPods, Command: makeCommand(os.Args[1:])}
+}
+
+// fanOutIdleSeconds is --fanout-idle in seconds where the fanout scenario runs.
+func fanOutIdleSeconds(o options) float64 {
+	if !o.has("fanout") {
+		return 0
+	}
+	return o.fanOutIdle.Seconds()
 }
 
 // makeCommand is the make command line that runs the bench with args, each

@@ -24,7 +24,7 @@ import (
 // its baseline, kubectl get -o yaml of the same pods, up to
 // --report-kubectl-max-pods; each timed, with its peak RSS.
 func (h *harness) liveReport(ctx context.Context, n int) error {
-	bin, conf, remove, err := buildMetawatch()
+	bin, conf, remove, err := buildMetawatch(variant.ReportConfig(h.spec()))
 	if err != nil {
 		return err
 	}
@@ -59,15 +59,16 @@ func (h *harness) liveReport(ctx context.Context, n int) error {
 }
 
 // buildMetawatch builds the metawatch binary, as users run it, and writes
-// beside it the configuration of the metawatch variant with a rule that
-// copies from owners too (config.yaml, variant.ReportConfig).
-func buildMetawatch() (bin, conf string, remove func(), err error) {
+// config beside it (config.yaml): the report and failover scenarios give
+// the metawatch variant's configuration with a rule that copies from owners
+// too (variant.ReportConfig), the fanout scenario the variant's own.
+func buildMetawatch(config string) (bin, conf string, remove func(), err error) {
 	bin, remove, err = testkit.Build("github.com/metawatch/metawatch/cmd/metawatch", "metawatch")
 	if err != nil {
 		return "", "", nil, err
 	}
 	conf = filepath.Join(filepath.Dir(bin), "config.yaml")
-	if err := os.WriteFile(conf, []byte(variant.ReportConfig(variant.Spec{Selector: seed.Selector, Label: costCenter})), 0o600); err != nil {
+	if err := os.WriteFile(conf, []byte(config), 0o600); err != nil {
 		remove()
 		return "", "", nil, err
 	}

@@ -54,6 +54,11 @@ type options struct {
 	// reportKubectlMaxPods: the report scenario's kubectl baseline runs only
 	// at sizes up to this (0: every size).
 	reportKubectlMaxPods int
+	// fanOutIdle is how long the fanout scenario's probes run idle before each fan-out.
+	fanOutIdle time.Duration
+	// fanOutQPS50MaxPods: the fanout scenario's metawatch-qps50 runs only at
+	// sizes up to this (0: every size).
+	fanOutQPS50MaxPods int
 	// reportBinaries are other metawatch binaries the report scenario also
 	// times, each as tool name (e.g. an earlier commit's, for a before/after).
 	reportBinaries []namedBinary
@@ -89,7 +94,9 @@ func parseFlags() options {
 	scenarios := flag.String("scenarios", "sync,converge,churn", "Scenarios: sync (always: every variant starts with it), converge, churn, firehose (status-only updates as fast as the API server takes them: CPU, allocations and GC per event, a CPU profile; every variant, cache-only ones too), shards "+
 		"(--shard-replicas sharded metawatch replicas against the same pods, filtered by the API server and, with its gate off, on receipt), "+
 		"report (metawatch check --live --report against kubectl get -o yaml of the same pods: time and peak RSS), "+
-		"failover (two metawatch processes with leader election, cold then --warm-standby: the leader killed, the time to the first write).")
+		"failover (two metawatch processes with leader election, cold then --warm-standby: the leader killed, the time to the first write), "+
+		"fanout (every bench namespace relabelled until every pod carries the new value: the metawatch binary as it runs by default, then at a fixed 50 writes/s, then the bare client; "+
+		"time, writes/s, a probe client's GET and another writer's patch p99, the API server's CPU; alone, it runs none of --variants).")
 	variants := flag.String("variants", strings.Join(variant.Names(variant.All()), ","), "Variants to run, each in its own process; the first is the baseline of the ratios.")
 	flag.IntVar(&o.perNamespace, "pods-per-namespace", 10000, "Pods per namespace; converge and churn use the first namespace's.")
 	flag.IntVar(&o.concurrency, "concurrency", 16, "Concurrent reconciles of every variant, and workers of the bare client.")
@@ -116,6 +123,8 @@ func parseFlags() options {
 		"kube-apiserver holds about 61 KB per realistic pod, so a 24 GiB machine cannot hold 300k of them (see bench/README.md).")
 	flag.BoolVar(&o.keep, "keep", false, "Keep the seeded namespaces at the end (on a kind cluster or kubeconfig; the local control plane is thrown away).")
 	flag.IntVar(&o.reportKubectlMaxPods, "report-kubectl-max-pods", 0, "The report scenario's kubectl baseline runs only at sizes up to this many pods (0: at every size; at 100k realistic pods it ran for more than 15 minutes and took 14 GiB here).")
+	flag.DurationVar(&o.fanOutIdle, "fanout-idle", 15*time.Second, "How long the fanout scenario's probes run idle, each variant started, before each fan-out: their idle p99.")
+	flag.IntVar(&o.fanOutQPS50MaxPods, "fanout-qps50-max-pods", 0, "The fanout scenario's "+qps50+" variant runs only at sizes up to this many pods (0: at every size; at 100k pods it takes about 33 minutes).")
 	reportBinaries := flag.String("report-binaries", "", "The report scenario also times these metawatch binaries, NAME=PATH,... (e.g. one built from an earlier commit), with the same configuration.")
 	flag.StringVar(&o.render, "render", "", "Only write the report (README.md, plots) of results.json FILE into --out, e.g. after changing the report's code.")
 	flag.StringVar(&o.child, "child", "", "Internal: run this variant in this process and report to the harness on stdout.")
@@ -125,6 +134,10 @@ func parseFlags() options {
 	o.sizes, o.scenarios, o.variants = mustInts("sizes", *sizes, "a positive number of pods"), split(*scenarios), split(*variants)
 	o.shardReplicas = mustInts("shard-replicas", *shardReplicas, "a positive number of replicas")
 	o.reportBinaries = mustNamedBinaries("report-binaries", *reportBinaries)
+	if o.fanOutQPS50MaxPods < 0 || o.fanOutIdle <= 0 {
+		fmt.Fprintf(os.Stderr, "bench: --fanout-qps50-max-pods must be 0 (every size) or a number of pods, and --fanout-idle a duration above 0 (e.g. 15s); got %d and %s\n", o.fanOutQPS50MaxPods, o.fanOutIdle)
+		os.Exit(2)
+	}
 	if o.reportKubectlMaxPods < 0 {
 		fmt.Fprintf(os.Stderr, "bench: --report-kubectl-max-pods: %d is not a number of pods: give 0 (every size) or more\n", o.reportKubectlMaxPods)
 		os.Exit(2)
@@ -188,6 +201,10 @@ func mustNamedBinaries(name, s string) []namedBinary {
 	}
 	return out
 }
+
+// fanOutOnly reports whether fanout is the only scenario asked for: its
+// variants are its own, and none of --variants runs.
+func (o options) fanOutOnly() bool { return len(o.scenarios) == 1 && o.scenarios[0] == "fanout" }
 
 func (o options) has(scenario string) bool {
 	for _, s := range o.scenarios {

@@ -99,21 +99,28 @@ const clockTicksPerSecond = 100
 // name is comm ("" if none): the local control plane's kube-apiserver or
 // etcd, whose pids envtest does not give out.
 func NewestPIDOf(comm string) string {
-	entries, _ := os.ReadDir("/proc")
 	newest, newestStart := "", int64(-1)
+	for _, pid := range pidsOf(comm) {
+		if start := startTicks(pid); start > newestStart {
+			newest, newestStart = pid, start
+		}
+	}
+	return newest
+}
+
+// pidsOf are the pids of the processes whose command name is comm.
+func pidsOf(comm string) []string {
+	entries, _ := os.ReadDir("/proc")
+	var pids []string
 	for _, e := range entries {
 		if _, err := strconv.Atoi(e.Name()); err != nil {
 			continue
 		}
-		name, err := os.ReadFile("/proc/" + e.Name() + "/comm")
-		if err != nil || strings.TrimSpace(string(name)) != comm {
-			continue
-		}
-		if start := startTicks(e.Name()); start > newestStart {
-			newest, newestStart = e.Name(), start
+		if name, err := os.ReadFile("/proc/" + e.Name() + "/comm"); err == nil && strings.TrimSpace(string(name)) == comm {
+			pids = append(pids, e.Name())
 		}
 	}
-	return newest
+	return pids
 }
 
 // startTicks is field 22 of /proc/PID/stat, when the process started.
@@ -129,4 +136,24 @@ func startTicks(pid string) int64 {
 	}
 	start, _ := strconv.ParseInt(fields[19], 10, 64)
 	return start
+}
+
+// PIDServing is the pid of the process whose command name is comm and whose
+// command line has --secure-port=port: the local control plane's
+// kube-apiserver, told apart from other API servers on this machine (those
+// of tests running beside the bench) by the port it serves. "" if none.
+func PIDServing(comm, port string) string {
+	for _, pid := range pidsOf(comm) {
+		cmdline, err := os.ReadFile("/proc/" + pid + "/cmdline")
+		if err != nil {
+			continue
+		}
+		args := strings.Split(string(cmdline), "\x00")
+		for i, arg := range args {
+			if arg == "--secure-port="+port || arg == "--secure-port" && i+1 < len(args) && args[i+1] == port {
+				return pid
+			}
+		}
+	}
+	return ""
 }

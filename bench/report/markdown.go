@@ -19,13 +19,16 @@ func Markdown(run Run) string {
 	receivedTable(&b, run)
 	churnTable(&b, run)
 	convergeTable(&b, run)
+	fanOutTable(&b, run)
 	firehoseTable(&b, run)
 	scalingTable(&b, run)
 	shardsTable(&b, run)
 	liveReportTable(&b, run)
 	failoverTable(&b, run)
 	controlPlaneTable(&b, run)
-	b.WriteString("\n![retained heap per cached pod against pods in the cluster](memory.png)\n\n![label change to write latency](latency.png)\n")
+	if hasPlots(run) {
+		b.WriteString("\n![retained heap per cached pod against pods in the cluster](memory.png)\n\n![label change to write latency](latency.png)\n")
+	}
 	return dropEmptySections(b.String())
 }
 

@@ -16,8 +16,8 @@ import (
 // one line per variant, log scale) and latency.png (the distribution of
 // label-change-to-write latencies per variant at the largest size).
 func Plots(dir string, run Run) error {
-	if !slices.ContainsFunc(run.Results, func(r Result) bool { return r.Sync.RetainedBytesPerObject > 0 }) {
-		return nil // nothing to plot yet: a log axis of no values cannot be drawn
+	if !hasPlots(run) {
+		return nil
 	}
 	if err := memoryPlot(run).Save(8*vg.Inch, 5*vg.Inch, filepath.Join(dir, "memory.png")); err != nil {
 		return fmt.Errorf("memory plot: %w", err)
@@ -26,6 +26,13 @@ func Plots(dir string, run Run) error {
 		return fmt.Errorf("latency plot: %w", err)
 	}
 	return nil
+}
+
+// hasPlots reports whether Plots draws anything for run: a log axis of no
+// values cannot be drawn, so a run without a sync measured (yet, or a
+// fanout-only run) has no plots.
+func hasPlots(run Run) bool {
+	return slices.ContainsFunc(run.Results, func(r Result) bool { return r.Sync.RetainedBytesPerObject > 0 })
 }
 
 func memoryPlot(run Run) *plot.Plot {

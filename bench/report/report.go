@@ -22,6 +22,8 @@ type Run struct {
 	Seeding []Seeding `json:"seeding,omitempty"`
 	// Failovers are the failover scenario's runs.
 	Failovers []Failover `json:"failovers,omitempty"`
+	// FanOuts are the fanout scenario's runs: every namespace relabelled, per variant.
+	FanOuts []FanOut `json:"fanOuts,omitempty"`
 	// ControlPlane is what the local kube-apiserver and etcd held at each size.
 	ControlPlane []ControlPlaneCost `json:"controlPlane,omitempty"`
 	// guide is the path from the page's folder to bench/README.md (Write
@@ -79,6 +81,12 @@ type Options struct {
 	// ReportKubectlMaxPods: the report scenario's kubectl baseline ran only
 	// at sizes up to this many pods (0: at every size).
 	ReportKubectlMaxPods int `json:"reportKubectlMaxPods,omitempty"`
+	// FanOutIdleSeconds is how long the fanout scenario's probes ran idle
+	// before each fan-out.
+	FanOutIdleSeconds float64 `json:"fanOutIdleSeconds,omitempty"`
+	// FanOutQPS50MaxPods: the fanout scenario's metawatch-qps50 variant ran
+	// only at sizes up to this many pods (0: at every size).
+	FanOutQPS50MaxPods int `json:"fanOutQPS50MaxPods,omitempty"`
 	// Command is the make command line that ran the bench, printed on the
 	// page so that a reader can run it again.
 	Command string `json:"command,omitempty"`
@@ -171,11 +179,16 @@ type Churn struct {
 }
 
 // Percentile is the p-th percentile (0..100) of the latencies, in milliseconds.
-func (c Churn) Percentile(p float64) float64 {
-	if len(c.LatenciesMillis) == 0 {
+func (c Churn) Percentile(p float64) float64 { return Percentile(c.LatenciesMillis, p) }
+
+// Percentile is the p-th percentile (0..100) of values: the value at rank
+// p/100 of the way from the lowest to the highest (rounded down, no
+// interpolation), 0 for no values.
+func Percentile(values []float64, p float64) float64 {
+	if len(values) == 0 {
 		return 0
 	}
-	sorted := slices.Sorted(slices.Values(c.LatenciesMillis))
+	sorted := slices.Sorted(slices.Values(values))
 	i := int(p / 100 * float64(len(sorted)-1))
 	return sorted[i]
 }

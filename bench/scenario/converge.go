@@ -44,10 +44,7 @@ func Bare(ctx context.Context, c client.Client, o *Observer, namespace, value st
 	}
 	pods := o.Pods()
 	err := seed.ForEach(ctx, len(pods), concurrency, func(i int) error {
-		body := variant.ApplyBody(o.label, namespace, pods[i], value)
-		target := metacache.NewObject(corev1.SchemeGroupVersion.WithKind("Pod"))
-		target.Namespace, target.Name = namespace, pods[i]
-		return c.Patch(ctx, target, client.RawPatch(types.ApplyPatchType, body), client.FieldOwner(controller.FieldManager))
+		return applyLabel(ctx, c, o.label, namespace, pods[i], value)
 	})
 	if err != nil {
 		return 0, err
@@ -56,6 +53,15 @@ func Bare(ctx context.Context, c client.Client, o *Observer, namespace, value st
 		return 0, err
 	}
 	return time.Since(start), nil
+}
+
+// applyLabel is the rule's write to one pod, made by the harness: the
+// label alone, applied as metawatch's field manager.
+func applyLabel(ctx context.Context, c client.Client, label, namespace, name, value string) error {
+	body := variant.ApplyBody(label, namespace, name, value)
+	target := metacache.NewObject(corev1.SchemeGroupVersion.WithKind("Pod"))
+	target.Namespace, target.Name = namespace, name
+	return c.Patch(ctx, target, client.RawPatch(types.ApplyPatchType, body), client.FieldOwner(controller.FieldManager))
 }
 
 func labelNamespace(ctx context.Context, c client.Client, namespace, label, value string) error {

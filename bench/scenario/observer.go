@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -16,13 +17,18 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 )
 
-// Observer watches the pods of one namespace and the value of one label on them.
+// Observer watches the pods of one namespace (or of every namespace) and
+// the value of one label on them.
 type Observer struct {
 	label string
+	// everyNamespace: pods are keyed namespace/name, not by name alone.
+	everyNamespace bool
 
 	mu        sync.Mutex
-	values    map[string]string    // pod name → its label value
+	values    map[string]string    // pod key → its label value
 	want      string               // the value the rule should write
+	wanted    int                  // pods whose value is want
+	arrivals  []time.Time          // when each pod came to carry want, since expect
 	pending   map[string]time.Time // pod name → when its label change was sent
 	latencies []time.Duration
 
@@ -31,15 +37,22 @@ type Observer struct {
 	statusUpdates atomic.Int64
 }
 
-// Observe starts an Observer of label on the pods of namespace matching selector.
+// Observe starts an Observer of label on the pods of namespace matching
+// selector; namespace "" (metav1.NamespaceAll) observes every namespace, and
+// keys the pods namespace/name.
 func Observe(ctx context.Context, cfg *rest.Config, namespace, selector, label string) (*Observer, error) {
 	client, err := metadata.NewForConfig(cfg)
 	if err != nil {
 		return nil, err
 	}
-	o := &Observer{label: label, values: map[string]string{}, pending: map[string]time.Time{}}
+	o := &Observer{label: label, everyNamespace: namespace == metav1.NamespaceAll, values: map[string]string{}, pending: map[string]time.Time{}}
 	factory := metadatainformer.NewFilteredSharedInformerFactory(client, 0, namespace, func(lo *metav1.ListOptions) { lo.LabelSelector = selector })
 	informer := factory.ForResource(schema.GroupVersionResource{Version: "v1", Resource: "pods"}).Informer()
+	// The harness holds every observed pod: without the managedFields (most
+	// of a pod's metadata) 100k of them are tens of MiB, not hundreds.
+	if err := informer.SetTransform(dropManagedFields); err != nil {
+		return nil, err
+	}
 	if _, err := informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
 		AddFunc: o.see, UpdateFunc: o.update,
 	}); err != nil {
@@ -62,22 +75,42 @@ func (o *Observer) update(old, obj any) {
 	}
 }
 
+// dropManagedFields is the observer's informer transform.
+func dropManagedFields(obj any) (any, error) {
+	if pod, ok := obj.(*metav1.PartialObjectMetadata); ok {
+		pod.ManagedFields, pod.OwnerReferences = nil, nil
+	}
+	return obj, nil
+}
+
 func (o *Observer) see(obj any) {
 	pod, ok := obj.(*metav1.PartialObjectMetadata)
 	if !ok {
 		return
 	}
+	key := pod.Name
+	if o.everyNamespace {
+		key = pod.Namespace + "/" + pod.Name
+	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	value := pod.Labels[o.label]
-	o.values[pod.Name] = value
-	if sent, ok := o.pending[pod.Name]; ok && value == o.want {
+	before, known := o.values[key]
+	o.values[key] = value
+	if value == o.want && (!known || before != o.want) {
+		o.wanted++
+		o.arrivals = append(o.arrivals, time.Now())
+	} else if known && before == o.want && value != o.want {
+		o.wanted--
+	}
+	if sent, ok := o.pending[key]; ok && value == o.want {
 		o.latencies = append(o.latencies, time.Since(sent))
-		delete(o.pending, pod.Name)
+		delete(o.pending, key)
 	}
 }
 
-// Pods are the names of the observed pods.
+// Pods are the names of the observed pods (namespace/name when the observer
+// watches every namespace).
 func (o *Observer) Pods() []string {
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -92,17 +125,48 @@ func (o *Observer) Pods() []string {
 // labels nor annotations: status writes, whoever made them.
 func (o *Observer) StatusUpdates() int { return int(o.statusUpdates.Load()) }
 
-// expect sets the value the rule writes from now on.
+// expect sets the value the rule writes from now on, and forgets the
+// arrivals of the one before.
 func (o *Observer) expect(value string) {
 	o.mu.Lock()
-	o.want = value
-	o.mu.Unlock()
+	defer o.mu.Unlock()
+	o.want, o.wanted, o.arrivals = value, 0, nil
+	for _, v := range o.values {
+		if v == value {
+			o.wanted++
+		}
+	}
 }
 
-// carrying is the number of pods whose label has value.
+// arrivalTimes are when each pod came to carry the expected value since expect.
+func (o *Observer) arrivalTimes() []time.Time {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return slices.Clone(o.arrivals)
+}
+
+// notCarrying are the keys of the pods whose label does not have value.
+func (o *Observer) notCarrying(value string) []string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	var keys []string
+	for key, v := range o.values {
+		if v != value {
+			keys = append(keys, key)
+		}
+	}
+	return keys
+}
+
+// carrying is the number of pods whose label has value: counted as events
+// arrive for the expected value (a poll over 100k pods every 20 ms would be
+// the harness's CPU taken from the API server), else counted now.
 func (o *Observer) carrying(value string) int {
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	if value == o.want {
+		return o.wanted
+	}
 	n := 0
 	for _, v := range o.values {
 		if v == value {

@@ -1,0 +1,100 @@
+package report
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestPercentile(t *testing.T) {
+	for name, c := range map[string]struct {
+		values []float64
+		p      float64
+		want   float64
+	}{
+		"no values give 0":                                         {nil, 99, 0},
+		"one value is every percentile":                            {[]float64{7}, 99, 7},
+		"the 50th of an odd count is the middle one":               {[]float64{3, 1, 2}, 50, 2},
+		"the 0th is the lowest and the 100th the highest":          {[]float64{5, 1, 9}, 100, 9},
+		"the 99th of a hundred is rounded down to the 99th value":  {hundred(), 99, 99},
+		"the 99th of fifty, a rank short of the last, is the 49th": {hundred()[:50], 99, 49},
+		"the order the values came in does not matter":             {[]float64{9, 3, 7, 1, 5}, 50, 5},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if got := Percentile(c.values, c.p); got != c.want {
+				t.Errorf("Percentile(%v, %g) = %g, want %g", c.values, c.p, got, c.want)
+			}
+		})
+	}
+}
+
+// hundred is 1..100.
+func hundred() []float64 {
+	v := make([]float64, 100)
+	for i := range v {
+		v[i] = float64(i + 1)
+	}
+	return v
+}
+
+func TestNewProbeWindow(t *testing.T) {
+	w := NewProbeWindow([]float64{4, 2, 30, 3}, 1)
+	if w.Requests != 4 || w.Errors != 1 || w.P50Millis != 3 || w.P99Millis != 4 || w.MaxMillis != 30 {
+		t.Errorf("NewProbeWindow = %+v, want 4 requests, 1 error, p50 3, p99 4 (rank rounded down), max 30", w)
+	}
+}
+
+func TestFanOutTable(t *testing.T) {
+	cpu := func(s float64) *float64 { return &s }
+	probe := func(idle, during float64) ProbeLatency {
+		return ProbeLatency{Idle: ProbeWindow{P99Millis: idle}, During: ProbeWindow{P99Millis: during}}
+	}
+	measured := []FanOut{
+		{N: 10_000, Variant: "metawatch", Pods: 10_000, Seconds: 200, PeakWritesPerSecond: 61, ProbeGet: probe(4, 5), OtherWriter: probe(6, 9), APIServerCPUSeconds: cpu(120)},
+		{N: 10_000, Variant: "metawatch-qps50", Flags: []string{"--kube-api-qps=50", "--kube-api-burst=100"}, Pods: 10_000, Seconds: 201, PeakWritesPerSecond: 60,
+			ProbeGet: probe(4, 5), OtherWriter: probe(6, 9), APIServerCPUSeconds: cpu(118)},
+		{N: 10_000, Variant: BareFanOut, Pods: 10_000, Seconds: 50, PeakWritesPerSecond: 230, ProbeGet: ProbeLatency{Idle: ProbeWindow{P99Millis: 4},
+			During: ProbeWindow{P99Millis: 40, Errors: 2}}, OtherWriter: probe(6, 60), APIServerCPUSeconds: cpu(90)},
+	}
+	for name, c := range map[string]struct {
+		fanOuts      []FanOut
+		want, absent []string
+	}{
+		"every variant has a row, its time against the bare client's": {
+			fanOuts: measured,
+			want: []string{
+				"## Fan-out: every bench Namespace relabelled",
+				"| pods | variant | seconds to converge | writes/s | probe GET p99 (idle → during) | other writer's patch p99 (idle → during) | API server CPU s | time vs bare |",
+				"| 10000 | metawatch | 200.0 | 50 (61) | 4.0 → 5.0 ms (1.2x) | 6.0 → 9.0 ms (1.5x) | 120.0 | 4.00x |",
+				"| 10000 | bare | 50.0 | 200 (230) | 4.0 → 40.0 ms (10.0x), 2 errors | 6.0 → 60.0 ms (10.0x) | 90.0 | 1.00x |",
+				"- `metawatch-qps50`: the metawatch binary with `--kube-api-qps=50 --kube-api-burst=100`",
+				"- `metawatch`: the metawatch binary with its default flags",
+			},
+			absent: []string{"was not measured"},
+		},
+		"without the bare client, no time against it": {
+			fanOuts: measured[:1],
+			want:    []string{"| 10000 | metawatch | 200.0 | 50 (61) | 4.0 → 5.0 ms (1.2x) | 6.0 → 9.0 ms (1.5x) | 120.0 | - |"},
+		},
+		"the API server's CPU not read says so": {
+			fanOuts: []FanOut{{N: 100, Variant: BareFanOut, Pods: 100, Seconds: 1, ProbeGet: probe(2, 3), OtherWriter: probe(2, 3)}},
+			want:    []string{"| 100 | bare | 1.0 | 100 (0) | 2.0 → 3.0 ms (1.5x) | 2.0 → 3.0 ms (1.5x) | - | 1.00x |", "on this target it was not measured"},
+		},
+		"no fan-out, no section": {
+			absent: []string{"Fan-out"},
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			page := Markdown(Run{FanOuts: c.fanOuts, Options: Options{FanOutIdleSeconds: 15}})
+			for _, w := range c.want {
+				if !strings.Contains(page, w) {
+					t.Errorf("the page lacks %q:\n%s", w, page)
+				}
+			}
+			for _, a := range c.absent {
+				if strings.Contains(page, a) {
+					t.Errorf("the page has %q:\n%s", a, page)
+				}
+			}
+		})
+	}
+}
