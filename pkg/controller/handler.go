@@ -30,7 +30,7 @@ func enqueueWithSnapshot(mem *memory, ruler *ruleReconciler) handler.EventHandle
 			switch {
 			case ruler == nil || !ruler.needsReconcile(ctx, e.Object):
 			case e.IsInInitialList:
-				addFanout(q, requestFor(e.Object)) // a new object goes first
+				addFanout(q, requestFor(e.Object)) // below the objects created from now on
 			default:
 				q.Add(requestFor(e.Object))
 			}
