@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"time"
 
@@ -119,8 +120,8 @@ func (r *ruleReconciler) adopt(ctx context.Context, obj *metav1.PartialObjectMet
 			return false, err
 		}
 	}
-	if _, err = r.applyCurrent(ctx, r.adoptFrom, obj, rv, p.keep); err != nil {
-		return false, err
+	if rv, err = r.applyCurrent(ctx, r.adoptFrom, obj, rv, p.keep); err != nil || rv == "" {
+		return false, err // a dropped write adopted nothing yet
 	}
 	metrics.Adoptions.WithLabelValues(kindLabel(r.GVK), metrics.AdoptionDone).Inc()
 	log.Info("adopted keys")
@@ -129,7 +130,8 @@ func (r *ruleReconciler) adopt(ctx context.Context, obj *metav1.PartialObjectMet
 
 // applyCurrent applies keys at their current values as manager, on obj's
 // version rv, and returns the version the object has after it; "" and no
-// error when the write was dropped (see writeOutcome).
+// error when the write was dropped: the object is gone or replaced, the
+// generation is stopping, or another replica holds its bucket.
 func (r *ruleReconciler) applyCurrent(ctx context.Context, manager string, obj *metav1.PartialObjectMetadata, rv string, keys owned) (string, error) {
 	labels, annotations := atCurrent(obj.Labels, keys.labels), atCurrent(obj.Annotations, keys.annotations)
 	after, err := r.applyAs(ctx, manager, obj, rv, labels, annotations, false)
@@ -164,42 +166,44 @@ func appliedBy(obj metav1.Object, manager string) (entry *metav1.ManagedFieldsEn
 		if f.Manager != manager || f.Operation != metav1.ManagedFieldsOperationApply || f.Subresource != "" || f.FieldsV1 == nil {
 			continue
 		}
-		keys, onlyMetadata = labelAndAnnotationKeys(f.FieldsV1.GetRawBytes())
-		return f, keys, onlyMetadata
+		raw := f.FieldsV1.GetRawBytes()
+		return f, parsedFields.keysOf(raw), onlyLabelsAndAnnotations(raw)
 	}
 	return nil, owned{}, false
 }
 
-// labelAndAnnotationKeys reads a FieldsV1 set: the label and annotation keys
-// it holds, and whether it holds nothing else ("." is the set's own marker).
-func labelAndAnnotationKeys(raw []byte) (keys owned, onlyMetadata bool) {
-	keys = owned{labels: sets.New[string](), annotations: sets.New[string]()}
-	var root map[string]json.RawMessage
-	if json.Unmarshal(raw, &root) != nil {
-		return keys, false
+// onlyLabelsAndAnnotations reports whether a FieldsV1 set holds nothing but
+// label and annotation keys ("." is a set's own marker); false if it cannot
+// be read.
+func onlyLabelsAndAnnotations(raw []byte) bool {
+	var root, meta map[string]json.RawMessage
+	if json.Unmarshal(raw, &root) != nil || !onlyKeys(root, "f:metadata") {
+		return false
 	}
-	var meta map[string]json.RawMessage
-	if raw, ok := root["f:metadata"]; ok && json.Unmarshal(raw, &meta) != nil {
-		return keys, false
+	if m, ok := root["f:metadata"]; ok && json.Unmarshal(m, &meta) != nil {
+		return false
 	}
-	onlyMetadata = onlyKeys(root, "f:metadata") && onlyKeys(meta, "f:labels", "f:annotations")
-	for name, dst := range map[string]sets.Set[string]{"f:labels": keys.labels, "f:annotations": keys.annotations} {
+	if !onlyKeys(meta, "f:labels", "f:annotations") {
+		return false
+	}
+	for _, name := range []string{"f:labels", "f:annotations"} {
 		var m map[string]json.RawMessage
 		if raw, ok := meta[name]; ok && json.Unmarshal(raw, &m) != nil {
-			return keys, false
+			return false
 		}
-		addFieldKeys(dst, m)
 		for k := range m {
-			onlyMetadata = onlyMetadata && (k == "." || strings.HasPrefix(k, "f:"))
+			if k != "." && !strings.HasPrefix(k, "f:") {
+				return false
+			}
 		}
 	}
-	return keys, onlyMetadata
+	return true
 }
 
 // onlyKeys reports whether m has no key but allowed and ".".
 func onlyKeys(m map[string]json.RawMessage, allowed ...string) bool {
 	for k := range m {
-		if k != "." && !sets.New(allowed...).Has(k) {
+		if k != "." && !slices.Contains(allowed, k) {
 			return false
 		}
 	}
