@@ -12,7 +12,7 @@ import (
 
 	"github.com/metawatch/metawatch/bench/seed"
 	"github.com/metawatch/metawatch/bench/variant"
-	"github.com/metawatch/metawatch/pkg/controller"
+	"github.com/metawatch/metawatch/pkg/authority"
 	"github.com/metawatch/metawatch/pkg/metacache"
 )
 
@@ -61,7 +61,7 @@ func applyLabel(ctx context.Context, c client.Client, label, namespace, name, va
 	body := variant.ApplyBody(label, namespace, name, value)
 	target := metacache.NewObject(corev1.SchemeGroupVersion.WithKind("Pod"))
 	target.Namespace, target.Name = namespace, name
-	return c.Patch(ctx, target, client.RawPatch(types.ApplyPatchType, body), client.FieldOwner(controller.FieldManager))
+	return c.Patch(ctx, target, client.RawPatch(types.ApplyPatchType, body), client.FieldOwner(authority.DefaultFieldManager))
 }
 
 func labelNamespace(ctx context.Context, c client.Client, namespace, label, value string) error {

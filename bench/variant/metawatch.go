@@ -13,6 +13,7 @@ import (
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/metawatch/metawatch/pkg/apiserver"
+	"github.com/metawatch/metawatch/pkg/authority"
 	"github.com/metawatch/metawatch/pkg/config"
 	"github.com/metawatch/metawatch/pkg/controller"
 	"github.com/metawatch/metawatch/pkg/manager"
@@ -24,7 +25,7 @@ import (
 	"github.com/metawatch/metawatch/pkg/wire"
 )
 
-const fieldManager = controller.FieldManager
+const fieldManager = authority.DefaultFieldManager
 
 func metawatch() Variant {
 	return Variant{Name: "metawatch", Description: "metawatch: its Manager and controllers, configured by the ConfigMap below",
@@ -251,5 +252,5 @@ func startShrunkCache(ctx context.Context, cfg *rest.Config, spec Spec, counters
 
 // stripped is cfg through the stripping transport, as the steps from step2 on use it.
 func stripped(cfg *rest.Config) *rest.Config {
-	return wire.StripManagedFields(cfg, []string{controller.FieldManager}, wire.Options{}, nil)
+	return wire.StripManagedFields(cfg, []string{authority.DefaultFieldManager}, wire.Options{}, nil)
 }

@@ -14,11 +14,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 
 	"github.com/metawatch/metawatch/pkg/apiserver"
+	"github.com/metawatch/metawatch/pkg/authority"
+	"github.com/metawatch/metawatch/pkg/authority/pace"
 	"github.com/metawatch/metawatch/pkg/config"
 	"github.com/metawatch/metawatch/pkg/controller"
-	"github.com/metawatch/metawatch/pkg/fence"
 	"github.com/metawatch/metawatch/pkg/manager"
-	"github.com/metawatch/metawatch/pkg/pace"
 	"github.com/metawatch/metawatch/pkg/reload"
 	"github.com/metawatch/metawatch/pkg/version"
 )
@@ -58,8 +58,8 @@ func run(ctx context.Context, opts options) error {
 			return err
 		}
 		// Writes leave only while the Lease's last renewal is recent (fence).
-		claim := fence.NewLeaderClaim(lock, manager.RenewDeadlineOf(mgrOpts))
-		mgrOpts.LeaseLock, controllerOpts.Claim = claim, claim
+		claim := authority.NewLeaderClaim(lock, manager.RenewDeadlineOf(mgrOpts))
+		mgrOpts.LeaseLock, controllerOpts.Guard.Claim = claim, claim
 	}
 	mgr, err := manager.New(cfg, nil, mgrOpts)
 	if err != nil {

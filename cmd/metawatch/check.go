@@ -18,6 +18,7 @@ import (
 	"github.com/metawatch/metawatch/pkg/access"
 	"github.com/metawatch/metawatch/pkg/admission"
 	"github.com/metawatch/metawatch/pkg/apiserver"
+	"github.com/metawatch/metawatch/pkg/authority"
 	"github.com/metawatch/metawatch/pkg/brake"
 	"github.com/metawatch/metawatch/pkg/config"
 )
@@ -82,7 +83,7 @@ func checkCommand(args []string, stdout, stderr io.Writer) int {
 	o.limits.BindFlags(fs)
 	o.removalBrake = brake.DefaultLimits()
 	o.removalBrake.BindFlags(fs)
-	fs.StringVar(&o.fieldManager, "field-manager", config.DefaultFieldManager, "The --field-manager metawatch runs with: the keys it would release or adopt are those this name owns.")
+	fs.StringVar(&o.fieldManager, "field-manager", authority.DefaultFieldManager, "The --field-manager metawatch runs with: the keys it would release or adopt are those this name owns.")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: metawatch check -f FILE [--kubeconfig PATH [--live] [--as USER] [--rbac] [--chart-values FILE]] [the guardrail flags metawatch runs with]")
 		fmt.Fprintln(fs.Output(), "       metawatch check -f FILE --objects OBJECTS [OBJECTS...] [-o text|json] [--live [--kubeconfig PATH]] [the guardrail flags]")

@@ -16,8 +16,8 @@ import (
 
 	"github.com/metawatch/metawatch/pkg/access"
 	"github.com/metawatch/metawatch/pkg/admission"
+	"github.com/metawatch/metawatch/pkg/authority"
 	"github.com/metawatch/metawatch/pkg/config"
-	"github.com/metawatch/metawatch/pkg/controller"
 )
 
 // atCreationRules names the rules with atCreation.
@@ -91,7 +91,7 @@ func dryRunPolicy(ctx context.Context, c client.Client, r admission.Rule) error 
 			return err
 		}
 		if err := c.Patch(ctx, obj, client.RawPatch(types.ApplyPatchType, body), client.DryRunAll, client.ForceOwnership,
-			client.FieldOwner(controller.FieldManager)); err != nil {
+			client.FieldOwner(authority.DefaultFieldManager)); err != nil {
 			return fmt.Errorf("the server refuses its %s: %w", kind, err)
 		}
 	}

@@ -7,11 +7,12 @@ import (
 	"go.uber.org/zap/zapcore"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	"github.com/metawatch/metawatch/pkg/authority"
+	"github.com/metawatch/metawatch/pkg/authority/pace"
 	"github.com/metawatch/metawatch/pkg/brake"
 	"github.com/metawatch/metawatch/pkg/config"
 	"github.com/metawatch/metawatch/pkg/controller"
 	"github.com/metawatch/metawatch/pkg/manager"
-	"github.com/metawatch/metawatch/pkg/pace"
 	"github.com/metawatch/metawatch/pkg/reload"
 	"github.com/metawatch/metawatch/pkg/wire"
 )
@@ -86,7 +87,7 @@ func bindFlags(fs *flag.FlagSet) *options {
 	fs.DurationVar(&o.manager.Wire.BookmarkInterval, "unchanged-bookmark-interval", wire.DefaultBookmarkInterval, "The most the bookmark standing for unchanged events left out is held back while events flow: the informer's resourceVersion lags by at most that, and is exact whenever a watch ends (which is when it resumes). 0 sends one per event.")
 	fs.StringVar(&o.containerMemoryLimit, "container-memory-limit", "", "The container's memory limit (bytes, or a quantity such as 1Gi); the Go runtime's soft memory limit is set to 90% of it, so the GC works harder as the heap nears it instead of the container being OOM-killed. The chart sets it from resources.limits.memory. Ignored when GOMEMLIMIT is set.")
 	fs.BoolVar(&o.controller.EventValues, "events-include-values", false, "Let LabelConflict and OwnershipFight Events carry the value another field manager wrote (never for annotations of Secrets). Off, they name that manager only: anyone who may list Events reads them.")
-	fs.StringVar(&o.controller.FieldManager, "field-manager", config.DefaultFieldManager, "Server-side apply field manager the rules write as: the keys this installation owns are "+
+	fs.StringVar(&o.controller.FieldManager, "field-manager", authority.DefaultFieldManager, "Server-side apply field manager the rules write as: the keys this installation owns are "+
 		"those this name owns. Each installation writing the same kinds needs a name of its own: two applying as one replace each other's keys on every write.")
 	fs.StringVar(&o.controller.AdoptFieldManager, "adopt-field-manager", "", "The field manager this installation wrote as before --field-manager was changed: "+
 		"the label and annotation keys it owns are taken over (values unchanged), then released if no rule wants them. "+

@@ -9,7 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/metawatch/metawatch/pkg/admission"
-	"github.com/metawatch/metawatch/pkg/controller"
+	"github.com/metawatch/metawatch/pkg/authority"
 )
 
 // pruneBeforeExit judges, once, the admission policies of this
@@ -36,7 +36,7 @@ func pruneBeforeExit(ctx context.Context, opts options, getConfig func() (*rest.
 	}
 	var said string
 	p := &admission.Pruner{Limits: &opts.limits, Installation: installation(opts), Client: c, Mapper: c.RESTMapper(), Discovery: dc,
-		Guard: controller.Guard{}, Log: setupLog.WithName("admission-pruner"), Leftovers: &admission.Leftovers{OnChange: func(problem string) { said = problem }}}
+		Guard: authority.Guard{}, Log: setupLog.WithName("admission-pruner"), Leftovers: &admission.Leftovers{OnChange: func(problem string) { said = problem }}}
 	switch {
 	case opts.controller.DryRun:
 		p.Keep = "--dry-run deletes nothing"

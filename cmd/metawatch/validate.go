@@ -9,7 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/tools/leaderelection"
 
-	"github.com/metawatch/metawatch/pkg/config"
+	"github.com/metawatch/metawatch/pkg/authority"
 	"github.com/metawatch/metawatch/pkg/manager"
 )
 
@@ -27,7 +27,7 @@ func validateFlags(opts options) error {
 		opts.sharding.validate(opts.manager),
 		leaseFlagsValid(opts),
 		warmStandbyValid(opts),
-		config.ValidFieldManager("--field-manager", opts.controller.FieldManager),
+		authority.ValidFieldManager("--field-manager", opts.controller.FieldManager),
 		adoptFieldManagerValid(opts.controller.FieldManager, opts.controller.AdoptFieldManager),
 		opts.removalBrake.Validate(),
 		opts.writeRate.Validate(),
@@ -43,7 +43,7 @@ func adoptFieldManagerValid(own, adopt string) error {
 	case own:
 		return fmt.Errorf("--adopt-field-manager is %q, the same as --field-manager: name the field manager this installation wrote as before the change, or leave it empty", adopt)
 	}
-	return config.ValidFieldManager("--adopt-field-manager", adopt)
+	return authority.ValidFieldManager("--adopt-field-manager", adopt)
 }
 
 // warmStandbyValid refuses --warm-standby where there is no standby.

@@ -14,8 +14,8 @@ import (
 	"k8s.io/client-go/discovery"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/metawatch/metawatch/pkg/authority"
 	"github.com/metawatch/metawatch/pkg/config"
-	"github.com/metawatch/metawatch/pkg/controller"
 )
 
 // Pruner deletes the pairs of its installation that the operator's limits
@@ -44,11 +44,11 @@ type Pruner struct {
 	// looking, and one started beside a production installation, reading
 	// its ConfigMap, must not delete what that one runs.
 	Keep string
-	// Client deletes (built with fence.Wrap, for Guard's claim) and lists.
+	// Client deletes (built with authority.Wrap, for Guard's claim) and lists.
 	Client    client.Client
 	Mapper    meta.RESTMapper
 	Discovery discovery.DiscoveryInterface
-	Guard     controller.Guard
+	Guard     authority.Guard
 	// NeedLeader: only the leader prunes (false when sharded).
 	NeedLeader bool
 	// Resync is how often the pairs are judged again (RBAC may be granted,
@@ -175,11 +175,11 @@ func (p *Pruner) deleteAll(ctx context.Context, objs []doomed) error {
 	var errs []error
 	for _, d := range objs {
 		err := deleteListed(ctx, p.Guard, p.Client, d.obj)
-		switch {
-		case err == nil:
+		switch outcome := authority.Classify(err); {
+		case outcome == authority.Written:
 			p.Log.Info("deleted an admission policy the flags no longer allow", "kind", kindOf(d.obj), "name", d.obj.GetName(), "why", d.why.Error())
-		case apierrors.IsNotFound(err), controller.NotWritten(err):
-		case controller.RetrySoon(err), apierrors.IsConflict(err):
+		case outcome == authority.Gone, outcome == authority.NotSent:
+		case outcome == authority.SendSoon, apierrors.IsConflict(err):
 			errs = append(errs, errRetrySoon)
 		case apierrors.IsForbidden(err):
 			forbidden = append(forbidden, kindOf(d.obj)+" "+d.obj.GetName())

@@ -15,7 +15,7 @@ import (
 	"k8s.io/client-go/discovery"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/metawatch/metawatch/pkg/controller"
+	"github.com/metawatch/metawatch/pkg/authority"
 	"github.com/metawatch/metawatch/pkg/metrics"
 )
 
@@ -37,14 +37,14 @@ type Syncer struct {
 	// metawatch are not this one's to update or delete.
 	Installation string
 	// FieldManager is the installation's field manager (--field-manager),
-	// which the pairs are written as; empty: controller.FieldManager.
+	// which the pairs are written as; empty: authority.DefaultFieldManager.
 	FieldManager string
-	// Client writes (built with fence.Wrap, for Guard's claim); Reader
+	// Client writes (built with authority.Wrap, for Guard's claim); Reader
 	// lists, uncached; Discovery tells whether the API is served.
 	Client    client.Client
 	Reader    client.Reader
 	Discovery discovery.DiscoveryInterface
-	Guard     controller.Guard
+	Guard     authority.Guard
 	// Gate holds every write until it is closed (the generation opens).
 	Gate <-chan struct{}
 	// Resync is how often the pairs are checked again (a pair deleted or
@@ -234,7 +234,7 @@ func (s *Syncer) report(rule string, err error) {
 	case err == nil:
 		s.setProblem(rule, "", 1)
 	case errors.Is(err, errRetrySoon):
-	case controller.NotWritten(err): // another replica writes it, or the generation stops
+	case authority.Classify(err) == authority.NotSent: // another replica writes it, or the generation stops
 		s.setProblem(rule, "", -1)
 	default:
 		s.setProblem(rule, err.Error(), 0)

@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/metawatch/metawatch/pkg/admission"
-	"github.com/metawatch/metawatch/pkg/controller"
+	"github.com/metawatch/metawatch/pkg/authority"
 	"github.com/metawatch/metawatch/pkg/testing/controlplane"
 	"github.com/metawatch/metawatch/pkg/testing/testkit"
 )
@@ -51,7 +51,7 @@ func TestAPairWaitingForItsBucketRetriesAlone(t *testing.T) {
 	controlplane.RequireMutatingAdmissionPolicy(t)
 	c := &countingClient{Client: testkit.Client(t, cp.Config)}
 	_, stop := run(t, &admission.Syncer{Rules: []admission.Rule{tierRule("written", "a"), tierRule("waiting", "a")}, Client: c, Reader: c.Client,
-		Guard: controller.Guard{Gate: pendingFor(admission.Name("waiting"))}})
+		Guard: authority.Guard{Gate: pendingFor(admission.Name("waiting"))}})
 	time.Sleep(5 * time.Second)
 	stop()
 	deletePair(t, c.Client, "written")

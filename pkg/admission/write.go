@@ -14,7 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/metawatch/metawatch/pkg/controller"
+	"github.com/metawatch/metawatch/pkg/authority"
 )
 
 // InstallationLabel tells apart the pairs of metawatch installations that
@@ -129,17 +129,17 @@ func (s *Syncer) write(ctx context.Context, obj, listed client.Object) error {
 	}
 	err := s.Guard.Write(ctx, guardKey(obj.GetName()), func(ctx context.Context) error {
 		if listed == nil {
-			return s.Client.Create(ctx, obj, client.FieldOwner(cmp.Or(s.FieldManager, controller.FieldManager)))
+			return s.Client.Create(ctx, obj, client.FieldOwner(cmp.Or(s.FieldManager, authority.DefaultFieldManager)))
 		}
-		return s.Client.Update(ctx, obj, client.FieldOwner(cmp.Or(s.FieldManager, controller.FieldManager)))
+		return s.Client.Update(ctx, obj, client.FieldOwner(cmp.Or(s.FieldManager, authority.DefaultFieldManager)))
 	})
-	switch {
-	case err == nil:
+	switch outcome := authority.Classify(err); {
+	case outcome == authority.Written:
 		s.remember(kindName, obj.GetResourceVersion())
 		return nil
-	case controller.NotWritten(err):
+	case outcome == authority.NotSent:
 		return err
-	case controller.RetrySoon(err), apierrors.IsConflict(err), listed != nil && apierrors.IsNotFound(err):
+	case outcome == authority.SendSoon, apierrors.IsConflict(err), listed != nil && outcome == authority.Gone:
 		return errRetrySoon // another wrote or deleted it since it was listed: list again
 	case apierrors.IsAlreadyExists(err):
 		return s.alreadyExists(ctx, obj)
@@ -240,10 +240,10 @@ func (s *Syncer) remove(ctx context.Context, kind string, obj client.Object) err
 	if err == nil {
 		s.Log.Info("deleted the admission policy of a removed rule", "kind", kind, "name", obj.GetName())
 	}
-	switch {
-	case err == nil || apierrors.IsNotFound(err) || controller.NotWritten(err):
+	switch authority.Classify(err) {
+	case authority.Written, authority.Gone, authority.NotSent:
 		return nil
-	case controller.RetrySoon(err) || apierrors.IsConflict(err):
+	case authority.SendSoon, authority.Stale, authority.Conflict:
 		return errRetrySoon // changed since the list: listed and deleted again shortly
 	}
 	return fmt.Errorf("deleting %s %s: %w", kind, obj.GetName(), err)
@@ -252,7 +252,7 @@ func (s *Syncer) remove(ctx context.Context, kind string, obj client.Object) err
 // deleteListed deletes obj through guard (under the claim of the pair's
 // key) if it is still the version listed: a replica that stalled past its
 // claim cannot delete what another made since.
-func deleteListed(ctx context.Context, guard controller.Guard, c client.Writer, obj client.Object) error {
+func deleteListed(ctx context.Context, guard authority.Guard, c client.Writer, obj client.Object) error {
 	uid, rv := obj.GetUID(), obj.GetResourceVersion()
 	return guard.Write(ctx, guardKey(obj.GetName()), func(ctx context.Context) error {
 		return c.Delete(ctx, obj, client.Preconditions{UID: &uid, ResourceVersion: &rv})

@@ -1,11 +1,7 @@
 package config
 
 import (
-	"fmt"
 	"slices"
-	"strings"
-	"unicode"
-	"unicode/utf8"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
@@ -62,18 +58,4 @@ func (l *Limits) ReleaseRefusal(key string) string {
 		return RefusedReserved
 	}
 	return ""
-}
-
-// ValidFieldManager checks a field manager name as the API server does
-// (at most 128 printable characters), for flag.
-func ValidFieldManager(flag, name string) error {
-	switch {
-	case name == "":
-		return fmt.Errorf("%s is empty: name the field manager this installation writes as, e.g. %s-team-a", flag, DefaultFieldManager)
-	case utf8.RuneCountInString(name) > 128:
-		return fmt.Errorf("%s %q is %d characters long: the API server takes at most 128", flag, name, utf8.RuneCountInString(name))
-	case strings.IndexFunc(name, func(r rune) bool { return !unicode.IsPrint(r) }) >= 0:
-		return fmt.Errorf("%s %q holds a character that is not printable: the API server refuses it", flag, name)
-	}
-	return nil
 }

@@ -3,11 +3,6 @@ package config
 // DataKey is the ConfigMap data key that holds the configuration.
 const DataKey = "config.yaml"
 
-// DefaultFieldManager is the server-side apply field manager metawatch
-// writes as unless --field-manager names another: one installation's keys
-// are those its field manager owns.
-const DefaultFieldManager = "metawatch"
-
 // Config is the content of the selectors ConfigMap's config.yaml.
 type Config struct {
 	// Watches are the kinds to cache, one entry per kind.

@@ -13,9 +13,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
+	"github.com/metawatch/metawatch/pkg/authority"
 	"github.com/metawatch/metawatch/pkg/brake"
 	"github.com/metawatch/metawatch/pkg/config"
-	"github.com/metawatch/metawatch/pkg/fence"
 	"github.com/metawatch/metawatch/pkg/metacache"
 	"github.com/metawatch/metawatch/pkg/rules"
 	"github.com/metawatch/metawatch/pkg/sharding"
@@ -40,10 +40,11 @@ type Options struct {
 	// cluster-scoped objects in "". Objects out of scope are left alone:
 	// neither written nor released, nor audited.
 	InScope func(namespace string) bool
-	// Fence, when set, is what every write of these controllers passes; see WriteFence.
-	Fence *WriteFence
-	// ShardGate, when set, admits each write by its object's uid (sharding).
-	ShardGate ShardGate
+	// Guard is what every write of these controllers passes: the
+	// generation's write fence, and the shard gate and claim of its run
+	// mode (package authority). The manager's client must be built with
+	// authority.Wrap when it has a claim.
+	Guard authority.Guard
 	// BucketsGained, when set (sharding), registers a function told of the
 	// buckets that come to this replica; see requeueGained.
 	BucketsGained func(func([]sharding.Bucket)) (remove func())
@@ -54,11 +55,6 @@ type Options struct {
 	// audited, the audits forget those of the others.
 	Holder               Holder
 	HeldGained, HeldLost func(func([]sharding.Bucket)) (remove func())
-	// Claim, when set, is this replica's right to write (the leader Lease,
-	// or the Ring sharded): checked when a write is admitted and again as
-	// its request is sent; the request ends when the claim does (package
-	// fence). The manager's client must be built with fence.Wrap.
-	Claim fence.Claim
 	// Versions, when set, gives the newest resourceVersion of a cached
 	// object, for the precondition of every write (see wire.ResourceVersions).
 	Versions ResourceVersions
@@ -133,14 +129,14 @@ func setupKind(mgr manager.Manager, w config.ResolvedWatch, rs []rules.Rule, own
 	var ruler *ruleReconciler
 	kr := &kindReconciler{reader: mgr.GetCache(), gvk: w.GVK, gate: opts.Gate, steps: []step{report}}
 	if len(rs) > 0 {
-		writer := fencedWriter{client: mgr.GetClient(), guard: opts.Guard()}
+		writer := authority.NewWriter(mgr.GetClient(), opts.Guard)
 		ruler = newRuleReconciler(mgr.GetCache(), writer, mgr.GetEventRecorder(EventSource), w.GVK, rs, opts.DryRun, mem)
 		ruler.writesFrozen, ruler.inScope = opts.WritesFrozen, opts.InScope
 		ruler.live, ruler.versions, ruler.eventValues = mgr.GetAPIReader(), opts.Versions, opts.EventValues
 		ruler.audit = opts.Audits.forKind(kindLabel(w.GVK), mgr.GetEventRecorder(EventSource))
 		ruler.ownerKinds, ruler.copiesFromOwners, ruler.watchedNamespaces = owners, rules.CopiesFromOwners(rs), w.Namespaces
 		ruler.packed = metacache.Packed(w)
-		ruler.fieldManager = cmp.Or(opts.FieldManager, FieldManager)
+		ruler.fieldManager = cmp.Or(opts.FieldManager, authority.DefaultFieldManager)
 		ruler.adoptFrom = opts.AdoptFieldManager
 		ruler.brake, ruler.cachedCount = opts.Brake, opts.CachedObjects
 		if opts.Limits != nil {

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
 
+	"github.com/metawatch/metawatch/pkg/authority"
 	"github.com/metawatch/metawatch/pkg/metrics"
 	"github.com/metawatch/metawatch/pkg/rules"
 )
@@ -135,11 +136,12 @@ func (r *ruleReconciler) adopt(ctx context.Context, obj *metav1.PartialObjectMet
 func (r *ruleReconciler) applyCurrent(ctx context.Context, manager string, obj *metav1.PartialObjectMetadata, rv string, keys owned) (string, error) {
 	labels, annotations := atCurrent(obj.Labels, keys.labels), atCurrent(obj.Annotations, keys.annotations)
 	after, err := r.applyAs(ctx, manager, obj, rv, labels, annotations, false)
-	switch {
-	case replacedOrGone(err) || NotWritten(err):
+	switch authority.Classify(err) {
+	case authority.Written:
+	case authority.Gone, authority.NotSent:
 		logr.FromContextOrDiscard(ctx).V(1).Info("not adopted: the object is gone or was replaced, this generation is stopping, or another replica holds its bucket", "uid", obj.UID)
 		return "", nil
-	case err != nil:
+	default:
 		return "", err // stale: decided again on the object as it is now; or tried again
 	}
 	return after, nil

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/metawatch/metawatch/pkg/authority"
 	"github.com/metawatch/metawatch/pkg/controller"
 	"github.com/metawatch/metawatch/pkg/testing/controlplane"
 	"github.com/metawatch/metawatch/pkg/testing/testkit"
@@ -32,7 +33,7 @@ func TestARenamedFieldManagerAdoptsTheOldNamesKeys(t *testing.T) {
 
 	limits := everyKindWritable()
 	limits.ProtectedKeys = []string{"guarded"}
-	renamed := controller.Options{FieldManager: "metawatch-team-a", AdoptFieldManager: controller.FieldManager, Limits: limits}
+	renamed := controller.Options{FieldManager: "metawatch-team-a", AdoptFieldManager: authority.DefaultFieldManager, Limits: limits}
 	config := watch + "rules:\n- {name: team, kinds: [Pod], setLabels: {team: a}}\n"
 	inst := startInstance(t, config, renamed)
 	waitAllPods(t, c, "tier released, team and guarded kept", []string{ns}, func(_ string, l map[string]string) bool {
@@ -41,7 +42,7 @@ func TestARenamedFieldManagerAdoptsTheOldNamesKeys(t *testing.T) {
 	})
 	testkit.WaitFor(t, "team owned by the new name alone", testkit.Timeout, func() bool {
 		for _, p := range podsIn(t, c, ns) {
-			if owners := labelManagers(p, "team", "guarded"); owners["team"] != "metawatch-team-a" || owners["guarded"] != controller.FieldManager {
+			if owners := labelManagers(p, "team", "guarded"); owners["team"] != "metawatch-team-a" || owners["guarded"] != authority.DefaultFieldManager {
 				return false
 			}
 		}

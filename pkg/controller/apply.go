@@ -14,20 +14,12 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/metawatch/metawatch/pkg/authority"
 	"github.com/metawatch/metawatch/pkg/config"
 	"github.com/metawatch/metawatch/pkg/metacache"
 	"github.com/metawatch/metawatch/pkg/metrics"
 	"github.com/metawatch/metawatch/pkg/rules"
 )
-
-// FieldManager is metawatch's default write identity: the server-side apply
-// field manager every write of the rules names (apply, remove), and whose
-// managedFields entry says which keys the rules own (ownership.go). The wire
-// and the cache keep that entry alone (wire.StripManagedFields,
-// metacache.Options). Each installation writes as a name of its own
-// (Options.FieldManager, --field-manager): two installations applying as one
-// manager replace each other's owned set on every apply.
-const FieldManager = config.DefaultFieldManager
 
 // Event reasons of writes.
 const (
@@ -43,7 +35,7 @@ var namespaceGVK = corev1.SchemeGroupVersion.WithKind("Namespace")
 // anything differs from the cached object: a value, or a key metawatch owns
 // that no rule wants any more (leaving it out of the apply deletes it). rv is
 // the apply's resourceVersion precondition: the server refuses it (409, see
-// staleVersion) if anyone wrote the object since.
+// authority.Stale) if anyone wrote the object since.
 // It also returns the rules whose keys another field manager holds (left
 // to it, settled or just now), for metawatch_rule_objects_off.
 func (r *ruleReconciler) apply(ctx context.Context, obj *metav1.PartialObjectMetadata, rv string, res rules.Result) (map[string]bool, error) {
@@ -69,13 +61,14 @@ func (r *ruleReconciler) apply(ctx context.Context, obj *metav1.PartialObjectMet
 		changed = changeOf(obj, r.fieldManager, kept) // yielded keys were not written
 		held = heldRules(wanted, kept)
 	}
-	switch {
-	case replacedOrGone(err) || NotWritten(err):
+	switch authority.Classify(err) {
+	case authority.Written:
+	case authority.Gone, authority.NotSent:
 		log.V(1).Info("not applied: the object is gone or was replaced (the watch will tell), this generation is stopping, or another replica holds its bucket", "uid", obj.UID)
 		return nil, nil
-	case RetrySoon(err), staleVersion(err):
+	case authority.SendSoon, authority.Stale:
 		return nil, err // not a failure: tried again soon, or at once on the object as it is now
-	case err != nil:
+	default:
 		r.count(changed.rules, metrics.ResultError)
 		return nil, err
 	}

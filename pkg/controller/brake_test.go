@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/metawatch/metawatch/pkg/authority"
 	"github.com/metawatch/metawatch/pkg/brake"
 	"github.com/metawatch/metawatch/pkg/rules"
 )
@@ -19,7 +20,7 @@ import (
 func TestBrakedHoldsRemovalsAndReleasesNeverSets(t *testing.T) {
 	pod := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p",
 		Labels: map[string]string{"gone": "x", "old": "y"},
-		ManagedFields: []metav1.ManagedFieldsEntry{{Manager: FieldManager, Operation: metav1.ManagedFieldsOperationApply,
+		ManagedFields: []metav1.ManagedFieldsEntry{{Manager: authority.DefaultFieldManager, Operation: metav1.ManagedFieldsOperationApply,
 			FieldsV1: metav1.NewFieldsV1(`{"f:metadata":{"f:labels":{"f:gone":{}}}}`)}},
 	}}
 	wanted := rules.Result{Labels: map[string]rules.Owned{"tier": {Value: "gold", Rule: "tier"}}, RemoveLabels: map[string]string{"old": "strip"}}
@@ -37,7 +38,7 @@ func TestBrakedHoldsRemovalsAndReleasesNeverSets(t *testing.T) {
 			if c.admitFirst {
 				b.Admit("Pod", types.NamespacedName{Namespace: "ns", Name: "other"}, 0)
 			}
-			r := &ruleReconciler{GVK: corev1.SchemeGroupVersion.WithKind("Pod"), fieldManager: FieldManager, brake: b}
+			r := &ruleReconciler{GVK: corev1.SchemeGroupVersion.WithKind("Pod"), fieldManager: authority.DefaultFieldManager, brake: b}
 			got := r.braked(t.Context(), types.NamespacedName{Namespace: "ns", Name: "p"}, pod, wanted)
 			if !reflect.DeepEqual(got, c.want) {
 				t.Errorf("braked = %+v, want %+v", got, c.want)

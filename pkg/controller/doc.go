@@ -15,9 +15,8 @@
 //     patches that remove, ownership read from managedFields, require audits.
 //   - handler.go, handler_namespaces.go, predicate.go: what each event queues.
 //   - memory.go and memory_*.go: what a controller remembers between events.
-//   - fence.go: the gate every write passes. It is closed before a Lease is
-//     released or a generation swapped; when sharded, it also admits a write
-//     only on the replica that holds the object's bucket (package sharding).
+//   - every write passes the generation's guard (package authority): its
+//     fence, and sharded the replica's hold on the object's bucket.
 //
 // # Why updates are filtered
 //

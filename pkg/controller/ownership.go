@@ -162,39 +162,3 @@ func conflictHolders(err error) map[string]string {
 	}
 	return out
 }
-
-// replacedOrGone reports whether a write failed because the object the cache
-// holds no longer exists under that UID: deleted (404, or 409 "uid mismatch"
-// from an apply), or its name taken by a new object (422 on metadata.uid).
-// Such a write is dropped, not retried: the watch brings the deletion or the
-// new object, and that is reconciled on its own.
-func replacedOrGone(err error) bool {
-	var status apierrors.APIStatus
-	switch {
-	case err == nil || !errors.As(err, &status):
-		return false
-	case apierrors.IsNotFound(err):
-		return true
-	case apierrors.IsConflict(err):
-		return strings.Contains(status.Status().Message, "uid mismatch")
-	case apierrors.IsInvalid(err) && status.Status().Details != nil:
-		for _, c := range status.Status().Details.Causes {
-			if c.Field == "metadata.uid" {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-// staleVersion reports whether a write failed on its resourceVersion
-// precondition: the object changed on the server since the version the write
-// was decided on (409, and neither a field-manager conflict nor a uid
-// mismatch). It is decided again on the object as it is now.
-func staleVersion(err error) bool {
-	if !apierrors.IsConflict(err) || replacedOrGone(err) {
-		return false
-	}
-	_, fieldConflict := conflictingKeys(err)
-	return !fieldConflict
-}

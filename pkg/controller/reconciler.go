@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/metawatch/metawatch/pkg/authority"
 	"github.com/metawatch/metawatch/pkg/metacache"
 )
 
@@ -62,11 +63,11 @@ func (k *kindReconciler) Reconcile(ctx context.Context, req reconcile.Request) (
 		return reconcile.Result{}, err
 	}
 	for _, s := range k.steps {
-		if err := s.reconcileObject(ctx, req.NamespacedName, obj); RetrySoon(err) {
+		if err := s.reconcileObject(ctx, req.NamespacedName, obj); authority.Classify(err) == authority.SendSoon {
 			// Its bucket is coming to this replica, or its claim lapsed: try
 			// again soon, not with the error backoff (a dead holder's Lease
 			// takes its duration).
-			return reconcile.Result{RequeueAfter: shardPendingRetry}, nil
+			return reconcile.Result{RequeueAfter: authority.ShardPendingRetry}, nil
 		} else if err != nil {
 			return reconcile.Result{}, err
 		}

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/metawatch/metawatch/pkg/authority"
 	"github.com/metawatch/metawatch/pkg/metacache"
 	"github.com/metawatch/metawatch/pkg/metrics"
 	"github.com/metawatch/metawatch/pkg/rules"
@@ -19,7 +20,7 @@ import (
 // remove deletes the keys remove actions name, whoever set them, with a JSON
 // merge patch that carries rv (obj's newest resourceVersion) as a
 // precondition: if the object changed since, the patch fails (409, see
-// staleVersion), and the caller decides again on the object as it is now.
+// authority.Stale), and the caller decides again on the object as it is now.
 // It returns the resourceVersion the object has after it (rv if nothing was
 // written).
 func (r *ruleReconciler) remove(ctx context.Context, obj *metav1.PartialObjectMetadata, rv string, res rules.Result) (string, error) {
@@ -49,13 +50,14 @@ func (r *ruleReconciler) remove(ctx context.Context, obj *metav1.PartialObjectMe
 	target := metacache.NewObject(r.GVK)
 	target.Namespace, target.Name, target.UID = obj.Namespace, obj.Name, obj.UID // the UID for the shard gate
 	err = r.Writer.Patch(ctx, target, client.RawPatch(types.MergePatchType, patch), client.FieldOwner(r.fieldManager))
-	switch {
-	case replacedOrGone(err) || NotWritten(err):
+	switch authority.Classify(err) {
+	case authority.Written:
+	case authority.Gone, authority.NotSent:
 		log.V(1).Info("not removed: the object is gone or was replaced (the watch will tell), this generation is stopping, or another replica holds its bucket", "uid", obj.UID)
 		return rv, nil
-	case RetrySoon(err), staleVersion(err):
+	case authority.SendSoon, authority.Stale:
 		return rv, err // not a failure: tried again soon, or at once on the object as it is now
-	case err != nil:
+	default:
 		r.count(involved, metrics.ResultError)
 		return rv, err
 	}

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/metawatch/metawatch/pkg/authority"
 	"github.com/metawatch/metawatch/pkg/brake"
 	"github.com/metawatch/metawatch/pkg/config"
 	"github.com/metawatch/metawatch/pkg/metacache"
@@ -30,8 +31,8 @@ import (
 // "metawatch"; remove actions are merge patches with a resourceVersion
 // precondition; require actions are audited.
 type ruleReconciler struct {
-	Reader   client.Reader // the cache
-	Writer   patcher       // the API server, through the fence (fencedWriter)
+	Reader   client.Reader     // the cache
+	Writer   authority.Patcher // the API server, through the fence (authority.Writer)
 	Recorder events.EventRecorder
 	GVK      schema.GroupVersionKind
 	Rules    []rules.Rule
@@ -99,11 +100,11 @@ type ResourceVersions interface {
 }
 
 // newRuleReconciler returns a ruleReconciler for kind gvk.
-func newRuleReconciler(reader client.Reader, writer patcher, recorder events.EventRecorder, gvk schema.GroupVersionKind, rs []rules.Rule, dryRun bool, mem *memory) *ruleReconciler {
+func newRuleReconciler(reader client.Reader, writer authority.Patcher, recorder events.EventRecorder, gvk schema.GroupVersionKind, rs []rules.Rule, dryRun bool, mem *memory) *ruleReconciler {
 	limits := config.DefaultLimits()
 	return &ruleReconciler{
 		Reader: reader, Writer: writer, Recorder: recorder, GVK: gvk, Rules: rs, DryRun: dryRun,
-		audit: NewAudits(true).forKind(kindLabel(gvk), recorder), memory: mem, limits: &limits, fieldManager: FieldManager,
+		audit: NewAudits(true).forKind(kindLabel(gvk), recorder), memory: mem, limits: &limits, fieldManager: authority.DefaultFieldManager,
 		adoptionBegan: sync.OnceValue(time.Now),
 	}
 }
@@ -231,19 +232,19 @@ func (r *ruleReconciler) decideAndWrite(ctx context.Context, key types.Namespace
 	// Keys the old field manager owns are taken over first, values unchanged;
 	// then the rules decide on the object as it is after that.
 	if adopted, err := r.adopt(ctx, obj, r.newestVersion(obj)); adopted || err != nil {
-		return adopted || staleVersion(err), err
+		return adopted || authority.Classify(err) == authority.Stale, err
 	}
 	result = r.guard(ctx, key, obj, result)
 	result = r.braked(ctx, key, obj, result)
 	rv, removeErr := r.remove(ctx, obj, r.newestVersion(obj), result)
-	if staleVersion(removeErr) {
+	if authority.Classify(removeErr) == authority.Stale {
 		return true, removeErr
 	}
 	held, applyErr := r.apply(ctx, obj, rv, result)
 	if applyErr == nil {
 		r.audit.observeHeld(key, obj.UID, held)
 	}
-	return staleVersion(applyErr), errors.Join(removeErr, applyErr)
+	return authority.Classify(applyErr) == authority.Stale, errors.Join(removeErr, applyErr)
 }
 
 // newestVersion is the resourceVersion of obj's precondition: the newest the

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/metawatch/metawatch/pkg/authority"
 	"github.com/metawatch/metawatch/pkg/controller"
 	"github.com/metawatch/metawatch/pkg/sharding"
 	"github.com/metawatch/metawatch/pkg/testing/controlplane"
@@ -46,7 +47,7 @@ func TestShardGateSplitsWritesBetweenReplicas(t *testing.T) {
 	gates := []*bucketGate{{from: 0, to: 32, admitted: map[types.UID]int{}}, {from: 32, to: sharding.Buckets, admitted: map[types.UID]int{}}}
 	var instances []*instance
 	for _, g := range gates {
-		instances = append(instances, startInstance(t, configYAML, controller.Options{MaxConcurrentReconciles: 4, ShardGate: g}))
+		instances = append(instances, startInstance(t, configYAML, controller.Options{MaxConcurrentReconciles: 4, Guard: authority.Guard{Gate: g}}))
 	}
 	waitAllPods(t, c, "every pod to get its namespace's team", []string{ns}, func(_ string, l map[string]string) bool { return l["team"] == "red" })
 
@@ -74,7 +75,7 @@ func TestShardGateSplitsWritesBetweenReplicas(t *testing.T) {
 }
 
 // The Ring is what gates writes when metawatch runs sharded.
-var _ controller.ShardGate = (*sharding.Ring)(nil)
+var _ authority.ShardGate = (*sharding.Ring)(nil)
 
 // pendingGate refuses every write as pending (the bucket is coming) until opened.
 type pendingGate struct{ open atomic.Bool }
@@ -90,7 +91,7 @@ func TestWritesWaitingForTheirBucketAreRetried(t *testing.T) {
 	c := testkit.Populated(t, cp, ns, map[string]string{"team": "blue"}, 20)
 	gate := &pendingGate{}
 	inst := startInstance(t, "watches:\n- kind: Pod\n  namespaces: [shards-pending]\nrules:\n- name: copy-team\n  kinds: [Pod]\n  copyFromNamespace: {labels: [team]}\n",
-		controller.Options{MaxConcurrentReconciles: 4, ShardGate: gate})
+		controller.Options{MaxConcurrentReconciles: 4, Guard: authority.Guard{Gate: gate}})
 	waitCached(t, inst, []string{ns}, 20)
 	time.Sleep(2 * time.Second) // the controller retries pending writes every second: two rounds refused
 	if n := inst.writes.Load(); n != 0 {
@@ -148,7 +149,7 @@ func TestWritesOfKindsCachedWholeAreQueuedWhenTheirBucketComes(t *testing.T) {
 	inst := startInstance(t, "watches:\n- kind: Pod\n  namespaces: ["+ns+"]\n- kind: Deployment\nrules:\n"+
 		"- {name: tier, kinds: [Deployment], setLabels: {tier: gold}}\n"+
 		"- {name: cost, kinds: [Pod], copyFromOwner: {kinds: [Deployment], labels: [cost-center]}}\n",
-		controller.Options{MaxConcurrentReconciles: 4, ShardGate: gate, BucketsGained: gained.register})
+		controller.Options{MaxConcurrentReconciles: 4, Guard: authority.Guard{Gate: gate}, BucketsGained: gained.register})
 	time.Sleep(2 * time.Second) // refused while another replica holds the bucket
 	if n := inst.writes.Load(); n != 0 {
 		t.Fatalf("%d writes while another replica held every bucket, want none", n)

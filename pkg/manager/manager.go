@@ -14,11 +14,10 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/metawatch/metawatch/pkg/access"
+	"github.com/metawatch/metawatch/pkg/authority"
+	"github.com/metawatch/metawatch/pkg/authority/pace"
 	"github.com/metawatch/metawatch/pkg/config"
-	"github.com/metawatch/metawatch/pkg/controller"
-	"github.com/metawatch/metawatch/pkg/fence"
 	"github.com/metawatch/metawatch/pkg/metacache"
-	"github.com/metawatch/metawatch/pkg/pace"
 	"github.com/metawatch/metawatch/pkg/wire"
 )
 
@@ -64,7 +63,7 @@ type Options struct {
 	Versions *wire.ResourceVersions
 	// FieldManager is the field manager metawatch writes as: its
 	// managedFields entry is the one the wire and the cache keep. Empty:
-	// controller.FieldManager.
+	// authority.DefaultFieldManager.
 	FieldManager string
 	// AdoptFieldManager, if set, is the field manager this installation
 	// wrote as before (--adopt-field-manager): the wire and the cache keep
@@ -90,13 +89,13 @@ const DefaultLeaderElectionID = "metawatch-leader"
 func New(cfg *rest.Config, watches []config.ResolvedWatch, opts Options) (manager.Manager, error) {
 	// Lease renewal keeps cfg as given; everything else gets metadata without
 	// other managers' managedFields, stripped before decoding, and writes
-	// admitted under a claim leave only while it holds (fence.Wrap).
-	fieldManager := cmp.Or(opts.FieldManager, controller.FieldManager)
+	// admitted under a claim leave only while it holds (authority.Wrap).
+	fieldManager := cmp.Or(opts.FieldManager, authority.DefaultFieldManager)
 	keep := []string{fieldManager}
 	if opts.AdoptFieldManager != "" {
 		keep = append(keep, opts.AdoptFieldManager)
 	}
-	stripped := wire.StripManagedFields(fence.Wrap(cfg), keep, opts.Wire, opts.Versions)
+	stripped := wire.StripManagedFields(authority.Wrap(cfg), keep, opts.Wire, opts.Versions)
 	cacheOpts := metacache.CacheOptions(watches, metacache.Options{FieldManager: fieldManager, AdoptFieldManager: opts.AdoptFieldManager, AccessLoss: opts.AccessLoss, ShardFilter: opts.ShardFilter})
 	var err error
 	if cacheOpts.HTTPClient, err = cacheHTTPClient(stripped, opts.Wire.WatchOverHTTP2); err != nil {

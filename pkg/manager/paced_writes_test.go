@@ -12,8 +12,8 @@ import (
 	"k8s.io/client-go/util/flowcontrol"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/metawatch/metawatch/pkg/authority/pace"
 	mwmanager "github.com/metawatch/metawatch/pkg/manager"
-	"github.com/metawatch/metawatch/pkg/pace"
 	"github.com/metawatch/metawatch/pkg/testing/controlplane"
 	"github.com/metawatch/metawatch/pkg/testing/testkit"
 )

@@ -14,7 +14,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/metawatch/metawatch/pkg/controller"
+	"github.com/metawatch/metawatch/pkg/authority"
 	"github.com/metawatch/metawatch/pkg/metacache"
 	"github.com/metawatch/metawatch/pkg/testing/controlplane"
 	"github.com/metawatch/metawatch/pkg/testing/testkit"
@@ -97,7 +97,7 @@ func TestManagedFieldsAreStrippedBeforeDecoding(t *testing.T) {
 	c := testkit.Client(t, cp.Config)
 	testkit.Namespace(t, c, "strip", nil)
 	testkit.Pod(t, c, "strip", "p1", nil)
-	client, err := metadata.NewForConfig(wire.StripManagedFields(cp.Config, []string{controller.FieldManager}, wire.Options{}, nil))
+	client, err := metadata.NewForConfig(wire.StripManagedFields(cp.Config, []string{authority.DefaultFieldManager}, wire.Options{}, nil))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,7 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/metawatch/metawatch/pkg/controller"
+	"github.com/metawatch/metawatch/pkg/authority"
 	"github.com/metawatch/metawatch/pkg/metacache"
 	"github.com/metawatch/metawatch/pkg/testing/controlplane"
 	"github.com/metawatch/metawatch/pkg/testing/testkit"
@@ -33,7 +33,7 @@ func TestTheTransformsSecondRunOnTheInitialSyncRebuildsNothing(t *testing.T) {
 	}
 	// A kept annotation: the transform rebuilds the annotations into a map of interned keys.
 	watches := testkit.Resolve(t, cp.Config, "watches:\n- kind: Pod\n  labelSelector: suite="+ns+"\ncache: {keepAnnotations: [example.com/note]}\n")
-	opts := metacache.CacheOptions(watches, metacache.Options{FieldManager: controller.FieldManager})
+	opts := metacache.CacheOptions(watches, metacache.Options{FieldManager: authority.DefaultFieldManager})
 	var mu sync.Mutex
 	calls, rebuilt := map[types.UID]int{}, map[types.UID]bool{}
 	for obj, by := range opts.ByObject {
@@ -54,7 +54,7 @@ func TestTheTransformsSecondRunOnTheInitialSyncRebuildsNothing(t *testing.T) {
 		}
 		opts.ByObject[obj] = by
 	}
-	startPodCache(t, wire.StripManagedFields(cp.Config, []string{controller.FieldManager}, wire.Options{}, nil), opts)
+	startPodCache(t, wire.StripManagedFields(cp.Config, []string{authority.DefaultFieldManager}, wire.Options{}, nil), opts)
 	mu.Lock()
 	defer mu.Unlock()
 	if len(calls) != pods {

@@ -13,7 +13,7 @@ import (
 )
 
 // ownManager is the field manager whose entry the transforms keep, as
-// metawatch's (controller.FieldManager) is.
+// metawatch's (authority.DefaultFieldManager) is.
 const ownManager = "metawatch"
 
 // transformFor is what the cache keeps of an object of a watch (every

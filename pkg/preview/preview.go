@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/sets"
 
+	"github.com/metawatch/metawatch/pkg/authority"
 	"github.com/metawatch/metawatch/pkg/config"
 	"github.com/metawatch/metawatch/pkg/rules"
 )
@@ -28,7 +29,7 @@ type Options struct {
 	// nil: only the objects are looked in.
 	Lookup Lookup
 	// FieldManager is the field manager metawatch applies as (its
-	// --field-manager); empty: config.DefaultFieldManager.
+	// --field-manager); empty: authority.DefaultFieldManager.
 	FieldManager string
 	// Limits are the operator's guardrails, checked as the controller checks
 	// them when it decides a write; nil: config.DefaultLimits.
@@ -235,7 +236,7 @@ func (o Options) report(ctx context.Context, obj Object, kindRules []rules.Rule,
 	current := rules.Metadata{Labels: obj.GetLabels(), Annotations: obj.GetAnnotations()}
 	result := rules.Evaluate(applying, current, s.Sources)
 	rep.Violations = result.Violations
-	m := managersOf(obj, cmp.Or(o.FieldManager, config.DefaultFieldManager))
+	m := managersOf(obj, cmp.Or(o.FieldManager, authority.DefaultFieldManager))
 	if gk := obj.GroupVersionKind().GroupKind(); !o.Limits.AllowsKind(gk, obj.GetNamespace() != "") {
 		rep.Left = leftAll(m, current, config.RefusedKind)
 		return rep, nil // audited, never written: not even a release

@@ -20,13 +20,14 @@ import (
 	"github.com/metawatch/metawatch/pkg/access"
 	"github.com/metawatch/metawatch/pkg/admission"
 	"github.com/metawatch/metawatch/pkg/apiserver"
+	"github.com/metawatch/metawatch/pkg/authority"
+	"github.com/metawatch/metawatch/pkg/authority/pace"
 	"github.com/metawatch/metawatch/pkg/brake"
 	"github.com/metawatch/metawatch/pkg/config"
 	"github.com/metawatch/metawatch/pkg/controller"
 	mwmanager "github.com/metawatch/metawatch/pkg/manager"
 	"github.com/metawatch/metawatch/pkg/metacache"
 	"github.com/metawatch/metawatch/pkg/metrics"
-	"github.com/metawatch/metawatch/pkg/pace"
 	"github.com/metawatch/metawatch/pkg/rules"
 	"github.com/metawatch/metawatch/pkg/wire"
 )
@@ -48,7 +49,7 @@ type generation struct {
 	ownerCopiers, ownerKinds sets.Set[schema.GroupKind]
 	audits                   *controller.Audits
 	policies                 *admission.Syncer // of the rules with atCreation
-	fence                    *controller.WriteFence
+	fence                    *authority.WriteFence
 	mgr                      manager.Manager
 	counts                   *metacache.ObjectCounts
 	brake                    *brake.Brake // bounds the objects losing keys, until approved
@@ -146,7 +147,7 @@ type generationOptions struct {
 
 func newGeneration(ctx context.Context, cfg *rest.Config, number int64, r resolved, opts generationOptions) (*generation, error) {
 	g := &generation{number: number, watches: r.watches, forbidden: r.forbidden, gate: make(chan struct{}), stopping: make(chan struct{}), done: make(chan error, 1),
-		audits: controller.NewAudits(false), fence: controller.NewWriteFence()}
+		audits: controller.NewAudits(false), fence: authority.NewWriteFence()}
 	g.hash, g.hashValue = config.Hash(r.conf)
 	g.lost = access.NewAccessLoss(func(kind schema.GroupKind, err error) {
 		if opts.onLoss != nil {
@@ -175,12 +176,12 @@ func newGeneration(ctx context.Context, cfg *rest.Config, number int64, r resolv
 	g.ownerCopiers = kindsWhoseRules(r.watches, rulesByKind, rules.CopiesFromOwners)
 	g.ownerKinds = ownerChainKinds(r.watches, r.forbidden)
 	copts := opts.controller
-	copts.Gate, copts.Audits, copts.WritesFrozen, copts.Fence, copts.Versions = g.gate, g.audits, g.writesFrozen, g.fence, versions
+	copts.Gate, copts.Audits, copts.WritesFrozen, copts.Guard.Fence, copts.Versions = g.gate, g.audits, g.writesFrozen, g.fence, versions
 	copts.Leading = opts.leading
 	g.brake = brake.New(opts.brake, g.hash, nil)
 	copts.Brake, copts.CachedObjects = g.brake, g.counts.Count
 	if opts.sharding != nil {
-		copts.ShardGate, copts.Claim, copts.BucketsGained = opts.sharding.Ring, opts.sharding.Ring, opts.sharding.OnGained
+		copts.Guard.Gate, copts.Guard.Claim, copts.BucketsGained = opts.sharding.Ring, opts.sharding.Ring, opts.sharding.OnGained
 		copts.Holder, copts.HeldGained, copts.HeldLost = opts.sharding.Ring, opts.sharding.OnHeldGained, opts.sharding.OnHeldLost
 	}
 	copts.NamespacesUnreadable = g.forbiddenAtStart(namespaceKind) != nil
@@ -204,7 +205,7 @@ func (g *generation) addPolicies(cfg *rest.Config, mgr manager.Manager, r resolv
 		return err
 	}
 	g.policies = &admission.Syncer{Rules: admission.Rules(r.conf, r.watches, &opts.limits.WriteScope, r.conf.WriteScope), Installation: opts.installation, FieldManager: copts.FieldManager,
-		Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Discovery: dc, Guard: copts.Guard(), Gate: g.gate,
+		Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Discovery: dc, Guard: copts.Guard, Gate: g.gate,
 		Log: opts.log.WithName("admission-policies"), OnProblem: opts.onAdmissionProblem, Leftovers: opts.leftovers, Owner: opts.policyOwner}
 	if copts.DryRun {
 		if len(g.policies.Rules) > 0 {

@@ -9,8 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/metawatch/metawatch/pkg/admission"
-	"github.com/metawatch/metawatch/pkg/controller"
-	"github.com/metawatch/metawatch/pkg/fence"
+	"github.com/metawatch/metawatch/pkg/authority"
 )
 
 // ReasonAdmissionCleanupBlocked is the Event reason for admission policies of this installation
@@ -27,7 +26,7 @@ func (r *Reloader) installation() string { return cmp.Or(r.Installation, r.Sourc
 // own write fence is closed with the last generation's (stopCurrent).
 func (r *Reloader) addPruner(mgr manager.Manager) error {
 	r.leftovers = &admission.Leftovers{OnChange: r.reportLeftovers}
-	fenced, err := client.New(r.Pacer.Config(fence.Wrap(r.Config)), client.Options{})
+	fenced, err := client.New(r.Pacer.Config(authority.Wrap(r.Config)), client.Options{})
 	if err != nil {
 		return err
 	}
@@ -35,7 +34,7 @@ func (r *Reloader) addPruner(mgr manager.Manager) error {
 	if err != nil {
 		return err
 	}
-	guard := controller.Guard{Fence: controller.NewWriteFence(), Claim: r.Controller.Claim}
+	guard := authority.Guard{Fence: authority.NewWriteFence(), Claim: r.Controller.Guard.Claim}
 	if r.Sharding != nil {
 		guard.Gate, guard.Claim = r.Sharding.Ring, r.Sharding.Ring
 	}

@@ -78,8 +78,8 @@
 // (sharding.go) runs generations on every replica, points their caches at the
 // replica's desired buckets as they change, and publishes the sharding mode
 // and the buckets owned and unwritable. pkg/metacache/options.go restricts
-// each namespaced kind's informer with ListerWatcher. pkg/controller/fence.go
-// passes every write through the Ring, and pkg/fence checks its claim again
-// as the request leaves. The chart's sharding.enabled runs it (deploy/helm);
+// each namespaced kind's informer with ListerWatcher. pkg/authority's
+// Guard passes every write through the Ring, and checks its claim again as
+// the request leaves. The chart's sharding.enabled runs it (deploy/helm);
 // the bench's shards scenario measures N replicas' shares (bench/shards.go).
 package sharding

@@ -92,7 +92,7 @@ func (c faultyLeaseClient) Create(ctx context.Context, lease *coordinationv1.Lea
 }
 
 // span is a write request of one replica in flight to one bucket: from when
-// it was sent (its claim checked, as fence.Wrap does) until it ended or its
+// it was sent (its claim checked, as authority.Wrap does) until it ended or its
 // claim did (its deadline), whichever came first.
 type span struct {
 	replica  string

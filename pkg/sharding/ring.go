@@ -148,7 +148,7 @@ func (r *Ring) Begin(uid types.UID) (done func(), ok bool) {
 
 // Until is the end of this replica's claim on the object with uid: the
 // renew deadline after its last successful membership renewal was sent, if
-// it holds the object's bucket and may write it now (fence.Claim).
+// it holds the object's bucket and may write it now (authority.Claim).
 func (r *Ring) Until(uid types.UID) (time.Time, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()

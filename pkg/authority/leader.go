@@ -1,4 +1,4 @@
-package fence
+package authority
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package fence_test
+package authority_test
 
 import (
 	"context"
@@ -16,7 +16,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/metawatch/metawatch/pkg/fence"
+	"github.com/metawatch/metawatch/pkg/authority"
 	"github.com/metawatch/metawatch/pkg/testing/controlplane"
 	"github.com/metawatch/metawatch/pkg/testing/testkit"
 )
@@ -62,7 +62,7 @@ func TestAWriteIsSentOnlyWhileItsClaimHolds(t *testing.T) {
 		t.Fatal(err)
 	}
 	sent := &sentAt{}
-	cfg := fence.Wrap(sent.wrap(cp.Config))
+	cfg := authority.Wrap(sent.wrap(cp.Config))
 	cfg.RateLimiter, cfg.QPS, cfg.Burst = nil, 1, 1
 	cs := kubernetes.NewForConfigOrDie(cfg)
 	claim := until(time.Now().Add(1500 * time.Millisecond))
@@ -70,7 +70,7 @@ func TestAWriteIsSentOnlyWhileItsClaimHolds(t *testing.T) {
 	var wg sync.WaitGroup
 	results := make([]error, 6)
 	for i := range results {
-		ctx, err := fence.Admit(t.Context(), claim, "")
+		ctx, err := authority.Admit(t.Context(), claim, "")
 		if err != nil {
 			t.Fatalf("write %d refused at admission, with its claim valid: %v", i, err)
 		}
@@ -90,7 +90,7 @@ func TestAWriteIsSentOnlyWhileItsClaimHolds(t *testing.T) {
 		switch {
 		case err == nil && landed:
 			written++
-		case errors.Is(err, fence.ErrLapsed) && !landed:
+		case errors.Is(err, authority.ErrLapsed) && !landed:
 			fenced++
 		case errors.Is(err, context.DeadlineExceeded):
 			written++ // sent in time, answered too late (a loaded machine)
@@ -119,8 +119,8 @@ func TestARequestEndsWithItsClaim(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cs := kubernetes.NewForConfigOrDie(fence.Wrap(cfg))
-	ctx, err := fence.Admit(t.Context(), until(time.Now().Add(500*time.Millisecond)), "")
+	cs := kubernetes.NewForConfigOrDie(authority.Wrap(cfg))
+	ctx, err := authority.Admit(t.Context(), until(time.Now().Add(500*time.Millisecond)), "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,7 +132,7 @@ func TestARequestEndsWithItsClaim(t *testing.T) {
 
 // A claim whose end has passed admits nothing.
 func TestAnEndedClaimAdmitsNothing(t *testing.T) {
-	if _, err := fence.Admit(t.Context(), until(time.Now().Add(-time.Millisecond)), ""); !errors.Is(err, fence.ErrLapsed) {
+	if _, err := authority.Admit(t.Context(), until(time.Now().Add(-time.Millisecond)), ""); !errors.Is(err, authority.ErrLapsed) {
 		t.Errorf("Admit under an ended claim: %v, want ErrLapsed", err)
 	}
 }

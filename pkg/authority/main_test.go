@@ -1,4 +1,4 @@
-package fence_test
+package authority_test
 
 import (
 	"os"

@@ -1,4 +1,4 @@
-package fence_test
+package authority_test
 
 import (
 	"context"
@@ -8,7 +8,7 @@ import (
 
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 
-	"github.com/metawatch/metawatch/pkg/fence"
+	"github.com/metawatch/metawatch/pkg/authority"
 )
 
 // lock is a leader-election lock whose writes fail with err.
@@ -46,7 +46,7 @@ func TestLeaderClaimFollowsSuccessfulWritesNamingThisReplica(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			l := &lock{}
-			claim := fence.NewLeaderClaim(l, renewDeadline)
+			claim := authority.NewLeaderClaim(l, renewDeadline)
 			var lastOK time.Time
 			for _, w := range tc.writes {
 				l.err = w.err

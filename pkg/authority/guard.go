@@ -1,4 +1,4 @@
-package controller
+package authority
 
 import (
 	"context"
@@ -7,9 +7,6 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	"github.com/metawatch/metawatch/pkg/fence"
 )
 
 // errFenced is returned for a write attempted after the fence closed.
@@ -24,8 +21,8 @@ var errNotOurs = errors.New("another replica holds this object's bucket")
 // or dead and its Lease not expired): the write is tried again shortly.
 var errShardPending = errors.New("this object's bucket is coming to this replica")
 
-// shardPendingRetry is how soon a write waiting for its bucket is tried again.
-const shardPendingRetry = time.Second
+// ShardPendingRetry is how soon a write waiting for its bucket is tried again.
+const ShardPendingRetry = time.Second
 
 // ShardGate admits a write by the uid of the object written (sharding.Ring
 // is one): with several active replicas, only the one holding the object's
@@ -46,7 +43,7 @@ func NotWritten(err error) bool { return errors.Is(err, errFenced) || errors.Is(
 // coming to this replica, or its claim lapsed (a renewal, or another holder,
 // settles it within the lease duration).
 func RetrySoon(err error) bool {
-	return errors.Is(err, errShardPending) || errors.Is(err, fence.ErrLapsed)
+	return errors.Is(err, errShardPending) || errors.Is(err, ErrLapsed)
 }
 
 // WriteFence stands between a generation's rules and the API server. Closing
@@ -95,26 +92,17 @@ func (f *WriteFence) Close(ctx context.Context) bool {
 	}
 }
 
-// patcher is the one write verb metawatch uses on watched objects: patch
-// (merge or apply).
-type patcher interface {
-	Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.PatchOption) error
-}
-
 // Guard is what every write of a generation passes, in this order: its
 // write fence, the shard gate and the claim, any of which may be nil.
 type Guard struct {
 	Fence *WriteFence
 	Gate  ShardGate
-	Claim fence.Claim
+	Claim Claim
 }
-
-// Guard is what the writes of controllers made with opts pass.
-func (o Options) Guard() Guard { return Guard{Fence: o.Fence, Gate: o.ShardGate, Claim: o.Claim} }
 
 // Write calls write with a context for its request if the guard admits a
 // write of the object keyed uid (its bucket and claim); otherwise it
-// returns why not, which NotWritten or RetrySoon tell apart.
+// returns why not, which Classify tells apart.
 func (g Guard) Write(ctx context.Context, uid types.UID, write func(context.Context) error) error {
 	if g.Fence != nil {
 		if err := g.Fence.enter(); err != nil {
@@ -138,7 +126,7 @@ func (g Guard) Write(ctx context.Context, uid types.UID, write func(context.Cont
 		var err error
 		// Checked again as the request is sent (fence.Wrap, after the rate
 		// limiter), and the request ends when the claim does.
-		if ctx, err = fence.Admit(ctx, g.Claim, uid); err != nil {
+		if ctx, err = Admit(ctx, g.Claim, uid); err != nil {
 			return err
 		}
 	}
@@ -157,16 +145,4 @@ func (g Guard) LeavesToAnother(uid types.UID) bool {
 		return false
 	}
 	return !g.Gate.Pending(uid)
-}
-
-// fencedWriter patches through the guard. It has no other verb: a write
-// that did not pass it could not be written by mistake. obj must carry the
-// uid of the object written.
-type fencedWriter struct {
-	client patcher
-	guard  Guard
-}
-
-func (w fencedWriter) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
-	return w.guard.Write(ctx, obj.GetUID(), func(ctx context.Context) error { return w.client.Patch(ctx, obj, patch, opts...) })
 }

@@ -1,0 +1,113 @@
+package authority
+
+import (
+	"errors"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Outcome is what became of a write, sorted the way every writer acts on
+// it: the rules' applies and removals, adoption, and the admission
+// policies' creates, updates and deletes all decide from it alone.
+type Outcome int
+
+const (
+	// Written: the API server took the write.
+	Written Outcome = iota
+	// NotSent: not sent, on purpose and for good: the generation is
+	// stopping, or another replica holds the object's bucket and writes it.
+	NotSent
+	// SendSoon: not sent for now: the object's bucket is coming to this
+	// replica, or this replica's claim lapsed (a renewal, or another
+	// holder, settles it within the lease duration). Tried again shortly,
+	// not with the error backoff.
+	SendSoon
+	// Gone: the object written no longer exists under the uid written:
+	// deleted (404, or 409 "uid mismatch" from an apply), or its name taken
+	// by a new object (422 on metadata.uid). The watch brings the deletion
+	// or the new object, which is decided on its own.
+	Gone
+	// Stale: the object changed since it was read (the resourceVersion
+	// precondition failed): decided again on the object as it is now.
+	Stale
+	// Conflict: server-side apply refused fields another field manager owns.
+	Conflict
+	// Failed: any other error.
+	Failed
+)
+
+// Classify sorts a write's error into its Outcome.
+func Classify(err error) Outcome {
+	switch {
+	case err == nil:
+		return Written
+	case errors.Is(err, errFenced), errors.Is(err, errNotOurs):
+		return NotSent
+	case errors.Is(err, errShardPending), errors.Is(err, ErrLapsed):
+		return SendSoon
+	case gone(err):
+		return Gone
+	case fieldManagerConflict(err):
+		return Conflict
+	case apierrors.IsConflict(err):
+		return Stale
+	}
+	return Failed
+}
+
+// String is the outcome as logs and tests name it.
+func (o Outcome) String() string {
+	switch o {
+	case Written:
+		return "written"
+	case NotSent:
+		return "not sent"
+	case SendSoon:
+		return "send soon"
+	case Gone:
+		return "gone"
+	case Stale:
+		return "stale"
+	case Conflict:
+		return "conflict"
+	}
+	return "failed"
+}
+
+// gone reports whether err says the object written no longer exists under
+// the uid written (see Gone).
+func gone(err error) bool {
+	var status apierrors.APIStatus
+	switch {
+	case !errors.As(err, &status):
+		return false
+	case apierrors.IsNotFound(err):
+		return true
+	case apierrors.IsConflict(err):
+		return strings.Contains(status.Status().Message, "uid mismatch")
+	case apierrors.IsInvalid(err) && status.Status().Details != nil:
+		for _, c := range status.Status().Details.Causes {
+			if c.Field == "metadata.uid" {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// fieldManagerConflict reports whether err is a server-side apply conflict:
+// a 409 naming fields another field manager owns.
+func fieldManagerConflict(err error) bool {
+	var status apierrors.APIStatus
+	if !apierrors.IsConflict(err) || !errors.As(err, &status) || status.Status().Details == nil {
+		return false
+	}
+	for _, c := range status.Status().Details.Causes {
+		if c.Type == metav1.CauseTypeFieldManagerConflict {
+			return true
+		}
+	}
+	return false
+}
