@@ -164,7 +164,7 @@ func startMetawatch(ctx context.Context, cfg *rest.Config, spec Spec, counters *
 	if err != nil {
 		return nil, err
 	}
-	if err := controller.Setup(mgr, watches, rulesByKind, controller.Options{MaxConcurrentReconciles: spec.Concurrency}); err != nil {
+	if err := controller.Setup(mgr, watches, rulesByKind, controller.Options{MaxConcurrentReconciles: spec.Concurrency}, controller.Wiring{}); err != nil {
 		return nil, err
 	}
 	counters.readReconciles = reconcileTotal

@@ -32,9 +32,11 @@ func run(ctx context.Context, opts options) error {
 	setupLog.Info(version.String())
 	logEffectiveFlags()
 	// Every flag is checked before anything reaches the API server.
-	if err := errors.Join(validateFlags(opts), applyMemoryLimit(opts.containerMemoryLimit)); err != nil {
+	mode, err := validateFlags(opts)
+	if err := errors.Join(err, applyMemoryLimit(opts.containerMemoryLimit)); err != nil {
 		return err
 	}
+	opts.mode = mode
 	// One client config for the whole process (--kubeconfig is read once).
 	getConfig := sync.OnceValues(func() (*rest.Config, error) { return restConfig(opts) })
 	conf, err := loadInitial(ctx, opts, getConfig)
@@ -51,28 +53,28 @@ func run(ctx context.Context, opts options) error {
 	budget := shutdownBudget(opts.manager.GracefulShutdownTimeout)
 	mgrOpts := opts.manager
 	mgrOpts.GracefulShutdownTimeout = budget.manager
-	controllerOpts := opts.controller
-	if mgrOpts.LeaderElection {
+	var leader authority.Claim
+	if opts.mode.ElectsLeader() {
 		lock, err := manager.NewLeaseLock(cfg, mgrOpts)
 		if err != nil {
 			return err
 		}
 		// Writes leave only while the Lease's last renewal is recent (fence).
 		claim := authority.NewLeaderClaim(lock, manager.RenewDeadlineOf(mgrOpts))
-		mgrOpts.LeaseLock, controllerOpts.Guard.Claim = claim, claim
+		mgrOpts.LeaseLock, leader = claim, claim
 	}
 	mgr, err := manager.New(cfg, nil, mgrOpts)
 	if err != nil {
 		return err
 	}
-	setupLog.Info("stage 2/4: manager built", "leaderElection", mgrOpts.LeaderElection, "metrics", mgrOpts.MetricsBindAddress, "probes", opts.probeAddress)
+	setupLog.Info("stage 2/4: manager built", "mode", opts.mode.String(), "metrics", mgrOpts.MetricsBindAddress, "probes", opts.probeAddress)
 	reloader := &reload.Reloader{
-		Config: cfg, Source: opts.source, Controller: controllerOpts, Initial: conf, ShutdownTimeout: budget.generation, Limits: &opts.limits, RemovalBrake: &opts.removalBrake,
+		Config: cfg, Source: opts.source, Controller: opts.controller, Mode: opts.mode, Leader: leader, Initial: conf, ShutdownTimeout: budget.generation, Limits: &opts.limits, RemovalBrake: &opts.removalBrake,
 		Recorder: mgr.GetEventRecorder(controller.EventSource), Log: ctrl.Log.WithName("reload"), Wire: mgrOpts.Wire,
-		Installation: installation(opts), WarmStandby: opts.warmStandby, PolicyOwner: opts.policyOwner,
+		Installation: installation(opts), PolicyOwner: opts.policyOwner,
 		Pacer: pace.New(opts.writeRate, ctrl.Log.WithName("pace")),
 	}
-	if opts.sharding.enabled {
+	if opts.mode == authority.Sharded {
 		if reloader.Sharding, err = addSharding(ctx, mgr, cfg, opts); err != nil {
 			return err
 		}
@@ -85,7 +87,7 @@ func run(ctx context.Context, opts options) error {
 	}
 	setupLog.Info("stage 3/4: reloader and health checks added")
 	setupLog.Info("stage 4/4: starting", "version", version.Version(), "source", opts.source.String(), "dryRun", opts.controller.DryRun, "limits", opts.limits.String(),
-		"leaderElection", mgrOpts.LeaderElection, "warmStandby", opts.warmStandby, "sharding", opts.sharding.enabled, "gracefulShutdownTimeout", opts.manager.GracefulShutdownTimeout.String(), "metricsSecure", mgrOpts.MetricsSecure, "metricsCertDir", mgrOpts.MetricsCertDir,
+		"mode", opts.mode.String(), "gracefulShutdownTimeout", opts.manager.GracefulShutdownTimeout.String(), "metricsSecure", mgrOpts.MetricsSecure, "metricsCertDir", mgrOpts.MetricsCertDir,
 		"writeRate", opts.writeRate.String(), "decodeUnchangedEvents", mgrOpts.Wire.DecodeUnchanged, "unchangedBookmarkInterval", mgrOpts.Wire.BookmarkInterval.String(), "watchOverHTTP2", mgrOpts.Wire.WatchOverHTTP2)
 	if err := mgr.Start(ctx); err != nil {
 		return err
@@ -168,7 +170,7 @@ func restConfig(opts options) (*rest.Config, error) {
 		return nil, fmt.Errorf("loading kubeconfig (set --kubeconfig or $KUBECONFIG): %w", err)
 	}
 	cfg.QPS, cfg.Burst = float32(opts.qps), opts.burst
-	if opts.sharding.enabled {
+	if opts.mode == authority.Sharded {
 		if cfg.UserAgent, err = opts.sharding.userAgent(); err != nil {
 			return nil, err
 		}
@@ -198,7 +200,7 @@ func logEffectiveFlags() {
 // its selectors ConfigMap; for a file, which two installations may mount at
 // the same path, its leader-election Lease, which they cannot share.
 func installation(opts options) string {
-	if opts.source.ConfigMap != "" || !opts.manager.LeaderElection {
+	if opts.source.ConfigMap != "" || !opts.mode.ElectsLeader() {
 		return opts.source.Installation()
 	}
 	ns, err := manager.LeaseNamespace(opts.manager)

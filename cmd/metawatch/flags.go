@@ -32,8 +32,11 @@ type options struct {
 	zap           zap.Options
 	sharding      shardingOptions
 	version       bool
-	// warmStandby is --warm-standby (reload.Reloader.WarmStandby).
+	// warmStandby is --warm-standby; with --leader-elect and --sharding it
+	// resolves to mode.
 	warmStandby bool
+	// mode is the run mode the flags resolve to (validateFlags); set by run.
+	mode authority.Mode
 	// policyOwner is --admission-policy-owner (reload.Reloader.PolicyOwner).
 	policyOwner string
 	// containerMemoryLimit is --container-memory-limit (applyMemoryLimit).

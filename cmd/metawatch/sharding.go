@@ -50,10 +50,9 @@ func (o shardingOptions) userAgent() (string, error) {
 	return rest.DefaultKubernetesUserAgent() + " ring-member/" + id, nil
 }
 
-func (o shardingOptions) validate(mgr manager.Options) error {
-	if o.enabled && mgr.LeaderElection {
-		return errors.New("--sharding and --leader-elect exclude each other: sharded, every replica is active on its own share; drop --leader-elect")
-	}
+// validate checks what --sharding needs besides its flags: POD_NAME. Which
+// flags exclude it is the run mode's (authority.ResolveMode).
+func (o shardingOptions) validate() error {
 	if o.enabled {
 		if _, err := ringIdentity(); err != nil {
 			return err

@@ -14,19 +14,21 @@ import (
 )
 
 // validateFlags checks every flag that can be checked without the API server,
-// and says every mistake at once. run calls it before anything reaches the
-// network: a wrong flag is named at start, not after the configuration was
-// loaded (which retries an unreachable server for as long as it takes).
-func validateFlags(opts options) error {
-	return errors.Join(
+// says every mistake at once, and resolves the run mode (authority.Mode) the
+// flags ask for. run calls it before anything reaches the network: a wrong
+// flag is named at start, not after the configuration was loaded (which
+// retries an unreachable server for as long as it takes).
+func validateFlags(opts options) (authority.Mode, error) {
+	mode, modeErr := authority.ResolveMode(opts.manager.LeaderElection, opts.warmStandby, opts.sharding.enabled)
+	return mode, errors.Join(
+		modeErr,
 		opts.source.Validate(),
 		bookmarkIntervalValid(opts.manager.Wire.BookmarkInterval),
 		metricsCertValid(opts.manager),
 		atLeastOne("--max-concurrent-reconciles", opts.controller.MaxConcurrentReconciles),
 		notNegative("--graceful-shutdown-timeout", opts.manager.GracefulShutdownTimeout, "30s"),
-		opts.sharding.validate(opts.manager),
+		opts.sharding.validate(),
 		leaseFlagsValid(opts),
-		warmStandbyValid(opts),
 		authority.ValidFieldManager("--field-manager", opts.controller.FieldManager),
 		adoptFieldManagerValid(opts.controller.FieldManager, opts.controller.AdoptFieldManager),
 		opts.removalBrake.Validate(),
@@ -44,19 +46,6 @@ func adoptFieldManagerValid(own, adopt string) error {
 		return fmt.Errorf("--adopt-field-manager is %q, the same as --field-manager: name the field manager this installation wrote as before the change, or leave it empty", adopt)
 	}
 	return authority.ValidFieldManager("--adopt-field-manager", adopt)
-}
-
-// warmStandbyValid refuses --warm-standby where there is no standby.
-func warmStandbyValid(opts options) error {
-	switch {
-	case !opts.warmStandby:
-		return nil
-	case opts.sharding.enabled:
-		return errors.New("--warm-standby and --sharding exclude each other: sharded, every replica is active and warm on its own share; drop --warm-standby")
-	case !opts.manager.LeaderElection:
-		return errors.New("--warm-standby needs --leader-elect: without leader election there is no standby to keep warm; add --leader-elect or drop --warm-standby")
-	}
-	return nil
 }
 
 // bookmarkIntervalValid refuses a negative --unchanged-bookmark-interval,

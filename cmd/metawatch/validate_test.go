@@ -141,7 +141,7 @@ func TestValidateFlags(t *testing.T) {
 			if tc.change != nil {
 				tc.change(&o)
 			}
-			err := validateFlags(o)
+			_, err := validateFlags(o)
 			if len(tc.want) == 0 {
 				if err != nil {
 					t.Fatalf("validateFlags: %v, want no error", err)

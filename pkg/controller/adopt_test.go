@@ -25,7 +25,7 @@ func TestARenamedFieldManagerAdoptsTheOldNamesKeys(t *testing.T) {
 - {name: team, kinds: [Pod], setLabels: {team: a}}
 - {name: tier, kinds: [Pod], setLabels: {tier: web}}
 - {name: guarded, kinds: [Pod], setLabels: {guarded: "1"}}
-`, controller.Options{})
+`, settings{})
 	waitAllPods(t, c, "the old name's three keys on every pod", []string{ns}, func(_ string, l map[string]string) bool {
 		return l["team"] == "a" && l["tier"] == "web" && l["guarded"] == "1"
 	})
@@ -33,7 +33,7 @@ func TestARenamedFieldManagerAdoptsTheOldNamesKeys(t *testing.T) {
 
 	limits := everyKindWritable()
 	limits.ProtectedKeys = []string{"guarded"}
-	renamed := controller.Options{FieldManager: "metawatch-team-a", AdoptFieldManager: authority.DefaultFieldManager, Limits: limits}
+	renamed := settings{Options: controller.Options{FieldManager: "metawatch-team-a", AdoptFieldManager: authority.DefaultFieldManager}, Wiring: controller.Wiring{Limits: limits}}
 	config := watch + "rules:\n- {name: team, kinds: [Pod], setLabels: {team: a}}\n"
 	inst := startInstance(t, config, renamed)
 	waitAllPods(t, c, "tier released, team and guarded kept", []string{ns}, func(_ string, l map[string]string) bool {

@@ -156,7 +156,7 @@ type Audits struct {
 	mu    sync.Mutex
 	kinds map[string]*audit
 	// holder, when set (sharding), says which objects this replica audits:
-	// those of the buckets it holds (see Options.Holder).
+	// those of the buckets it holds (see Wiring.Share).
 	holder Holder
 }
 

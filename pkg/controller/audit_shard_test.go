@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/metawatch/metawatch/pkg/authority"
 	"github.com/metawatch/metawatch/pkg/controller"
 	"github.com/metawatch/metawatch/pkg/sharding"
 	"github.com/metawatch/metawatch/pkg/testing/controlplane"
@@ -89,9 +90,17 @@ func (h *movingHolder) awaitListeners(t *testing.T) {
 	})
 }
 
-func (h *movingHolder) options() controller.Options {
-	return controller.Options{MaxConcurrentReconciles: 2, Holder: h, HeldGained: h.onGained, HeldLost: h.onLost}
+func (h *movingHolder) options() settings {
+	return settings{Options: controller.Options{MaxConcurrentReconciles: 2}, Wiring: controller.Wiring{Mode: authority.Sharded, Share: h}}
 }
+
+// The buckets moving here, as the Ring tells them; the Namespaces are cached
+// whole, so no bucket comes to the cache: nothing to tell.
+func (h *movingHolder) OnGained(func([]sharding.Bucket)) func() { return func() {} }
+
+func (h *movingHolder) OnHeldGained(f func([]sharding.Bucket)) func() { return h.onGained(f) }
+
+func (h *movingHolder) OnHeldLost(f func([]sharding.Bucket)) func() { return h.onLost(f) }
 
 // Two replicas, each holding half of the buckets, audit Namespaces (which
 // both cache whole) once between them: the violations gauge (one registry

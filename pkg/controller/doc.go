@@ -7,7 +7,8 @@
 //
 // # Where things are
 //
-//   - add.go: Setup adds one controller per watch to a Manager (Options).
+//   - add.go: Setup adds one controller per watch to a Manager; options.go: what
+//     the operator sets (Options) and what a generation wires (Wiring).
 //   - reconciler.go: Reconcile, read once from the cache, then each step.
 //   - reporter.go, diff.go: the first step logs what changed.
 //   - rule_reconciler.go, apply.go, remove.go, ownership.go, audit.go: the

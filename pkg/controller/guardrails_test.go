@@ -33,13 +33,13 @@ func TestAKindNoLongerWritableKeepsItsKeys(t *testing.T) {
 	}
 	wide := limitsWriting("Pod", "Deployment")
 	first := startInstance(t, fmt.Sprintf("watches:\n- kind: Deployment\n  namespaces: [%s]\nrules:\n- {name: team, kinds: [Deployment], setLabels: {team: shop}}\n", ns),
-		controller.Options{Limits: &wide})
+		settings{Wiring: controller.Wiring{Limits: &wide}})
 	waitDeployments(t, c, ns, "the team label on every Deployment", func(l map[string]string) bool { return l["team"] == "shop" })
 	first.stop()
 
 	narrow := limitsWriting("Pod")
 	second := startInstance(t, fmt.Sprintf("watches:\n- kind: Deployment\n  namespaces: [%s]\nrules:\n- {name: owner, kinds: [Deployment], requireLabels: [owner]}\n", ns),
-		controller.Options{Limits: &narrow})
+		settings{Wiring: controller.Wiring{Limits: &narrow}})
 	testkit.WaitFor(t, "every Deployment audited", testkit.Timeout, func() bool {
 		return testkit.Metric(t, "metawatch_rule_violations", map[string]string{"rule": "owner", "kind": "Deployment.apps"}) == 3
 	})
@@ -61,14 +61,14 @@ func TestAProtectedKeyIsNotReleased(t *testing.T) {
 	open := limitsWriting("Pod")
 	open.ProtectedKeys = nil
 	first := startInstance(t, fmt.Sprintf("watches:\n- kind: Pod\n  namespaces: [%s]\nrules:\n- {name: both, kinds: [Pod], setLabels: {team: a, tier: gold}}\n", ns),
-		controller.Options{Limits: &open})
+		settings{Wiring: controller.Wiring{Limits: &open}})
 	waitAllPods(t, c, "both labels", []string{ns}, func(_ string, l map[string]string) bool { return l["team"] == "a" && l["tier"] == "gold" })
 	first.stop()
 
 	protected := limitsWriting("Pod")
 	protected.ProtectedKeys = []string{"team"}
 	startInstance(t, fmt.Sprintf("watches:\n- kind: Pod\n  namespaces: [%s]\nrules:\n- {name: tier, kinds: [Pod], setLabels: {tier: gold, zone: west}}\n", ns),
-		controller.Options{Limits: &protected})
+		settings{Wiring: controller.Wiring{Limits: &protected}})
 	waitAllPods(t, c, "the new zone label", []string{ns}, func(_ string, l map[string]string) bool { return l["zone"] == "west" })
 	waitAllPods(t, c, "the protected team label kept", []string{ns}, func(_ string, l map[string]string) bool { return l["team"] == "a" && l["tier"] == "gold" })
 	left := map[string]string{"kind": "Pod", "reason": config.RefusedProtected}
@@ -106,13 +106,13 @@ func TestKeysOutsideTheWriteScopeAreCountedAtStart(t *testing.T) {
 	ns := "scope-left"
 	c := testkit.Populated(t, cp, ns, nil, 3)
 	conf := fmt.Sprintf("watches:\n- kind: Pod\n  namespaces: [%s]\nrules:\n- {name: tier, kinds: [Pod], setLabels: {tier: gold}}\n", ns)
-	first := startInstance(t, conf, controller.Options{})
+	first := startInstance(t, conf, settings{})
 	waitAllPods(t, c, "the tier label", []string{ns}, func(_ string, l map[string]string) bool { return l["tier"] == "gold" })
 	first.stop()
 
 	excluded := limitsWriting("Pod")
 	excluded.WriteScope.ExcludeNamespaces = []string{ns}
-	second := startInstance(t, conf, controller.Options{Limits: &excluded, InScope: excluded.WriteScope.Allows})
+	second := startInstance(t, conf, settings{Wiring: controller.Wiring{Limits: &excluded, InScope: excluded.WriteScope.Allows}})
 	left := map[string]string{"kind": "Pod", "reason": config.RefusedNamespace}
 	testkit.WaitFor(t, "the tier labels outside the write scope counted as left", testkit.Timeout, func() bool {
 		return testkit.Metric(t, "metawatch_keys_left_by_guardrail", left) == 3

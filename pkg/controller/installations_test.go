@@ -27,8 +27,8 @@ func TestTwoInstallationsKeepTheirOwnKeys(t *testing.T) {
 		return fmt.Sprintf("watches:\n- kind: Pod\n  namespaces: [%s]\nrules:\n- {name: %s, kinds: [Pod], setLabels: {%s: \"yes\"}}\n", ns, key, key)
 	}
 	start := func() (a, b *instance) {
-		a = startInstance(t, configOf("team-a"), controller.Options{FieldManager: "metawatch-team-a"})
-		b = startInstance(t, configOf("team-b"), controller.Options{FieldManager: "metawatch-team-b"})
+		a = startInstance(t, configOf("team-a"), settings{Options: controller.Options{FieldManager: "metawatch-team-a"}})
+		b = startInstance(t, configOf("team-b"), settings{Options: controller.Options{FieldManager: "metawatch-team-b"}})
 		return a, b
 	}
 	a, b := start()

@@ -22,6 +22,13 @@ import (
 	"github.com/metawatch/metawatch/pkg/wire"
 )
 
+// settings are what a test sets of an instance: the operator's options and
+// a generation's wiring.
+type settings struct {
+	controller.Options
+	controller.Wiring
+}
+
 // instance is an in-process metawatch on the test control plane.
 type instance struct {
 	writes atomic.Int64 // PATCH, PUT, POST and DELETE requests, Events excepted
@@ -32,13 +39,13 @@ type instance struct {
 }
 
 // startInstance runs metawatch with configYAML until the test ends or stop is called.
-func startInstance(t *testing.T, configYAML string, opts controller.Options) *instance {
+func startInstance(t *testing.T, configYAML string, opts settings) *instance {
 	t.Helper()
 	return startInstanceVia(t, configYAML, opts, nil)
 }
 
 // startInstanceVia is startInstance with wrap (if not nil) around its client config.
-func startInstanceVia(t *testing.T, configYAML string, opts controller.Options, wrap func(*rest.Config) *rest.Config) *instance {
+func startInstanceVia(t *testing.T, configYAML string, opts settings, wrap func(*rest.Config) *rest.Config) *instance {
 	t.Helper()
 	return startInstanceWith(t, configYAML, opts, manager.Options{}, wrap)
 }
@@ -46,7 +53,7 @@ func startInstanceVia(t *testing.T, configYAML string, opts controller.Options, 
 // startInstanceWith is startInstanceVia with the manager's options mopts. The
 // controllers get the newest resourceVersions the cache's streams saw, as a
 // generation's do, unless opts.Versions is set.
-func startInstanceWith(t *testing.T, configYAML string, opts controller.Options, mopts manager.Options, wrap func(*rest.Config) *rest.Config) *instance {
+func startInstanceWith(t *testing.T, configYAML string, opts settings, mopts manager.Options, wrap func(*rest.Config) *rest.Config) *instance {
 	t.Helper()
 	conf, err := config.Parse([]byte(configYAML))
 	if err != nil {
@@ -81,7 +88,7 @@ func startInstanceWith(t *testing.T, configYAML string, opts controller.Options,
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := controller.Setup(mgr, watches, rulesByKind, opts); err != nil {
+	if err := controller.Setup(mgr, watches, rulesByKind, opts.Options, opts.Wiring); err != nil {
 		t.Fatal(err)
 	}
 	inst.stop, inst.cache = testkit.Start(t, mgr), mgr.GetCache()

@@ -51,7 +51,7 @@ func TestCopyFromOwnerFollowsTheChain(t *testing.T) {
 		uids[fmt.Sprintf("nightly-%d", i)] = string(ownedPod(t, c, ns, fmt.Sprintf("nightly-%d", i), nightlyJob).UID)
 	}
 
-	startInstance(t, ownersConfig, controller.Options{MaxConcurrentReconciles: 4})
+	startInstance(t, ownersConfig, settings{Options: controller.Options{MaxConcurrentReconciles: 4}})
 	costIs := func(web, nightly string) func(*corev1.Pod) bool {
 		return func(p *corev1.Pod) bool {
 			want := web
@@ -204,7 +204,7 @@ func TestCopyFromOwnerOnTheControllersChains(t *testing.T) {
 	})
 
 	startInstance(t, "watches:\n- kind: Pod\n  namespaces: ["+ns+"]\nrules:\n- name: cost\n  kinds: [Pod]\n  copyFromOwner: {kinds: [Deployment, StatefulSet, CronJob], labels: [cost-center]}\n",
-		controller.Options{MaxConcurrentReconciles: 4})
+		settings{Options: controller.Options{MaxConcurrentReconciles: 4}})
 	want := map[string]string{"web-": "7", "db-": "8", "nightly-": "9"}
 	costs := func(p *corev1.Pod) bool {
 		for prefix, v := range want {

@@ -18,7 +18,7 @@ func TestAKeyMetawatchReleasedIsNotTakenBackByForce(t *testing.T) {
 	c := testkit.Populated(t, cp, "released", map[string]string{"team": "a"}, 1)
 	gate := &testkit.StreamGate{Resource: "pods"}
 	inst := startInstanceVia(t, "watches:\n- kind: Pod\n  namespaces: [released]\nrules:\n- name: released-team\n  kinds: [Pod]\n  copyFromNamespace: {labels: [team]}\n",
-		controller.Options{}, gate.Wrap)
+		settings{}, gate.Wrap)
 	testkit.WaitFor(t, "the pod to get team=a", testkit.Timeout, func() bool { return getPod(t, c, "released", "pod-0").Labels["team"] == "a" })
 
 	// The pod watch lags behind metawatch's own release, as watches do.
@@ -48,7 +48,7 @@ func TestAKeyMetawatchReleasedIsNotTakenBackByForce(t *testing.T) {
 // Warning Event and a metric, instead of fighting forever.
 func TestTwoControllersForcingOneKeyDoNotFightForever(t *testing.T) {
 	c := testkit.Populated(t, cp, "fight", nil, 1)
-	inst := startInstance(t, "watches:\n- kind: Pod\n  namespaces: [fight]\nrules:\n- {name: fight-tier, kinds: [Pod], setLabels: {tier: gold}, force: true}\n", controller.Options{})
+	inst := startInstance(t, "watches:\n- kind: Pod\n  namespaces: [fight]\nrules:\n- {name: fight-tier, kinds: [Pod], setLabels: {tier: gold}, force: true}\n", settings{})
 	testkit.WaitFor(t, "metawatch to set tier=gold", testkit.Timeout, func() bool { return getPod(t, c, "fight", "pod-0").Labels["tier"] == "gold" })
 
 	// The rival: whenever tier is not silver, it force-applies silver; at most 20 times.

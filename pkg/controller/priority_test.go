@@ -46,7 +46,7 @@ func TestANewObjectIsNotDelayedBehindAFanout(t *testing.T) {
 	}
 	config := "watches:\n- kind: Pod\n  namespaces: [" + ns + "]\n- kind: Namespace\n" +
 		"rules:\n- {name: team, kinds: [Pod], copyFromNamespace: {labels: [team]}}\n"
-	startInstanceWith(t, config, controller.Options{MaxConcurrentReconciles: 1}, manager.Options{}, slowWrites)
+	startInstanceWith(t, config, settings{Options: controller.Options{MaxConcurrentReconciles: 1}}, manager.Options{}, slowWrites)
 	waitAllPods(t, c, "team=a on every pod", []string{ns}, func(_ string, l map[string]string) bool { return l["team"] == "a" })
 
 	slow.Store(true)

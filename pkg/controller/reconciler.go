@@ -35,7 +35,7 @@ type kindReconciler struct {
 
 // Reconcile brings one object, named by req, to what metawatch wants of it:
 //
-//  1. Wait for the generation's gate (Options.Gate): a new generation fills its
+//  1. Wait for the generation's gate (Wiring.Gate): a new generation fills its
 //     queue while the previous one still runs, and writes only after it stopped.
 //  2. Read the object from the cache once (nil if it is gone) and hand it to
 //     each step in order, stopping at the first error (retried with backoff):

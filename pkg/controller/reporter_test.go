@@ -26,7 +26,7 @@ func TestOnlyLabelAndAnnotationChangesAreReconciled(t *testing.T) {
 	p1, p2 := testkit.Pod(t, c, "churn", "p1", map[string]string{"app": "web"}), testkit.Pod(t, c, "churn", "p2", map[string]string{"app": "web"})
 	initial, creates := reconciles(t), events(t, "passed") // other tests' instances count under the same names
 	// The annotation a change is made to must be cached: annotations nothing reads are dropped.
-	startInstance(t, "watches:\n- kind: Pod\n  namespaces: [churn]\ncache: {keepAnnotations: [example.com/note]}\n", controller.Options{MaxConcurrentReconciles: 1})
+	startInstance(t, "watches:\n- kind: Pod\n  namespaces: [churn]\ncache: {keepAnnotations: [example.com/note]}\n", settings{Options: controller.Options{MaxConcurrentReconciles: 1}})
 	// The controller has seen the initial list once its predicate passed both
 	// creates (the cache alone can be synced before the controller's handler is added).
 	testkit.WaitFor(t, "the initial list's 2 creates", testkit.Timeout, func() bool { return events(t, "passed") >= creates+2 })

@@ -57,13 +57,13 @@ func requeueGained(mgr manager.Manager, c ctrlcontroller.Controller, gvk schema.
 // own (see requeueGained), a kind with require rules when it holds them,
 // for only a bucket's holder audits its objects (see Holder), and those of
 // a kind cached by share reach the cache before their bucket is held.
-func requeueOnMoves(mgr manager.Manager, c ctrlcontroller.Controller, w config.ResolvedWatch, rs []rules.Rule, opts Options) error {
+func requeueOnMoves(mgr manager.Manager, c ctrlcontroller.Controller, w config.ResolvedWatch, rs []rules.Rule, share Share) error {
 	var gained []func(func([]sharding.Bucket)) func()
-	if opts.BucketsGained != nil && (w.Owner || !w.Namespaced) {
-		gained = append(gained, opts.BucketsGained)
+	if w.Owner || !w.Namespaced {
+		gained = append(gained, share.OnGained)
 	}
-	if opts.HeldGained != nil && rules.Requires(rs) {
-		gained = append(gained, opts.HeldGained)
+	if rules.Requires(rs) {
+		gained = append(gained, share.OnHeldGained)
 	}
 	if len(gained) == 0 {
 		return nil

@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -40,8 +41,8 @@ type ruleReconciler struct {
 
 	audit        *audit
 	memory       *memory
-	writesFrozen func(schema.GroupKind) error // see Options.WritesFrozen
-	inScope      func(namespace string) bool  // see Options.InScope
+	writesFrozen func(schema.GroupKind) error // see Wiring.WritesFrozen
+	inScope      func(namespace string) bool  // see Wiring.InScope
 	// limits are the operator's guardrails, checked again as each write is
 	// decided (guard); kindWritable: they let rules write the kind at all.
 	limits       *config.Limits
@@ -52,7 +53,7 @@ type ruleReconciler struct {
 	adoptFrom     string
 	adoptionBegan func() time.Time
 	live          client.Reader    // the API server, uncached: the object as it is now, after a stale write
-	versions      ResourceVersions // see Options.Versions; nil: the cached object's
+	versions      ResourceVersions // see Wiring.Versions; nil: the cached object's
 	eventValues   bool             // see Options.EventValues
 	// ownerKinds are the kinds cached for copyFromOwner; copiesFromOwners:
 	// some rule of this kind copies from an owner (see ownersOf).
@@ -63,8 +64,8 @@ type ruleReconciler struct {
 	// packed: the cache stores the kind's objects packed (metacache.Packed),
 	// and reads of them cannot skip the copy (see noCopy).
 	packed bool
-	// brake bounds the objects losing keys (see Options.Brake); cachedCount
-	// is how many objects of a kind the cache holds (Options.CachedObjects).
+	// brake bounds the objects losing keys (see Wiring.Brake); cachedCount
+	// is how many objects of a kind the cache holds (Wiring.CachedObjects).
 	brake       *brake.Brake
 	cachedCount func(kind string) int
 }
@@ -99,13 +100,21 @@ type ResourceVersions interface {
 	Newest(uid types.UID, cached string) string
 }
 
-// newRuleReconciler returns a ruleReconciler for kind gvk.
-func newRuleReconciler(reader client.Reader, writer authority.Patcher, recorder events.EventRecorder, gvk schema.GroupVersionKind, rs []rules.Rule, dryRun bool, mem *memory) *ruleReconciler {
-	limits := config.DefaultLimits()
+// ruleReconciler is the reconciler of the rules rs of the kind w watches,
+// writing through the wiring's guard.
+func (s setup) ruleReconciler(w config.ResolvedWatch, rs []rules.Rule, mem *memory) *ruleReconciler {
+	recorder := s.mgr.GetEventRecorder(EventSource)
 	return &ruleReconciler{
-		Reader: reader, Writer: writer, Recorder: recorder, GVK: gvk, Rules: rs, DryRun: dryRun,
-		audit: NewAudits(true).forKind(kindLabel(gvk), recorder), memory: mem, limits: &limits, fieldManager: authority.DefaultFieldManager,
+		Reader: s.mgr.GetCache(), Writer: authority.NewWriter(s.mgr.GetClient(), s.wiring.Guard), Recorder: recorder,
+		GVK: w.GVK, Rules: rs, DryRun: s.opts.DryRun,
+		audit: s.wiring.Audits.forKind(kindLabel(w.GVK), recorder), memory: mem,
+		writesFrozen: s.wiring.WritesFrozen, inScope: s.wiring.InScope,
+		limits: s.wiring.Limits, kindWritable: s.wiring.Limits.AllowsKind(w.GVK.GroupKind(), w.Namespaced),
+		fieldManager: cmp.Or(s.opts.FieldManager, authority.DefaultFieldManager), adoptFrom: s.opts.AdoptFieldManager,
 		adoptionBegan: sync.OnceValue(time.Now),
+		live:          s.mgr.GetAPIReader(), versions: s.wiring.Versions, eventValues: s.opts.EventValues,
+		ownerKinds: s.owners, copiesFromOwners: rules.CopiesFromOwners(rs), watchedNamespaces: w.Namespaces,
+		packed: metacache.Packed(w), brake: s.wiring.Brake, cachedCount: s.wiring.CachedObjects,
 	}
 }
 
@@ -295,7 +304,7 @@ func (r *ruleReconciler) noteTakenKeys(oldObj, newObj metav1.Object) {
 	}
 }
 
-// frozen says why this kind's writes are frozen, or nil (see Options.WritesFrozen).
+// frozen says why this kind's writes are frozen, or nil (see Wiring.WritesFrozen).
 func (r *ruleReconciler) frozen() error {
 	if r.writesFrozen == nil {
 		return nil

@@ -34,7 +34,7 @@ rules:
   kinds: [Node]
   match: {labelSelector: "node.kubernetes.io/capacity-type=spot"}
   setLabels: {example.com/spot: "true"}
-`, controller.Options{})
+`, settings{})
 	testkit.WaitFor(t, "the spot node to be labelled", testkit.Timeout, func() bool { return nodeLabels(t, "node-spot")["example.com/spot"] == "true" })
 	testkit.WaitFor(t, "both nodes to be reconciled", testkit.Timeout, func() bool { return reconcilesOf(t, "node") >= initial+2 })
 	if _, has := nodeLabels(t, "node-on-demand")["example.com/spot"]; has {
@@ -68,7 +68,7 @@ rules:
 - {name: owned-tier, kinds: [Pod], setLabels: {tier: gold}}
 - {name: owned-zone, kinds: [Pod], setLabels: {zone: west}, setAnnotations: {example.com/zone-owner: net}}
 `
-	inst := startInstance(t, twoRules, controller.Options{})
+	inst := startInstance(t, twoRules, settings{})
 	both := func(_ string, l map[string]string) bool { return l["tier"] == "gold" && l["zone"] == "west" }
 	waitAllPods(t, c, "both rules to apply", []string{"owned"}, both)
 
@@ -76,7 +76,7 @@ rules:
 	testkit.WaitFor(t, "the hand-edited tier to be put back", testkit.Timeout, func() bool { return getPod(t, c, "owned", "pod-1").Labels["tier"] == "gold" })
 	inst.stop()
 
-	startInstance(t, strings.Replace(twoRules, "- {name: owned-zone, kinds: [Pod], setLabels: {zone: west}, setAnnotations: {example.com/zone-owner: net}}\n", "", 1), controller.Options{})
+	startInstance(t, strings.Replace(twoRules, "- {name: owned-zone, kinds: [Pod], setLabels: {zone: west}, setAnnotations: {example.com/zone-owner: net}}\n", "", 1), settings{})
 	waitAllPods(t, c, "the removed rule's label to go", []string{"owned"}, func(_ string, l map[string]string) bool {
 		_, zone := l["zone"]
 		return !zone
@@ -102,7 +102,7 @@ func TestConflictWithAnotherManager(t *testing.T) {
 	applyAs(t, c, "conflict", "pod-0", "other-controller", `{"tier":"silver"}`)
 	rule := "watches:\n- kind: Pod\n  namespaces: [conflict]\nrules:\n- {name: conflict-tier, kinds: [Pod], setLabels: {tier: gold, zone: west}%s}\n"
 
-	inst := startInstance(t, strings.Replace(rule, "%s", "", 1), controller.Options{})
+	inst := startInstance(t, strings.Replace(rule, "%s", "", 1), settings{})
 	testkit.WaitFor(t, "a LabelConflict Event", testkit.Timeout, func() bool {
 		return len(testkit.Events(t, c, "conflict", "Pod", "pod-0", controller.ReasonConflict)) > 0
 	})
@@ -133,7 +133,7 @@ func TestConflictWithAnotherManager(t *testing.T) {
 	testkit.WaitFor(t, "the count of objects held to go", testkit.Timeout, func() bool { return testkit.Metric(t, "metawatch_rule_objects_off", held) == 0 })
 	inst.stop()
 
-	startInstance(t, strings.Replace(rule, "%s", ", force: true", 1), controller.Options{})
+	startInstance(t, strings.Replace(rule, "%s", ", force: true", 1), settings{})
 	testkit.MergePatch(t, c, getPod(t, c, "conflict", "pod-0"), "other-controller", `{"metadata":{"labels":{"tier":"silver"}}}`)
 	testkit.WaitFor(t, "force to take the key", testkit.Timeout, func() bool { return getPod(t, c, "conflict", "pod-0").Labels["tier"] == "gold" })
 }
@@ -149,7 +149,7 @@ watches:
 rules:
 - {name: dry-tier, kinds: [Pod], setLabels: {tier: gold}}
 - {name: dry-cleanup, kinds: [Pod], removeLabels: [legacy]}
-`, controller.Options{DryRun: true})
+`, settings{Options: controller.Options{DryRun: true}})
 	testkit.WaitFor(t, "4 dry-run applies", testkit.Timeout, func() bool {
 		return testkit.Metric(t, "metawatch_rule_writes_total", map[string]string{"rule": "dry-tier", "result": "dry-run"}) >= 4
 	})
@@ -174,7 +174,7 @@ rules:
 func TestRequireLabelsAudits(t *testing.T) {
 	c := testkit.Populated(t, cp, "audit", nil, 3)
 	testkit.MergePatch(t, c, getPod(t, c, "audit", "pod-0"), "kubectl-label", `{"metadata":{"labels":{"owner":"alice"}}}`)
-	inst := startInstance(t, "watches:\n- kind: Pod\n  namespaces: [audit]\nrules:\n- {name: audit-owner, kinds: [Pod], requireLabels: [owner]}\n", controller.Options{})
+	inst := startInstance(t, "watches:\n- kind: Pod\n  namespaces: [audit]\nrules:\n- {name: audit-owner, kinds: [Pod], requireLabels: [owner]}\n", settings{})
 	violations := func() float64 {
 		return testkit.Metric(t, "metawatch_rule_violations", map[string]string{"rule": "audit-owner"})
 	}
@@ -221,7 +221,7 @@ func TestConflictEventsCarryOtherValuesOnlyWhenAllowed(t *testing.T) {
 rules:
 - {name: tier, kinds: [Pod], setLabels: {tier: gold}}
 - {name: note, kinds: [Secret], setAnnotations: {example.com/note: mine}}
-`, controller.Options{EventValues: true})
+`, settings{Options: controller.Options{EventValues: true}})
 	tests := map[string]struct {
 		kind, name, value string
 		carried           bool

@@ -47,7 +47,7 @@ func TestShardGateSplitsWritesBetweenReplicas(t *testing.T) {
 	gates := []*bucketGate{{from: 0, to: 32, admitted: map[types.UID]int{}}, {from: 32, to: sharding.Buckets, admitted: map[types.UID]int{}}}
 	var instances []*instance
 	for _, g := range gates {
-		instances = append(instances, startInstance(t, configYAML, controller.Options{MaxConcurrentReconciles: 4, Guard: authority.Guard{Gate: g}}))
+		instances = append(instances, startInstance(t, configYAML, settings{Options: controller.Options{MaxConcurrentReconciles: 4}, Wiring: controller.Wiring{Guard: authority.Guard{Gate: g}}}))
 	}
 	waitAllPods(t, c, "every pod to get its namespace's team", []string{ns}, func(_ string, l map[string]string) bool { return l["team"] == "red" })
 
@@ -91,7 +91,7 @@ func TestWritesWaitingForTheirBucketAreRetried(t *testing.T) {
 	c := testkit.Populated(t, cp, ns, map[string]string{"team": "blue"}, 20)
 	gate := &pendingGate{}
 	inst := startInstance(t, "watches:\n- kind: Pod\n  namespaces: [shards-pending]\nrules:\n- name: copy-team\n  kinds: [Pod]\n  copyFromNamespace: {labels: [team]}\n",
-		controller.Options{MaxConcurrentReconciles: 4, Guard: authority.Guard{Gate: gate}})
+		settings{Options: controller.Options{MaxConcurrentReconciles: 4}, Wiring: controller.Wiring{Guard: authority.Guard{Gate: gate}}})
 	waitCached(t, inst, []string{ns}, 20)
 	time.Sleep(2 * time.Second) // the controller retries pending writes every second: two rounds refused
 	if n := inst.writes.Load(); n != 0 {
@@ -115,7 +115,15 @@ type gainedBuckets struct {
 	listeners []func([]sharding.Bucket)
 }
 
-func (g *gainedBuckets) register(f func([]sharding.Bucket)) func() {
+// Holds: this replica audits every object (the test has no require rule).
+func (g *gainedBuckets) Holds(types.UID) bool { return true }
+
+// OnHeldGained, OnHeldLost: the buckets held do not change here.
+func (g *gainedBuckets) OnHeldGained(func([]sharding.Bucket)) func() { return func() {} }
+
+func (g *gainedBuckets) OnHeldLost(func([]sharding.Bucket)) func() { return func() {} }
+
+func (g *gainedBuckets) OnGained(f func([]sharding.Bucket)) func() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.listeners = append(g.listeners, f)
@@ -149,7 +157,7 @@ func TestWritesOfKindsCachedWholeAreQueuedWhenTheirBucketComes(t *testing.T) {
 	inst := startInstance(t, "watches:\n- kind: Pod\n  namespaces: ["+ns+"]\n- kind: Deployment\nrules:\n"+
 		"- {name: tier, kinds: [Deployment], setLabels: {tier: gold}}\n"+
 		"- {name: cost, kinds: [Pod], copyFromOwner: {kinds: [Deployment], labels: [cost-center]}}\n",
-		controller.Options{MaxConcurrentReconciles: 4, Guard: authority.Guard{Gate: gate}, BucketsGained: gained.register})
+		settings{Options: controller.Options{MaxConcurrentReconciles: 4}, Wiring: controller.Wiring{Mode: authority.Sharded, Guard: authority.Guard{Gate: gate}, Share: gained}})
 	time.Sleep(2 * time.Second) // refused while another replica holds the bucket
 	if n := inst.writes.Load(); n != 0 {
 		t.Fatalf("%d writes while another replica held every bucket, want none", n)

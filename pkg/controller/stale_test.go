@@ -8,7 +8,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/metawatch/metawatch/pkg/controller"
 	"github.com/metawatch/metawatch/pkg/testing/controlplane"
 	"github.com/metawatch/metawatch/pkg/testing/testkit"
 )
@@ -26,7 +25,7 @@ func TestWritesFromAStaleCacheCarryTheObjectsUID(t *testing.T) {
 	}
 	gate := &testkit.StreamGate{Resource: "configmaps"}
 	startInstanceVia(t, "watches:\n- kind: ConfigMap\n  namespaces: [stale]\nrules:\n- name: stale-team\n  kinds: [ConfigMap]\n  copyFromNamespace: {labels: [team]}\n",
-		controller.Options{}, gate.Wrap)
+		settings{}, gate.Wrap)
 	testkit.WaitFor(t, "both ConfigMaps to get team=a", testkit.Timeout, func() bool {
 		return configMapLabels(t, c, "deleted")["team"] == "a" && configMapLabels(t, c, "recreated")["team"] == "a"
 	})

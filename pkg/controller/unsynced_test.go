@@ -11,7 +11,6 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/metawatch/metawatch/pkg/controller"
 	"github.com/metawatch/metawatch/pkg/metacache"
 	"github.com/metawatch/metawatch/pkg/testing/controlplane"
 	"github.com/metawatch/metawatch/pkg/testing/testkit"
@@ -28,7 +27,7 @@ func TestNoRemovalBeforeTheNamespacesAreListed(t *testing.T) {
 	ns := "unsynced-namespaces"
 	c := testkit.Populated(t, cp, ns, map[string]string{"team": "red"}, 5)
 	rule := "watches:\n- kind: Pod\n  namespaces: [" + ns + "]\nrules:\n- {name: team, kinds: [Pod], copyFromNamespace: {labels: [team]}}\n"
-	first := startInstance(t, rule, controller.Options{})
+	first := startInstance(t, rule, settings{})
 	waitAllPods(t, c, "the team label copied", []string{ns}, func(_ string, l map[string]string) bool { return l["team"] == "red" })
 	first.stop()
 
@@ -58,7 +57,7 @@ func TestNoRemovalBeforeTheNamespacesAreListed(t *testing.T) {
 		})
 		return cfg
 	}
-	second := startInstanceVia(t, rule, controller.Options{}, behind)
+	second := startInstanceVia(t, rule, settings{}, behind)
 	<-held
 	waitCached(t, second, []string{ns}, 5)
 	testkit.WaitFor(t, "the Namespace in the cache", testkit.Timeout, func() bool {

@@ -81,7 +81,7 @@ func (r *Reloader) configMap() *corev1.ConfigMap {
 // removals again in a new generation; the detail, the metric and the alert
 // say it instead.
 func (r *Reloader) Describe() string {
-	out := r.Sharding.Describe()
+	out := r.describeSharding()
 	g := r.running()
 	if g == nil {
 		return out

@@ -9,7 +9,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -21,7 +20,6 @@ import (
 	"github.com/metawatch/metawatch/pkg/admission"
 	"github.com/metawatch/metawatch/pkg/apiserver"
 	"github.com/metawatch/metawatch/pkg/authority"
-	"github.com/metawatch/metawatch/pkg/authority/pace"
 	"github.com/metawatch/metawatch/pkg/brake"
 	"github.com/metawatch/metawatch/pkg/config"
 	"github.com/metawatch/metawatch/pkg/controller"
@@ -111,40 +109,6 @@ func limitsOrDefault(limits *config.Limits) *config.Limits {
 	return limits
 }
 
-// generationOptions are what a generation takes from the process.
-type generationOptions struct {
-	controller controller.Options
-	// limits are the operator's guardrails (flags), checked again as each
-	// write is decided; the configuration's own write scope narrows theirs.
-	limits *config.Limits
-	// shutdownTimeout bounds the generation's stop (--graceful-shutdown-timeout, less a margin).
-	shutdownTimeout time.Duration
-	// onLoss reports a kind whose list or watch became forbidden while running.
-	onLoss func(*generation, schema.GroupKind, error)
-	// sharding, when set, restricts the generation to this replica's share.
-	sharding *Sharding
-	// wire is how the cache fetches (status-only updates, connections).
-	wire wire.Options
-	// writes paces the generation's writes (nil: client-go's rate limit).
-	writes *pace.Pacer
-	// installation names the configuration's source on the admission
-	// policies the generation makes.
-	installation string
-	// policyOwner is the ClusterRole that owns the admission policies.
-	policyOwner string
-	// leftovers collects why pairs to delete remain (RBAC).
-	leftovers *admission.Leftovers
-	// onAdmissionProblem reports each change of the reason a rule runs
-	// without atCreation ("" once its policy is in place).
-	onAdmissionProblem func(rule, problem string)
-	log                logr.Logger
-	// leading, when set, closes once this warm standby leads: the
-	// controllers watch nothing until then (controller.Options.Leading).
-	leading <-chan struct{}
-	// brake is the operator's bound on mass removals (package brake).
-	brake brake.Limits
-}
-
 func newGeneration(ctx context.Context, cfg *rest.Config, number int64, r resolved, opts generationOptions) (*generation, error) {
 	g := &generation{number: number, watches: r.watches, forbidden: r.forbidden, gate: make(chan struct{}), stopping: make(chan struct{}), done: make(chan error, 1),
 		audits: controller.NewAudits(false), fence: authority.NewWriteFence()}
@@ -158,7 +122,7 @@ func newGeneration(ctx context.Context, cfg *rest.Config, number int64, r resolv
 	mopts := mwmanager.Options{MetricsBindAddress: "0",
 		GracefulShutdownTimeout: opts.shutdownTimeout, AccessLoss: g.lost, Wire: opts.wire, Versions: versions, FieldManager: opts.controller.FieldManager,
 		AdoptFieldManager: opts.controller.AdoptFieldManager, Writes: opts.writes}
-	if opts.sharding != nil {
+	if opts.mode == authority.Sharded {
 		mopts.ShardFilter = opts.sharding.cacheFilter()
 	}
 	mgr, err := mwmanager.New(cfg, r.watches, mopts)
@@ -175,22 +139,15 @@ func newGeneration(ctx context.Context, cfg *rest.Config, number int64, r resolv
 	g.copiers = kindsWhoseRules(r.watches, rulesByKind, rules.Copies)
 	g.ownerCopiers = kindsWhoseRules(r.watches, rulesByKind, rules.CopiesFromOwners)
 	g.ownerKinds = ownerChainKinds(r.watches, r.forbidden)
-	copts := opts.controller
-	copts.Gate, copts.Audits, copts.WritesFrozen, copts.Guard.Fence, copts.Versions = g.gate, g.audits, g.writesFrozen, g.fence, versions
-	copts.Leading = opts.leading
 	g.brake = brake.New(opts.brake, g.hash, nil)
-	copts.Brake, copts.CachedObjects = g.brake, g.counts.Count
-	if opts.sharding != nil {
-		copts.Guard.Gate, copts.Guard.Claim, copts.BucketsGained = opts.sharding.Ring, opts.sharding.Ring, opts.sharding.OnGained
-		copts.Holder, copts.HeldGained, copts.HeldLost = opts.sharding.Ring, opts.sharding.OnHeldGained, opts.sharding.OnHeldLost
-	}
-	copts.NamespacesUnreadable = g.forbiddenAtStart(namespaceKind) != nil
-	copts.InScope = func(ns string) bool { return opts.limits.WriteScope.Allows(ns) && r.conf.WriteScope.Allows(ns) }
-	copts.Limits = opts.limits
-	if err := controller.Setup(mgr, r.watches, rulesByKind, copts); err != nil {
+	wiring, err := g.wiring(r, opts, versions)
+	if err != nil {
 		return nil, err
 	}
-	if err := g.addPolicies(cfg, mgr, r, opts, copts); err != nil {
+	if err := controller.Setup(mgr, r.watches, rulesByKind, opts.controller, wiring); err != nil {
+		return nil, err
+	}
+	if err := g.addPolicies(cfg, mgr, r, opts, wiring.Guard); err != nil {
 		return nil, err
 	}
 	g.mgr = mgr
@@ -199,15 +156,15 @@ func newGeneration(ctx context.Context, cfg *rest.Config, number int64, r resolv
 
 // addPolicies adds the Syncer of the rules' admission policies (atCreation)
 // to the generation: it writes as its controllers do, through their guard.
-func (g *generation) addPolicies(cfg *rest.Config, mgr manager.Manager, r resolved, opts generationOptions, copts controller.Options) error {
+func (g *generation) addPolicies(cfg *rest.Config, mgr manager.Manager, r resolved, opts generationOptions, guard authority.Guard) error {
 	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
 	if err != nil {
 		return err
 	}
-	g.policies = &admission.Syncer{Rules: admission.Rules(r.conf, r.watches, &opts.limits.WriteScope, r.conf.WriteScope), Installation: opts.installation, FieldManager: copts.FieldManager,
-		Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Discovery: dc, Guard: copts.Guard, Gate: g.gate,
+	g.policies = &admission.Syncer{Rules: admission.Rules(r.conf, r.watches, &opts.limits.WriteScope, r.conf.WriteScope), Installation: opts.installation, FieldManager: opts.controller.FieldManager,
+		Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Discovery: dc, Guard: guard, Gate: g.gate,
 		Log: opts.log.WithName("admission-policies"), OnProblem: opts.onAdmissionProblem, Leftovers: opts.leftovers, Owner: opts.policyOwner}
-	if copts.DryRun {
+	if opts.controller.DryRun {
 		if len(g.policies.Rules) > 0 {
 			opts.log.Info("dry run: the admission policies of rules with atCreation are not written", "rules", len(g.policies.Rules))
 		}

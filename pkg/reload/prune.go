@@ -34,12 +34,12 @@ func (r *Reloader) addPruner(mgr manager.Manager) error {
 	if err != nil {
 		return err
 	}
-	guard := authority.Guard{Fence: authority.NewWriteFence(), Claim: r.Controller.Guard.Claim}
-	if r.Sharding != nil {
-		guard.Gate, guard.Claim = r.Sharding.Ring, r.Sharding.Ring
+	guard, err := r.guard(authority.NewWriteFence())
+	if err != nil {
+		return err
 	}
 	r.pruner = &admission.Pruner{Limits: r.limits(), Installation: r.installation(), Keep: map[bool]string{true: "--dry-run deletes nothing"}[r.Controller.DryRun],
-		Client: fenced, Mapper: fenced.RESTMapper(), Discovery: dc, Guard: guard, NeedLeader: r.Sharding == nil,
+		Client: fenced, Mapper: fenced.RESTMapper(), Discovery: dc, Guard: guard, NeedLeader: r.Mode != authority.Sharded,
 		Log: r.Log.WithName("admission-pruner"), Leftovers: r.leftovers}
 	return mgr.Add(r.pruner)
 }

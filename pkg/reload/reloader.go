@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/metawatch/metawatch/pkg/admission"
+	"github.com/metawatch/metawatch/pkg/authority"
 	"github.com/metawatch/metawatch/pkg/authority/pace"
 	"github.com/metawatch/metawatch/pkg/brake"
 	"github.com/metawatch/metawatch/pkg/config"
@@ -70,9 +71,15 @@ type Reloader struct {
 	// ShutdownTimeout bounds stopping a generation (on SIGTERM, or the old one
 	// in a swap): its writes in flight, then its controllers and cache. Zero: 30s.
 	ShutdownTimeout time.Duration
-	// Sharding, when set, runs sharded: generations run on every replica,
-	// each on its share of the objects (see Sharding). Nil: only the leader
-	// runs them.
+	// Mode is the replicas' run mode (authority.ResolveMode): whether only
+	// the leader runs generations or every replica does, and under which
+	// claim they write.
+	Mode authority.Mode
+	// Leader is the leader Lease's claim (authority.LeaderClaim) in the modes
+	// that elect a leader; nil in the others.
+	Leader authority.Claim
+	// Sharding is this replica's share of the objects in the sharded mode
+	// (see Sharding); nil in the others.
 	Sharding *Sharding
 	// Installation names this installation on what it makes besides the
 	// watched objects' keys (admission policies), so that two installations
@@ -85,13 +92,6 @@ type Reloader struct {
 	// Wire is how the generations' caches fetch (status-only updates,
 	// connections), as the flags say; every generation gets it unchanged.
 	Wire wire.Options
-	// WarmStandby runs generations on a standby too: its cache synced and
-	// following the configuration, its controllers' writes held at the
-	// generation's gate until this replica leads. A failover then waits for
-	// the Lease only, not for a sync of every object, at the cost of the
-	// leader's memory on the standby. For leader election; not with Sharding,
-	// whose replicas all run generations anyway.
-	WarmStandby bool
 	// Pacer paces the writes of every generation and of the Pruner, one
 	// rate for the process (package pace). Nil: client-go's rate limit.
 	Pacer *pace.Pacer
@@ -126,14 +126,14 @@ func (r *Reloader) AddTo(mgr manager.Manager) error {
 		// generation's Manager adds its own stripping transport.
 		return errors.New("reload: Reloader.Config is not set: give it the rest.Config the Manager was built from")
 	}
-	if r.WarmStandby && r.Sharding != nil {
-		return errors.New("reload: WarmStandby is for leader election: with Sharding every replica runs generations already")
+	if err := r.modeValid(); err != nil {
+		return err
 	}
 	r.elected = mgr.Elected()
 	if r.Recorder == nil {
 		r.Recorder = mgr.GetEventRecorder(controller.EventSource)
 	}
-	if r.WarmStandby {
+	if r.Mode == authority.WarmStandby {
 		r.Recorder = leaderEvents{EventRecorder: r.Recorder, elected: r.elected}
 	}
 	if r.Source.ConfigMap != "" {
@@ -149,8 +149,8 @@ func (r *Reloader) AddTo(mgr manager.Manager) error {
 	if err := r.addPruner(mgr); err != nil {
 		return err
 	}
-	metrics.SetShardingMode(r.Sharding.mode())
-	if r.Sharding != nil {
+	metrics.SetShardingMode(r.shardingMode())
+	if r.Mode == authority.Sharded {
 		r.Sharding.watch()
 	}
 	return mgr.Add(r)
@@ -159,7 +159,7 @@ func (r *Reloader) AddTo(mgr manager.Manager) error {
 // NeedLeaderElection is true unless sharded or warm: generations write, so
 // only the leader runs them; sharded, every replica does, on its own share;
 // warm, every replica does, and only the leader's open (openWhenLeading).
-func (r *Reloader) NeedLeaderElection() bool { return r.Sharding == nil && !r.WarmStandby }
+func (r *Reloader) NeedLeaderElection() bool { return !r.Mode.EveryReplicaRuns() }
 
 // Start runs the configuration until ctx ends: the file's, or the ConfigMap's
 // as it is now and as it changes.
@@ -167,7 +167,7 @@ func (r *Reloader) Start(ctx context.Context) error {
 	if r.accessLost == nil {
 		return errors.New("reload: the Reloader was added to the Manager without AddTo, which sets up its follower and defaults")
 	}
-	if !r.Sharding.awaitAssignment(ctx, r.setWaiting) {
+	if r.Mode == authority.Sharded && !r.Sharding.awaitAssignment(ctx, r.setWaiting) {
 		return nil
 	}
 	r.setWaiting("waiting for a valid configuration in " + r.Source.String())
@@ -205,7 +205,7 @@ func (r *Reloader) swap(ctx context.Context, res resolved, superseded func() boo
 	if old != nil {
 		number = old.number + 1
 	}
-	next, err := newGeneration(ctx, r.Config, number, res, generationOptions{controller: r.Controller, onLoss: r.reportLoss, shutdownTimeout: r.shutdownTimeout(), limits: r.limits(),
+	next, err := newGeneration(ctx, r.Config, number, res, generationOptions{controller: r.Controller, mode: r.Mode, leader: r.Leader, onLoss: r.reportLoss, shutdownTimeout: r.shutdownTimeout(), limits: r.limits(),
 		sharding: r.Sharding, wire: r.Wire, writes: r.Pacer, installation: r.installation(), policyOwner: r.PolicyOwner, leftovers: r.leftovers, onAdmissionProblem: r.reportAdmissionProblem, log: r.Log,
 		leading: r.notLeadingYet(), brake: r.removalBrake()})
 	if err != nil {
@@ -352,7 +352,7 @@ func (r *Reloader) Ready(req *http.Request) error {
 	case g == nil:
 		return errors.Join(fmt.Errorf("no configuration running: %s", waiting), r.leftovers.Ready())
 	}
-	return errors.Join(g.ready(req), r.Sharding.ready(), r.leftovers.Ready())
+	return errors.Join(g.ready(req), r.shardsReady(), r.leftovers.Ready())
 }
 
 // setWaiting says why no generation runs (and that this replica leads).

@@ -2,7 +2,6 @@ package reload
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -10,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 
 	"github.com/metawatch/metawatch/pkg/metacache"
@@ -54,28 +54,7 @@ type Sharding struct {
 // hand-over takes: their objects are written by no replica.
 const ReasonBucketsUnwritable = "BucketsUnwritable"
 
-// mode is the sharding mode's name, as the metric and /readyz say it; s may be nil (off).
-func (s *Sharding) mode() string {
-	switch {
-	case s == nil:
-		return metrics.ShardingOff
-	case s.ServerSide:
-		return metrics.ShardingServer
-	}
-	return metrics.ShardingClient
-}
-
-// Describe says how this replica is sharded, for /readyz/configuration; s may be nil.
-func (s *Sharding) Describe() string {
-	switch s.mode() {
-	case metrics.ShardingOff:
-		return "sharding off"
-	case metrics.ShardingServer:
-		return fmt.Sprintf("sharding server-side (the API server filters by shard), %s", s.share())
-	}
-	return fmt.Sprintf("sharding client-side (the API server does not filter by shard: ShardedListAndWatch is off, or the server is older than 1.36; objects of other shards are dropped on receipt), %s", s.share())
-}
-
+// share says how many buckets this replica holds and desires.
 func (s *Sharding) share() string {
 	return fmt.Sprintf("%d of %d buckets held, %d desired", len(s.Ring.Held()), sharding.Buckets, len(s.Ring.Desired()))
 }
@@ -113,12 +92,8 @@ func (s *Sharding) noteHeld(held []sharding.Bucket) {
 
 // awaitAssignment waits until the Ring has assigned this replica its
 // buckets, so that the first generation's caches list them from the start
-// (and are synced only once they hold them); false if ctx ended first. s may
-// be nil (not sharded: nothing to wait for).
+// (and are synced only once they hold them); false if ctx ended first.
 func (s *Sharding) awaitAssignment(ctx context.Context, waiting func(string)) bool {
-	if s == nil {
-		return true
-	}
 	waiting("waiting for this replica's share of the buckets (the sharding ring's first round)")
 	select {
 	case <-s.Ring.Assigned():
@@ -149,21 +124,14 @@ func (s *Sharding) unwritableMessage(buckets []sharding.Bucket) string {
 		len(buckets), strings.Join(names, ", "))
 }
 
-// ready fails while buckets assigned to this replica are unwritable; s may be nil.
-func (s *Sharding) ready() error {
-	if s == nil {
-		return nil
-	}
-	if unwritable := s.Ring.Unwritable(); len(unwritable) > 0 {
-		return errors.New(s.unwritableMessage(unwritable))
-	}
-	return nil
-}
-
 // cacheFilter restricts a generation's cache to the buckets desired.
 func (s *Sharding) cacheFilter() *metacache.ShardFilter {
 	return &metacache.ShardFilter{Cover: s.cover, ServerSide: s.ServerSide}
 }
+
+// Holds reports whether this replica holds the bucket of the object with
+// uid, and so audits it (controller.Share).
+func (s *Sharding) Holds(uid types.UID) bool { return s.Ring.Holds(uid) }
 
 // OnGained calls f with the buckets that come to this replica, as they come,
 // until remove is called. The kinds every replica caches whole (cluster-scoped

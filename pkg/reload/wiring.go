@@ -1,0 +1,74 @@
+package reload
+
+import (
+	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/metawatch/metawatch/pkg/admission"
+	"github.com/metawatch/metawatch/pkg/authority"
+	"github.com/metawatch/metawatch/pkg/authority/pace"
+	"github.com/metawatch/metawatch/pkg/brake"
+	"github.com/metawatch/metawatch/pkg/config"
+	"github.com/metawatch/metawatch/pkg/controller"
+	"github.com/metawatch/metawatch/pkg/wire"
+)
+
+// generationOptions are what a generation takes from the process.
+type generationOptions struct {
+	controller controller.Options
+	// limits are the operator's guardrails (flags), checked again as each
+	// write is decided; the configuration's own write scope narrows theirs.
+	limits *config.Limits
+	// shutdownTimeout bounds the generation's stop (--graceful-shutdown-timeout, less a margin).
+	shutdownTimeout time.Duration
+	// onLoss reports a kind whose list or watch became forbidden while running.
+	onLoss func(*generation, schema.GroupKind, error)
+	// mode is the replicas' run mode, leader the leader's claim in the
+	// modes that elect one, and sharding this replica's share when sharded.
+	mode     authority.Mode
+	leader   authority.Claim
+	sharding *Sharding
+	// wire is how the cache fetches (status-only updates, connections).
+	wire wire.Options
+	// writes paces the generation's writes (nil: client-go's rate limit).
+	writes *pace.Pacer
+	// installation names the configuration's source on the admission
+	// policies the generation makes.
+	installation string
+	// policyOwner is the ClusterRole that owns the admission policies.
+	policyOwner string
+	// leftovers collects why pairs to delete remain (RBAC).
+	leftovers *admission.Leftovers
+	// onAdmissionProblem reports each change of the reason a rule runs
+	// without atCreation ("" once its policy is in place).
+	onAdmissionProblem func(rule, problem string)
+	log                logr.Logger
+	// leading, when set, closes once this warm standby leads: the
+	// controllers watch nothing until then (controller.Wiring.Leading).
+	leading <-chan struct{}
+	// brake is the operator's bound on mass removals (package brake).
+	brake brake.Limits
+}
+
+// wiring is what the generation hands its controllers: one guard, built
+// here for the run mode and shared with the admission policies' Syncer.
+func (g *generation) wiring(r resolved, opts generationOptions, versions controller.ResourceVersions) (controller.Wiring, error) {
+	var ring authority.Ring
+	if opts.mode == authority.Sharded {
+		ring = opts.sharding.Ring
+	}
+	guard, err := opts.mode.Guard(g.fence, opts.leader, ring)
+	if err != nil {
+		return controller.Wiring{}, err
+	}
+	w := controller.Wiring{Mode: opts.mode, Guard: guard, Gate: g.gate, Leading: opts.leading, Audits: g.audits,
+		WritesFrozen: g.writesFrozen, Versions: versions, Brake: g.brake, CachedObjects: g.counts.Count, Limits: opts.limits,
+		NamespacesUnreadable: g.forbiddenAtStart(namespaceKind) != nil,
+		InScope:              func(ns string) bool { return opts.limits.WriteScope.Allows(ns) && r.conf.WriteScope.Allows(ns) }}
+	if opts.mode == authority.Sharded {
+		w.Share = opts.sharding
+	}
+	return w, nil
+}
