@@ -11,7 +11,7 @@
 //     the operator sets (Options) and what a generation wires (Wiring).
 //   - reconciler.go: Reconcile, read once from the cache, then each step.
 //   - reporter.go, diff.go: the first step logs what changed.
-//   - rule_reconciler.go, apply.go, remove.go, ownership.go, audit.go: the
+//   - rule_reconciler.go, apply.go, remove.go, managed_keys.go, audit.go: the
 //     second step keeps the rules: server-side apply of owned keys, merge
 //     patches that remove, ownership read from managedFields, require audits.
 //   - handler.go, handler_namespaces.go, predicate.go: what each event queues.

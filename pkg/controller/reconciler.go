@@ -47,7 +47,7 @@ type kindReconciler struct {
 //     evaluate the rules (package rules); audit require rules (audit.go);
 //     remove keys by merge patch with a resourceVersion precondition
 //     (remove.go); apply owned keys by server-side apply, yielding, reclaiming
-//     or forcing keys another manager holds (apply.go, ownership.go).
+//     or forcing keys another manager holds (apply.go, managed_keys.go).
 //
 // It never asks for a timed requeue: every step is level-triggered.
 func (k *kindReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
