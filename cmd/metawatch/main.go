@@ -3,19 +3,21 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	"github.com/metawatch/metawatch/pkg/check"
 	"github.com/metawatch/metawatch/pkg/config"
 	"github.com/metawatch/metawatch/pkg/version"
 )
 
 func main() {
 	if len(os.Args) > 1 && os.Args[1] == "check" {
-		os.Exit(runCheck(os.Args[2:]))
+		os.Exit(check.Run(context.Background(), os.Args[2:], os.Stdout, os.Stderr))
 	}
 	opts := parseFlags(os.Args[1:])
 	if opts.version {

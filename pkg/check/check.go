@@ -1,4 +1,4 @@
-package main
+package check
 
 import (
 	"context"
@@ -23,8 +23,8 @@ import (
 	"github.com/metawatch/metawatch/pkg/config"
 )
 
-// checkOptions are metawatch check's flags.
-type checkOptions struct {
+// options are metawatch check's flags.
+type options struct {
 	file, kubeconfig, as string
 	// live: the check against the cluster is required (a kubeconfig must be given).
 	live bool
@@ -52,19 +52,19 @@ type stringList []string
 func (l *stringList) String() string     { return strings.Join(*l, ",") }
 func (l *stringList) Set(v string) error { *l = append(*l, v); return nil }
 
-// runCheck is `metawatch check -f FILE [--kubeconfig PATH]`: it validates a
-// configuration (a bare config.yaml or a ConfigMap manifest) offline and, with
-// a kubeconfig, against the cluster: kinds resolve, field selectors are
+// Run is `metawatch check -f FILE [--kubeconfig PATH]` with args (those
+// after "check"), writing to stdout and stderr: it validates a
+// configuration (a bare config.yaml or a ConfigMap manifest) offline and,
+// with a kubeconfig, against the cluster: kinds resolve, field selectors are
 // accepted, and the identity may list and watch every watched kind and patch
 // every kind a rule writes (with --rbac, and nothing more). It prints every
-// problem and exits 0 or 1, like `promtool check config`.
-func runCheck(args []string) int { return checkCommand(args, os.Stdout, os.Stderr) }
-
-// checkCommand is metawatch check with args, writing to stdout and stderr.
-func checkCommand(args []string, stdout, stderr io.Writer) int {
+// problem and returns the exit code: 0 or 1, like `promtool check config`, 2
+// for a usage error, 3 to 5 for --objects and --report (see exitCode).
+// --objects - reads os.Stdin.
+func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("check", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	o := checkOptions{limits: config.DefaultLimits()}
+	o := options{limits: config.DefaultLimits()}
 	fs.StringVar(&o.file, "f", "", "The configuration file: a config.yaml or a selectors ConfigMap manifest.")
 	fs.StringVar(&o.file, "config-file", "", "The same as -f, as metawatch itself calls it.")
 	fs.StringVar(&o.kubeconfig, "kubeconfig", os.Getenv("KUBECONFIG"), "Also check against this cluster (kinds, selectors, RBAC).")
@@ -105,20 +105,20 @@ func checkCommand(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	if o.report {
-		code, err := checkReport(context.Background(), stdout, o)
+		code, err := checkReport(ctx, stdout, o)
 		if err != nil {
 			fmt.Fprintf(stderr, "FAILED: %s\n", config.Describe(err))
 		}
 		return code
 	}
 	if len(o.objects) > 0 {
-		code, err := checkObjects(context.Background(), stdout, o)
+		code, err := checkObjects(ctx, stdout, o)
 		if err != nil {
 			fmt.Fprintf(stderr, "FAILED: %s\n", config.Describe(err))
 		}
 		return code
 	}
-	if err := check(context.Background(), stdout, o); err != nil {
+	if err := check(ctx, stdout, o); err != nil {
 		fmt.Fprintf(stdout, "FAILED: %s\n", config.Describe(err))
 		return 1
 	}
@@ -128,7 +128,7 @@ func checkCommand(args []string, stdout, stderr io.Writer) int {
 
 // usageError says what is wrong with the flags ("" if nothing); args are
 // the arguments after them.
-func (o checkOptions) usageError(args []string) string {
+func (o options) usageError(args []string) string {
 	switch {
 	case o.file == "":
 		return "-f FILE is required: the configuration to check"
@@ -146,7 +146,7 @@ func (o checkOptions) usageError(args []string) string {
 	return ""
 }
 
-func check(ctx context.Context, out io.Writer, o checkOptions) error {
+func check(ctx context.Context, out io.Writer, o options) error {
 	conf, err := config.ParseFile(o.file)
 	if err != nil {
 		return err
@@ -170,7 +170,7 @@ func check(ctx context.Context, out io.Writer, o checkOptions) error {
 	return checkCluster(ctx, out, conf, o)
 }
 
-func checkCluster(ctx context.Context, out io.Writer, conf *config.Config, o checkOptions) error {
+func checkCluster(ctx context.Context, out io.Writer, conf *config.Config, o options) error {
 	cfg, err := clientcmd.BuildConfigFromFlags("", o.kubeconfig)
 	if err != nil {
 		return err

@@ -1,4 +1,4 @@
-package main
+package check
 
 import (
 	"context"
@@ -55,7 +55,7 @@ func exitCode(write, offend bool) int {
 // only what the rules read (Previewer.AddSource); the second reports on
 // each object as it is read, and writes its report at once. An input
 // error is found by the first pass, before anything is written.
-func checkObjects(ctx context.Context, out io.Writer, o checkOptions) (int, error) {
+func checkObjects(ctx context.Context, out io.Writer, o options) (int, error) {
 	conf, err := config.ParseFile(o.file)
 	if err != nil {
 		return 1, err

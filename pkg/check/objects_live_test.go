@@ -1,10 +1,8 @@
-package main_test
+package check_test
 
 import (
 	"bytes"
 	"fmt"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -13,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/metawatch/metawatch/pkg/check"
 	"github.com/metawatch/metawatch/pkg/testing/controlplane"
 	"github.com/metawatch/metawatch/pkg/testing/testkit"
 )
@@ -37,10 +36,7 @@ func TestCheckObjectsReadsTheRestFromTheCluster(t *testing.T) {
 	write(t, objects, fmt.Sprintf("apiVersion: v1\nkind: Pod\nmetadata:\n  name: web-1\n  namespace: preview-live\n"+
 		"  ownerReferences: [{apiVersion: apps/v1, kind: Deployment, name: web, uid: %s, controller: true}]\n", d.UID))
 	var out, errOut bytes.Buffer
-	cmd := exec.CommandContext(t.Context(), bin, "check", "-f", conf, "--live", "--kubeconfig", cp.KubeconfigPath, "--objects", objects)
-	cmd.Stdout, cmd.Stderr = &out, &errOut
-	_ = cmd.Run()
-	code := cmd.ProcessState.ExitCode()
+	code := check.Run(t.Context(), []string{"-f", conf, "--live", "--kubeconfig", cp.KubeconfigPath, "--objects", objects}, &out, &errOut)
 	for _, want := range []string{`would set label team="red" (was absent; rule team, from Namespace preview-live)`,
 		`would set label cost-center="cc-7" (was absent; rule cost, from owner Deployment/web)`} {
 		if !strings.Contains(out.String(), want) {
@@ -49,13 +45,6 @@ func TestCheckObjectsReadsTheRestFromTheCluster(t *testing.T) {
 	}
 	if code != 3 {
 		t.Errorf("exit code %d, want 3 (would write)", code)
-	}
-}
-
-func write(t *testing.T, path, content string) {
-	t.Helper()
-	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
-		t.Fatal(err)
 	}
 }
 
@@ -77,9 +66,7 @@ func TestCheckReportGroupsWhatIsOff(t *testing.T) {
 	write(t, conf, "watches:\n- kind: Pod\n  namespaces: [report-a, report-b]\nrules:\n- {name: team, kinds: [Pod], copyFromNamespace: {labels: [team]}}\n"+
 		"- {name: owner, kinds: [Pod], requireLabels: [owner]}\n")
 	var out, errOut bytes.Buffer
-	cmd := exec.CommandContext(t.Context(), bin, "check", "-f", conf, "--live", "--report", "--kubeconfig", cp.KubeconfigPath)
-	cmd.Stdout, cmd.Stderr = &out, &errOut
-	_ = cmd.Run()
+	code := check.Run(t.Context(), []string{"-f", conf, "--live", "--report", "--kubeconfig", cp.KubeconfigPath}, &out, &errOut)
 	rows := map[string][]string{}
 	for line := range strings.Lines(out.String()) {
 		if f := strings.Fields(line); len(f) >= 8 {
@@ -98,7 +85,7 @@ func TestCheckReportGroupsWhatIsOff(t *testing.T) {
 	if !strings.Contains(out.String(), "5 objects: 4 not as the rules want") {
 		t.Errorf("the summary:\n%s", out.String())
 	}
-	if code := cmd.ProcessState.ExitCode(); code != 5 {
+	if code != 5 {
 		t.Errorf("exit code %d, want 5 (would write, and offending)", code)
 	}
 }

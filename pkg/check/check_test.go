@@ -1,11 +1,11 @@
-package main_test
+package check_test
 
 import (
-	"errors"
-	"os/exec"
+	"bytes"
 	"strings"
 	"testing"
 
+	"github.com/metawatch/metawatch/pkg/check"
 	"github.com/metawatch/metawatch/pkg/testing/controlplane"
 )
 
@@ -60,18 +60,16 @@ func TestCheck(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			args := append([]string{"check", "-f", writeConfig(t, tc.config)}, tc.flags...)
+			args := append([]string{"-f", writeConfig(t, tc.config)}, tc.flags...)
 			if tc.kubeconfig {
 				args = append(args, "--kubeconfig", cp.KubeconfigPath)
 			}
-			cmd := exec.Command(bin, args...)
-			cmd.Env = []string{"KUBECONFIG="} // offline unless asked
-			out, err := cmd.CombinedOutput()
-			if code := exitCode(err); code != tc.wantExit {
+			code, out := runCheck(t, args...)
+			if code != tc.wantExit {
 				t.Errorf("exit %d, want %d:\n%s", code, tc.wantExit, out)
 			}
 			for _, w := range tc.want {
-				if !strings.Contains(string(out), w) {
+				if !strings.Contains(out, w) {
 					t.Errorf("output does not contain %q:\n%s", w, out)
 				}
 			}
@@ -79,15 +77,15 @@ func TestCheck(t *testing.T) {
 	}
 }
 
-func exitCode(err error) int {
-	var exit *exec.ExitError
-	if errors.As(err, &exit) {
-		return exit.ExitCode()
-	}
-	if err != nil {
-		return -1
-	}
-	return 0
+// runCheck runs metawatch check with args, offline unless they give a
+// kubeconfig (KUBECONFIG is emptied), and returns its exit code and its
+// output, stdout and stderr together as a terminal shows them.
+func runCheck(t *testing.T, args ...string) (int, string) {
+	t.Helper()
+	t.Setenv("KUBECONFIG", "")
+	var out bytes.Buffer
+	code := check.Run(t.Context(), args, &out, &out)
+	return code, out.String()
 }
 
 // metawatch check, given the guardrail flags metawatch runs with, rejects
@@ -123,18 +121,16 @@ func TestCheckAppliesTheGuardrails(t *testing.T) {
 		file := writeConfig(t, watches+"- "+tc.rule+"\n")
 		for _, where := range []string{"offline", "on the cluster"} {
 			t.Run(name+", "+where, func(t *testing.T) {
-				args := append([]string{"check", "-f", file}, tc.flags...)
+				args := append([]string{"-f", file}, tc.flags...)
 				if where == "on the cluster" {
 					args = append(args, "--kubeconfig", cp.KubeconfigPath)
 				}
-				cmd := exec.Command(bin, args...)
-				cmd.Env = []string{"KUBECONFIG="}
-				out, err := cmd.CombinedOutput()
+				code, out := runCheck(t, args...)
 				wantExit, want := 1, tc.want
 				if want == "" {
 					wantExit, want = 0, "SUCCESS"
 				}
-				if code := exitCode(err); code != wantExit || !strings.Contains(string(out), want) {
+				if code != wantExit || !strings.Contains(out, want) {
 					t.Errorf("exit %d, want %d with %q:\n%s", code, wantExit, want, out)
 				}
 			})

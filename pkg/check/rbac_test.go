@@ -1,8 +1,7 @@
-package main_test
+package check_test
 
 import (
 	"fmt"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -43,13 +42,11 @@ func TestCheckRBACWantsNothingMissingAndNothingToSpare(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			// The authorizer sees a new binding within moments: ask again until
 			// the verdict is the one wanted or the time is up, then say the last.
-			var out []byte
+			var out string
 			code := -1
 			for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
-				cmd := exec.Command(bin, "check", "-f", file, "--kubeconfig", cp.KubeconfigPath, "--as", "system:serviceaccount:rbac-check:"+sa, "--rbac", "--writable-kinds=Pod")
-				var err error
-				out, err = cmd.CombinedOutput()
-				if code = exitCode(err); code == tc.wantExit && strings.Contains(string(out), tc.want) {
+				code, out = runCheck(t, "-f", file, "--kubeconfig", cp.KubeconfigPath, "--as", "system:serviceaccount:rbac-check:"+sa, "--rbac", "--writable-kinds=Pod")
+				if code == tc.wantExit && strings.Contains(out, tc.want) {
 					return
 				}
 			}

@@ -1,4 +1,4 @@
-package main
+package check
 
 import (
 	"bufio"
@@ -65,7 +65,7 @@ func TestCheckObjectsFindsSourcesAfterTheirObjects(t *testing.T) {
 				args = append(args, path)
 			}
 			var out, errOut bytes.Buffer
-			code := checkCommand(args, &out, &errOut)
+			code := Run(t.Context(), args, &out, &errOut)
 			for _, w := range tc.want {
 				if !strings.Contains(out.String(), w) {
 					t.Errorf("the report lacks %q:\n%s%s", w, out.String(), errOut.String())
@@ -85,7 +85,7 @@ func TestCheckObjectsWritesNothingBeforeAnInputError(t *testing.T) {
 	writeFile(t, conf, teamConfig)
 	writeFile(t, objects, "apiVersion: v1\nkind: List\nitems:\n"+asItems(shopPod, shopNamespace, "apiVersion: v1\nkind: Pod\nmetadata: {name: on}\n"))
 	var out, errOut bytes.Buffer
-	code := checkCommand([]string{"-f", conf, "--objects", objects}, &out, &errOut)
+	code := Run(t.Context(), []string{"-f", conf, "--objects", objects}, &out, &errOut)
 	want := "FAILED: --objects: " + objects + ": document 1: items[2]: a Pod whose metadata.name is true (YAML reads"
 	if code != 1 || out.Len() > 0 || !strings.HasPrefix(errOut.String(), want) {
 		t.Errorf("exit code %d, stdout %q, stderr %q; want 1, nothing and %q", code, out.String(), errOut.String(), want)
@@ -102,7 +102,7 @@ func TestCheckObjectsMemoryDoesNotGrowWithTheInput(t *testing.T) {
 	writeFile(t, conf, teamConfig)
 	writePodList(t, objects, pods)
 	peak := heapPeak(t, func() {
-		code := checkCommand([]string{"-f", conf, "--objects", objects, "-o", "json"}, io.Discard, os.Stderr)
+		code := Run(t.Context(), []string{"-f", conf, "--objects", objects, "-o", "json"}, io.Discard, os.Stderr)
 		if code != exitWouldWrite {
 			t.Errorf("exit code %d, want %d", code, exitWouldWrite)
 		}

@@ -1,4 +1,4 @@
-package main
+package check
 
 import (
 	"bytes"
@@ -26,7 +26,7 @@ func TestCheckObjectsOnTheExamples(t *testing.T) {
 			args := documentedCommand(t, objects)
 			for _, format := range []string{"text", "json"} {
 				var out, errOut bytes.Buffer
-				code := checkCommand(append(args, "-o", format), &out, &errOut)
+				code := Run(t.Context(), append(args, "-o", format), &out, &errOut)
 				if errOut.Len() > 0 {
 					t.Errorf("stderr: %s", errOut.String())
 				}
@@ -70,27 +70,27 @@ func golden(t *testing.T, path, got string) {
 	}
 	want, err := os.ReadFile(path)
 	if err != nil {
-		t.Fatalf("%v (go test ./cmd/metawatch -run TestCheckObjects -update writes it)", err)
+		t.Fatalf("%v (go test ./pkg/check -run TestCheckObjects -update writes it)", err)
 	}
 	if got != string(want) {
-		t.Errorf("%s differs (go test ./cmd/metawatch -run TestCheckObjects -update rewrites it):\n--- got\n%s--- want\n%s", path, got, want)
+		t.Errorf("%s differs (go test ./pkg/check -run TestCheckObjects -update rewrites it):\n--- got\n%s--- want\n%s", path, got, want)
 	}
 }
 
 // A usage error names what is wrong, in the flags' words.
 func TestCheckUsageErrorsSayWhy(t *testing.T) {
 	cases := map[string]struct {
-		opts checkOptions
+		opts options
 		args []string
 		want string
 	}{
-		"no configuration":             {opts: checkOptions{output: "text"}, want: "-f FILE is required"},
-		"live without a cluster":       {opts: checkOptions{file: "c", live: true, output: "text"}, want: "--live, --rbac and --chart-values need a cluster"},
-		"an unknown output":            {opts: checkOptions{file: "c", output: "xml"}, want: "-o xml: want text or json"},
-		"objects without --objects":    {opts: checkOptions{file: "c", output: "text"}, args: []string{"pods.yaml"}, want: "files of objects follow --objects"},
-		"a report without --live":      {opts: checkOptions{file: "c", report: true, output: "text"}, want: "--report reads the cluster: add --live"},
-		"a report and objects at once": {opts: checkOptions{file: "c", report: true, live: true, kubeconfig: "k", objects: stringList{"o"}, output: "text"}, want: "exclude each other"},
-		"a valid objects check":        {opts: checkOptions{file: "c", objects: stringList{"o"}, output: "json"}},
+		"no configuration":             {opts: options{output: "text"}, want: "-f FILE is required"},
+		"live without a cluster":       {opts: options{file: "c", live: true, output: "text"}, want: "--live, --rbac and --chart-values need a cluster"},
+		"an unknown output":            {opts: options{file: "c", output: "xml"}, want: "-o xml: want text or json"},
+		"objects without --objects":    {opts: options{file: "c", output: "text"}, args: []string{"pods.yaml"}, want: "files of objects follow --objects"},
+		"a report without --live":      {opts: options{file: "c", report: true, output: "text"}, want: "--report reads the cluster: add --live"},
+		"a report and objects at once": {opts: options{file: "c", report: true, live: true, kubeconfig: "k", objects: stringList{"o"}, output: "text"}, want: "exclude each other"},
+		"a valid objects check":        {opts: options{file: "c", objects: stringList{"o"}, output: "json"}},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

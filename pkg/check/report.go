@@ -1,4 +1,4 @@
-package main
+package check
 
 import (
 	"context"
@@ -23,7 +23,7 @@ const reportPageSize = 500
 // checkReport is metawatch check --live --report: the objects of the
 // watched kinds that are not as the rules want, grouped by rule and
 // namespace, from metadata-only lists (paginated, protobuf), read-only.
-func checkReport(ctx context.Context, out io.Writer, o checkOptions) (int, error) {
+func checkReport(ctx context.Context, out io.Writer, o options) (int, error) {
 	conf, err := config.ParseFile(o.file)
 	if err != nil {
 		return 1, err
