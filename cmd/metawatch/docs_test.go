@@ -11,18 +11,36 @@ import (
 	"github.com/metawatch/metawatch/pkg/testing/testkit"
 )
 
-// Every flag of metawatch --help has a row in the README's flags table.
-func TestEveryFlagIsInTheREADME(t *testing.T) {
+// Every flag of metawatch --help has a row in the flags page's table: its
+// first cell names the flag (alone, or with the flags it goes with).
+func TestEveryFlagIsInTheFlagsPage(t *testing.T) {
 	help, err := exec.Command(metawatchBinary(t), "--help").CombinedOutput()
 	if err != nil {
 		t.Fatal(err)
 	}
-	readme := section(t, "../../README.md", "## Flags\n")
+	firstCells := tableFirstCells(t, "../../docs/flags.md")
 	for _, m := range regexp.MustCompile(`(?m)^  (--[a-z0-9-]+)`).FindAllStringSubmatch(string(help), -1) {
-		if !strings.Contains(readme, "`"+m[1]+"`") {
-			t.Errorf("%s is not in the README's flags table", m[1])
+		if !strings.Contains(firstCells, "`"+m[1]+"`") {
+			t.Errorf("%s has no row in docs/flags.md's table: add one (| `%s` | default | what it does |)", m[1], m[1])
 		}
 	}
+}
+
+// tableFirstCells is the first cell of every table row of a Markdown file,
+// one a line: where a page names what its tables list.
+func tableFirstCells(t *testing.T, path string) string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Clean(path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cells []string
+	for _, line := range strings.Split(string(data), "\n") {
+		if row := tableCells(line); len(row) > 0 {
+			cells = append(cells, row[0])
+		}
+	}
+	return strings.Join(cells, "\n")
 }
 
 // metawatchBinary is TestMain's binary, or under -short (make verify-docs,
@@ -56,21 +74,20 @@ func TestEveryPackageIsOnTheMap(t *testing.T) {
 	}
 }
 
-// section is the text of a Markdown file from heading to the next heading of its level.
-func section(t *testing.T, path, heading string) string {
-	t.Helper()
-	data, err := os.ReadFile(filepath.Clean(path))
-	if err != nil {
-		t.Fatal(err)
+// tableCells is the cells of a Markdown table row, trimmed; nil for a line that
+// is not one. An escaped bar (\|, as in `a\|b`) stays in its cell.
+func tableCells(line string) []string {
+	if !strings.HasPrefix(line, "|") {
+		return nil
 	}
-	s := string(data)
-	start := strings.Index(s, heading)
-	if start < 0 {
-		t.Fatalf("%s has no %q", path, strings.TrimSpace(heading))
+	const bar = "\x00"
+	fields := strings.Split(strings.ReplaceAll(line, `\|`, bar), "|")
+	if len(fields) < 3 {
+		return nil
 	}
-	s = s[start+len(heading):]
-	if end := strings.Index(s, "\n"+strings.Fields(heading)[0]+" "); end >= 0 {
-		s = s[:end]
+	cells := make([]string, 0, len(fields)-2)
+	for _, f := range fields[1 : len(fields)-1] {
+		cells = append(cells, strings.TrimSpace(strings.ReplaceAll(f, bar, `\|`)))
 	}
-	return s
+	return cells
 }
