@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/metawatch/metawatch/pkg/controller"
-	"github.com/metawatch/metawatch/pkg/metacache"
+	"github.com/metawatch/metawatch/pkg/testing/cachekit"
 	"github.com/metawatch/metawatch/pkg/testing/controlplane"
 	"github.com/metawatch/metawatch/pkg/testing/testkit"
 	"github.com/metawatch/metawatch/pkg/wire"
@@ -41,12 +41,12 @@ func TestEveryListAndWatchIsMetadataProtobuf(t *testing.T) {
 	testkit.Namespace(t, c, "proto-a", nil)
 	testkit.Pod(t, c, "proto-a", "web-1", map[string]string{"app": "web"})
 	watches := testkit.Resolve(t, cp.Config, protobufWatchConfig)
-	var rec recorder
-	mgr := startEngine(t, rec.wrap(cp.Config), watches)
+	var rec testkit.Recorder
+	mgr := cachekit.StartEngine(t, rec.Wrap(cp.Config), watches)
 
 	testkit.Pod(t, c, "proto-a", "web-2", map[string]string{"app": "web"})
 	testkit.WaitFor(t, "web-2 in the cache", testkit.Timeout, func() bool {
-		return mgr.GetCache().Get(t.Context(), client.ObjectKey{Namespace: "proto-a", Name: "web-2"}, podMetadata()) == nil
+		return mgr.GetCache().Get(t.Context(), client.ObjectKey{Namespace: "proto-a", Name: "web-2"}, cachekit.PodMetadata()) == nil
 	})
 
 	watched := sets.New[string]()
@@ -54,7 +54,7 @@ func TestEveryListAndWatchIsMetadataProtobuf(t *testing.T) {
 		watched.Insert(w.Resource.Resource)
 	}
 	seen := sets.New[string]()
-	for _, r := range rec.all() {
+	for _, r := range rec.All() {
 		resource := path.Base(r.Path)
 		if r.Method != http.MethodGet || !watched.Has(resource) {
 			continue
@@ -82,10 +82,6 @@ func TestEveryListAndWatchIsMetadataProtobuf(t *testing.T) {
 	if !seen.Equal(watched) {
 		t.Errorf("saw list/watch requests for %v, want one for every watched resource %v", sets.List(seen), sets.List(watched))
 	}
-}
-
-func podMetadata() *metav1.PartialObjectMetadata {
-	return metacache.NewObject(corev1.SchemeGroupVersion.WithKind("Pod"))
 }
 
 // On a real API server's metadata watch (the watch-list stream informers use)
