@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
+	"github.com/metawatch/metawatch/pkg/config"
 	mwmanager "github.com/metawatch/metawatch/pkg/manager"
 	"github.com/metawatch/metawatch/pkg/metacache"
 	"github.com/metawatch/metawatch/pkg/metrics"
@@ -270,4 +271,15 @@ func (ch *podChurn) run(on bool) {
 func (ch *podChurn) stop() {
 	close(ch.done)
 	ch.ended.Wait()
+}
+
+// namespaceOfPods creates Namespace ns with pods pods and returns the
+// watches of its pods and of every Namespace.
+func namespaceOfPods(t *testing.T, c client.Client, ns string, pods int) []config.ResolvedWatch {
+	t.Helper()
+	testkit.Namespace(t, c, ns, nil)
+	for i := range pods {
+		testkit.Pod(t, c, ns, fmt.Sprintf("pod-%02d", i), nil)
+	}
+	return testkit.Resolve(t, cp.Config, "watches:\n- kind: Pod\n  namespaces: ["+ns+"]\n- kind: Namespace\n")
 }

@@ -1,4 +1,4 @@
-package manager_test
+package sharding_test
 
 import (
 	"fmt"
@@ -30,6 +30,7 @@ import (
 // other share's pods were dropped before decoding, none after.
 func TestShardedCachesSplitThePods(t *testing.T) {
 	controlplane.SkipIfShort(t)
+	cp := sharding.ControlPlane()
 	for name, serverSide := range map[string]bool{"server-side": true, "client-side": false} {
 		t.Run(name, func(t *testing.T) {
 			if serverSide {
@@ -75,6 +76,7 @@ func TestShardedCachesSplitThePods(t *testing.T) {
 // watches of its pods and of every Namespace.
 func namespaceOfPods(t *testing.T, c client.Client, ns string, pods int) []config.ResolvedWatch {
 	t.Helper()
+	cp := sharding.ControlPlane()
 	testkit.Namespace(t, c, ns, nil)
 	for i := range pods {
 		testkit.Pod(t, c, ns, fmt.Sprintf("pod-%02d", i), nil)
