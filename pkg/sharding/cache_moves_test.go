@@ -1,4 +1,4 @@
-package manager_test
+package sharding_test
 
 import (
 	"context"
@@ -21,7 +21,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
-	"github.com/metawatch/metawatch/pkg/config"
 	mwmanager "github.com/metawatch/metawatch/pkg/manager"
 	"github.com/metawatch/metawatch/pkg/metacache"
 	"github.com/metawatch/metawatch/pkg/metrics"
@@ -40,6 +39,7 @@ import (
 // listed once, at the start: a move lists only the buckets that came.
 func TestShardedCachesMoveInPlace(t *testing.T) {
 	controlplane.SkipIfShort(t)
+	cp := sharding.ControlPlane()
 	for name, serverSide := range map[string]bool{"server-side": true, "client-side": false} {
 		t.Run(name, func(t *testing.T) {
 			if serverSide {
@@ -271,15 +271,4 @@ func (ch *podChurn) run(on bool) {
 func (ch *podChurn) stop() {
 	close(ch.done)
 	ch.ended.Wait()
-}
-
-// namespaceOfPods creates Namespace ns with pods pods and returns the
-// watches of its pods and of every Namespace.
-func namespaceOfPods(t *testing.T, c client.Client, ns string, pods int) []config.ResolvedWatch {
-	t.Helper()
-	testkit.Namespace(t, c, ns, nil)
-	for i := range pods {
-		testkit.Pod(t, c, ns, fmt.Sprintf("pod-%02d", i), nil)
-	}
-	return testkit.Resolve(t, cp.Config, "watches:\n- kind: Pod\n  namespaces: ["+ns+"]\n- kind: Namespace\n")
 }
