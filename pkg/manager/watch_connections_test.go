@@ -93,3 +93,7 @@ func (r *protocolRecorder) of(request string) []string {
 	defer r.mu.Unlock()
 	return append([]string(nil), r.protocols[request]...)
 }
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }

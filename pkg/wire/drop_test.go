@@ -1,4 +1,4 @@
-package manager_test
+package wire_test
 
 import (
 	"fmt"
