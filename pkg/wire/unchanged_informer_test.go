@@ -1,14 +1,9 @@
-package manager_test
+package wire_test
 
 import (
 	"fmt"
 	"net/http"
-	"net/url"
-	"slices"
 	"strconv"
-	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -213,64 +208,4 @@ func assertSameAsServer(t *testing.T, c client.Client, ns string, pods int, cach
 			})
 		}
 	}
-}
-
-// startStockMetadataCache is what a stock controller-runtime user gets for
-// builder.OnlyMetadata on Pods: a metadata-only informer, no transport of ours.
-func startStockMetadataCache(t *testing.T, cfg *rest.Config, ns string) cache.Cache {
-	t.Helper()
-	return cachekit.StartPodCache(t, cfg, cache.Options{ByObject: map[client.Object]cache.ByObject{
-		cachekit.PodMetadata(): {Namespaces: map[string]cache.Config{ns: {}}},
-	}})
-}
-
-// relistCounter counts the requests that list pods in full: a LIST, or a
-// watch that asks for the initial events (client-go's watch-list), and
-// records the resourceVersion every other pod watch resumes from.
-type relistCounter struct {
-	n       atomic.Int64
-	mu      sync.Mutex
-	resumes []string
-}
-
-func (r *relistCounter) wrap(cfg *rest.Config) *rest.Config {
-	cfg = rest.CopyConfig(cfg)
-	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
-		return roundTripFunc(func(req *http.Request) (*http.Response, error) {
-			switch {
-			case isPodRelist(req.Method, req.URL):
-				r.n.Add(1)
-			case req.Method == http.MethodGet && strings.HasSuffix(req.URL.Path, "/pods"):
-				r.mu.Lock()
-				r.resumes = append(r.resumes, req.URL.Query().Get("resourceVersion"))
-				r.mu.Unlock()
-			}
-			return rt.RoundTrip(req)
-		})
-	})
-	return cfg
-}
-
-func isPodRelist(method string, u *url.URL) bool {
-	if method != http.MethodGet || len(u.Path) < 5 || u.Path[len(u.Path)-5:] != "/pods" {
-		return false
-	}
-	q := u.Query()
-	return q.Get("watch") != "true" && q.Get("watch") != "1" || q.Get("sendInitialEvents") == "true"
-}
-
-func (r *relistCounter) reset() {
-	r.n.Store(0)
-	r.mu.Lock()
-	r.resumes = nil
-	r.mu.Unlock()
-}
-
-func (r *relistCounter) count() int64 { return r.n.Load() }
-
-// resumedFrom are the resourceVersions of the pod watches resumed since the last reset.
-func (r *relistCounter) resumedFrom() []string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return slices.Clone(r.resumes)
 }
