@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
 	"github.com/metawatch/metawatch/pkg/config"
 	"github.com/metawatch/metawatch/pkg/preview"
 )
@@ -139,7 +141,12 @@ func reportsOf(t *testing.T, configYAML, objects string, limits *config.Limits) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	objs, err := preview.Read(strings.NewReader(objects))
+	// As metawatch check --objects reads them: with the fields the watches' field selectors read.
+	var objs []*unstructured.Unstructured
+	err = preview.Stream(strings.NewReader(objects), preview.SelectorFields(conf), func(o *unstructured.Unstructured) error {
+		objs = append(objs, o)
+		return nil
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
