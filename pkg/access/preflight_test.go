@@ -1,12 +1,15 @@
 package access_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/rest"
 
 	"github.com/metawatch/metawatch/pkg/access"
+	"github.com/metawatch/metawatch/pkg/config"
 	"github.com/metawatch/metawatch/pkg/testing/controlplane"
 	"github.com/metawatch/metawatch/pkg/testing/testkit"
 )
@@ -70,5 +73,64 @@ func assertContains(t *testing.T, what string, err error, want []string) {
 		if !strings.Contains(err.Error(), w) {
 			t.Errorf("%s %q does not contain %q", what, err, w)
 		}
+	}
+}
+
+// Check fails the configuration only for what the configuration gets
+// wrong (a selector the server rejects: invalid); a watch the identity may
+// not list is forbidden, alone, with the namespace it may not list, and the
+// others stay allowed; a server that is not there fails the check, but is
+// not the configuration's fault.
+func TestCheckTellsForbiddenFromInvalidFromUnreachable(t *testing.T) {
+	controlplane.SkipIfShort(t)
+	grant(t, "access-check-a", "access-checker", listPods)
+	testkit.Namespace(t, testkit.Client(t, cp.Config), "access-check-b", nil)
+	cases := map[string]struct {
+		cfg           *rest.Config
+		config        string
+		wantAllowed   []string // the kinds allowed
+		wantForbidden string   // the forbidden watch's error says it
+		wantInvalid   bool
+		wantFailed    bool // an error that is not the configuration's fault
+	}{
+		"a namespace of two the identity may not list is forbidden": {
+			cfg: as("access-checker"), config: "watches:\n- kind: Pod\n  namespaces: [access-check-a, access-check-b]\n",
+			wantForbidden: "forbidden to list pods in namespace access-check-b",
+		},
+		"a kind it may not list is forbidden, the other allowed": {
+			cfg: as("access-checker"), config: "watches:\n- kind: Pod\n  namespaces: [access-check-a]\n- kind: Secret\n  namespaces: [access-check-a]\n",
+			wantAllowed: []string{"Pod"}, wantForbidden: "watches[1] (Secret): forbidden to list secrets in namespace access-check-a",
+		},
+		"a cluster-wide watch it may not list says cluster-wide": {
+			cfg: as("access-checker"), config: "watches:\n- kind: Pod\n",
+			wantForbidden: "forbidden to list pods cluster-wide",
+		},
+		"a field selector the server rejects is invalid": {
+			cfg: cp.Config, config: "watches:\n- kind: Pod\n  fieldSelector: spec.priority=7\n", wantInvalid: true,
+		},
+		"a server that is not there fails, not as invalid": {
+			cfg: nowhere(t), config: "watches:\n- kind: Pod\n", wantFailed: true,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			allowed, forbidden, err := access.Check(t.Context(), tc.cfg, testkit.Resolve(t, cp.Config, tc.config))
+			if got := config.IsInvalid(err); got != tc.wantInvalid || (err != nil) != (tc.wantInvalid || tc.wantFailed) {
+				t.Fatalf("Check returned %v (invalid configuration: %v); want invalid %v, failed %v", err, got, tc.wantInvalid, tc.wantFailed)
+			}
+			var kinds []string
+			for _, w := range allowed {
+				kinds = append(kinds, w.GVK.Kind)
+			}
+			if fmt.Sprint(kinds) != fmt.Sprint(tc.wantAllowed) {
+				t.Errorf("allowed %v, want %v", kinds, tc.wantAllowed)
+			}
+			switch {
+			case tc.wantForbidden == "" && len(forbidden) > 0:
+				t.Errorf("forbidden %v, want none", forbidden)
+			case tc.wantForbidden != "" && (len(forbidden) != 1 || !apierrors.IsForbidden(forbidden[0].Err) || !strings.Contains(forbidden[0].Err.Error(), tc.wantForbidden)):
+				t.Errorf("forbidden %v, want one watch whose 403 says %q", forbidden, tc.wantForbidden)
+			}
+		})
 	}
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/metawatch/metawatch/pkg/authority/pace"
 	mwmanager "github.com/metawatch/metawatch/pkg/manager"
+	"github.com/metawatch/metawatch/pkg/testing/cachekit"
 	"github.com/metawatch/metawatch/pkg/testing/controlplane"
 	"github.com/metawatch/metawatch/pkg/testing/testkit"
 )
@@ -31,7 +32,7 @@ func TestWritesArePacedAndReadsKeepTheirBudget(t *testing.T) {
 	cfg.RateLimiter = reads
 	pacer := pace.New(pace.DefaultLimits(), logr.Discard())
 	watches := testkit.Resolve(t, cp.Config, "watches:\n- kind: Pod\n  namespaces: [paced]\n")
-	mgr := startEngineWith(t, cfg, watches, mwmanager.Options{MetricsBindAddress: "0", Writes: pacer})
+	mgr := cachekit.StartEngineWith(t, cfg, watches, mwmanager.Options{MetricsBindAddress: "0", Writes: pacer})
 
 	ctx := context.WithValue(t.Context(), marked{}, true)
 	pod := &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"}, ObjectMeta: metav1.ObjectMeta{Namespace: "paced", Name: "p"}}

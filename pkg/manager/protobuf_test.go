@@ -7,18 +7,12 @@ import (
 	"strings"
 	"testing"
 
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
-	"k8s.io/client-go/metadata"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/metawatch/metawatch/pkg/authority"
-	"github.com/metawatch/metawatch/pkg/metacache"
+	"github.com/metawatch/metawatch/pkg/testing/cachekit"
 	"github.com/metawatch/metawatch/pkg/testing/controlplane"
 	"github.com/metawatch/metawatch/pkg/testing/testkit"
-	"github.com/metawatch/metawatch/pkg/wire"
 )
 
 const protobufWatchConfig = `
@@ -41,12 +35,12 @@ func TestEveryListAndWatchIsMetadataProtobuf(t *testing.T) {
 	testkit.Namespace(t, c, "proto-a", nil)
 	testkit.Pod(t, c, "proto-a", "web-1", map[string]string{"app": "web"})
 	watches := testkit.Resolve(t, cp.Config, protobufWatchConfig)
-	var rec recorder
-	mgr := startEngine(t, rec.wrap(cp.Config), watches)
+	var rec testkit.Recorder
+	mgr := cachekit.StartEngine(t, rec.Wrap(cp.Config), watches)
 
 	testkit.Pod(t, c, "proto-a", "web-2", map[string]string{"app": "web"})
 	testkit.WaitFor(t, "web-2 in the cache", testkit.Timeout, func() bool {
-		return mgr.GetCache().Get(t.Context(), client.ObjectKey{Namespace: "proto-a", Name: "web-2"}, podMetadata()) == nil
+		return mgr.GetCache().Get(t.Context(), client.ObjectKey{Namespace: "proto-a", Name: "web-2"}, cachekit.PodMetadata()) == nil
 	})
 
 	watched := sets.New[string]()
@@ -54,7 +48,7 @@ func TestEveryListAndWatchIsMetadataProtobuf(t *testing.T) {
 		watched.Insert(w.Resource.Resource)
 	}
 	seen := sets.New[string]()
-	for _, r := range rec.all() {
+	for _, r := range rec.All() {
 		resource := path.Base(r.Path)
 		if r.Method != http.MethodGet || !watched.Has(resource) {
 			continue
@@ -81,41 +75,5 @@ func TestEveryListAndWatchIsMetadataProtobuf(t *testing.T) {
 	}
 	if !seen.Equal(watched) {
 		t.Errorf("saw list/watch requests for %v, want one for every watched resource %v", sets.List(seen), sets.List(watched))
-	}
-}
-
-func podMetadata() *metav1.PartialObjectMetadata {
-	return metacache.NewObject(corev1.SchemeGroupVersion.WithKind("Pod"))
-}
-
-// On a real API server's metadata watch (the watch-list stream informers use)
-// and list, other managers' managedFields are gone before client-go decodes:
-// there is no transform in this path, so what the client returns is what the
-// transport left.
-func TestManagedFieldsAreStrippedBeforeDecoding(t *testing.T) {
-	controlplane.SkipIfShort(t)
-	c := testkit.Client(t, cp.Config)
-	testkit.Namespace(t, c, "strip", nil)
-	testkit.Pod(t, c, "strip", "p1", nil)
-	client, err := metadata.NewForConfig(wire.StripManagedFields(cp.Config, []string{authority.DefaultFieldManager}, wire.Options{}, nil))
-	if err != nil {
-		t.Fatal(err)
-	}
-	pods := client.Resource(corev1.SchemeGroupVersion.WithResource("pods")).Namespace("strip")
-	list, err := pods.List(t.Context(), metav1.ListOptions{})
-	if err != nil || len(list.Items) != 1 || len(list.Items[0].ManagedFields) != 0 {
-		t.Fatalf("list: %v, %+v: want one pod without managedFields", err, list)
-	}
-	w, err := pods.Watch(t.Context(), metav1.ListOptions{
-		SendInitialEvents: ptr.To(true), ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan, AllowWatchBookmarks: true,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Stop()
-	event := <-w.ResultChan()
-	obj, ok := event.Object.(*metav1.PartialObjectMetadata)
-	if !ok || obj.Name != "p1" || len(obj.ManagedFields) != 0 {
-		t.Fatalf("watch event %s %T %+v: want p1 without managedFields", event.Type, event.Object, event.Object)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	mwmanager "github.com/metawatch/metawatch/pkg/manager"
+	"github.com/metawatch/metawatch/pkg/testing/cachekit"
 	"github.com/metawatch/metawatch/pkg/testing/controlplane"
 	"github.com/metawatch/metawatch/pkg/testing/testkit"
 	"github.com/metawatch/metawatch/pkg/wire"
@@ -36,12 +37,12 @@ func TestTheCacheWatchesOverAConnectionOfItsOwn(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			var protocols protocolRecorder
-			mgr := startEngineWith(t, protocols.wrap(cp.Config), watches, mwmanager.Options{MetricsBindAddress: "0", Wire: wire.Options{WatchOverHTTP2: tc.overHTTP2}})
-			pod := podMetadata()
+			mgr := cachekit.StartEngineWith(t, protocols.wrap(cp.Config), watches, mwmanager.Options{MetricsBindAddress: "0", Wire: wire.Options{WatchOverHTTP2: tc.overHTTP2}})
+			pod := cachekit.PodMetadata()
 			pod.Namespace, pod.Name = "protocols", "p-0"
 			testkit.MergePatch(t, mgr.GetClient(), pod, "protocols-test", `{"metadata":{"labels":{"written-over":"any"}}}`)
 			testkit.WaitFor(t, "the patched pod in the cache", testkit.Timeout, func() bool {
-				got := podMetadata()
+				got := cachekit.PodMetadata()
 				return mgr.GetCache().Get(t.Context(), client.ObjectKeyFromObject(pod), got) == nil && got.Labels["written-over"] == "any"
 			})
 			for _, want := range []struct{ request, protocol string }{
@@ -92,3 +93,7 @@ func (r *protocolRecorder) of(request string) []string {
 	defer r.mu.Unlock()
 	return append([]string(nil), r.protocols[request]...)
 }
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }

@@ -95,18 +95,7 @@ func TestPreviewDoesAsTheControllerWould(t *testing.T) {
 // defaults), and checks the text report says each of want and none of not.
 func checkReport(t *testing.T, configYAML, objects string, limits *config.Limits, want, not []string) {
 	t.Helper()
-	conf, err := config.Parse([]byte(configYAML))
-	if err != nil {
-		t.Fatal(err)
-	}
-	objs, err := preview.Read(strings.NewReader(objects))
-	if err != nil {
-		t.Fatal(err)
-	}
-	reports, err := preview.Preview(t.Context(), objs, preview.Options{Config: conf, Limits: limits})
-	if err != nil {
-		t.Fatal(err)
-	}
+	reports := reportsOf(t, configYAML, objects, limits)
 	var out strings.Builder
 	if err := preview.WriteText(&out, reports); err != nil {
 		t.Fatal(err)

@@ -1,4 +1,4 @@
-package manager_test
+package testkit
 
 import (
 	"io"
@@ -9,8 +9,8 @@ import (
 	"k8s.io/client-go/rest"
 )
 
-// request is what the recorder saw of one HTTP exchange with the API server.
-type request struct {
+// Request is what a Recorder saw of one HTTP exchange with the API server.
+type Request struct {
 	Method, Path string
 	Query        url.Values
 	Accept       string
@@ -20,18 +20,19 @@ type request struct {
 
 const bodyPrefix = 4096
 
-// recorder captures every request a rest.Config's clients make, at the transport.
-type recorder struct {
+// Recorder captures every request a rest.Config's clients make, at the transport.
+type Recorder struct {
 	mu       sync.Mutex
-	requests []*request
+	requests []*Request
 }
 
-func (r *recorder) wrap(cfg *rest.Config) *rest.Config {
+// Wrap is a copy of cfg whose requests r records.
+func (r *Recorder) Wrap(cfg *rest.Config) *rest.Config {
 	cfg = rest.CopyConfig(cfg)
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
 		return roundTripFunc(func(req *http.Request) (*http.Response, error) {
 			resp, err := rt.RoundTrip(req)
-			rec := &request{Method: req.Method, Path: req.URL.Path, Query: req.URL.Query(), Accept: req.Header.Get("Accept")}
+			rec := &Request{Method: req.Method, Path: req.URL.Path, Query: req.URL.Query(), Accept: req.Header.Get("Accept")}
 			if resp != nil {
 				rec.ContentType = resp.Header.Get("Content-Type")
 				resp.Body = &teeBody{ReadCloser: resp.Body, rec: rec, mu: &r.mu}
@@ -45,11 +46,11 @@ func (r *recorder) wrap(cfg *rest.Config) *rest.Config {
 	return cfg
 }
 
-// all returns a copy of every request recorded so far.
-func (r *recorder) all() []request {
+// All returns a copy of every request recorded so far.
+func (r *Recorder) All() []Request {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	out := make([]request, len(r.requests))
+	out := make([]Request, len(r.requests))
 	for i, rec := range r.requests {
 		out[i] = *rec
 		out[i].Body = append([]byte(nil), rec.Body...)
@@ -60,7 +61,7 @@ func (r *recorder) all() []request {
 // teeBody keeps the first bodyPrefix bytes the client reads.
 type teeBody struct {
 	io.ReadCloser
-	rec *request
+	rec *Request
 	mu  *sync.Mutex
 }
 
@@ -73,7 +74,3 @@ func (b *teeBody) Read(p []byte) (int, error) {
 	b.mu.Unlock()
 	return n, err
 }
-
-type roundTripFunc func(*http.Request) (*http.Response, error)
-
-func (f roundTripFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }

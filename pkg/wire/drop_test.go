@@ -1,7 +1,6 @@
-package manager_test
+package wire_test
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -16,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/metawatch/metawatch/pkg/testing/cachekit"
 	"github.com/metawatch/metawatch/pkg/testing/controlplane"
 	"github.com/metawatch/metawatch/pkg/testing/testkit"
 )
@@ -39,7 +39,7 @@ func TestConnectionDropResumesTheWatchWithoutARelist(t *testing.T) {
 
 	watches := testkit.Resolve(t, cp.Config, "watches:\n- kind: Pod\n  namespaces: [drop]\n")
 	var ours, stock relistCounter
-	metawatch := startEngine(t, ours.wrap(viaForwarder), watches).GetCache()
+	metawatch := cachekit.StartEngine(t, ours.wrap(viaForwarder), watches).GetCache()
 	reference := startStockMetadataCache(t, stock.wrap(viaForwarder), "drop")
 	ours.reset()
 	stock.reset()
@@ -55,7 +55,7 @@ func TestConnectionDropResumesTheWatchWithoutARelist(t *testing.T) {
 		testkit.Pod(t, c, "drop", name, nil)
 		for what, cache := range map[string]cache.Cache{"metawatch": metawatch, "the stock cache": reference} {
 			testkit.WaitFor(t, name+" in "+what, testkit.Timeout, func() bool {
-				return cache.Get(t.Context(), client.ObjectKey{Namespace: "drop", Name: name}, podMetadata()) == nil
+				return cache.Get(t.Context(), client.ObjectKey{Namespace: "drop", Name: name}, cachekit.PodMetadata()) == nil
 			})
 		}
 	}
@@ -70,29 +70,9 @@ func TestConnectionDropResumesTheWatchWithoutARelist(t *testing.T) {
 // builder.OnlyMetadata on Pods: a metadata-only informer, no transport of ours.
 func startStockMetadataCache(t *testing.T, cfg *rest.Config, ns string) cache.Cache {
 	t.Helper()
-	return startPodCache(t, cfg, cache.Options{ByObject: map[client.Object]cache.ByObject{
-		podMetadata(): {Namespaces: map[string]cache.Config{ns: {}}},
+	return cachekit.StartPodCache(t, cfg, cache.Options{ByObject: map[client.Object]cache.ByObject{
+		cachekit.PodMetadata(): {Namespaces: map[string]cache.Config{ns: {}}},
 	}})
-}
-
-// startPodCache starts a cache with o and its metadata-only pod informer, and
-// waits for it to sync.
-func startPodCache(t *testing.T, cfg *rest.Config, o cache.Options) cache.Cache {
-	t.Helper()
-	c, err := cache.New(cfg, o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.GetInformer(t.Context(), podMetadata()); err != nil {
-		t.Fatal(err)
-	}
-	testkit.Start(t, c)
-	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
-	defer cancel()
-	if !c.WaitForCacheSync(ctx) {
-		t.Fatal("the cache did not sync")
-	}
-	return c
 }
 
 // relistCounter counts the requests that list pods in full: a LIST, or a
@@ -145,3 +125,7 @@ func (r *relistCounter) resumedFrom() []string {
 	defer r.mu.Unlock()
 	return slices.Clone(r.resumes)
 }
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }

@@ -1,4 +1,4 @@
-package manager_test
+package wire_test
 
 import (
 	"fmt"
@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	mwmanager "github.com/metawatch/metawatch/pkg/manager"
+	"github.com/metawatch/metawatch/pkg/testing/cachekit"
 	"github.com/metawatch/metawatch/pkg/testing/controlplane"
 	"github.com/metawatch/metawatch/pkg/testing/testkit"
 	"github.com/metawatch/metawatch/pkg/wire"
@@ -55,7 +56,7 @@ func checkUnchangedEvents(t *testing.T, ns string, interval time.Duration) {
 	// A selector rather than a namespace: one informer, whose resourceVersion can be read.
 	watches := testkit.Resolve(t, cp.Config, "watches:\n- kind: Pod\n  labelSelector: suite="+ns+"\n")
 	var ours relistCounter
-	metawatch := startEngineWith(t, withoutResumedWatchBookmarks(ours.wrap(viaForwarder)), watches,
+	metawatch := cachekit.StartEngineWith(t, withoutResumedWatchBookmarks(ours.wrap(viaForwarder)), watches,
 		mwmanager.Options{MetricsBindAddress: "0", Wire: wire.Options{BookmarkInterval: interval}}).GetCache()
 	reference := startStockMetadataCache(t, viaForwarder, ns)
 	unchanged := func() float64 {
@@ -161,7 +162,7 @@ func patchPodLabel(t *testing.T, c client.Client, p *corev1.Pod, app string) {
 // resourceVersionOf is the resourceVersion the pod informer of c last synced to.
 func resourceVersionOf(t *testing.T, c cache.Cache) string {
 	t.Helper()
-	informer, err := c.GetInformer(t.Context(), podMetadata())
+	informer, err := c.GetInformer(t.Context(), cachekit.PodMetadata())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -201,7 +202,7 @@ func assertSameAsServer(t *testing.T, c client.Client, ns string, pods int, cach
 		}
 		for j, cc := range caches {
 			testkit.WaitFor(t, fmt.Sprintf("%s in cache %d as on the server", key, j), testkit.Timeout, func() bool {
-				got := podMetadata()
+				got := cachekit.PodMetadata()
 				return cc.Get(t.Context(), key, got) == nil && fmt.Sprint(got.Labels) == fmt.Sprint(want.Labels) &&
 					fmt.Sprint(got.Annotations) == fmt.Sprint(want.Annotations) && got.DeletionTimestamp.Equal(want.DeletionTimestamp)
 			})

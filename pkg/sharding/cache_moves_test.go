@@ -1,4 +1,4 @@
-package manager_test
+package sharding_test
 
 import (
 	"context"
@@ -25,6 +25,7 @@ import (
 	"github.com/metawatch/metawatch/pkg/metacache"
 	"github.com/metawatch/metawatch/pkg/metrics"
 	"github.com/metawatch/metawatch/pkg/sharding"
+	"github.com/metawatch/metawatch/pkg/testing/cachekit"
 	"github.com/metawatch/metawatch/pkg/testing/controlplane"
 	"github.com/metawatch/metawatch/pkg/testing/testkit"
 )
@@ -38,6 +39,7 @@ import (
 // listed once, at the start: a move lists only the buckets that came.
 func TestShardedCachesMoveInPlace(t *testing.T) {
 	controlplane.SkipIfShort(t)
+	cp := sharding.ControlPlane()
 	for name, serverSide := range map[string]bool{"server-side": true, "client-side": false} {
 		t.Run(name, func(t *testing.T) {
 			if serverSide {
@@ -47,8 +49,8 @@ func TestShardedCachesMoveInPlace(t *testing.T) {
 			c := testkit.Client(t, cp.Config)
 			watches := namespaceOfPods(t, c, ns, 60)
 			cover := sharding.NewCoverage(sharding.Range(0, 32))
-			var rec recorder
-			mgr := startEngineWith(t, rec.wrap(cp.Config), watches, mwmanager.Options{MetricsBindAddress: "0",
+			var rec testkit.Recorder
+			mgr := cachekit.StartEngineWith(t, rec.Wrap(cp.Config), watches, mwmanager.Options{MetricsBindAddress: "0",
 				ShardFilter: &metacache.ShardFilter{Cover: cover, ServerSide: serverSide}})
 			backwards := watchVersions(t, mgr)
 			inPlace, relisted := movesSoFar()
@@ -75,7 +77,7 @@ func TestShardedCachesMoveInPlace(t *testing.T) {
 				t.Errorf("moves in place %v, relists %v; want %d in place (one per move of the one sharded informer) and no relist",
 					inPlaceNow-inPlace, relistedNow-relisted, moves)
 			}
-			full, partial := listsOf(rec.all())
+			full, partial := listsOf(rec.All())
 			if full["pods"] != 1 || full["namespaces"] != 1 {
 				t.Errorf("full lists %v, want 1 of pods and 1 of namespaces: moves must list only the buckets that came", full)
 			}
@@ -109,7 +111,7 @@ func movesSoFar() (inPlace, relisted float64) {
 
 // listsOf counts, per resource, the full lists (a LIST, or a watch that sends
 // initial events) and the lists at an exact resourceVersion (a move's).
-func listsOf(requests []request) (full, partial map[string]int) {
+func listsOf(requests []testkit.Request) (full, partial map[string]int) {
 	full, partial = map[string]int{}, map[string]int{}
 	for _, r := range requests {
 		resource := path.Base(r.Path)

@@ -1,4 +1,4 @@
-package manager_test
+package metacache_test
 
 import (
 	"fmt"
@@ -13,8 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/metawatch/metawatch/pkg/metacache"
 	"github.com/metawatch/metawatch/pkg/metrics"
+	"github.com/metawatch/metawatch/pkg/testing/cachekit"
 	"github.com/metawatch/metawatch/pkg/testing/controlplane"
 	"github.com/metawatch/metawatch/pkg/testing/testkit"
 )
@@ -44,14 +44,14 @@ func TestSelectorsFilterOnTheServer(t *testing.T) {
 	setPhase(t, c, testkit.Pod(t, c, "filter-a", "web-done", web), corev1.PodSucceeded) // field selector
 
 	watches := testkit.Resolve(t, cp.Config, filterConfig)
-	var rec recorder
-	mgr := startEngine(t, rec.wrap(cp.Config), watches)
+	var rec testkit.Recorder
+	mgr := cachekit.StartEngine(t, rec.Wrap(cp.Config), watches)
 	testkit.Pod(t, c, "filter-b", "web-late", web) // outside, created after the sync
 	testkit.Pod(t, c, "filter-c", "web-late", web) // inside, created after the sync
 	want := sets.New("filter-a/web-1", "filter-c/web-2", "filter-c/web-late")
 
 	testkit.WaitFor(t, "the cache to hold exactly the matching pods", testkit.Timeout, func() bool {
-		return cachedPods(t, mgr.GetCache()).Equal(want)
+		return cachekit.CachedPods(t, mgr.GetCache()).Equal(want)
 	})
 	// The count follows the informer's event handlers, which run after its
 	// store is updated: it catches up with the cache, it does not lead it.
@@ -61,12 +61,12 @@ func TestSelectorsFilterOnTheServer(t *testing.T) {
 	if got := matchingServerPods(t, c); !got.Equal(want) {
 		t.Fatalf("the API server's matching pods are %v, want %v: the test's fixtures are wrong", sets.List(got), sets.List(want))
 	}
-	assertSelectorsSent(t, rec.all())
+	assertSelectorsSent(t, rec.All())
 }
 
 // assertSelectorsSent checks that every pod list or watch named a watched
 // namespace and both selectors, and that both namespaces were asked for.
-func assertSelectorsSent(t *testing.T, requests []request) {
+func assertSelectorsSent(t *testing.T, requests []testkit.Request) {
 	t.Helper()
 	paths := sets.New[string]()
 	for _, r := range requests {
@@ -90,19 +90,6 @@ func setPhase(t *testing.T, c client.Client, pod *corev1.Pod, phase corev1.PodPh
 	if err := c.Status().Update(t.Context(), pod); err != nil {
 		t.Fatal(err)
 	}
-}
-
-func cachedPods(t *testing.T, r client.Reader) sets.Set[string] {
-	t.Helper()
-	list := metacache.NewList(corev1.SchemeGroupVersion.WithKind("Pod"))
-	if err := r.List(t.Context(), list); err != nil {
-		t.Fatal(err)
-	}
-	got := sets.New[string]()
-	for _, p := range list.Items {
-		got.Insert(p.Namespace + "/" + p.Name)
-	}
-	return got
 }
 
 // matchingServerPods applies the watch's selectors, client-side, to every pod the API server has.

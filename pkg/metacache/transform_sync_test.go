@@ -1,4 +1,4 @@
-package manager_test
+package metacache_test
 
 import (
 	"fmt"
@@ -12,6 +12,7 @@ import (
 
 	"github.com/metawatch/metawatch/pkg/authority"
 	"github.com/metawatch/metawatch/pkg/metacache"
+	"github.com/metawatch/metawatch/pkg/testing/cachekit"
 	"github.com/metawatch/metawatch/pkg/testing/controlplane"
 	"github.com/metawatch/metawatch/pkg/testing/testkit"
 	"github.com/metawatch/metawatch/pkg/wire"
@@ -54,7 +55,7 @@ func TestTheTransformsSecondRunOnTheInitialSyncRebuildsNothing(t *testing.T) {
 		}
 		opts.ByObject[obj] = by
 	}
-	startPodCache(t, wire.StripManagedFields(cp.Config, []string{authority.DefaultFieldManager}, wire.Options{}, nil), opts)
+	cachekit.StartPodCache(t, wire.StripManagedFields(cp.Config, []string{authority.DefaultFieldManager}, wire.Options{}, nil), opts)
 	mu.Lock()
 	defer mu.Unlock()
 	if len(calls) != pods {

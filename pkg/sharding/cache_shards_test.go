@@ -1,4 +1,4 @@
-package manager_test
+package sharding_test
 
 import (
 	"fmt"
@@ -17,6 +17,7 @@ import (
 	"github.com/metawatch/metawatch/pkg/metacache"
 	"github.com/metawatch/metawatch/pkg/metrics"
 	"github.com/metawatch/metawatch/pkg/sharding"
+	"github.com/metawatch/metawatch/pkg/testing/cachekit"
 	"github.com/metawatch/metawatch/pkg/testing/controlplane"
 	"github.com/metawatch/metawatch/pkg/testing/testkit"
 )
@@ -29,6 +30,7 @@ import (
 // other share's pods were dropped before decoding, none after.
 func TestShardedCachesSplitThePods(t *testing.T) {
 	controlplane.SkipIfShort(t)
+	cp := sharding.ControlPlane()
 	for name, serverSide := range map[string]bool{"server-side": true, "client-side": false} {
 		t.Run(name, func(t *testing.T) {
 			if serverSide {
@@ -39,10 +41,10 @@ func TestShardedCachesSplitThePods(t *testing.T) {
 			watches := namespaceOfPods(t, c, ns, 40)
 			wire, decoded := droppedSoFar()
 			shares := [][]sharding.Bucket{sharding.Range(0, 24), sharding.Range(24, sharding.Buckets)}
-			var recs [2]recorder
+			var recs [2]testkit.Recorder
 			var caches [2]client.Reader
 			for i, share := range shares {
-				mgr := startEngineWith(t, recs[i].wrap(cp.Config), watches, mwmanager.Options{MetricsBindAddress: "0",
+				mgr := cachekit.StartEngineWith(t, recs[i].Wrap(cp.Config), watches, mwmanager.Options{MetricsBindAddress: "0",
 					ShardFilter: &metacache.ShardFilter{Cover: sharding.NewCoverage(share), ServerSide: serverSide}})
 				caches[i] = mgr.GetCache()
 			}
@@ -55,7 +57,7 @@ func TestShardedCachesSplitThePods(t *testing.T) {
 				if !serverSide {
 					want = ""
 				}
-				assertShardSelectorSent(t, recs[i].all(), want)
+				assertShardSelectorSent(t, recs[i].All(), want)
 			}
 			wireNow, decodedNow := droppedSoFar()
 			switch {
@@ -74,6 +76,7 @@ func TestShardedCachesSplitThePods(t *testing.T) {
 // watches of its pods and of every Namespace.
 func namespaceOfPods(t *testing.T, c client.Client, ns string, pods int) []config.ResolvedWatch {
 	t.Helper()
+	cp := sharding.ControlPlane()
 	testkit.Namespace(t, c, ns, nil)
 	for i := range pods {
 		testkit.Pod(t, c, ns, fmt.Sprintf("pod-%02d", i), nil)
@@ -103,7 +106,7 @@ func assertCachesSplit(t *testing.T, c client.Client, ns string, shares [][]shar
 			}
 		}
 		testkit.WaitFor(t, fmt.Sprintf("cache %d to hold exactly the %d pods of its buckets", i, want.Len()), testkit.Timeout, func() bool {
-			return cachedPods(t, caches[i]).Equal(want)
+			return cachekit.CachedPods(t, caches[i]).Equal(want)
 		})
 		var all corev1.NamespaceList
 		if err := c.List(t.Context(), &all); err != nil {
@@ -114,13 +117,13 @@ func assertCachesSplit(t *testing.T, c client.Client, ns string, shares [][]shar
 			return caches[i].List(t.Context(), cached) == nil && len(cached.Items) == len(all.Items)
 		})
 	}
-	if a, b := cachedPods(t, caches[0]), cachedPods(t, caches[1]); a.Intersection(b).Len() > 0 || a.Union(b).Len() != len(pods.Items) {
+	if a, b := cachekit.CachedPods(t, caches[0]), cachekit.CachedPods(t, caches[1]); a.Intersection(b).Len() > 0 || a.Union(b).Len() != len(pods.Items) {
 		t.Errorf("the caches share %d pods and hold %d between them, want none shared and all %d", a.Intersection(b).Len(), a.Union(b).Len(), len(pods.Items))
 	}
 	return len(pods.Items)
 }
 
-func assertShardSelectorSent(t *testing.T, requests []request, want string) {
+func assertShardSelectorSent(t *testing.T, requests []testkit.Request, want string) {
 	t.Helper()
 	for _, r := range requests {
 		if r.Method != http.MethodGet {
