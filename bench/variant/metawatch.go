@@ -15,11 +15,11 @@ import (
 	"github.com/metawatch/metawatch/pkg/apiserver"
 	"github.com/metawatch/metawatch/pkg/authority"
 	"github.com/metawatch/metawatch/pkg/config"
-	"github.com/metawatch/metawatch/pkg/controller"
 	"github.com/metawatch/metawatch/pkg/manager"
 	"github.com/metawatch/metawatch/pkg/memlimit"
 	"github.com/metawatch/metawatch/pkg/metacache"
 	"github.com/metawatch/metawatch/pkg/metrics"
+	"github.com/metawatch/metawatch/pkg/rulecontroller"
 	"github.com/metawatch/metawatch/pkg/rules"
 	"github.com/metawatch/metawatch/pkg/sharding"
 	"github.com/metawatch/metawatch/pkg/wire"
@@ -164,7 +164,7 @@ func startMetawatch(ctx context.Context, cfg *rest.Config, spec Spec, counters *
 	if err != nil {
 		return nil, err
 	}
-	if err := controller.Setup(mgr, watches, rulesByKind, controller.Options{MaxConcurrentReconciles: spec.Concurrency}, controller.Wiring{}); err != nil {
+	if err := rulecontroller.Setup(mgr, watches, rulesByKind, rulecontroller.Options{MaxConcurrentReconciles: spec.Concurrency}, rulecontroller.Wiring{}); err != nil {
 		return nil, err
 	}
 	counters.readReconciles = reconcileTotal

@@ -17,9 +17,9 @@ import (
 	"github.com/metawatch/metawatch/pkg/authority"
 	"github.com/metawatch/metawatch/pkg/authority/pace"
 	"github.com/metawatch/metawatch/pkg/config"
-	"github.com/metawatch/metawatch/pkg/controller"
 	"github.com/metawatch/metawatch/pkg/manager"
 	"github.com/metawatch/metawatch/pkg/reload"
+	"github.com/metawatch/metawatch/pkg/rulecontroller"
 	"github.com/metawatch/metawatch/pkg/version"
 )
 
@@ -70,7 +70,7 @@ func run(ctx context.Context, opts options) error {
 	setupLog.Info("stage 2/4: manager built", "mode", opts.mode.String(), "metrics", mgrOpts.MetricsBindAddress, "probes", opts.probeAddress)
 	reloader := &reload.Reloader{
 		Config: cfg, Source: opts.source, Controller: opts.controller, Mode: opts.mode, Leader: leader, Initial: conf, ShutdownTimeout: budget.generation, Limits: &opts.limits, RemovalBrake: &opts.removalBrake,
-		Recorder: mgr.GetEventRecorder(controller.EventSource), Log: ctrl.Log.WithName("reload"), Wire: mgrOpts.Wire,
+		Recorder: mgr.GetEventRecorder(rulecontroller.EventSource), Log: ctrl.Log.WithName("reload"), Wire: mgrOpts.Wire,
 		Installation: installation(opts), PolicyOwner: opts.policyOwner,
 		Pacer: pace.New(opts.writeRate, ctrl.Log.WithName("pace")),
 	}

@@ -13,7 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/metawatch/metawatch/pkg/controller"
+	"github.com/metawatch/metawatch/pkg/rulecontroller"
 	"github.com/metawatch/metawatch/pkg/sharding"
 	"github.com/metawatch/metawatch/pkg/testing/controlplane"
 	"github.com/metawatch/metawatch/pkg/testing/testkit"
@@ -184,7 +184,7 @@ func auditEvents(t *testing.T, c client.Client) map[types.UID]int {
 	}
 	out := map[types.UID]int{}
 	for _, e := range list.Items {
-		if e.Reason == controller.ReasonMissingRequired && e.ReportingController == controller.EventSource {
+		if e.Reason == rulecontroller.ReasonMissingRequired && e.ReportingController == rulecontroller.EventSource {
 			n := 1
 			if e.Series != nil {
 				n = max(1, int(e.Series.Count))

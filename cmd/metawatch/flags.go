@@ -11,9 +11,9 @@ import (
 	"github.com/metawatch/metawatch/pkg/authority/pace"
 	"github.com/metawatch/metawatch/pkg/brake"
 	"github.com/metawatch/metawatch/pkg/config"
-	"github.com/metawatch/metawatch/pkg/controller"
 	"github.com/metawatch/metawatch/pkg/manager"
 	"github.com/metawatch/metawatch/pkg/reload"
+	"github.com/metawatch/metawatch/pkg/rulecontroller"
 	"github.com/metawatch/metawatch/pkg/wire"
 )
 
@@ -28,7 +28,7 @@ type options struct {
 	source        reload.Source
 	manager       manager.Options
 	probeAddress  string // --health-probe-bind-address, served by manager.ServeProbes
-	controller    controller.Options
+	controller    rulecontroller.Options
 	zap           zap.Options
 	sharding      shardingOptions
 	version       bool

@@ -10,9 +10,9 @@ import (
 	"k8s.io/client-go/rest"
 	ctrlmanager "sigs.k8s.io/controller-runtime/pkg/manager"
 
-	"github.com/metawatch/metawatch/pkg/controller"
 	"github.com/metawatch/metawatch/pkg/manager"
 	"github.com/metawatch/metawatch/pkg/reload"
+	"github.com/metawatch/metawatch/pkg/rulecontroller"
 	"github.com/metawatch/metawatch/pkg/sharding"
 )
 
@@ -96,5 +96,5 @@ func addSharding(ctx context.Context, mgr ctrlmanager.Manager, cfg *rest.Config,
 	}
 	setupLog.Info("sharding: this replica takes its share of the buckets", "ring", opts.sharding.ring, "identity", identity, "namespace", ns,
 		"buckets", sharding.Buckets, "serverSideFiltering", serverSide)
-	return &reload.Sharding{Ring: ring, ServerSide: serverSide, Recorder: mgr.GetEventRecorder(controller.EventSource), Regarding: ring.MemberLease()}, nil
+	return &reload.Sharding{Ring: ring, ServerSide: serverSide, Recorder: mgr.GetEventRecorder(rulecontroller.EventSource), Regarding: ring.MemberLease()}, nil
 }

@@ -14,8 +14,8 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/metawatch/metawatch/pkg/controller"
 	"github.com/metawatch/metawatch/pkg/manager"
+	"github.com/metawatch/metawatch/pkg/rulecontroller"
 	"github.com/metawatch/metawatch/pkg/testing/controlplane"
 	"github.com/metawatch/metawatch/pkg/testing/testkit"
 )
@@ -56,7 +56,7 @@ func TestWarmStandbyWritesOnlyOnceItLeads(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, e := range events.Items {
-		if e.ReportingController == controller.EventSource {
+		if e.ReportingController == rulecontroller.EventSource {
 			t.Errorf("the standby recorded an Event before it leads: %s %s", e.Reason, e.Note)
 		}
 	}

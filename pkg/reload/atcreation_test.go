@@ -21,8 +21,8 @@ import (
 
 	"github.com/metawatch/metawatch/pkg/admission"
 	"github.com/metawatch/metawatch/pkg/config"
-	"github.com/metawatch/metawatch/pkg/controller"
 	"github.com/metawatch/metawatch/pkg/reload"
+	"github.com/metawatch/metawatch/pkg/rulecontroller"
 	"github.com/metawatch/metawatch/pkg/testing/controlplane"
 	"github.com/metawatch/metawatch/pkg/testing/testkit"
 )
@@ -138,7 +138,7 @@ func conflictEvents(t *testing.T, c client.Client, ns string) []string {
 		t.Fatal(err)
 	}
 	for _, p := range pods.Items {
-		for _, e := range testkit.Events(t, c, ns, "Pod", p.Name, controller.ReasonConflict) {
+		for _, e := range testkit.Events(t, c, ns, "Pod", p.Name, rulecontroller.ReasonConflict) {
 			out = append(out, e.Note)
 		}
 	}
@@ -174,7 +174,7 @@ func TestAtCreationWithoutTheAPIRunsTheRuleAndSaysSo(t *testing.T) {
 	}
 	broadcaster := events.NewBroadcaster(&events.EventSinkImpl{Interface: kubernetes.NewForConfigOrDie(off.Config).EventsV1()})
 	broadcaster.StartRecordingToSink(t.Context().Done())
-	recorder := &countingRecorder{EventRecorder: broadcaster.NewRecorder(scheme.Scheme, controller.EventSource), reason: reload.ReasonAtCreationUnavailable}
+	recorder := &countingRecorder{EventRecorder: broadcaster.NewRecorder(scheme.Scheme, rulecontroller.EventSource), reason: reload.ReasonAtCreationUnavailable}
 	inst := startInstance(t, off.Config, ns+"/selectors", allowAtCreation, func(r *reload.Reloader) { r.Recorder = recorder })
 	testkit.Pod(t, c, ns, "p", nil)
 	testkit.WaitFor(t, "the controller to set the keys", testkit.Timeout, func() bool {

@@ -22,10 +22,10 @@ import (
 	"github.com/metawatch/metawatch/pkg/authority"
 	"github.com/metawatch/metawatch/pkg/brake"
 	"github.com/metawatch/metawatch/pkg/config"
-	"github.com/metawatch/metawatch/pkg/controller"
 	mwmanager "github.com/metawatch/metawatch/pkg/manager"
 	"github.com/metawatch/metawatch/pkg/metacache"
 	"github.com/metawatch/metawatch/pkg/metrics"
+	"github.com/metawatch/metawatch/pkg/rulecontroller"
 	"github.com/metawatch/metawatch/pkg/rules"
 	"github.com/metawatch/metawatch/pkg/wire"
 )
@@ -45,7 +45,7 @@ type generation struct {
 	// ownerCopiers are the kinds whose rules copy from owners, ownerKinds
 	// the kinds of the owner chains they read.
 	ownerCopiers, ownerKinds sets.Set[schema.GroupKind]
-	audits                   *controller.Audits
+	audits                   *rulecontroller.Audits
 	policies                 *admission.Syncer // of the rules with atCreation
 	fence                    *authority.WriteFence
 	mgr                      manager.Manager
@@ -111,7 +111,7 @@ func limitsOrDefault(limits *config.Limits) *config.Limits {
 
 func newGeneration(ctx context.Context, cfg *rest.Config, number int64, r resolved, opts generationOptions) (*generation, error) {
 	g := &generation{number: number, watches: r.watches, forbidden: r.forbidden, gate: make(chan struct{}), stopping: make(chan struct{}), done: make(chan error, 1),
-		audits: controller.NewAudits(false), fence: authority.NewWriteFence()}
+		audits: rulecontroller.NewAudits(false), fence: authority.NewWriteFence()}
 	g.hash, g.hashValue = config.Hash(r.conf)
 	g.lost = access.NewAccessLoss(func(kind schema.GroupKind, err error) {
 		if opts.onLoss != nil {
@@ -144,7 +144,7 @@ func newGeneration(ctx context.Context, cfg *rest.Config, number int64, r resolv
 	if err != nil {
 		return nil, err
 	}
-	if err := controller.Setup(mgr, r.watches, rulesByKind, opts.controller, wiring); err != nil {
+	if err := rulecontroller.Setup(mgr, r.watches, rulesByKind, opts.controller, wiring); err != nil {
 		return nil, err
 	}
 	if err := g.addPolicies(cfg, mgr, r, opts, wiring.Guard); err != nil {

@@ -13,9 +13,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 
-	"github.com/metawatch/metawatch/pkg/controller"
 	"github.com/metawatch/metawatch/pkg/manager"
 	"github.com/metawatch/metawatch/pkg/reload"
+	"github.com/metawatch/metawatch/pkg/rulecontroller"
 	"github.com/metawatch/metawatch/pkg/testing/testkit"
 )
 
@@ -36,7 +36,7 @@ func startInstance(t *testing.T, cfg *rest.Config, configMap string, tune ...fun
 	}
 	reloader := &reload.Reloader{
 		// Recorder is left zero: AddTo takes the Manager's.
-		Config: cfg, Source: reload.Source{ConfigMap: configMap}, Controller: controller.Options{MaxConcurrentReconciles: 4},
+		Config: cfg, Source: reload.Source{ConfigMap: configMap}, Controller: rulecontroller.Options{MaxConcurrentReconciles: 4},
 		Log: mgr.GetLogger().WithName("reload"),
 	}
 	for _, f := range tune {

@@ -20,8 +20,8 @@ import (
 	"github.com/metawatch/metawatch/pkg/authority/pace"
 	"github.com/metawatch/metawatch/pkg/brake"
 	"github.com/metawatch/metawatch/pkg/config"
-	"github.com/metawatch/metawatch/pkg/controller"
 	"github.com/metawatch/metawatch/pkg/metrics"
+	"github.com/metawatch/metawatch/pkg/rulecontroller"
 	"github.com/metawatch/metawatch/pkg/wire"
 )
 
@@ -57,9 +57,9 @@ type Reloader struct {
 	Config *rest.Config
 	Source Source
 	// Recorder records the Events on the selectors ConfigMap; nil: the
-	// Manager's recorder for controller.EventSource (AddTo).
+	// Manager's recorder for rulecontroller.EventSource (AddTo).
 	Recorder   events.EventRecorder
-	Controller controller.Options
+	Controller rulecontroller.Options
 	Log        logr.Logger
 	// Initial is the configuration of a --config-file, validated at start-up.
 	// A ConfigMap is read when this replica starts leading, not at start-up.
@@ -131,7 +131,7 @@ func (r *Reloader) AddTo(mgr manager.Manager) error {
 	}
 	r.elected = mgr.Elected()
 	if r.Recorder == nil {
-		r.Recorder = mgr.GetEventRecorder(controller.EventSource)
+		r.Recorder = mgr.GetEventRecorder(rulecontroller.EventSource)
 	}
 	if r.Mode == authority.WarmStandby {
 		r.Recorder = leaderEvents{EventRecorder: r.Recorder, elected: r.elected}

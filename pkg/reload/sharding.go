@@ -130,7 +130,7 @@ func (s *Sharding) cacheFilter() *metacache.ShardFilter {
 }
 
 // Holds reports whether this replica holds the bucket of the object with
-// uid, and so audits it (controller.Share).
+// uid, and so audits it (rulecontroller.Share).
 func (s *Sharding) Holds(uid types.UID) bool { return s.Ring.Holds(uid) }
 
 // OnGained calls f with the buckets that come to this replica, as they come,
@@ -144,7 +144,7 @@ func (s *Sharding) OnGained(f func([]sharding.Bucket)) (remove func()) {
 
 // OnHeldGained calls f with the buckets this replica comes to hold, as it
 // comes to hold them, until remove is called: their objects are audited
-// here from then on (controller.Holder), and the controllers of audited
+// here from then on (rulecontroller.Holder), and the controllers of audited
 // kinds queue them.
 func (s *Sharding) OnHeldGained(f func([]sharding.Bucket)) (remove func()) {
 	return s.heldGained.add(f)

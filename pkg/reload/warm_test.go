@@ -8,8 +8,8 @@ import (
 	"github.com/go-logr/logr"
 
 	"github.com/metawatch/metawatch/pkg/authority"
-	"github.com/metawatch/metawatch/pkg/controller"
 	"github.com/metawatch/metawatch/pkg/metacache"
+	"github.com/metawatch/metawatch/pkg/rulecontroller"
 )
 
 // A warm standby's generation whose stop has begun never opens, even when
@@ -20,7 +20,7 @@ func TestAHeldGenerationNeverOpensOnceItStops(t *testing.T) {
 	elected := make(chan struct{})
 	r := &Reloader{elected: elected, Log: logr.Discard()}
 	g := &generation{number: 1, gate: make(chan struct{}), stopping: make(chan struct{}), done: make(chan error, 1),
-		counts: &metacache.ObjectCounts{}, audits: controller.NewAudits(false), fence: authority.NewWriteFence(), cancel: func() {}}
+		counts: &metacache.ObjectCounts{}, audits: rulecontroller.NewAudits(false), fence: authority.NewWriteFence(), cancel: func() {}}
 	g.done <- nil
 	r.current = g
 	ctx, cancel := context.WithCancel(t.Context())

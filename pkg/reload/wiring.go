@@ -11,13 +11,13 @@ import (
 	"github.com/metawatch/metawatch/pkg/authority/pace"
 	"github.com/metawatch/metawatch/pkg/brake"
 	"github.com/metawatch/metawatch/pkg/config"
-	"github.com/metawatch/metawatch/pkg/controller"
+	"github.com/metawatch/metawatch/pkg/rulecontroller"
 	"github.com/metawatch/metawatch/pkg/wire"
 )
 
 // generationOptions are what a generation takes from the process.
 type generationOptions struct {
-	controller controller.Options
+	controller rulecontroller.Options
 	// limits are the operator's guardrails (flags), checked again as each
 	// write is decided; the configuration's own write scope narrows theirs.
 	limits *config.Limits
@@ -46,7 +46,7 @@ type generationOptions struct {
 	onAdmissionProblem func(rule, problem string)
 	log                logr.Logger
 	// leading, when set, closes once this warm standby leads: the
-	// controllers watch nothing until then (controller.Wiring.Leading).
+	// controllers watch nothing until then (rulecontroller.Wiring.Leading).
 	leading <-chan struct{}
 	// brake is the operator's bound on mass removals (package brake).
 	brake brake.Limits
@@ -54,16 +54,16 @@ type generationOptions struct {
 
 // wiring is what the generation hands its controllers: one guard, built
 // here for the run mode and shared with the admission policies' Syncer.
-func (g *generation) wiring(r resolved, opts generationOptions, versions controller.ResourceVersions) (controller.Wiring, error) {
+func (g *generation) wiring(r resolved, opts generationOptions, versions rulecontroller.ResourceVersions) (rulecontroller.Wiring, error) {
 	var ring authority.Ring
 	if opts.mode == authority.Sharded {
 		ring = opts.sharding.Ring
 	}
 	guard, err := opts.mode.Guard(g.fence, opts.leader, ring)
 	if err != nil {
-		return controller.Wiring{}, err
+		return rulecontroller.Wiring{}, err
 	}
-	w := controller.Wiring{Mode: opts.mode, Guard: guard, Gate: g.gate, Leading: opts.leading, Audits: g.audits,
+	w := rulecontroller.Wiring{Mode: opts.mode, Guard: guard, Gate: g.gate, Leading: opts.leading, Audits: g.audits,
 		WritesFrozen: g.writesFrozen, Versions: versions, Brake: g.brake, CachedObjects: g.counts.Count, Limits: opts.limits,
 		NamespacesUnreadable: g.forbiddenAtStart(namespaceKind) != nil,
 		InScope:              func(ns string) bool { return opts.limits.WriteScope.Allows(ns) && r.conf.WriteScope.Allows(ns) }}

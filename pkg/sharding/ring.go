@@ -215,7 +215,7 @@ func (r *Ring) Pending(uid types.UID) bool {
 
 // Holds reports whether this replica holds the bucket of uid: its Lease
 // names this replica, as of the last round. It is what decides which replica
-// audits an object (controller.Holder): unlike Begin, it does not change with
+// audits an object (rulecontroller.Holder): unlike Begin, it does not change with
 // time between rounds, so the audits change with Held, as OnChange tells.
 func (r *Ring) Holds(uid types.UID) bool {
 	r.mu.Lock()

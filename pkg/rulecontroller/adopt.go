@@ -1,0 +1,213 @@
+package rulecontroller
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/go-logr/logr"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
+
+	"github.com/metawatch/metawatch/pkg/authority"
+	"github.com/metawatch/metawatch/pkg/metrics"
+	"github.com/metawatch/metawatch/pkg/rules"
+)
+
+// Adoption takes over, object by object, the label and annotation keys that
+// the field manager this installation wrote as before owns
+// (Options.AdoptFieldManager, --adopt-field-manager). Without it, a renamed
+// --field-manager leaves those keys to a name nobody runs: never released
+// when a rule stops wanting them, and fought over by the new name.
+//
+// It never changes a value. First the installation applies, as its own name,
+// every key it owns and every key the old name owns, at their current values:
+// each such key is then owned by both. Then it applies as the old name with
+// only the keys the guardrails keep from it (protected and reserved keys stay
+// with the old name, as they are): the old name lets go of the rest, and as
+// the new name owns them too, they stay. What no rule wants is released after
+// that like any other key the installation owns, through the removal brake.
+// Each write carries the object's resourceVersion: a stale view fails, and is
+// decided again on the object as it is now. Killed between the two, the next
+// reconcile finds the first done and sends the second.
+//
+// It refuses, and counts (metawatch_field_manager_adoptions_total):
+//   - an object where the old name owns any field but labels and annotations:
+//     applying as the old name without them would delete them;
+//   - an object the old name applied to since adoption began (with
+//     liveWriterSlack for clocks apart): an installation still writes as that
+//     name, and taking its keys would start a fight.
+
+// liveWriterSlack is how much later than adoption began an apply of the old
+// name must be to count as a live writer's: managedFields times are the API
+// server's clock, adoption's start this process's, and the old installation
+// may have written up to when it handed the Lease over.
+const liveWriterSlack = 30 * time.Second
+
+// adoptionPlan is what adoption would do to one object.
+type adoptionPlan struct {
+	take, keep owned // the keys taken over; those left to the old name
+	refused    string
+}
+
+// planAdoption is what adoption would do to obj: nothing (ok false) when the
+// old name owns no key adoption may take.
+func (r *ruleReconciler) planAdoption(obj *metav1.PartialObjectMetadata) (p adoptionPlan, ok bool) {
+	if r.adoptFrom == "" {
+		return p, false
+	}
+	entry, theirs, onlyMetadata := appliedBy(obj, r.adoptFrom)
+	if entry == nil {
+		return p, false
+	}
+	p.take, p.keep = r.splitAdoptable(obj, theirs)
+	switch {
+	case p.take.empty():
+		return p, false
+	case !onlyMetadata:
+		p.refused = metrics.AdoptionOtherFields
+	case entry.Time != nil && entry.Time.After(r.adoptionBegan().Add(liveWriterSlack)):
+		p.refused = metrics.AdoptionLive
+	}
+	return p, true
+}
+
+// splitAdoptable sorts the keys the old name owns on obj into those to take
+// and those the guardrails keep from this installation; keys obj no longer
+// has (a stale entry) are neither.
+func (r *ruleReconciler) splitAdoptable(obj *metav1.PartialObjectMetadata, theirs owned) (take, keep owned) {
+	take = owned{labels: sets.New[string](), annotations: sets.New[string]()}
+	keep = owned{labels: sets.New[string](), annotations: sets.New[string]()}
+	for _, m := range []struct {
+		theirs, take, keep sets.Set[string]
+		current            map[string]string
+	}{{theirs.labels, take.labels, keep.labels, obj.Labels}, {theirs.annotations, take.annotations, keep.annotations, obj.Annotations}} {
+		for k := range m.theirs {
+			switch _, has := m.current[k]; {
+			case !has:
+			case r.limits.ReleaseRefusal(k) != "":
+				m.keep.Insert(k)
+			default:
+				m.take.Insert(k)
+			}
+		}
+	}
+	return take, keep
+}
+
+// adopt carries out obj's adoption, if it has one; adopted reports that it
+// wrote: obj is then not the object as it is now.
+func (r *ruleReconciler) adopt(ctx context.Context, obj *metav1.PartialObjectMetadata, rv string) (adopted bool, err error) {
+	p, ok := r.planAdoption(obj)
+	if !ok {
+		return false, nil
+	}
+	log := logr.FromContextOrDiscard(ctx).WithValues("from", r.adoptFrom, "labels", sets.List(p.take.labels), "annotations", sets.List(p.take.annotations))
+	if p.refused != "" {
+		metrics.Adoptions.WithLabelValues(kindLabel(r.GVK), p.refused).Inc()
+		log.Info("keys of the adopted field manager not taken over", "reason", p.refused)
+		return false, nil
+	}
+	if r.DryRun {
+		log.Info("dry run: would adopt keys")
+		return false, nil
+	}
+	mine := ownedKeys(obj, r.fieldManager)
+	if !mine.labels.IsSuperset(p.take.labels) || !mine.annotations.IsSuperset(p.take.annotations) {
+		both := owned{labels: mine.labels.Union(p.take.labels), annotations: mine.annotations.Union(p.take.annotations)}
+		if rv, err = r.applyCurrent(ctx, r.fieldManager, obj, rv, both); err != nil || rv == "" {
+			return false, err
+		}
+	}
+	if rv, err = r.applyCurrent(ctx, r.adoptFrom, obj, rv, p.keep); err != nil || rv == "" {
+		return false, err // a dropped write adopted nothing yet
+	}
+	metrics.Adoptions.WithLabelValues(kindLabel(r.GVK), metrics.AdoptionDone).Inc()
+	log.Info("adopted keys")
+	return true, nil
+}
+
+// applyCurrent applies keys at their current values as manager, on obj's
+// version rv, and returns the version the object has after it; "" and no
+// error when the write was dropped: the object is gone or replaced, the
+// generation is stopping, or another replica holds its bucket.
+func (r *ruleReconciler) applyCurrent(ctx context.Context, manager string, obj *metav1.PartialObjectMetadata, rv string, keys owned) (string, error) {
+	labels, annotations := atCurrent(obj.Labels, keys.labels), atCurrent(obj.Annotations, keys.annotations)
+	after, err := r.applyAs(ctx, manager, obj, rv, labels, annotations, false)
+	switch authority.Classify(err) {
+	case authority.Written:
+	case authority.Gone, authority.NotSent:
+		logr.FromContextOrDiscard(ctx).V(1).Info("not adopted: the object is gone or was replaced, this generation is stopping, or another replica holds its bucket", "uid", obj.UID)
+		return "", nil
+	default:
+		return "", err // stale: decided again on the object as it is now; or tried again
+	}
+	return after, nil
+}
+
+// atCurrent is the keys current has of keys, at their values, as an
+// apply's Owned.
+func atCurrent(current map[string]string, keys sets.Set[string]) map[string]rules.Owned {
+	out := make(map[string]rules.Owned, keys.Len())
+	for k := range keys {
+		if v, has := current[k]; has {
+			out[k] = rules.Owned{Value: v, Keep: true}
+		}
+	}
+	return out
+}
+
+// appliedBy returns manager's Apply entry on obj (nil if none), the label
+// and annotation keys it owns, and whether it owns nothing else.
+func appliedBy(obj metav1.Object, manager string) (entry *metav1.ManagedFieldsEntry, keys owned, onlyMetadata bool) {
+	fields := obj.GetManagedFields()
+	for i := range fields {
+		f := &fields[i]
+		if f.Manager != manager || f.Operation != metav1.ManagedFieldsOperationApply || f.Subresource != "" || f.FieldsV1 == nil {
+			continue
+		}
+		raw := f.FieldsV1.GetRawBytes()
+		return f, parsedFields.keysOf(raw), onlyLabelsAndAnnotations(raw)
+	}
+	return nil, owned{}, false
+}
+
+// onlyLabelsAndAnnotations reports whether a FieldsV1 set holds nothing but
+// label and annotation keys ("." is a set's own marker); false if it cannot
+// be read.
+func onlyLabelsAndAnnotations(raw []byte) bool {
+	var root, meta map[string]json.RawMessage
+	if json.Unmarshal(raw, &root) != nil || !onlyKeys(root, "f:metadata") {
+		return false
+	}
+	if m, ok := root["f:metadata"]; ok && json.Unmarshal(m, &meta) != nil {
+		return false
+	}
+	if !onlyKeys(meta, "f:labels", "f:annotations") {
+		return false
+	}
+	for _, name := range []string{"f:labels", "f:annotations"} {
+		var m map[string]json.RawMessage
+		if raw, ok := meta[name]; ok && json.Unmarshal(raw, &m) != nil {
+			return false
+		}
+		for k := range m {
+			if k != "." && !strings.HasPrefix(k, "f:") {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// onlyKeys reports whether m has no key but allowed and ".".
+func onlyKeys(m map[string]json.RawMessage, allowed ...string) bool {
+	for k := range m {
+		if k != "." && !slices.Contains(allowed, k) {
+			return false
+		}
+	}
+	return true
+}

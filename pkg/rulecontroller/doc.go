@@ -1,0 +1,40 @@
+// Package controller is metawatch's controllers: one per watched kind, fed by
+// the metadata cache, keeping the kind's labels and annotations as the rules
+// want them.
+//
+// Predicates drop the events no rule can act on, so a reconcile runs only for
+// what may need a write.
+//
+// # Where things are
+//
+//   - add.go: Setup adds one controller per watch to a Manager; options.go: what
+//     the operator sets (Options) and what a generation wires (Wiring).
+//   - reconciler.go: Reconcile, read once from the cache, then each step.
+//   - reporter.go, diff.go: the first step logs what changed.
+//   - rule_reconciler.go, apply.go, remove.go, managed_keys.go, audit.go: the
+//     second step keeps the rules: server-side apply of owned keys, merge
+//     patches that remove, ownership read from managedFields, require audits.
+//   - handler.go, handler_namespaces.go, predicate.go: what each event queues.
+//   - memory.go and memory_*.go: what a controller remembers between events.
+//   - every write passes the generation's guard (package authority): its
+//     fence, and sharded the replica's hold on the object's bucket.
+//
+// # Why updates are filtered
+//
+// Metadata watches still deliver every status change of an object (its
+// resourceVersion changes), and on a large cluster those are almost all the
+// events. GenerationChangedPredicate does not help (status updates do not bump
+// metadata.generation on most kinds, and labels do not either), so updates
+// pass only when labels or annotations changed; create and delete always pass.
+// Creates of objects that already are as their rules want are not queued
+// either (handler.go): on a converged cluster that is the whole initial list.
+//
+// # Why a memory, and why it stays small
+//
+// The reporter's diff needs the old labels, which a level-triggered reconciler
+// does not get: the event handler keeps the labels and annotations an object
+// had before its first unreported change, only until the reconciler reports
+// it. The rules remember keys taken by hand, conflicts yielded and fights.
+// Each entry lives only while something is pending for its object, so memory
+// grows with the queue, not with the cluster.
+package rulecontroller
