@@ -9,7 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
-	ctrlcontroller "sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -88,7 +88,7 @@ func kept(desired map[string]rules.Owned, current map[string]string, keys []stri
 // requeueApproved queues the objects of kind gvk the brake held once their
 // configuration is approved: nothing else would, as held objects are
 // settled as far as their watch is concerned.
-func requeueApproved(mgr manager.Manager, c ctrlcontroller.Controller, gvk schema.GroupVersionKind, b *brake.Brake) error {
+func requeueApproved(mgr manager.Manager, c controller.Controller, gvk schema.GroupVersionKind, b *brake.Brake) error {
 	events := make(chan event.GenericEvent)
 	if err := c.Watch(source.Channel(events, &handler.EnqueueRequestForObject{})); err != nil {
 		return err

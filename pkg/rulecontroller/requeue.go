@@ -7,7 +7,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	ctrlcontroller "sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -31,7 +31,7 @@ import (
 //
 // Each of gained registers a function told of buckets that come: those
 // desired (for writes), those held (for audits).
-func requeueGained(mgr manager.Manager, c ctrlcontroller.Controller, gvk schema.GroupVersionKind, packed bool, gained ...func(func([]sharding.Bucket)) func()) error {
+func requeueGained(mgr manager.Manager, c controller.Controller, gvk schema.GroupVersionKind, packed bool, gained ...func(func([]sharding.Bucket)) func()) error {
 	events := make(chan event.GenericEvent)
 	queueLow := handler.Funcs{GenericFunc: func(_ context.Context, e event.GenericEvent, q queue) { addFanout(q, requestFor(e.Object)) }}
 	if err := c.Watch(source.Channel(events, queueLow)); err != nil {
@@ -57,7 +57,7 @@ func requeueGained(mgr manager.Manager, c ctrlcontroller.Controller, gvk schema.
 // own (see requeueGained), a kind with require rules when it holds them,
 // for only a bucket's holder audits its objects (see Holder), and those of
 // a kind cached by share reach the cache before their bucket is held.
-func requeueOnMoves(mgr manager.Manager, c ctrlcontroller.Controller, w config.ResolvedWatch, rs []rules.Rule, share Share) error {
+func requeueOnMoves(mgr manager.Manager, c controller.Controller, w config.ResolvedWatch, rs []rules.Rule, share Share) error {
 	var gained []func(func([]sharding.Bucket)) func()
 	if w.Owner || !w.Namespaced {
 		gained = append(gained, share.OnGained)
