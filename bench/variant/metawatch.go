@@ -15,9 +15,9 @@ import (
 	"github.com/metawatch/metawatch/pkg/apiserver"
 	"github.com/metawatch/metawatch/pkg/authority"
 	"github.com/metawatch/metawatch/pkg/config"
-	"github.com/metawatch/metawatch/pkg/manager"
 	"github.com/metawatch/metawatch/pkg/memlimit"
 	"github.com/metawatch/metawatch/pkg/metacache"
+	"github.com/metawatch/metawatch/pkg/metamanager"
 	"github.com/metawatch/metawatch/pkg/metrics"
 	"github.com/metawatch/metawatch/pkg/rulecontroller"
 	"github.com/metawatch/metawatch/pkg/rules"
@@ -30,7 +30,7 @@ const fieldManager = authority.DefaultFieldManager
 func metawatch() Variant {
 	return Variant{Name: "metawatch", Description: "metawatch: its Manager and controllers, configured by the ConfigMap below",
 		Start: func(ctx context.Context, cfg *rest.Config, spec Spec, counters *Counters) (*Running, error) {
-			return startMetawatch(ctx, cfg, spec, counters, manager.Options{Wire: wire.Options{BookmarkInterval: wire.DefaultBookmarkInterval}})
+			return startMetawatch(ctx, cfg, spec, counters, metamanager.Options{Wire: wire.Options{BookmarkInterval: wire.DefaultBookmarkInterval}})
 		}}
 }
 
@@ -40,7 +40,7 @@ func metawatch() Variant {
 func metawatchHTTP2() Variant {
 	return Variant{Name: "metawatch-http2", Description: "metawatch with --watch-http2: lists and watches multiplexed over HTTP/2 instead of a connection each over HTTP/1.1",
 		Start: func(ctx context.Context, cfg *rest.Config, spec Spec, counters *Counters) (*Running, error) {
-			return startMetawatch(ctx, cfg, spec, counters, manager.Options{Wire: wire.Options{BookmarkInterval: wire.DefaultBookmarkInterval, WatchOverHTTP2: true}})
+			return startMetawatch(ctx, cfg, spec, counters, metamanager.Options{Wire: wire.Options{BookmarkInterval: wire.DefaultBookmarkInterval, WatchOverHTTP2: true}})
 		}}
 }
 
@@ -49,7 +49,7 @@ func metawatchHTTP2() Variant {
 func metawatchBookmarkEach() Variant {
 	return Variant{Name: "metawatch-bookmark-each", Description: "metawatch with --unchanged-bookmark-interval=0: a bookmark for every status-only event left out",
 		Start: func(ctx context.Context, cfg *rest.Config, spec Spec, counters *Counters) (*Running, error) {
-			return startMetawatch(ctx, cfg, spec, counters, manager.Options{})
+			return startMetawatch(ctx, cfg, spec, counters, metamanager.Options{})
 		}}
 }
 
@@ -79,7 +79,7 @@ func metawatchGCByLimit() Variant {
 		Start: func(ctx context.Context, cfg *rest.Config, spec Spec, counters *Counters) (*Running, error) {
 			debug.SetGCPercent(-1)
 			debug.SetMemoryLimit(gcByLimitBytes)
-			return startMetawatch(ctx, cfg, spec, counters, manager.Options{Wire: wire.Options{BookmarkInterval: wire.DefaultBookmarkInterval}})
+			return startMetawatch(ctx, cfg, spec, counters, metamanager.Options{Wire: wire.Options{BookmarkInterval: wire.DefaultBookmarkInterval}})
 		}}
 }
 
@@ -103,7 +103,7 @@ func metawatchMemoryLimit() Variant {
 				return nil, err
 			}
 			debug.SetMemoryLimit(limit)
-			return startMetawatch(ctx, cfg, spec, counters, manager.Options{Wire: wire.Options{BookmarkInterval: wire.DefaultBookmarkInterval}})
+			return startMetawatch(ctx, cfg, spec, counters, metamanager.Options{Wire: wire.Options{BookmarkInterval: wire.DefaultBookmarkInterval}})
 		}}
 }
 
@@ -111,7 +111,7 @@ func metawatchMemoryLimit() Variant {
 func metawatchDecodeAll() Variant {
 	return Variant{Name: "metawatch-decode-all", Description: "metawatch with --decode-unchanged-events: every status-only event decoded, stored and handed to the predicates",
 		Start: func(ctx context.Context, cfg *rest.Config, spec Spec, counters *Counters) (*Running, error) {
-			return startMetawatch(ctx, cfg, spec, counters, manager.Options{Wire: wire.Options{DecodeUnchanged: true}})
+			return startMetawatch(ctx, cfg, spec, counters, metamanager.Options{Wire: wire.Options{DecodeUnchanged: true}})
 		}}
 }
 
@@ -143,7 +143,7 @@ func ReportConfig(spec Spec) string {
 `
 }
 
-func startMetawatch(ctx context.Context, cfg *rest.Config, spec Spec, counters *Counters, opts manager.Options) (*Running, error) {
+func startMetawatch(ctx context.Context, cfg *rest.Config, spec Spec, counters *Counters, opts metamanager.Options) (*Running, error) {
 	conf, err := config.Parse([]byte(Config(spec)))
 	if err != nil {
 		return nil, err
@@ -160,7 +160,7 @@ func startMetawatch(ctx context.Context, cfg *rest.Config, spec Spec, counters *
 	if spec.Shard != nil {
 		opts.ShardFilter = &metacache.ShardFilter{Cover: sharding.NewCoverage(spec.Shard.Buckets()), ServerSide: spec.Shard.ServerSide}
 	}
-	mgr, err := manager.New(cfg, watches, opts)
+	mgr, err := metamanager.New(cfg, watches, opts)
 	if err != nil {
 		return nil, err
 	}

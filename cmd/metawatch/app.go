@@ -17,7 +17,7 @@ import (
 	"github.com/metawatch/metawatch/pkg/authority"
 	"github.com/metawatch/metawatch/pkg/authority/pace"
 	"github.com/metawatch/metawatch/pkg/config"
-	"github.com/metawatch/metawatch/pkg/manager"
+	"github.com/metawatch/metawatch/pkg/metamanager"
 	"github.com/metawatch/metawatch/pkg/reload"
 	"github.com/metawatch/metawatch/pkg/rulecontroller"
 	"github.com/metawatch/metawatch/pkg/version"
@@ -55,15 +55,15 @@ func run(ctx context.Context, opts options) error {
 	mgrOpts.GracefulShutdownTimeout = budget.manager
 	var leader authority.Claim
 	if opts.mode.ElectsLeader() {
-		lock, err := manager.NewLeaseLock(cfg, mgrOpts)
+		lock, err := metamanager.NewLeaseLock(cfg, mgrOpts)
 		if err != nil {
 			return err
 		}
 		// Writes leave only while the Lease's last renewal is recent (fence).
-		claim := authority.NewLeaderClaim(lock, manager.RenewDeadlineOf(mgrOpts))
+		claim := authority.NewLeaderClaim(lock, metamanager.RenewDeadlineOf(mgrOpts))
 		mgrOpts.LeaseLock, leader = claim, claim
 	}
-	mgr, err := manager.New(cfg, nil, mgrOpts)
+	mgr, err := metamanager.New(cfg, nil, mgrOpts)
 	if err != nil {
 		return err
 	}
@@ -109,7 +109,7 @@ func shutdownBudget(total time.Duration) budgets {
 // releaseLease gives the Lease up at once if every write stopped, so that a
 // standby takes over without waiting for it to expire; otherwise it is left
 // to expire, and no standby writes while a write of this replica may land.
-func releaseLease(opts manager.Options, reloader *reload.Reloader, timeout time.Duration) error {
+func releaseLease(opts metamanager.Options, reloader *reload.Reloader, timeout time.Duration) error {
 	if opts.LeaseLock == nil {
 		return nil
 	}
@@ -119,7 +119,7 @@ func releaseLease(opts manager.Options, reloader *reload.Reloader, timeout time.
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	if err := manager.ReleaseLease(ctx, opts.LeaseLock); err != nil {
+	if err := metamanager.ReleaseLease(ctx, opts.LeaseLock); err != nil {
 		setupLog.Error(err, "releasing the Lease; a standby takes over when it expires")
 	}
 	return nil
@@ -181,7 +181,7 @@ func restConfig(opts options) (*rest.Config, error) {
 // addHealthChecks serves /healthz and /readyz; /readyz/configuration also
 // says the sharding mode ("ok: sharding off" for a single leader).
 func addHealthChecks(mgr ctrl.Manager, addr string, reloader *reload.Reloader) error {
-	return manager.ServeProbes(mgr, addr, manager.Probes{
+	return metamanager.ServeProbes(mgr, addr, metamanager.Probes{
 		Live:     map[string]healthz.Checker{"ping": healthz.Ping},
 		Ready:    map[string]healthz.Checker{"configuration": reloader.Ready},
 		Describe: map[string]func() string{"configuration": reloader.Describe},
@@ -203,9 +203,9 @@ func installation(opts options) string {
 	if opts.source.ConfigMap != "" || !opts.mode.ElectsLeader() {
 		return opts.source.Installation()
 	}
-	ns, err := manager.LeaseNamespace(opts.manager)
+	ns, err := metamanager.LeaseNamespace(opts.manager)
 	if err != nil {
 		return opts.source.Installation()
 	}
-	return fmt.Sprintf("Lease %s/%s", ns, cmp.Or(opts.manager.LeaderElectionID, manager.DefaultLeaderElectionID))
+	return fmt.Sprintf("Lease %s/%s", ns, cmp.Or(opts.manager.LeaderElectionID, metamanager.DefaultLeaderElectionID))
 }

@@ -11,7 +11,7 @@ import (
 	"github.com/metawatch/metawatch/pkg/authority/pace"
 	"github.com/metawatch/metawatch/pkg/brake"
 	"github.com/metawatch/metawatch/pkg/config"
-	"github.com/metawatch/metawatch/pkg/manager"
+	"github.com/metawatch/metawatch/pkg/metamanager"
 	"github.com/metawatch/metawatch/pkg/reload"
 	"github.com/metawatch/metawatch/pkg/rulecontroller"
 	"github.com/metawatch/metawatch/pkg/wire"
@@ -26,8 +26,8 @@ type options struct {
 	qps           float64
 	burst         int
 	source        reload.Source
-	manager       manager.Options
-	probeAddress  string // --health-probe-bind-address, served by manager.ServeProbes
+	manager       metamanager.Options
+	probeAddress  string // --health-probe-bind-address, served by metamanager.ServeProbes
 	controller    rulecontroller.Options
 	zap           zap.Options
 	sharding      shardingOptions
@@ -70,7 +70,7 @@ func bindFlags(fs *flag.FlagSet) *options {
 		"not for a sync of every object. Costs the standby as much memory as the leader.")
 	fs.StringVar(&o.policyOwner, "admission-policy-owner", "", "`ClusterRole` that owns the admission policies of rules with atCreation (their ownerReferences): deleting it, "+
 		"as helm uninstall deletes the chart's, has the garbage collector delete them. Needs get on that ClusterRole. Empty: nothing owns them, and they outlive metawatch.")
-	fs.StringVar(&o.manager.LeaderElectionID, "leader-election-id", manager.DefaultLeaderElectionID, "Name of the leader-election Lease.")
+	fs.StringVar(&o.manager.LeaderElectionID, "leader-election-id", metamanager.DefaultLeaderElectionID, "Name of the leader-election Lease.")
 	fs.StringVar(&o.manager.LeaderElectionNamespace, "leader-election-namespace", "", "Namespace of the leader-election Lease; defaults to the Pod's namespace in a cluster.")
 	fs.DurationVar(&o.manager.LeaseDuration, "leader-election-lease-duration", 15*time.Second, "How long a standby waits before taking a Lease its holder stopped renewing (after a crash, not a clean stop).")
 	fs.DurationVar(&o.manager.RenewDeadline, "leader-election-renew-deadline", 10*time.Second, "How long the leader keeps trying to renew the Lease before it gives up leading; less than the lease duration.")

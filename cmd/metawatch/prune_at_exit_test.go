@@ -9,7 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/metawatch/metawatch/pkg/admission"
-	"github.com/metawatch/metawatch/pkg/manager"
+	"github.com/metawatch/metawatch/pkg/metamanager"
 	"github.com/metawatch/metawatch/pkg/testing/controlplane"
 	"github.com/metawatch/metawatch/pkg/testing/testkit"
 )
@@ -30,7 +30,7 @@ func TestARejectedStartUpStillJudgesThePairs(t *testing.T) {
 		deleted      bool
 	}{
 		"a single replica deletes them":           {installation: "file " + path, deleted: true},
-		"a replica under leader election says so": {args: leader, installation: "Lease default/" + manager.DefaultLeaderElectionID},
+		"a replica under leader election says so": {args: leader, installation: "Lease default/" + metamanager.DefaultLeaderElectionID},
 	} {
 		t.Run(name, func(t *testing.T) {
 			rule := "exit-" + map[bool]string{true: "single", false: "leader"}[tc.deleted]

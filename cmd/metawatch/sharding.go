@@ -10,7 +10,7 @@ import (
 	"k8s.io/client-go/rest"
 	ctrlmanager "sigs.k8s.io/controller-runtime/pkg/manager"
 
-	"github.com/metawatch/metawatch/pkg/manager"
+	"github.com/metawatch/metawatch/pkg/metamanager"
 	"github.com/metawatch/metawatch/pkg/reload"
 	"github.com/metawatch/metawatch/pkg/rulecontroller"
 	"github.com/metawatch/metawatch/pkg/sharding"
@@ -66,7 +66,7 @@ func (o shardingOptions) validate() error {
 // to run on its share. Whether the API server filters by shard is asked once,
 // here.
 func addSharding(ctx context.Context, mgr ctrlmanager.Manager, cfg *rest.Config, opts options) (*reload.Sharding, error) {
-	ns, err := manager.LeaseNamespace(opts.manager)
+	ns, err := metamanager.LeaseNamespace(opts.manager)
 	if err != nil {
 		return nil, err
 	}
@@ -78,7 +78,7 @@ func addSharding(ctx context.Context, mgr ctrlmanager.Manager, cfg *rest.Config,
 	if err != nil {
 		return nil, err
 	}
-	leases, err := kubernetes.NewForConfig(manager.LeaseClientConfig(cfg, opts.manager, "sharding-ring"))
+	leases, err := kubernetes.NewForConfig(metamanager.LeaseClientConfig(cfg, opts.manager, "sharding-ring"))
 	if err != nil {
 		return nil, err
 	}

@@ -10,7 +10,7 @@ import (
 	"k8s.io/client-go/tools/leaderelection"
 
 	"github.com/metawatch/metawatch/pkg/authority"
-	"github.com/metawatch/metawatch/pkg/manager"
+	"github.com/metawatch/metawatch/pkg/metamanager"
 )
 
 // validateFlags checks every flag that can be checked without the API server,
@@ -79,7 +79,7 @@ func leaseFlagsValid(opts options) error {
 		return nil
 	}
 	var errs []error
-	if _, err := manager.LeaseNamespace(opts.manager); err != nil {
+	if _, err := metamanager.LeaseNamespace(opts.manager); err != nil {
 		errs = append(errs, err)
 	}
 	if opts.manager.LeaderElection {
@@ -106,7 +106,7 @@ func leaseName(flag, value, lease string) error {
 // leaseTimingsValid: a renewal retried every retry period, with jitter, must
 // fit in the renew deadline, and the holder must stop writing (renew
 // deadline) before a standby may take over (lease duration).
-func leaseTimingsValid(o manager.Options) error {
+func leaseTimingsValid(o metamanager.Options) error {
 	lease, renew, retry := o.LeaseDuration, o.RenewDeadline, o.RetryPeriod
 	if retry > 0 && time.Duration(leaderelection.JitterFactor*float64(retry)) < renew && renew < lease {
 		return nil

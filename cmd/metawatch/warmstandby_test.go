@@ -14,7 +14,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/metawatch/metawatch/pkg/manager"
+	"github.com/metawatch/metawatch/pkg/metamanager"
 	"github.com/metawatch/metawatch/pkg/rulecontroller"
 	"github.com/metawatch/metawatch/pkg/testing/controlplane"
 	"github.com/metawatch/metawatch/pkg/testing/testkit"
@@ -34,7 +34,7 @@ func TestWarmStandbyWritesOnlyOnceItLeads(t *testing.T) {
 		testkit.Pod(t, c, ns, fmt.Sprintf("p-%d", i), nil)
 	}
 	applySelectors(t, c, ns, "watches:\n- kind: Pod\n  namespaces: [warm-standby]\nrules:\n- name: warm-team\n  kinds: [Pod]\n  copyFromNamespace: {labels: [team]}\n")
-	other := holdLease(t, c, ns, manager.DefaultLeaderElectionID)
+	other := holdLease(t, c, ns, metamanager.DefaultLeaderElectionID)
 	history := watchHistory(t, ns, func(l map[string]string) bool { return l["team"] == "" })
 
 	standby, metrics := newReplica(t), testkit.FreeAddress(t)

@@ -29,7 +29,7 @@ import (
 const defaultVersions = "v1.34.4,v1.35.4,v1.36.3,v1.37.2"
 
 // defaultSuites are the packages whose tests talk to an API server.
-const defaultSuites = "./cmd/metawatch,./pkg/check,./pkg/rulecontroller,./pkg/reload,./pkg/admission,./pkg/sharding,./pkg/manager,./pkg/metacache,./pkg/wire"
+const defaultSuites = "./cmd/metawatch,./pkg/check,./pkg/rulecontroller,./pkg/reload,./pkg/admission,./pkg/sharding,./pkg/metamanager,./pkg/metacache,./pkg/wire"
 
 type options struct {
 	versions, suites []string

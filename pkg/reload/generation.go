@@ -22,8 +22,8 @@ import (
 	"github.com/metawatch/metawatch/pkg/authority"
 	"github.com/metawatch/metawatch/pkg/brake"
 	"github.com/metawatch/metawatch/pkg/config"
-	mwmanager "github.com/metawatch/metawatch/pkg/manager"
 	"github.com/metawatch/metawatch/pkg/metacache"
+	"github.com/metawatch/metawatch/pkg/metamanager"
 	"github.com/metawatch/metawatch/pkg/metrics"
 	"github.com/metawatch/metawatch/pkg/rulecontroller"
 	"github.com/metawatch/metawatch/pkg/rules"
@@ -119,13 +119,13 @@ func newGeneration(ctx context.Context, cfg *rest.Config, number int64, r resolv
 		}
 	})
 	versions := wire.NewResourceVersions()
-	mopts := mwmanager.Options{MetricsBindAddress: "0",
+	mopts := metamanager.Options{MetricsBindAddress: "0",
 		GracefulShutdownTimeout: opts.shutdownTimeout, AccessLoss: g.lost, Wire: opts.wire, Versions: versions, FieldManager: opts.controller.FieldManager,
 		AdoptFieldManager: opts.controller.AdoptFieldManager, Writes: opts.writes}
 	if opts.mode == authority.Sharded {
 		mopts.ShardFilter = opts.sharding.cacheFilter()
 	}
-	mgr, err := mwmanager.New(cfg, r.watches, mopts)
+	mgr, err := metamanager.New(cfg, r.watches, mopts)
 	if err != nil {
 		return nil, err
 	}

@@ -13,7 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 
-	"github.com/metawatch/metawatch/pkg/manager"
+	"github.com/metawatch/metawatch/pkg/metamanager"
 	"github.com/metawatch/metawatch/pkg/reload"
 	"github.com/metawatch/metawatch/pkg/rulecontroller"
 	"github.com/metawatch/metawatch/pkg/testing/testkit"
@@ -30,7 +30,7 @@ type instance struct {
 func startInstance(t *testing.T, cfg *rest.Config, configMap string, tune ...func(*reload.Reloader)) *instance {
 	t.Helper()
 	inst := &instance{probe: testkit.FreeAddress(t)}
-	mgr, err := manager.New(cfg, nil, manager.Options{MetricsBindAddress: "0"})
+	mgr, err := metamanager.New(cfg, nil, metamanager.Options{MetricsBindAddress: "0"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +45,7 @@ func startInstance(t *testing.T, cfg *rest.Config, configMap string, tune ...fun
 	if err := reloader.AddTo(mgr); err != nil {
 		t.Fatal(err)
 	}
-	if err := manager.ServeProbes(mgr, inst.probe, manager.Probes{
+	if err := metamanager.ServeProbes(mgr, inst.probe, metamanager.Probes{
 		Live: map[string]healthz.Checker{"ping": healthz.Ping}, Ready: map[string]healthz.Checker{"configuration": reloader.Ready},
 	}); err != nil {
 		t.Fatal(err)

@@ -14,7 +14,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/metawatch/metawatch/pkg/manager"
+	"github.com/metawatch/metawatch/pkg/metamanager"
 	"github.com/metawatch/metawatch/pkg/rulecontroller"
 	"github.com/metawatch/metawatch/pkg/testing/controlplane"
 	"github.com/metawatch/metawatch/pkg/testing/testkit"
@@ -39,7 +39,7 @@ func (nobody) Newest(_ types.UID, cached string) string { return cached }
 func TestRemovesConvergeUnderStatusChurn(t *testing.T) {
 	controlplane.SkipIfShort(t)
 	tests := map[string]struct {
-		mopts manager.Options
+		mopts metamanager.Options
 		opts  settings
 		// chartVerbs runs metawatch as an identity with only the verbs the
 		// chart grants: list, watch and patch on pods (no get), Events.
@@ -48,7 +48,7 @@ func TestRemovesConvergeUnderStatusChurn(t *testing.T) {
 		"with unchanged events left out (the default)":                               {},
 		"with unchanged events left out and no stream versions (the 409 path alone)": {opts: settings{Wiring: rulecontroller.Wiring{Versions: nobody{}}}},
 		"the 409 path alone, with only the chart's verbs":                            {opts: settings{Wiring: rulecontroller.Wiring{Versions: nobody{}}}, chartVerbs: true},
-		"with every event decoded":                                                   {mopts: manager.Options{Wire: wire.Options{DecodeUnchanged: true}}},
+		"with every event decoded":                                                   {mopts: metamanager.Options{Wire: wire.Options{DecodeUnchanged: true}}},
 	}
 	n := 0
 	for name, tc := range tests {

@@ -14,8 +14,8 @@ import (
 
 	"github.com/metawatch/metawatch/pkg/apiserver"
 	"github.com/metawatch/metawatch/pkg/config"
-	"github.com/metawatch/metawatch/pkg/manager"
 	"github.com/metawatch/metawatch/pkg/metacache"
+	"github.com/metawatch/metawatch/pkg/metamanager"
 	"github.com/metawatch/metawatch/pkg/rulecontroller"
 	"github.com/metawatch/metawatch/pkg/rules"
 	"github.com/metawatch/metawatch/pkg/testing/testkit"
@@ -47,13 +47,13 @@ func startInstance(t *testing.T, configYAML string, opts settings) *instance {
 // startInstanceVia is startInstance with wrap (if not nil) around its client config.
 func startInstanceVia(t *testing.T, configYAML string, opts settings, wrap func(*rest.Config) *rest.Config) *instance {
 	t.Helper()
-	return startInstanceWith(t, configYAML, opts, manager.Options{}, wrap)
+	return startInstanceWith(t, configYAML, opts, metamanager.Options{}, wrap)
 }
 
 // startInstanceWith is startInstanceVia with the manager's options mopts. The
 // controllers get the newest resourceVersions the cache's streams saw, as a
 // generation's do, unless opts.Versions is set.
-func startInstanceWith(t *testing.T, configYAML string, opts settings, mopts manager.Options, wrap func(*rest.Config) *rest.Config) *instance {
+func startInstanceWith(t *testing.T, configYAML string, opts settings, mopts metamanager.Options, wrap func(*rest.Config) *rest.Config) *instance {
 	t.Helper()
 	conf, err := config.Parse([]byte(configYAML))
 	if err != nil {
@@ -84,7 +84,7 @@ func startInstanceWith(t *testing.T, configYAML string, opts settings, mopts man
 	if opts.Limits == nil {
 		opts.Limits = everyKindWritable()
 	}
-	mgr, err := manager.New(cfg, watches, mopts)
+	mgr, err := metamanager.New(cfg, watches, mopts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,11 +21,11 @@ type Options struct {
 	EventValues bool
 	// FieldManager is the server-side apply field manager the rules write
 	// as; the manager's cache must keep its managedFields entry
-	// (manager.Options.FieldManager). Empty: authority.DefaultFieldManager.
+	// (metamanager.Options.FieldManager). Empty: authority.DefaultFieldManager.
 	FieldManager string
 	// AdoptFieldManager, if set, is the field manager this installation
 	// wrote as before: the keys it owns are taken over (see adopt.go). The
-	// manager's cache must keep its entry (manager.Options.AdoptFieldManager).
+	// manager's cache must keep its entry (metamanager.Options.AdoptFieldManager).
 	AdoptFieldManager string
 }
 

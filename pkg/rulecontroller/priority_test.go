@@ -11,7 +11,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/metawatch/metawatch/pkg/manager"
+	"github.com/metawatch/metawatch/pkg/metamanager"
 	"github.com/metawatch/metawatch/pkg/rulecontroller"
 	"github.com/metawatch/metawatch/pkg/testing/controlplane"
 	"github.com/metawatch/metawatch/pkg/testing/testkit"
@@ -46,7 +46,7 @@ func TestANewObjectIsNotDelayedBehindAFanout(t *testing.T) {
 	}
 	config := "watches:\n- kind: Pod\n  namespaces: [" + ns + "]\n- kind: Namespace\n" +
 		"rules:\n- {name: team, kinds: [Pod], copyFromNamespace: {labels: [team]}}\n"
-	startInstanceWith(t, config, settings{Options: rulecontroller.Options{MaxConcurrentReconciles: 1}}, manager.Options{}, slowWrites)
+	startInstanceWith(t, config, settings{Options: rulecontroller.Options{MaxConcurrentReconciles: 1}}, metamanager.Options{}, slowWrites)
 	waitAllPods(t, c, "team=a on every pod", []string{ns}, func(_ string, l map[string]string) bool { return l["team"] == "a" })
 
 	slow.Store(true)

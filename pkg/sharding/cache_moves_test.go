@@ -21,8 +21,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
-	mwmanager "github.com/metawatch/metawatch/pkg/manager"
 	"github.com/metawatch/metawatch/pkg/metacache"
+	"github.com/metawatch/metawatch/pkg/metamanager"
 	"github.com/metawatch/metawatch/pkg/metrics"
 	"github.com/metawatch/metawatch/pkg/sharding"
 	"github.com/metawatch/metawatch/pkg/testing/cachekit"
@@ -50,7 +50,7 @@ func TestShardedCachesMoveInPlace(t *testing.T) {
 			watches := namespaceOfPods(t, c, ns, 60)
 			cover := sharding.NewCoverage(sharding.Range(0, 32))
 			var rec testkit.Recorder
-			mgr := cachekit.StartEngineWith(t, rec.Wrap(cp.Config), watches, mwmanager.Options{MetricsBindAddress: "0",
+			mgr := cachekit.StartEngineWith(t, rec.Wrap(cp.Config), watches, metamanager.Options{MetricsBindAddress: "0",
 				ShardFilter: &metacache.ShardFilter{Cover: cover, ServerSide: serverSide}})
 			backwards := watchVersions(t, mgr)
 			inPlace, relisted := movesSoFar()

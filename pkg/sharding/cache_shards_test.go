@@ -13,8 +13,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/metawatch/metawatch/pkg/config"
-	mwmanager "github.com/metawatch/metawatch/pkg/manager"
 	"github.com/metawatch/metawatch/pkg/metacache"
+	"github.com/metawatch/metawatch/pkg/metamanager"
 	"github.com/metawatch/metawatch/pkg/metrics"
 	"github.com/metawatch/metawatch/pkg/sharding"
 	"github.com/metawatch/metawatch/pkg/testing/cachekit"
@@ -44,7 +44,7 @@ func TestShardedCachesSplitThePods(t *testing.T) {
 			var recs [2]testkit.Recorder
 			var caches [2]client.Reader
 			for i, share := range shares {
-				mgr := cachekit.StartEngineWith(t, recs[i].Wrap(cp.Config), watches, mwmanager.Options{MetricsBindAddress: "0",
+				mgr := cachekit.StartEngineWith(t, recs[i].Wrap(cp.Config), watches, metamanager.Options{MetricsBindAddress: "0",
 					ShardFilter: &metacache.ShardFilter{Cover: sharding.NewCoverage(share), ServerSide: serverSide}})
 				caches[i] = mgr.GetCache()
 			}

@@ -12,7 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	mwmanager "github.com/metawatch/metawatch/pkg/manager"
+	"github.com/metawatch/metawatch/pkg/metamanager"
 	"github.com/metawatch/metawatch/pkg/testing/cachekit"
 	"github.com/metawatch/metawatch/pkg/testing/controlplane"
 	"github.com/metawatch/metawatch/pkg/testing/testkit"
@@ -57,7 +57,7 @@ func checkUnchangedEvents(t *testing.T, ns string, interval time.Duration) {
 	watches := testkit.Resolve(t, cp.Config, "watches:\n- kind: Pod\n  labelSelector: suite="+ns+"\n")
 	var ours relistCounter
 	metawatch := cachekit.StartEngineWith(t, withoutResumedWatchBookmarks(ours.wrap(viaForwarder)), watches,
-		mwmanager.Options{MetricsBindAddress: "0", Wire: wire.Options{BookmarkInterval: interval}}).GetCache()
+		metamanager.Options{MetricsBindAddress: "0", Wire: wire.Options{BookmarkInterval: interval}}).GetCache()
 	reference := startStockMetadataCache(t, viaForwarder, ns)
 	unchanged := func() float64 {
 		return testkit.Metric(t, "metawatch_watch_events_unchanged_total", map[string]string{"resource": "pods"})

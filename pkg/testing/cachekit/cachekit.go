@@ -3,7 +3,7 @@
 // Manager assembles (StartEngine), a plain metadata-only pod cache
 // (StartPodCache), and reads them (CachedPods).
 //
-// It is apart from testkit because it imports pkg/manager, which imports
+// It is apart from testkit because it imports pkg/metamanager, which imports
 // packages whose own tests import testkit.
 package cachekit
 
@@ -21,21 +21,21 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/metawatch/metawatch/pkg/config"
-	mwmanager "github.com/metawatch/metawatch/pkg/manager"
 	"github.com/metawatch/metawatch/pkg/metacache"
+	"github.com/metawatch/metawatch/pkg/metamanager"
 	"github.com/metawatch/metawatch/pkg/testing/testkit"
 )
 
 // StartEngine starts a manager on cfg for watches and waits for its caches to sync.
 func StartEngine(t testing.TB, cfg *rest.Config, watches []config.ResolvedWatch) manager.Manager {
 	t.Helper()
-	return StartEngineWith(t, cfg, watches, mwmanager.Options{MetricsBindAddress: "0"})
+	return StartEngineWith(t, cfg, watches, metamanager.Options{MetricsBindAddress: "0"})
 }
 
 // StartEngineWith is StartEngine with opts.
-func StartEngineWith(t testing.TB, cfg *rest.Config, watches []config.ResolvedWatch, opts mwmanager.Options) manager.Manager {
+func StartEngineWith(t testing.TB, cfg *rest.Config, watches []config.ResolvedWatch, opts metamanager.Options) manager.Manager {
 	t.Helper()
-	mgr, err := mwmanager.New(cfg, watches, opts)
+	mgr, err := metamanager.New(cfg, watches, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

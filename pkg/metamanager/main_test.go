@@ -1,4 +1,4 @@
-package manager_test
+package metamanager_test
 
 import (
 	"os"

@@ -1,4 +1,4 @@
-// Package manager builds metawatch's controller-runtime Manager: a cache of
+// Package metamanager builds metawatch's controller-runtime Manager: a cache of
 // metadata only, the metrics and health endpoints, and leader election.
 //
 // The cache (package metacache) fetches through the managedFields-stripping
@@ -16,4 +16,4 @@
 //
 // Lease renewal goes through its own rest.Config, with its own rate limiter:
 // a replica whose client is busy listing must not lose its Lease for it.
-package manager
+package metamanager

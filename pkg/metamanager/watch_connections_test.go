@@ -1,4 +1,4 @@
-package manager_test
+package metamanager_test
 
 import (
 	"net/http"
@@ -10,7 +10,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	mwmanager "github.com/metawatch/metawatch/pkg/manager"
+	"github.com/metawatch/metawatch/pkg/metamanager"
 	"github.com/metawatch/metawatch/pkg/testing/cachekit"
 	"github.com/metawatch/metawatch/pkg/testing/controlplane"
 	"github.com/metawatch/metawatch/pkg/testing/testkit"
@@ -37,7 +37,7 @@ func TestTheCacheWatchesOverAConnectionOfItsOwn(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			var protocols protocolRecorder
-			mgr := cachekit.StartEngineWith(t, protocols.wrap(cp.Config), watches, mwmanager.Options{MetricsBindAddress: "0", Wire: wire.Options{WatchOverHTTP2: tc.overHTTP2}})
+			mgr := cachekit.StartEngineWith(t, protocols.wrap(cp.Config), watches, metamanager.Options{MetricsBindAddress: "0", Wire: wire.Options{WatchOverHTTP2: tc.overHTTP2}})
 			pod := cachekit.PodMetadata()
 			pod.Namespace, pod.Name = "protocols", "p-0"
 			testkit.MergePatch(t, mgr.GetClient(), pod, "protocols-test", `{"metadata":{"labels":{"written-over":"any"}}}`)

@@ -1,4 +1,4 @@
-package manager_test
+package metamanager_test
 
 import (
 	"context"
@@ -13,7 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/metawatch/metawatch/pkg/authority/pace"
-	mwmanager "github.com/metawatch/metawatch/pkg/manager"
+	"github.com/metawatch/metawatch/pkg/metamanager"
 	"github.com/metawatch/metawatch/pkg/testing/cachekit"
 	"github.com/metawatch/metawatch/pkg/testing/controlplane"
 	"github.com/metawatch/metawatch/pkg/testing/testkit"
@@ -32,7 +32,7 @@ func TestWritesArePacedAndReadsKeepTheirBudget(t *testing.T) {
 	cfg.RateLimiter = reads
 	pacer := pace.New(pace.DefaultLimits(), logr.Discard())
 	watches := testkit.Resolve(t, cp.Config, "watches:\n- kind: Pod\n  namespaces: [paced]\n")
-	mgr := cachekit.StartEngineWith(t, cfg, watches, mwmanager.Options{MetricsBindAddress: "0", Writes: pacer})
+	mgr := cachekit.StartEngineWith(t, cfg, watches, metamanager.Options{MetricsBindAddress: "0", Writes: pacer})
 
 	ctx := context.WithValue(t.Context(), marked{}, true)
 	pod := &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"}, ObjectMeta: metav1.ObjectMeta{Namespace: "paced", Name: "p"}}
