@@ -18,10 +18,10 @@ import (
 	"github.com/metawatch/metawatch/pkg/memlimit"
 	"github.com/metawatch/metawatch/pkg/metacache"
 	"github.com/metawatch/metawatch/pkg/metamanager"
-	"github.com/metawatch/metawatch/pkg/metrics"
 	"github.com/metawatch/metawatch/pkg/rulecontroller"
 	"github.com/metawatch/metawatch/pkg/rules"
 	"github.com/metawatch/metawatch/pkg/sharding"
+	"github.com/metawatch/metawatch/pkg/telemetry"
 	"github.com/metawatch/metawatch/pkg/wire"
 )
 
@@ -192,7 +192,7 @@ func reconcileTotal() int64 {
 func unchangedTotal() int64 {
 	ch := make(chan prometheus.Metric)
 	go func() {
-		metrics.UnchangedEvents.Collect(ch)
+		telemetry.UnchangedEvents.Collect(ch)
 		close(ch)
 	}()
 	var total float64

@@ -17,7 +17,7 @@ import (
 	promclient "github.com/prometheus/client_golang/prometheus"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
-	_ "github.com/metawatch/metawatch/pkg/metrics" // registers metawatch's metrics on ctrlmetrics.Registry
+	_ "github.com/metawatch/metawatch/pkg/telemetry" // registers metawatch's metrics on ctrlmetrics.Registry
 )
 
 // metricsPage is where every metric metawatch serves has its row.

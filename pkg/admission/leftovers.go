@@ -6,7 +6,7 @@ import (
 	"sort"
 	"sync"
 
-	"github.com/metawatch/metawatch/pkg/metrics"
+	"github.com/metawatch/metawatch/pkg/telemetry"
 )
 
 // Why pairs of this installation that should be gone are still in the
@@ -63,7 +63,7 @@ func (l *Leftovers) Set(part, reason, problem string) {
 		}
 	}
 	for reason, n := range counts { // under the lock: two parts setting at once agree
-		metrics.AdmissionCleanupBlocked.WithLabelValues(reason).Set(n)
+		telemetry.AdmissionCleanupBlocked.WithLabelValues(reason).Set(n)
 	}
 	l.mu.Unlock()
 	if current != previous && problem != "" && l.OnChange != nil {

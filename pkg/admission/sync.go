@@ -16,7 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/metawatch/metawatch/pkg/authority"
-	"github.com/metawatch/metawatch/pkg/metrics"
+	"github.com/metawatch/metawatch/pkg/telemetry"
 )
 
 // Syncer keeps the cluster's admission policies and bindings equal to
@@ -263,9 +263,9 @@ func (s *Syncer) failAll(problem string) {
 // sets its metric to ready (-1: this replica does not write it).
 func (s *Syncer) setProblem(rule, problem string, ready float64) {
 	if ready < 0 {
-		metrics.AdmissionPolicyReady.DeleteLabelValues(rule)
+		telemetry.AdmissionPolicyReady.DeleteLabelValues(rule)
 	} else {
-		metrics.AdmissionPolicyReady.WithLabelValues(rule).Set(ready)
+		telemetry.AdmissionPolicyReady.WithLabelValues(rule).Set(ready)
 	}
 	s.mu.Lock()
 	if s.problems == nil {

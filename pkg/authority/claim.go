@@ -10,7 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 
-	"github.com/metawatch/metawatch/pkg/metrics"
+	"github.com/metawatch/metawatch/pkg/telemetry"
 )
 
 // A Claim is this replica's right to write objects.
@@ -36,7 +36,7 @@ const (
 // is sent, and the request ends at the claim's end.
 func Admit(ctx context.Context, claim Claim, uid types.UID) (context.Context, error) {
 	if _, ok := valid(claim, uid); !ok {
-		metrics.WritesFenced.WithLabelValues(StageAdmission).Inc()
+		telemetry.WritesFenced.WithLabelValues(StageAdmission).Inc()
 		return ctx, ErrLapsed
 	}
 	return context.WithValue(ctx, claimKey{}, claimed{claim: claim, uid: uid}), nil
@@ -74,7 +74,7 @@ func (t transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	until, ok := valid(c.claim, c.uid)
 	if !ok {
-		metrics.WritesFenced.WithLabelValues(StageSend).Inc()
+		telemetry.WritesFenced.WithLabelValues(StageSend).Inc()
 		if req.Body != nil {
 			_ = req.Body.Close() // a RoundTripper closes the body, even on error
 		}

@@ -35,7 +35,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/metawatch/metawatch/pkg/metrics"
+	"github.com/metawatch/metawatch/pkg/telemetry"
 )
 
 // AllowRemovals is the ConfigMap annotation that approves the removals of
@@ -163,7 +163,7 @@ func (b *Brake) Admit(kind string, key types.NamespacedName, cached int) bool {
 	}
 	k.held[key] = true
 	b.publishKind(kind, k)
-	metrics.RemovalsHeldTotal.WithLabelValues(kind).Inc()
+	telemetry.RemovalsHeldTotal.WithLabelValues(kind).Inc()
 	tell := !k.told
 	k.told = true
 	onHeld := b.onHeld
@@ -277,14 +277,14 @@ func (b *Brake) Describe(approve string) string {
 // publishKind sets kind's gauge, if this generation is the live one (b.mu held).
 func (b *Brake) publishKind(kind string, k *kindCount) {
 	if b.live.Load() {
-		metrics.RemovalsHeld.WithLabelValues(kind).Set(float64(len(k.held)))
+		telemetry.RemovalsHeld.WithLabelValues(kind).Set(float64(len(k.held)))
 	}
 }
 
 // Publish makes this generation's counts metawatch_removals_held, replacing
 // any other generation's; nil: the metric is reset (no brake).
 func (b *Brake) Publish() {
-	metrics.RemovalsHeld.Reset()
+	telemetry.RemovalsHeld.Reset()
 	if b == nil {
 		return
 	}

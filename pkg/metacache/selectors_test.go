@@ -13,7 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/metawatch/metawatch/pkg/metrics"
+	"github.com/metawatch/metawatch/pkg/telemetry"
 	"github.com/metawatch/metawatch/pkg/testing/cachekit"
 	"github.com/metawatch/metawatch/pkg/testing/controlplane"
 	"github.com/metawatch/metawatch/pkg/testing/testkit"
@@ -56,7 +56,7 @@ func TestSelectorsFilterOnTheServer(t *testing.T) {
 	// The count follows the informer's event handlers, which run after its
 	// store is updated: it catches up with the cache, it does not lead it.
 	testkit.WaitFor(t, fmt.Sprintf("metawatch_cached_objects{kind=Pod} to be %d", want.Len()), testkit.Timeout, func() bool {
-		return testutil.ToFloat64(metrics.CachedObjects.WithLabelValues("Pod")) == float64(want.Len())
+		return testutil.ToFloat64(telemetry.CachedObjects.WithLabelValues("Pod")) == float64(want.Len())
 	})
 	if got := matchingServerPods(t, c); !got.Equal(want) {
 		t.Fatalf("the API server's matching pods are %v, want %v: the test's fixtures are wrong", sets.List(got), sets.List(want))

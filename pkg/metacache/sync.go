@@ -12,7 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 
 	"github.com/metawatch/metawatch/pkg/config"
-	"github.com/metawatch/metawatch/pkg/metrics"
+	"github.com/metawatch/metawatch/pkg/telemetry"
 )
 
 // SyncedCheck is a readiness check that passes only once every watched kind's
@@ -66,16 +66,16 @@ func TrackCachedObjects(ctx context.Context, c cache.Cache, watches []config.Res
 
 func (o *ObjectCounts) set(kind string, n int64) {
 	if o.live.Load() {
-		metrics.CachedObjects.WithLabelValues(kind).Set(float64(n))
+		telemetry.CachedObjects.WithLabelValues(kind).Set(float64(n))
 	}
 }
 
 // Publish makes these counts metawatch_cached_objects, replacing any other generation's.
 func (o *ObjectCounts) Publish() {
-	metrics.CachedObjects.Reset()
+	telemetry.CachedObjects.Reset()
 	o.live.Store(true)
 	for kind, n := range o.kinds {
-		metrics.CachedObjects.WithLabelValues(kind).Set(float64(n.Load()))
+		telemetry.CachedObjects.WithLabelValues(kind).Set(float64(n.Load()))
 	}
 }
 

@@ -10,7 +10,7 @@ import (
 
 	"github.com/metawatch/metawatch/pkg/access"
 	"github.com/metawatch/metawatch/pkg/config"
-	"github.com/metawatch/metawatch/pkg/metrics"
+	"github.com/metawatch/metawatch/pkg/telemetry"
 )
 
 // ForbiddenRecheckInterval is how often the leader asks the API server again
@@ -63,7 +63,7 @@ func (r *Reloader) forbiddenNowAllowed(ctx context.Context) bool {
 // running generation: writes to it (and to kinds copying from it, for
 // Namespaces) are frozen until the permission returns.
 func (r *Reloader) reportLoss(g *generation, kind schema.GroupKind, err error) {
-	metrics.WatchReady.WithLabelValues(kind.String()).Set(0)
+	telemetry.WatchReady.WithLabelValues(kind.String()).Set(0)
 	g.publishFrozen()
 	msg := fmt.Sprintf("generation %d: the list or watch of %s is now forbidden; metawatch writes nothing there (and to kinds copying from it) until it is granted again: %v",
 		g.number, kind, err)

@@ -24,9 +24,9 @@ import (
 	"github.com/metawatch/metawatch/pkg/config"
 	"github.com/metawatch/metawatch/pkg/metacache"
 	"github.com/metawatch/metawatch/pkg/metamanager"
-	"github.com/metawatch/metawatch/pkg/metrics"
 	"github.com/metawatch/metawatch/pkg/rulecontroller"
 	"github.com/metawatch/metawatch/pkg/rules"
+	"github.com/metawatch/metawatch/pkg/telemetry"
 	"github.com/metawatch/metawatch/pkg/wire"
 )
 
@@ -259,7 +259,7 @@ func (g *generation) publishFrozen() {
 		if g.writesFrozen(w.GVK.GroupKind()) != nil {
 			frozen = 1
 		}
-		metrics.WritesFrozen.WithLabelValues(w.GVK.GroupKind().String()).Set(frozen)
+		telemetry.WritesFrozen.WithLabelValues(w.GVK.GroupKind().String()).Set(frozen)
 	}
 }
 
@@ -292,22 +292,22 @@ func (g *generation) open() {
 	g.counts.Publish()
 	g.audits.Publish()
 	g.brake.Publish()
-	metrics.WritesFrozen.Reset()
+	telemetry.WritesFrozen.Reset()
 	g.publishFrozen()
-	metrics.WatchReady.Reset()
-	metrics.AdmissionPolicyReady.Reset()
+	telemetry.WatchReady.Reset()
+	telemetry.AdmissionPolicyReady.Reset()
 	for _, w := range g.watches {
 		ready := 1.0
 		if g.lost.Forbidden(w.GVK.GroupKind()) != nil {
 			ready = 0
 		}
-		metrics.WatchReady.WithLabelValues(w.GVK.GroupKind().String()).Set(ready)
+		telemetry.WatchReady.WithLabelValues(w.GVK.GroupKind().String()).Set(ready)
 	}
 	for _, f := range g.forbidden {
-		metrics.WatchReady.WithLabelValues(f.Watch.GVK.GroupKind().String()).Set(0)
+		telemetry.WatchReady.WithLabelValues(f.Watch.GVK.GroupKind().String()).Set(0)
 	}
-	metrics.ConfigGeneration.Set(float64(g.number))
-	metrics.ConfigHash.Set(g.hashValue)
+	telemetry.ConfigGeneration.Set(float64(g.number))
+	telemetry.ConfigHash.Set(g.hashValue)
 	close(g.gate)
 }
 

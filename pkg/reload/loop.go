@@ -10,7 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/metawatch/metawatch/pkg/config"
-	"github.com/metawatch/metawatch/pkg/metrics"
+	"github.com/metawatch/metawatch/pkg/telemetry"
 )
 
 // errSuperseded: a newer valid version appeared while a generation was being
@@ -110,8 +110,8 @@ func (r *Reloader) sync(ctx context.Context) error {
 // runVersion swaps to a generation running v, unless v already runs.
 func (r *Reloader) runVersion(ctx context.Context, v version) error {
 	if g := r.running(); g != nil && g.hash == v.hash && !g.rebuild {
-		metrics.ConfigLastReloadSuccessful.Set(1) // e.g. a bad edit reverted
-		r.approveRemovals(g)                      // an annotation alone may have changed
+		telemetry.ConfigLastReloadSuccessful.Set(1) // e.g. a bad edit reverted
+		r.approveRemovals(g)                        // an annotation alone may have changed
 		return nil
 	}
 	err := r.apply(ctx, v.conf, func() bool { return r.superseded(v) })
@@ -140,8 +140,8 @@ func (r *Reloader) superseded(v version) bool {
 // retryLater reports a transient failure: the configuration is valid, and
 // runs once the cluster lets it.
 func (r *Reloader) retryLater(err error, delay time.Duration) {
-	metrics.ConfigLastReloadSuccessful.Set(0)
-	metrics.ConfigReloadRetries.Inc()
+	telemetry.ConfigLastReloadSuccessful.Set(0)
+	telemetry.ConfigReloadRetries.Inc()
 	keeping := "no configuration is running yet"
 	if g := r.running(); g != nil {
 		keeping = fmt.Sprintf("generation %d keeps running", g.number)
@@ -155,7 +155,7 @@ func (r *Reloader) retryLater(err error, delay time.Duration) {
 
 // reject reports a configuration that was not applied because it is invalid.
 func (r *Reloader) reject(cm *corev1.ConfigMap, err error) {
-	metrics.ConfigLastReloadSuccessful.Set(0)
+	telemetry.ConfigLastReloadSuccessful.Set(0)
 	keeping := "no configuration is running"
 	if g := r.running(); g != nil {
 		keeping = fmt.Sprintf("generation %d keeps running", g.number)
@@ -169,7 +169,7 @@ func (r *Reloader) reject(cm *corev1.ConfigMap, err error) {
 }
 
 func (r *Reloader) configMapGone() {
-	metrics.ConfigLastReloadSuccessful.Set(0)
+	telemetry.ConfigLastReloadSuccessful.Set(0)
 	if g := r.running(); g != nil {
 		r.Log.Info("warning: the selectors ConfigMap is gone; generation keeps running with the last good configuration",
 			"configMap", r.Source.ConfigMap, "generation", g.number)

@@ -5,7 +5,7 @@ import (
 	"fmt"
 
 	"github.com/metawatch/metawatch/pkg/authority"
-	"github.com/metawatch/metawatch/pkg/metrics"
+	"github.com/metawatch/metawatch/pkg/telemetry"
 )
 
 // modeValid checks that the Reloader has what its run mode needs, and
@@ -37,11 +37,11 @@ func (r *Reloader) ring() authority.Ring {
 func (r *Reloader) shardingMode() string {
 	switch {
 	case r.Mode != authority.Sharded:
-		return metrics.ShardingOff
+		return telemetry.ShardingOff
 	case r.Sharding.ServerSide:
-		return metrics.ShardingServer
+		return telemetry.ShardingServer
 	}
-	return metrics.ShardingClient
+	return telemetry.ShardingClient
 }
 
 // shardsReady fails while buckets assigned to this replica are unwritable.
@@ -58,9 +58,9 @@ func (r *Reloader) shardsReady() error {
 // describeSharding says how this replica is sharded, for /readyz/configuration.
 func (r *Reloader) describeSharding() string {
 	switch r.shardingMode() {
-	case metrics.ShardingOff:
+	case telemetry.ShardingOff:
 		return "sharding off"
-	case metrics.ShardingServer:
+	case telemetry.ShardingServer:
 		return fmt.Sprintf("sharding server-side (the API server filters by shard), %s", r.Sharding.share())
 	}
 	return fmt.Sprintf("sharding client-side (the API server does not filter by shard: ShardedListAndWatch is off, or the server is older than 1.36; objects of other shards are dropped on receipt), %s", r.Sharding.share())

@@ -20,8 +20,8 @@ import (
 	"github.com/metawatch/metawatch/pkg/authority/pace"
 	"github.com/metawatch/metawatch/pkg/brake"
 	"github.com/metawatch/metawatch/pkg/config"
-	"github.com/metawatch/metawatch/pkg/metrics"
 	"github.com/metawatch/metawatch/pkg/rulecontroller"
+	"github.com/metawatch/metawatch/pkg/telemetry"
 	"github.com/metawatch/metawatch/pkg/wire"
 )
 
@@ -149,7 +149,7 @@ func (r *Reloader) AddTo(mgr manager.Manager) error {
 	if err := r.addPruner(mgr); err != nil {
 		return err
 	}
-	metrics.SetShardingMode(r.shardingMode())
+	telemetry.SetShardingMode(r.shardingMode())
 	if r.Mode == authority.Sharded {
 		r.Sharding.watch()
 	}
@@ -236,7 +236,7 @@ func (r *Reloader) swap(ctx context.Context, res resolved, superseded func() boo
 	}
 	r.setCurrent(next)
 	leading := r.openWhenLeading(ctx, next)
-	metrics.ConfigLastReloadSuccessful.Set(1)
+	telemetry.ConfigLastReloadSuccessful.Set(1)
 	r.reportForbidden(next)
 	r.Log.Info("configuration running", "generation", next.number, "hash", next.hash[:12], "watches", len(next.watches), "forbidden", len(next.forbidden),
 		"writes", map[bool]string{true: "open", false: "held until this standby leads"}[leading])

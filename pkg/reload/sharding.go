@@ -13,8 +13,8 @@ import (
 	"k8s.io/client-go/tools/events"
 
 	"github.com/metawatch/metawatch/pkg/metacache"
-	"github.com/metawatch/metawatch/pkg/metrics"
 	"github.com/metawatch/metawatch/pkg/sharding"
+	"github.com/metawatch/metawatch/pkg/telemetry"
 )
 
 // Sharding runs the Reloader sharded: every replica runs generations, not only
@@ -71,7 +71,7 @@ func (s *Sharding) watch() {
 		}
 		s.desired = share.Desired
 		s.noteHeld(share.Held)
-		metrics.BucketsOwned.Set(float64(len(share.Held)))
+		telemetry.BucketsOwned.Set(float64(len(share.Held)))
 		s.noteUnwritable(share.Unwritable)
 	})
 }
@@ -107,7 +107,7 @@ func (s *Sharding) awaitAssignment(ctx context.Context, waiting func(string)) bo
 // noteUnwritable publishes the unwritable buckets, with a Warning Event when
 // there are more than before.
 func (s *Sharding) noteUnwritable(buckets []sharding.Bucket) {
-	metrics.BucketsUnwritable.Set(float64(len(buckets)))
+	telemetry.BucketsUnwritable.Set(float64(len(buckets)))
 	more := len(buckets) > s.reported
 	s.reported = len(buckets)
 	if more && s.Recorder != nil && s.Regarding != nil {

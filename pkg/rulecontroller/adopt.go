@@ -12,8 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 
 	"github.com/metawatch/metawatch/pkg/authority"
-	"github.com/metawatch/metawatch/pkg/metrics"
 	"github.com/metawatch/metawatch/pkg/rules"
+	"github.com/metawatch/metawatch/pkg/telemetry"
 )
 
 // Adoption takes over, object by object, the label and annotation keys that
@@ -67,9 +67,9 @@ func (r *ruleReconciler) planAdoption(obj *metav1.PartialObjectMetadata) (p adop
 	case p.take.empty():
 		return p, false
 	case !onlyMetadata:
-		p.refused = metrics.AdoptionOtherFields
+		p.refused = telemetry.AdoptionOtherFields
 	case entry.Time != nil && entry.Time.After(r.adoptionBegan().Add(liveWriterSlack)):
-		p.refused = metrics.AdoptionLive
+		p.refused = telemetry.AdoptionLive
 	}
 	return p, true
 }
@@ -106,7 +106,7 @@ func (r *ruleReconciler) adopt(ctx context.Context, obj *metav1.PartialObjectMet
 	}
 	log := logr.FromContextOrDiscard(ctx).WithValues("from", r.adoptFrom, "labels", sets.List(p.take.labels), "annotations", sets.List(p.take.annotations))
 	if p.refused != "" {
-		metrics.Adoptions.WithLabelValues(kindLabel(r.GVK), p.refused).Inc()
+		telemetry.Adoptions.WithLabelValues(kindLabel(r.GVK), p.refused).Inc()
 		log.Info("keys of the adopted field manager not taken over", "reason", p.refused)
 		return false, nil
 	}
@@ -124,7 +124,7 @@ func (r *ruleReconciler) adopt(ctx context.Context, obj *metav1.PartialObjectMet
 	if rv, err = r.applyCurrent(ctx, r.adoptFrom, obj, rv, p.keep); err != nil || rv == "" {
 		return false, err // a dropped write adopted nothing yet
 	}
-	metrics.Adoptions.WithLabelValues(kindLabel(r.GVK), metrics.AdoptionDone).Inc()
+	telemetry.Adoptions.WithLabelValues(kindLabel(r.GVK), telemetry.AdoptionDone).Inc()
 	log.Info("adopted keys")
 	return true, nil
 }

@@ -9,7 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 
 	"github.com/metawatch/metawatch/pkg/config"
-	"github.com/metawatch/metawatch/pkg/metrics"
+	"github.com/metawatch/metawatch/pkg/telemetry"
 )
 
 func TestPlanAdoption(t *testing.T) {
@@ -41,7 +41,7 @@ func TestPlanAdoption(t *testing.T) {
 		},
 		"an apply after adoption began and its slack is a live writer's": {
 			entries: []metav1.ManagedFieldsEntry{entry("old", began.Add(liveWriterSlack+time.Second), labelsAB)},
-			wantOK:  true, wantTake: []string{"a", "b"}, wantRefused: metrics.AdoptionLive,
+			wantOK:  true, wantTake: []string{"a", "b"}, wantRefused: telemetry.AdoptionLive,
 		},
 		"an apply within the slack is the old installation's last": {
 			entries: []metav1.ManagedFieldsEntry{entry("old", began.Add(liveWriterSlack), labelsAB)},
@@ -49,11 +49,11 @@ func TestPlanAdoption(t *testing.T) {
 		},
 		"an old name that owns the spec too is refused": {
 			entries: []metav1.ManagedFieldsEntry{entry("old", began.Add(-time.Hour), `{"f:metadata":{"f:labels":{"f:a":{}}},"f:spec":{"f:replicas":{}}}`)},
-			wantOK:  true, wantTake: []string{"a"}, wantRefused: metrics.AdoptionOtherFields,
+			wantOK:  true, wantTake: []string{"a"}, wantRefused: telemetry.AdoptionOtherFields,
 		},
 		"an old name that owns a finalizer is refused": {
 			entries: []metav1.ManagedFieldsEntry{entry("old", began.Add(-time.Hour), `{"f:metadata":{"f:finalizers":{},"f:labels":{"f:a":{}}}}`)},
-			wantOK:  true, wantTake: []string{"a"}, wantRefused: metrics.AdoptionOtherFields,
+			wantOK:  true, wantTake: []string{"a"}, wantRefused: telemetry.AdoptionOtherFields,
 		},
 		"the old name's update entry is not an apply: nothing to do": {
 			entries: []metav1.ManagedFieldsEntry{func() metav1.ManagedFieldsEntry {

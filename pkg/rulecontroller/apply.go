@@ -17,8 +17,8 @@ import (
 	"github.com/metawatch/metawatch/pkg/authority"
 	"github.com/metawatch/metawatch/pkg/config"
 	"github.com/metawatch/metawatch/pkg/metacache"
-	"github.com/metawatch/metawatch/pkg/metrics"
 	"github.com/metawatch/metawatch/pkg/rules"
+	"github.com/metawatch/metawatch/pkg/telemetry"
 )
 
 // Event reasons of writes.
@@ -50,7 +50,7 @@ func (r *ruleReconciler) apply(ctx context.Context, obj *metav1.PartialObjectMet
 	}
 	log := logr.FromContextOrDiscard(ctx)
 	if r.DryRun {
-		r.count(changed.rules, metrics.ResultDryRun)
+		r.count(changed.rules, telemetry.ResultDryRun)
 		log.Info("dry run: would apply", changed.logValues()...)
 		return held, nil
 	}
@@ -69,10 +69,10 @@ func (r *ruleReconciler) apply(ctx context.Context, obj *metav1.PartialObjectMet
 	case authority.SendSoon, authority.Stale:
 		return nil, err // not a failure: tried again soon, or at once on the object as it is now
 	default:
-		r.count(changed.rules, metrics.ResultError)
+		r.count(changed.rules, telemetry.ResultError)
 		return nil, err
 	}
-	r.count(changed.rules, metrics.ResultApplied)
+	r.count(changed.rules, telemetry.ResultApplied)
 	r.memory.reclaims.clear(key)
 	log.Info("applied", changed.logValues()...)
 	return held, nil
@@ -160,7 +160,7 @@ func (r *ruleReconciler) yield(obj *metav1.PartialObjectMetadata, what config.Me
 		case (o.Force || reclaimed(k)) && r.memory.takeovers.fighting(key, what, k):
 			delete(out, k)
 			r.memory.yielded.add(key, what, k, currentValue(obj, what, k))
-			metrics.OwnershipFights.WithLabelValues(o.Rule, kindLabel(r.GVK)).Inc()
+			telemetry.OwnershipFights.WithLabelValues(o.Rule, kindLabel(r.GVK)).Inc()
 			r.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, ReasonOwnershipFight, "Apply",
 				"rule %s wants %s %s=%q, but another field manager took it more than %d times in %s%s; metawatch stops taking it back until that value changes or metawatch restarts: make the two controllers agree",
 				o.Rule, what, k, o.Value, maxTakeovers, takeoverWindow, r.theirValue(obj, what, k, " (now %q)"))
@@ -169,8 +169,8 @@ func (r *ruleReconciler) yield(obj *metav1.PartialObjectMetadata, what config.Me
 		default:
 			delete(out, k)
 			r.memory.yielded.add(key, what, k, currentValue(obj, what, k))
-			metrics.RuleConflicts.WithLabelValues(o.Rule, kindLabel(r.GVK)).Inc()
-			metrics.RuleWrites.WithLabelValues(o.Rule, kindLabel(r.GVK), metrics.ResultConflict).Inc()
+			telemetry.RuleConflicts.WithLabelValues(o.Rule, kindLabel(r.GVK)).Inc()
+			telemetry.RuleWrites.WithLabelValues(o.Rule, kindLabel(r.GVK), telemetry.ResultConflict).Inc()
 			r.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, ReasonConflict, "Apply",
 				"rule %s wants %s %s=%q, but %s owns it%s; not overwritten (set force: true on the rule to take it)",
 				o.Rule, what, k, o.Value, holderName(holders, what, k), r.theirValue(obj, what, k, " with value %q"))
@@ -253,7 +253,7 @@ func values(owned map[string]rules.Owned) map[string]string {
 
 func (r *ruleReconciler) count(involved sets.Set[string], result string) {
 	for rule := range involved {
-		metrics.RuleWrites.WithLabelValues(rule, kindLabel(r.GVK), result).Inc()
+		telemetry.RuleWrites.WithLabelValues(rule, kindLabel(r.GVK), result).Inc()
 	}
 }
 

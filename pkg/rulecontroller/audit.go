@@ -12,8 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 
-	"github.com/metawatch/metawatch/pkg/metrics"
 	"github.com/metawatch/metawatch/pkg/rules"
+	"github.com/metawatch/metawatch/pkg/telemetry"
 )
 
 // ReasonMissingRequired is the Event reason for an object that starts violating a require rule.
@@ -112,7 +112,7 @@ func (a *audit) setLocked(key types.NamespacedName, before, now map[string]bool)
 func (a *audit) add(rule string, delta int) {
 	a.counts[rule] += delta
 	if a.owner.isLive() {
-		metrics.RuleViolations.WithLabelValues(rule, a.kind).Add(float64(delta))
+		telemetry.RuleViolations.WithLabelValues(rule, a.kind).Add(float64(delta))
 	}
 }
 
@@ -207,14 +207,14 @@ func (a *Audits) Publish() {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.live.Store(true) // before the reset: what an audit adds from now on is not lost
-	metrics.RuleViolations.Reset()
-	metrics.ObjectsOff.Reset()
-	metrics.KeysLeft.Reset()
+	telemetry.RuleViolations.Reset()
+	telemetry.ObjectsOff.Reset()
+	telemetry.KeysLeft.Reset()
 	for kind, au := range a.kinds {
 		au.mu.Lock()
 		for rule, n := range au.counts {
 			if n > 0 {
-				metrics.RuleViolations.WithLabelValues(rule, kind).Set(float64(n))
+				telemetry.RuleViolations.WithLabelValues(rule, kind).Set(float64(n))
 			}
 		}
 		au.publishOff()

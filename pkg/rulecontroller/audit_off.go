@@ -3,7 +3,7 @@ package rulecontroller
 import (
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/metawatch/metawatch/pkg/metrics"
+	"github.com/metawatch/metawatch/pkg/telemetry"
 )
 
 // Reasons of metawatch_rule_objects_off.
@@ -22,7 +22,7 @@ type offKey struct{ rule, namespace, reason string }
 type offCounts struct {
 	counts map[offKey]int
 	// named are the namespaces with series of their own: the first
-	// metrics.OtherNamespacesAfter seen; the others count as one.
+	// telemetry.OtherNamespacesAfter seen; the others count as one.
 	named map[string]bool
 	// held is, per object, the rules whose keys another manager holds.
 	held violators
@@ -36,18 +36,18 @@ func (a *audit) namespaceLabel(ns string) string {
 	if a.off.named[ns] {
 		return ns
 	}
-	if len(a.off.named) < metrics.OtherNamespacesAfter {
+	if len(a.off.named) < telemetry.OtherNamespacesAfter {
 		a.off.named[ns] = true
 		return ns
 	}
-	return metrics.OtherNamespaces
+	return telemetry.OtherNamespaces
 }
 
 func (a *audit) addOff(rule, namespace, reason string, delta int) {
 	k := offKey{rule: rule, namespace: a.namespaceLabel(namespace), reason: reason}
 	a.off.counts[k] += delta
 	if a.owner.isLive() {
-		metrics.ObjectsOff.WithLabelValues(rule, a.kind, k.namespace, reason).Add(float64(delta))
+		telemetry.ObjectsOff.WithLabelValues(rule, a.kind, k.namespace, reason).Add(float64(delta))
 	}
 }
 
@@ -89,7 +89,7 @@ func (a *audit) setHeldLocked(key types.NamespacedName, now map[string]bool) {
 func (a *audit) publishOff() {
 	for k, n := range a.off.counts {
 		if n > 0 {
-			metrics.ObjectsOff.WithLabelValues(k.rule, a.kind, k.namespace, k.reason).Set(float64(n))
+			telemetry.ObjectsOff.WithLabelValues(k.rule, a.kind, k.namespace, k.reason).Set(float64(n))
 		}
 	}
 }

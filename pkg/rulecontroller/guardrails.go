@@ -10,8 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 
 	"github.com/metawatch/metawatch/pkg/config"
-	"github.com/metawatch/metawatch/pkg/metrics"
 	"github.com/metawatch/metawatch/pkg/rules"
+	"github.com/metawatch/metawatch/pkg/telemetry"
 )
 
 // guard narrows what the rules want of obj to what the operator's limits
@@ -140,7 +140,7 @@ func (a *audit) dropUnheldLeft() {
 func (a *audit) addLeft(reason string, delta int, live bool) {
 	a.left.counts[reason] += delta
 	if live {
-		metrics.KeysLeft.WithLabelValues(a.kind, reason).Add(float64(delta))
+		telemetry.KeysLeft.WithLabelValues(a.kind, reason).Add(float64(delta))
 	}
 }
 
@@ -151,7 +151,7 @@ func (a *audit) publishLeft() {
 	defer a.left.mu.Unlock()
 	for reason, n := range a.left.counts {
 		if n > 0 {
-			metrics.KeysLeft.WithLabelValues(a.kind, reason).Set(float64(n))
+			telemetry.KeysLeft.WithLabelValues(a.kind, reason).Set(float64(n))
 		}
 	}
 }

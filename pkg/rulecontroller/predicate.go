@@ -4,15 +4,15 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
-	"github.com/metawatch/metawatch/pkg/metrics"
+	"github.com/metawatch/metawatch/pkg/telemetry"
 )
 
 // metadataChanged passes creates, deletes and updates that change labels or
 // annotations; resourceVersion-only updates (status churn) and generic events
 // are dropped. Every verdict is counted in metawatch_events_total{kind}.
 func metadataChanged(kind string) predicate.Predicate {
-	passed := metrics.Events.WithLabelValues(kind, metrics.VerdictPassed)
-	filtered := metrics.Events.WithLabelValues(kind, metrics.VerdictFiltered)
+	passed := telemetry.Events.WithLabelValues(kind, telemetry.VerdictPassed)
+	filtered := telemetry.Events.WithLabelValues(kind, telemetry.VerdictFiltered)
 	count := func(pass bool) bool {
 		if pass {
 			passed.Inc()

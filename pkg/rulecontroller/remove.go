@@ -13,8 +13,8 @@ import (
 
 	"github.com/metawatch/metawatch/pkg/authority"
 	"github.com/metawatch/metawatch/pkg/metacache"
-	"github.com/metawatch/metawatch/pkg/metrics"
 	"github.com/metawatch/metawatch/pkg/rules"
+	"github.com/metawatch/metawatch/pkg/telemetry"
 )
 
 // remove deletes the keys remove actions name, whoever set them, with a JSON
@@ -32,7 +32,7 @@ func (r *ruleReconciler) remove(ctx context.Context, obj *metav1.PartialObjectMe
 	}
 	log := logr.FromContextOrDiscard(ctx)
 	if r.DryRun {
-		r.count(involved, metrics.ResultDryRun)
+		r.count(involved, telemetry.ResultDryRun)
 		log.Info("dry run: would remove", "labels", labels, "annotations", annotations)
 		return rv, nil
 	}
@@ -58,10 +58,10 @@ func (r *ruleReconciler) remove(ctx context.Context, obj *metav1.PartialObjectMe
 	case authority.SendSoon, authority.Stale:
 		return rv, err // not a failure: tried again soon, or at once on the object as it is now
 	default:
-		r.count(involved, metrics.ResultError)
+		r.count(involved, telemetry.ResultError)
 		return rv, err
 	}
-	r.count(involved, metrics.ResultRemoved)
+	r.count(involved, telemetry.ResultRemoved)
 	log.Info("removed", "labels", labels, "annotations", annotations)
 	return target.ResourceVersion, nil
 }

@@ -23,8 +23,8 @@ import (
 
 	"github.com/metawatch/metawatch/pkg/metacache"
 	"github.com/metawatch/metawatch/pkg/metamanager"
-	"github.com/metawatch/metawatch/pkg/metrics"
 	"github.com/metawatch/metawatch/pkg/sharding"
+	"github.com/metawatch/metawatch/pkg/telemetry"
 	"github.com/metawatch/metawatch/pkg/testing/cachekit"
 	"github.com/metawatch/metawatch/pkg/testing/controlplane"
 	"github.com/metawatch/metawatch/pkg/testing/testkit"
@@ -105,8 +105,8 @@ func randomBuckets(r *rand.Rand, i int) []sharding.Bucket {
 }
 
 func movesSoFar() (inPlace, relisted float64) {
-	return testutil.ToFloat64(metrics.ShardCacheMoves.WithLabelValues(metrics.MoveInPlace)),
-		testutil.ToFloat64(metrics.ShardCacheMoves.WithLabelValues(metrics.MoveRelisted))
+	return testutil.ToFloat64(telemetry.ShardCacheMoves.WithLabelValues(telemetry.MoveInPlace)),
+		testutil.ToFloat64(telemetry.ShardCacheMoves.WithLabelValues(telemetry.MoveRelisted))
 }
 
 // listsOf counts, per resource, the full lists (a LIST, or a watch that sends

@@ -15,8 +15,8 @@ import (
 	"github.com/metawatch/metawatch/pkg/config"
 	"github.com/metawatch/metawatch/pkg/metacache"
 	"github.com/metawatch/metawatch/pkg/metamanager"
-	"github.com/metawatch/metawatch/pkg/metrics"
 	"github.com/metawatch/metawatch/pkg/sharding"
+	"github.com/metawatch/metawatch/pkg/telemetry"
 	"github.com/metawatch/metawatch/pkg/testing/cachekit"
 	"github.com/metawatch/metawatch/pkg/testing/controlplane"
 	"github.com/metawatch/metawatch/pkg/testing/testkit"
@@ -86,8 +86,8 @@ func namespaceOfPods(t *testing.T, c client.Client, ns string, pods int) []confi
 
 // droppedSoFar are the objects of other buckets dropped before and after decoding.
 func droppedSoFar() (wire, decoded float64) {
-	return testutil.ToFloat64(metrics.ShardDropped.WithLabelValues(metrics.StageWire)),
-		testutil.ToFloat64(metrics.ShardDropped.WithLabelValues(metrics.StageDecoded))
+	return testutil.ToFloat64(telemetry.ShardDropped.WithLabelValues(telemetry.StageWire)),
+		testutil.ToFloat64(telemetry.ShardDropped.WithLabelValues(telemetry.StageDecoded))
 }
 
 // assertCachesSplit waits until each cache holds exactly the pods of ns in its

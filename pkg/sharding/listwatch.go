@@ -13,7 +13,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	toolscache "k8s.io/client-go/tools/cache"
 
-	"github.com/metawatch/metawatch/pkg/metrics"
+	"github.com/metawatch/metawatch/pkg/telemetry"
 	"github.com/metawatch/metawatch/pkg/wire"
 )
 
@@ -153,8 +153,8 @@ func (l *ListWatch) fed() toolscache.Store {
 }
 
 var (
-	droppedOnTheWire = metrics.ShardDropped.WithLabelValues(metrics.StageWire)
-	droppedDecoded   = metrics.ShardDropped.WithLabelValues(metrics.StageDecoded)
+	droppedOnTheWire = telemetry.ShardDropped.WithLabelValues(telemetry.StageWire)
+	droppedDecoded   = telemetry.ShardDropped.WithLabelValues(telemetry.StageDecoded)
 )
 
 // inBuckets reports whether obj's uid falls in a kept bucket, and counts it if not.

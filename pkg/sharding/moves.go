@@ -16,7 +16,7 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
-	"github.com/metawatch/metawatch/pkg/metrics"
+	"github.com/metawatch/metawatch/pkg/telemetry"
 )
 
 const (
@@ -189,9 +189,9 @@ func (w *coverWatch) move(rv string) (watch.Interface, bucketSet, <-chan struct{
 		return nil, to, changed, err
 	}
 	if !gone.empty() || !came.empty() {
-		metrics.ShardCacheMoves.WithLabelValues(metrics.MoveInPlace).Inc()
-		metrics.ShardMovedObjects.WithLabelValues(metrics.MoveOut).Add(float64(out))
-		metrics.ShardMovedObjects.WithLabelValues(metrics.MoveIn).Add(float64(in))
+		telemetry.ShardCacheMoves.WithLabelValues(telemetry.MoveInPlace).Inc()
+		telemetry.ShardMovedObjects.WithLabelValues(telemetry.MoveOut).Add(float64(out))
+		telemetry.ShardMovedObjects.WithLabelValues(telemetry.MoveIn).Add(float64(in))
 		ctrllog.FromContext(w.ctx).WithName("sharding").V(1).Info("cache moved to this replica's buckets without a relist",
 			"resourceVersion", rv, "bucketsGone", len(gone.list()), "bucketsCame", len(came.list()), "objectsOut", out, "objectsIn", in)
 	}
@@ -303,21 +303,21 @@ func (w *coverWatch) fail(err error) {
 	switch {
 	case errors.As(err, &relist):
 		log.Info("warning: relisting a kind to follow this replica's buckets", "reason", relist.reason)
-		metrics.ShardCacheMoves.WithLabelValues(metrics.MoveRelisted).Inc()
+		telemetry.ShardCacheMoves.WithLabelValues(telemetry.MoveRelisted).Inc()
 		expired := apierrors.NewResourceExpired(relist.reason).ErrStatus
 		w.send(watch.Event{Type: watch.Error, Object: &expired})
 	case errors.As(err, &status):
 		// The reflector knows what to do: relist on 410 (rv compacted away),
 		// back off on 429, relist after others, forbidden ones included.
 		log.Info("warning: moving the cache to this replica's buckets failed", "err", err)
-		metrics.ShardCacheMoves.WithLabelValues(metrics.MoveFailed).Inc()
+		telemetry.ShardCacheMoves.WithLabelValues(telemetry.MoveFailed).Inc()
 		st := status.Status()
 		w.send(watch.Event{Type: watch.Error, Object: &st})
 	default:
 		// The network: end the watch after a pause; the reflector watches
 		// again from rv, and the move goes on.
 		log.Info("warning: moving the cache to this replica's buckets failed; trying again", "err", err, "in", moveRetry)
-		metrics.ShardCacheMoves.WithLabelValues(metrics.MoveFailed).Inc()
+		telemetry.ShardCacheMoves.WithLabelValues(telemetry.MoveFailed).Inc()
 		select {
 		case <-time.After(moveRetry):
 		case <-w.ctx.Done():

@@ -20,7 +20,7 @@ import (
 	clientfeaturestesting "k8s.io/client-go/features/testing"
 	toolscache "k8s.io/client-go/tools/cache"
 
-	"github.com/metawatch/metawatch/pkg/metrics"
+	"github.com/metawatch/metawatch/pkg/telemetry"
 )
 
 // In process, a fake ListerWatcher feeding a real client-go informer
@@ -167,7 +167,7 @@ func TestABucketLeftHalfFilledIsEmptiedWhenItGoes(t *testing.T) {
 	cover.Set([]Bucket{bucketA}) // C goes while the move waits to be retried
 
 	time.Sleep(3 * time.Second) // the retry (moveRetry = 1s) and anything after it
-	t.Logf("exact lists %d, failed moves %v", f.exactLists.Load(), testutil.ToFloat64(metrics.ShardCacheMoves.WithLabelValues(metrics.MoveFailed)))
+	t.Logf("exact lists %d, failed moves %v", f.exactLists.Load(), testutil.ToFloat64(telemetry.ShardCacheMoves.WithLabelValues(telemetry.MoveFailed)))
 	if a, c := countAC(inf); c != 0 {
 		t.Errorf("store holds %d objects of bucket C, which is not covered (ghosts); %d of A", c, a)
 	}
@@ -198,8 +198,8 @@ func TestAMoveRightAfterARelistSeesTheRelist(t *testing.T) {
 
 		time.Sleep(4 * time.Second)
 		a, c := countAC(inf)
-		t.Logf("moves in place so far %v, objects moved out so far %v, relists %v", testutil.ToFloat64(metrics.ShardCacheMoves.WithLabelValues(metrics.MoveInPlace)),
-			testutil.ToFloat64(metrics.ShardMovedObjects.WithLabelValues(metrics.MoveOut)), testutil.ToFloat64(metrics.ShardCacheMoves.WithLabelValues(metrics.MoveRelisted)))
+		t.Logf("moves in place so far %v, objects moved out so far %v, relists %v", testutil.ToFloat64(telemetry.ShardCacheMoves.WithLabelValues(telemetry.MoveInPlace)),
+			testutil.ToFloat64(telemetry.ShardMovedObjects.WithLabelValues(telemetry.MoveOut)), testutil.ToFloat64(telemetry.ShardCacheMoves.WithLabelValues(telemetry.MoveRelisted)))
 		t.Logf("attempt %d: store holds %d of A, %d of C (cover is {A})", attempt, a, c)
 		if c != 0 {
 			t.Errorf("store holds %d objects of bucket C, which is not covered (ghosts)", c)

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/metawatch/metawatch/pkg/metrics"
+	"github.com/metawatch/metawatch/pkg/telemetry"
 )
 
 // newStripTransport wraps next so that metadata-only protobuf responses lose
@@ -48,7 +48,7 @@ func (t stripTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if w := req.URL.Query().Get("watch"); w == "true" || w == "1" {
 		f := &frameStripper{body: resp.Body, edit: e}
 		if t.replaceUnchanged {
-			f.unchanged = newUnchangedEvents(t.bookmarkInterval, metrics.UnchangedEvents.WithLabelValues(path.Base(req.URL.Path)).Inc)
+			f.unchanged = newUnchangedEvents(t.bookmarkInterval, telemetry.UnchangedEvents.WithLabelValues(path.Base(req.URL.Path)).Inc)
 			f.versions = t.versions
 			f.versions.add(f.unchanged)
 		}

@@ -10,7 +10,7 @@ import (
 	"github.com/go-logr/logr"
 	"golang.org/x/time/rate"
 
-	"github.com/metawatch/metawatch/pkg/metrics"
+	"github.com/metawatch/metawatch/pkg/telemetry"
 )
 
 // Tick is how often the law runs while writes are answered; a 429 runs it at once.
@@ -48,7 +48,7 @@ func New(limits Limits, log logr.Logger) *Pacer {
 	s := law.Start(limits.Start)
 	p := &Pacer{law: law, state: s, limiter: rate.NewLimiter(rate.Limit(s.Rate), burst(s.Rate)), now: time.Now, log: log}
 	p.lastTick = p.now()
-	metrics.WriteRate.Set(s.Rate)
+	telemetry.WriteRate.Set(s.Rate)
 	return p
 }
 
@@ -140,7 +140,7 @@ func (p *Pacer) Observe(a Answer) {
 	p.noteServed(a.Served)
 	early := false
 	if a.Throttled {
-		metrics.WritesThrottled.Inc()
+		telemetry.WritesThrottled.Inc()
 		early = !now.Before(p.pausedUntil) // the first 429 of a pause
 		until := now.Add(cmp.Or(a.RetryAfter, defaultRetryAfter))
 		if until.After(p.pausedUntil) {
@@ -157,12 +157,12 @@ func (p *Pacer) tick(now time.Time) {
 	next, d := p.law.Next(p.state, p.seen)
 	p.seen, p.lastTick = Observations{}, now
 	if d == Throttled || d == Queued {
-		metrics.WriteBackoffs.WithLabelValues(string(d)).Inc()
+		telemetry.WriteBackoffs.WithLabelValues(string(d)).Inc()
 	}
 	if next.Rate != p.state.Rate {
 		p.limiter.SetLimitAt(now, rate.Limit(next.Rate))
 		p.limiter.SetBurstAt(now, burst(next.Rate))
-		metrics.WriteRate.Set(next.Rate)
+		telemetry.WriteRate.Set(next.Rate)
 		p.log.V(1).Info("write rate changed", "from", p.state.Rate, "to", next.Rate, "why", string(d),
 			"smoothedLatency", next.Smoothed.String(), "baselineLatency", next.Baseline.String())
 	}
@@ -177,8 +177,8 @@ func (p *Pacer) noteServed(s ServedBy) {
 		return
 	}
 	p.served = s
-	metrics.WritePriorityLevel.Reset()
-	metrics.WritePriorityLevel.WithLabelValues(s.FlowSchemaUID, s.PriorityLevelUID).Set(1)
+	telemetry.WritePriorityLevel.Reset()
+	telemetry.WritePriorityLevel.WithLabelValues(s.FlowSchemaUID, s.PriorityLevelUID).Set(1)
 	p.log.Info("writes are served by an API Priority and Fairness priority level (uids: kubectl get flowschemas,prioritylevelconfigurations -o custom-columns=NAME:.metadata.name,UID:.metadata.uid)",
 		"flowSchemaUID", s.FlowSchemaUID, "priorityLevelUID", s.PriorityLevelUID)
 }

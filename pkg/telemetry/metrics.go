@@ -1,7 +1,7 @@
-// Package metrics holds metawatch's own Prometheus metrics, registered on
+// Package telemetry holds metawatch's own Prometheus metrics, registered on
 // controller-runtime's registry so they are served next to its reconcile and
 // workqueue metrics on --metrics-bind-address. Every name has the metawatch_ prefix.
-package metrics
+package telemetry
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
