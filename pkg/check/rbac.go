@@ -36,6 +36,11 @@ var ownNeeds = []verbOn{
 	{"coordination.k8s.io", "leases", "update"}, {"coordination.k8s.io", "leases", "patch"}, {"coordination.k8s.io", "leases", "delete"},
 	{"authorization.k8s.io", "selfsubjectaccessreviews", "create"}, {"authorization.k8s.io", "selfsubjectrulesreviews", "create"},
 	{"authentication.k8s.io", "selfsubjectreviews", "create"},
+	// From 1.37 (ClusterTrustBundle on by default) the bootstrap policy binds
+	// system:cluster-trust-bundle-discovery to every ServiceAccount: a grant
+	// the operator cannot take away, so not one to report.
+	{"certificates.k8s.io", "clustertrustbundles", "get"}, {"certificates.k8s.io", "clustertrustbundles", "list"},
+	{"certificates.k8s.io", "clustertrustbundles", "watch"},
 	// The Pruner lists and deletes the admission policies the flags no
 	// longer allow, whatever the configuration (admission.Pruner).
 	{"admissionregistration.k8s.io", "mutatingadmissionpolicies", "get"}, {"admissionregistration.k8s.io", "mutatingadmissionpolicies", "list"},
