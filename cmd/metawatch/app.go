@@ -72,7 +72,7 @@ func run(ctx context.Context, opts options) error {
 		Config: cfg, Source: opts.source, Controller: opts.controller, Mode: opts.mode, Leader: leader, Initial: conf, ShutdownTimeout: budget.generation, Limits: &opts.limits, RemovalBrake: &opts.removalBrake,
 		Recorder: mgr.GetEventRecorder(controller.EventSource), Log: ctrl.Log.WithName("reload"), Wire: mgrOpts.Wire,
 		Installation: installation(opts), PolicyOwner: opts.policyOwner,
-		Pacer: pace.New(opts.writeRate, ctrl.Log.WithName("pace")),
+		Pacer: pace.New(opts.writeRate, ctrl.Log.WithName("pace"), nil),
 	}
 	if opts.mode == authority.Sharded {
 		if reloader.Sharding, err = addSharding(ctx, mgr, cfg, opts); err != nil {

@@ -63,8 +63,10 @@ type State struct {
 	// of a queue. Zero: no answer yet.
 	Smoothed, Baseline time.Duration
 	// Probe is the probe's latency, the slowest answer of each tick averaged
-	// over ticks as Smoothed is; ProbeBaseline the lowest tick's fastest
-	// answer seen lately. Probed: the probe has answered at least once;
+	// over ticks as Smoothed is; ProbeBaseline the lowest Probe seen lately:
+	// like with like again, and on a server whose answers vary (a busy
+	// node) the fastest single answer would be far below what its idle
+	// clients see, and make its noise look like a queue. Probed: the probe has answered at least once;
 	// until then (no probe, or none that answered) the writes' latency is
 	// the signal.
 	Probe, ProbeBaseline time.Duration
@@ -88,11 +90,11 @@ type Observations struct {
 	// Waited counts the writes that waited for the rate: there was more to
 	// write than it allowed, so a higher one would have been used.
 	Waited int
-	// Probes counts the probe's answers; ProbeMin and ProbeMax are the
-	// fastest and the slowest. A tick holds a handful of probes, so the
-	// slowest stands for their high percentile.
-	Probes             int
-	ProbeMin, ProbeMax time.Duration
+	// Probes counts the probe's answers; ProbeMax is the slowest. A tick
+	// holds a handful of probes, so the slowest stands for the high
+	// percentile of what other clients' reads see.
+	Probes   int
+	ProbeMax time.Duration
 }
 
 // Add records one answer that took latency; throttled for a 429.
@@ -107,9 +109,6 @@ func (o *Observations) Add(latency time.Duration, throttled bool) {
 
 // AddProbe records one answer of the probe that took latency.
 func (o *Observations) AddProbe(latency time.Duration) {
-	if o.Probes == 0 || latency < o.ProbeMin {
-		o.ProbeMin = latency
-	}
 	o.ProbeMax = max(o.ProbeMax, latency)
 	o.Probes++
 }
@@ -176,9 +175,9 @@ func (l Law) observeLatency(s State, o Observations) State {
 }
 
 // observeProbe folds the tick's probe answers into the probe's smoothed
-// latency and baseline, as observeLatency does the writes' (the fastest
-// answer sets the baseline: an idle server's, between fan-outs), and counts
-// the ticks of writes it missed.
+// latency and baseline, as observeLatency does the writes' (idle ticks
+// included: the baseline is the idle server's, between fan-outs), and
+// counts the ticks of writes it missed.
 func (l Law) observeProbe(s State, o Observations) State {
 	switch {
 	case o.Probes > 0:
@@ -190,14 +189,14 @@ func (l Law) observeProbe(s State, o Observations) State {
 		return s
 	}
 	if !s.Probed {
-		s.Probe, s.ProbeBaseline, s.Probed = o.ProbeMax, o.ProbeMin, true
+		s.Probe, s.ProbeBaseline, s.Probed = o.ProbeMax, o.ProbeMax, true
 		return s
 	}
 	s.Probe = (s.Probe + o.ProbeMax) / 2
-	if o.ProbeMin < s.ProbeBaseline {
-		s.ProbeBaseline = o.ProbeMin
+	if s.Probe < s.ProbeBaseline {
+		s.ProbeBaseline = s.Probe
 	} else {
-		s.ProbeBaseline += time.Duration(float64(o.ProbeMin-s.ProbeBaseline) * l.BaselineRise)
+		s.ProbeBaseline += time.Duration(float64(s.Probe-s.ProbeBaseline) * l.BaselineRise)
 	}
 	return s
 }

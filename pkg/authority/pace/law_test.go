@@ -170,8 +170,8 @@ func TestIdleProbesKeepTheBaselineFresh(t *testing.T) {
 	for range 5 {
 		s, _ = law.Next(s, probed(Observations{}, 2*time.Millisecond))
 	}
-	if s.ProbeBaseline != 2*time.Millisecond || s.Rate != rate {
-		t.Errorf("after idle probes of 2ms: baseline %v and rate %g, want 2ms and the rate unchanged (%g)", s.ProbeBaseline, s.Rate, rate)
+	if s.ProbeBaseline >= 3*time.Millisecond || s.Rate != rate {
+		t.Errorf("after 5 idle ticks of probes of 2ms: baseline %v and rate %g, want below 3ms (back from 30) and the rate unchanged (%g)", s.ProbeBaseline, s.Rate, rate)
 	}
 }
 
@@ -202,7 +202,7 @@ func FuzzLaw(f *testing.F) {
 			if again, _ := law.Next(next, Observations{}); again != next {
 				t.Fatalf("a tick that saw nothing changed %+v into %+v", next, again)
 			}
-			if idle, _ := law.Next(next, Observations{Probes: o.Probes, ProbeMin: o.ProbeMin, ProbeMax: o.ProbeMax}); idle.Rate != next.Rate {
+			if idle, _ := law.Next(next, Observations{Probes: o.Probes, ProbeMax: o.ProbeMax}); idle.Rate != next.Rate {
 				t.Fatalf("a tick of probes alone changed the rate from %g to %g", next.Rate, idle.Rate)
 			}
 			if o.Probes > 0 {
