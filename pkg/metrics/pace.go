@@ -19,10 +19,10 @@ var WritesThrottled = prometheus.NewCounter(prometheus.CounterOpts{
 })
 
 // WriteBackoffs counts the pacer's decreases, by reason: throttled (a 429)
-// or latency (writes answered slowly: queued in the API server).
+// or latency (the probe, or without one the writes, answered slowly).
 var WriteBackoffs = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Name: "metawatch_write_backoffs_total",
-	Help: "Times the write rate was lowered, by reason: throttled (a 429) or latency (writes answered slowly).",
+	Help: "Times the write rate was lowered, by reason: throttled (a 429) or latency (the write probe, or without one the writes, answered slowly).",
 }, []string{"reason"})
 
 // WritePriorityLevel is 1 for the flow schema and priority level that
