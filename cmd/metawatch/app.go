@@ -6,9 +6,13 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
@@ -68,11 +72,19 @@ func run(ctx context.Context, opts options) error {
 		return err
 	}
 	setupLog.Info("stage 2/4: manager built", "mode", opts.mode.String(), "metrics", mgrOpts.MetricsBindAddress, "probes", opts.probeAddress)
+	probe, err := writeProbe(cfg, opts.source)
+	if err != nil {
+		return err
+	}
+	pacer := pace.New(opts.writeRate, ctrl.Log.WithName("pace"), probe)
+	if err := mgr.Add(pacer); err != nil { // sends the probe until the manager stops
+		return err
+	}
 	reloader := &reload.Reloader{
 		Config: cfg, Source: opts.source, Controller: opts.controller, Mode: opts.mode, Leader: leader, Initial: conf, ShutdownTimeout: budget.generation, Limits: &opts.limits, RemovalBrake: &opts.removalBrake,
 		Recorder: mgr.GetEventRecorder(rulecontroller.EventSource), Log: ctrl.Log.WithName("reload"), Wire: mgrOpts.Wire,
 		Installation: installation(opts), PolicyOwner: opts.policyOwner,
-		Pacer: pace.New(opts.writeRate, ctrl.Log.WithName("pace")),
+		Pacer: pacer,
 	}
 	if opts.mode == authority.Sharded {
 		if reloader.Sharding, err = addSharding(ctx, mgr, cfg, opts); err != nil {
@@ -93,6 +105,18 @@ func run(ctx context.Context, opts options) error {
 		return err
 	}
 	return releaseLease(mgrOpts, reloader, budget.release)
+}
+
+// writeProbe is the write pacer's probe (pace.Probe): a GET of the
+// selectors ConfigMap's metadata, which the chart's Role grants by name and
+// which API Priority and Fairness serves as the service account's other
+// reads (the chart's FlowSchemas take its writes and Leases only); with
+// --config-file, which the chart never uses, of Namespace default.
+func writeProbe(cfg *rest.Config, source reload.Source) (pace.Probe, error) {
+	if ns, name, ok := strings.Cut(source.ConfigMap, "/"); ok { // checked by validateFlags
+		return pace.MetadataGet(cfg, corev1.SchemeGroupVersion.WithResource("configmaps"), types.NamespacedName{Namespace: ns, Name: name})
+	}
+	return pace.MetadataGet(cfg, corev1.SchemeGroupVersion.WithResource("namespaces"), types.NamespacedName{Name: metav1.NamespaceDefault})
 }
 
 // budgets split --graceful-shutdown-timeout: the generation's writes and

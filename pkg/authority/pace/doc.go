@@ -17,12 +17,23 @@
 //   - a 429 (API Priority and Fairness rejected the write: our priority
 //     level is out of seats) halves the rate, and pauses every write until
 //     its Retry-After has passed;
-//   - answers slower than twice the lowest recent mean latency plus 5 ms (the
-//     writes queued in the API server) multiply it by 0.8;
+//   - a probe slower than twice its lowest recent latency plus 5 ms (other
+//     clients' reads queue behind the writes) multiplies it by 0.8;
 //   - otherwise, while writes had to wait for the rate, it climbs: doubling
 //     each second until the first sign of load (slow start), then 10
 //     writes/s a second;
 //   - a second without writes changes nothing.
+//
+// The probe (Probe, sent by Start: metawatch probes the selectors
+// ConfigMap's metadata) is a small read that API Priority and Fairness
+// serves as other clients' reads: its latency is what they feel, which is
+// what the rate must protect. It goes every 250 ms while writes flow and
+// every 5 s idle, so that its baseline is the idle server's; the tick's
+// slowest answer, averaged over ticks, is compared with the lowest recent
+// such average. The writes' own latency is not the signal: it rises with
+// their own concurrency (Little's law) even when the server queues no one
+// else, which held the rate at a third of what the server took. It is the
+// fallback without a probe, or after ProbeGrace ticks of a failing one.
 //
 // Reads are not paced: the caches' lists and watches, and the client's own
 // reads, keep --kube-api-qps and --kube-api-burst as their budget. Events

@@ -16,11 +16,24 @@ func fast(latency time.Duration) Observations {
 	return o
 }
 
+// probed is o with n probe answers of latency each.
+func probed(o Observations, latency time.Duration) Observations {
+	for range 4 {
+		o.AddProbe(latency)
+	}
+	return o
+}
+
 func TestLaw(t *testing.T) {
 	law := DefaultLaw(10, 1000)
 	settled := State{Rate: 100, Smoothed: 4 * time.Millisecond, Baseline: 3 * time.Millisecond}
 	throttled := fast(3 * time.Millisecond)
 	throttled.Throttled = 1
+	// A probe answering in 2ms, the writes (their own concurrency) in 4.
+	withProbe := settled
+	withProbe.Probe, withProbe.ProbeBaseline, withProbe.Probed = 2*time.Millisecond, 2*time.Millisecond, true
+	probeSilent := withProbe
+	probeSilent.ProbeMissed = law.ProbeGrace
 	for name, tc := range map[string]struct {
 		from     State
 		seen     Observations
@@ -43,6 +56,20 @@ func TestLaw(t *testing.T) {
 			from: State{Rate: 995, Smoothed: 3 * time.Millisecond, Baseline: 3 * time.Millisecond}, seen: fast(3 * time.Millisecond), want: 1000, decision: Climbed},
 		"fast answers with no write waiting hold the rate (the rate is not what limits)": {
 			from: settled, seen: Observations{Answered: 3, LatencySum: 9 * time.Millisecond}, want: 100, decision: Held},
+		"with the probe fast, writes slowed by their own concurrency climb": {
+			from: withProbe, seen: probed(fast(40*time.Millisecond), 2*time.Millisecond), want: 110, decision: Climbed},
+		"a probe slower than twice its baseline plus 5ms lowers the rate though the writes are fast": {
+			from: withProbe, seen: probed(fast(3*time.Millisecond), 40*time.Millisecond), want: 80, decision: Queued},
+		"a probe a little slower than its baseline is not a queue": {
+			from: withProbe, seen: probed(fast(40*time.Millisecond), 6*time.Millisecond), want: 110, decision: Climbed},
+		"a 429 halves the rate though the probe is fast": {
+			from: withProbe, seen: probed(throttled, 2*time.Millisecond), want: 50, decision: Throttled},
+		"a tick of slow writes and no probe answer is no evidence of a queue": {
+			from: withProbe, seen: fast(40 * time.Millisecond), want: 110, decision: Climbed},
+		"a probe silent for longer than ProbeGrace ticks hands the verdict back to the writes' latency": {
+			from: probeSilent, seen: fast(40 * time.Millisecond), want: 80, decision: Queued},
+		"a tick of probes alone (idle) holds the rate": {
+			from: withProbe, seen: probed(Observations{}, 40*time.Millisecond), want: 100, decision: Held},
 	} {
 		t.Run(name, func(t *testing.T) {
 			got, d := law.Next(tc.from, tc.seen)
@@ -87,9 +114,72 @@ func TestSteadyFastAnswersReachTheCeiling(t *testing.T) {
 	}
 }
 
+// serverOf is a server whose writes answer later the more of them are in
+// flight (Little's law: 3ms at 50 writes/s, in proportion to the rate) while it queues
+// no one else: its probe answers in 2ms whatever the rate. It answers 429
+// past its capacity.
+func serverOf(rate float64, probe bool) Observations {
+	const capacity = 600
+	o := fast(time.Duration(rate/50*3) * time.Millisecond)
+	if rate > capacity {
+		o.Throttled = 1
+	}
+	if probe {
+		o = probed(o, 2*time.Millisecond)
+	}
+	return o
+}
+
+func TestAFastProbeLetsTheRateClimbPastTheWritesOwnLatency(t *testing.T) {
+	law := DefaultLaw(10, 1000)
+	without, withoutQueued, withoutFull := run(law, false)
+	with, withQueued, withFull := run(law, true)
+	if withoutQueued == 0 {
+		t.Fatalf("without a probe the writes' own latency never lowered the rate (%g): the model no longer shows the problem", without)
+	}
+	if withQueued > 0 {
+		t.Errorf("with a probe answering in 2ms, the writes' own latency lowered the rate %d times (ending at %g)", withQueued, with)
+	}
+	if withFull >= withoutFull {
+		t.Errorf("with a probe the rate reached the server's capacity at tick %d, without at tick %d: want sooner with it", withFull, withoutFull)
+	}
+}
+
+// run is 60 ticks of law on serverOf from a start at 50 writes/s: the
+// rate it ends at, how many times latency lowered it, and the tick of the
+// first 429 (60: none).
+func run(law Law, probe bool) (rate float64, queued, full int) {
+	s, full := law.Start(50), 60
+	for i := range 60 {
+		o := serverOf(s.Rate, probe)
+		if o.Throttled > 0 {
+			full = min(full, i)
+		}
+		var d Decision
+		if s, d = law.Next(s, o); d == Queued {
+			queued++
+		}
+	}
+	return s.Rate, queued, full
+}
+
+func TestIdleProbesKeepTheBaselineFresh(t *testing.T) {
+	law := DefaultLaw(10, 1000)
+	s, _ := law.Next(law.Start(50), probed(fast(3*time.Millisecond), 30*time.Millisecond)) // a busy server
+	rate := s.Rate
+	for range 5 {
+		s, _ = law.Next(s, probed(Observations{}, 2*time.Millisecond))
+	}
+	if s.ProbeBaseline >= 3*time.Millisecond || s.Rate != rate {
+		t.Errorf("after 5 idle ticks of probes of 2ms: baseline %v and rate %g, want below 3ms (back from 30) and the rate unchanged (%g)", s.ProbeBaseline, s.Rate, rate)
+	}
+}
+
 // FuzzLaw checks the law's promises on any sequence of ticks: the rate
 // stays within floor and ceiling, a 429 always lowers it (unless at the
-// floor), and a tick that saw nothing changes nothing.
+// floor), a tick that saw nothing changes nothing, a tick of probes alone
+// holds the rate, and while the probe answers, the writes' own latency
+// never changes the decision.
 func FuzzLaw(f *testing.F) {
 	f.Add(10.0, 1000.0, 50.0, []byte{0, 1, 2, 3, 200, 7})
 	f.Add(1.0, 1.0, 5.0, []byte{255, 0, 0})
@@ -102,7 +192,7 @@ func FuzzLaw(f *testing.F) {
 		s := law.Start(start)
 		for i, b := range ticks {
 			o := observationsOf(b, ticks, i)
-			next, _ := law.Next(s, o)
+			next, decision := law.Next(s, o)
 			if next.Rate < floor || next.Rate > ceiling || math.IsNaN(next.Rate) {
 				t.Fatalf("rate %g out of [%g, %g] after %+v", next.Rate, floor, ceiling, o)
 			}
@@ -111,6 +201,16 @@ func FuzzLaw(f *testing.F) {
 			}
 			if again, _ := law.Next(next, Observations{}); again != next {
 				t.Fatalf("a tick that saw nothing changed %+v into %+v", next, again)
+			}
+			if idle, _ := law.Next(next, Observations{Probes: o.Probes, ProbeMax: o.ProbeMax}); idle.Rate != next.Rate {
+				t.Fatalf("a tick of probes alone changed the rate from %g to %g", next.Rate, idle.Rate)
+			}
+			if o.Probes > 0 {
+				other := o
+				other.LatencySum = 7 * o.LatencySum
+				if _, d := law.Next(s, other); d != decision {
+					t.Fatalf("with the probe answering, the writes' latency changed the decision: %q at %v, %q at 7x", decision, o.LatencySum, d)
+				}
 			}
 			s = next
 		}
@@ -133,6 +233,11 @@ func observationsOf(b byte, all []byte, i int) Observations {
 	}
 	if b&2 != 0 {
 		o.Waited = 1
+	}
+	// The probe answers in some ticks, at a latency of its own.
+	if next := all[(i+1)%len(all)]; next&8 != 0 {
+		o.AddProbe(time.Duration(next>>4) * time.Millisecond)
+		o.AddProbe(time.Duration(next>>3) * time.Millisecond)
 	}
 	return o
 }

@@ -27,6 +27,7 @@ type Pacer struct {
 	limiter *rate.Limiter
 	now     func() time.Time
 	log     logr.Logger
+	probe   Probe
 
 	mu          sync.Mutex
 	state       State
@@ -34,6 +35,10 @@ type Pacer struct {
 	lastTick    time.Time
 	pausedUntil time.Time
 	served      ServedBy
+	// lastWrite is when a write last waited or was answered: the probe
+	// goes at ProbeEvery until writingFor after it.
+	lastWrite    time.Time
+	probeFailing bool
 }
 
 // ServedBy is the flow schema and priority level that API Priority and
@@ -42,11 +47,13 @@ type Pacer struct {
 type ServedBy struct{ FlowSchemaUID, PriorityLevelUID string }
 
 // New is a pacer between limits' floor and ceiling, starting at
-// limits.Start (clamped into them), logging its changes of priority level to log.
-func New(limits Limits, log logr.Logger) *Pacer {
+// limits.Start (clamped into them), logging its changes of priority level to
+// log. probe, if not nil, is the sign of a queue once Start sends it; nil:
+// the writes' own latency is.
+func New(limits Limits, log logr.Logger, probe Probe) *Pacer {
 	law := DefaultLaw(limits.Min, limits.Max)
 	s := law.Start(limits.Start)
-	p := &Pacer{law: law, state: s, limiter: rate.NewLimiter(rate.Limit(s.Rate), burst(s.Rate)), now: time.Now, log: log}
+	p := &Pacer{law: law, state: s, limiter: rate.NewLimiter(rate.Limit(s.Rate), burst(s.Rate)), now: time.Now, log: log, probe: probe}
 	p.lastTick = p.now()
 	telemetry.WriteRate.Set(s.Rate)
 	return p
@@ -84,6 +91,7 @@ func (p *Pacer) Wait(ctx context.Context) error {
 	}
 	p.mu.Lock()
 	p.seen.Waited++
+	p.lastWrite = p.now()
 	p.mu.Unlock()
 	if deadline, ok := ctx.Deadline(); ok && p.now().Add(delay).After(deadline) {
 		r.Cancel()
@@ -136,6 +144,7 @@ func (p *Pacer) Observe(a Answer) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	now := p.now()
+	p.lastWrite = now
 	p.seen.Add(a.Latency, a.Throttled)
 	p.noteServed(a.Served)
 	early := false
@@ -164,7 +173,8 @@ func (p *Pacer) tick(now time.Time) {
 		p.limiter.SetBurstAt(now, burst(next.Rate))
 		telemetry.WriteRate.Set(next.Rate)
 		p.log.V(1).Info("write rate changed", "from", p.state.Rate, "to", next.Rate, "why", string(d),
-			"smoothedLatency", next.Smoothed.String(), "baselineLatency", next.Baseline.String())
+			"smoothedLatency", next.Smoothed.String(), "baselineLatency", next.Baseline.String(),
+			"probeLatency", next.Probe.String(), "probeBaselineLatency", next.ProbeBaseline.String())
 	}
 	p.state = next
 }

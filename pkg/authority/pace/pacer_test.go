@@ -35,7 +35,7 @@ func TestATightPriorityLevelLowersTheRateAndEveryWriteLands(t *testing.T) {
 	level := tightPriorityLevel(t, admin, user)
 
 	limits := pace.Limits{Min: 1, Max: 1000, Start: 400}
-	pacer := pace.New(limits, testr.New(t))
+	pacer := pace.New(limits, testr.New(t), nil)
 	writer := pacedClient(t, pacer, user)
 	// The API server picks up a new priority level within a few seconds.
 	testkit.WaitFor(t, "writes served by the tight priority level", testkit.Timeout, func() bool {
@@ -69,7 +69,7 @@ func TestAFreeServerLetsTheRateClimb(t *testing.T) {
 	testkit.Namespace(t, admin, ns, nil)
 	configMaps(t, admin, ns, objects)
 	limits := pace.Limits{Min: 5, Max: 1000, Start: 10}
-	pacer := pace.New(limits, testr.New(t))
+	pacer := pace.New(limits, testr.New(t), nil)
 	writer, err := client.New(pacer.Config(cp.Config), client.Options{})
 	if err != nil {
 		t.Fatal(err)
