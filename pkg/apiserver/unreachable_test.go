@@ -199,7 +199,7 @@ func closingListener(t *testing.T) string {
 func recordingLogger() (log logr.Logger, logged func() []string) {
 	var mu sync.Mutex
 	var lines []string
-	log = funcr.New(func(prefix, args string) {
+	log = funcr.New(func(_, args string) {
 		mu.Lock()
 		defer mu.Unlock()
 		lines = append(lines, args)

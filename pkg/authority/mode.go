@@ -18,16 +18,16 @@ import (
 type Mode int
 
 const (
-	// Single: one replica and no Lease; it writes everything, always.
+	// Single means one replica and no Lease; it writes everything, always.
 	Single Mode = iota
-	// Leader: leader election; only the replica holding the Lease runs
+	// Leader means leader election; only the replica holding the Lease runs
 	// generations and writes.
 	Leader
-	// WarmStandby: leader election, and every replica runs generations
+	// WarmStandby means leader election, and every replica runs generations
 	// with synced caches; a standby's writes wait at its generation's gate
 	// until it leads, so a failover waits for the Lease, not for a sync.
 	WarmStandby
-	// Sharded: every replica runs generations on its share of the objects
+	// Sharded means every replica running generations on its share of the objects
 	// (the buckets of the sharding ring it holds) and writes that share.
 	Sharded
 )

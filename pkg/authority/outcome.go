@@ -14,27 +14,27 @@ import (
 type Outcome int
 
 const (
-	// Written: the API server took the write.
+	// Written means the API server took the write.
 	Written Outcome = iota
-	// NotSent: not sent, on purpose and for good: the generation is
+	// NotSent means not sent, on purpose and for good: the generation is
 	// stopping, or another replica holds the object's bucket and writes it.
 	NotSent
-	// SendSoon: not sent for now: the object's bucket is coming to this
+	// SendSoon means not sent for now: the object's bucket is coming to this
 	// replica, or this replica's claim lapsed (a renewal, or another
 	// holder, settles it within the lease duration). Tried again shortly,
 	// not with the error backoff.
 	SendSoon
-	// Gone: the object written no longer exists under the uid written:
+	// Gone means the object written no longer exists under the uid written:
 	// deleted (404, or 409 "uid mismatch" from an apply), or its name taken
 	// by a new object (422 on metadata.uid). The watch brings the deletion
 	// or the new object, which is decided on its own.
 	Gone
-	// Stale: the object changed since it was read (the resourceVersion
+	// Stale means the object changed since it was read (the resourceVersion
 	// precondition failed): decided again on the object as it is now.
 	Stale
-	// Conflict: server-side apply refused fields another field manager owns.
+	// Conflict means server-side apply refused fields another field manager owns.
 	Conflict
-	// Failed: any other error.
+	// Failed means any other error.
 	Failed
 )
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -110,7 +111,7 @@ func TestATextReportSaysEachFindingOnItsLine(t *testing.T) {
 				t.Fatal(err)
 			}
 			lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
-			want := append(tc.want, summaryLine(preview.Summarize([]preview.Report{tc.report})))
+			want := append(slices.Clone(tc.want), summaryLine(preview.Summarize([]preview.Report{tc.report})))
 			if strings.Join(lines, "\n") != strings.Join(want, "\n") {
 				t.Errorf("got\n%s\nwant\n%s", strings.Join(lines, "\n"), strings.Join(want, "\n"))
 			}

@@ -1,4 +1,4 @@
-// Package controller is metawatch's controllers: one per watched kind, fed by
+// Package rulecontroller is metawatch's controllers: one per watched kind, fed by
 // the metadata cache, keeping the kind's labels and annotations as the rules
 // want them.
 //
