@@ -14,7 +14,7 @@ const VersionEnv = "METAWATCH_KUBERNETES_VERSION"
 
 // DefaultKubernetesVersion is the release `make run`, `make test` and the
 // bench use when VersionEnv is unset.
-const DefaultKubernetesVersion = "v1.36.3"
+const DefaultKubernetesVersion = "v1.37.2"
 
 // EtcdVersion is the go.etcd.io/etcd/server/v3 release etcd is built from
 // (every supported Kubernetes minor runs on etcd 3.6).
@@ -23,7 +23,7 @@ const EtcdVersion = "v3.6.16"
 var (
 	// KubernetesVersion is the k8s.io/kubernetes release kube-apiserver and kubectl are built from.
 	KubernetesVersion = selected.version
-	// KubernetesMinor is KubernetesVersion's minor version (36 for v1.36.3).
+	// KubernetesMinor is KubernetesVersion's minor version (37 for v1.37.2).
 	KubernetesMinor = selected.minor
 	// StagingVersion is the published version of the k8s.io/* staging modules of KubernetesVersion.
 	StagingVersion = selected.staging

@@ -12,7 +12,7 @@ func TestVersionSelection(t *testing.T) {
 		env, version, staging, gates, errHas string
 		minor                                int
 	}{
-		"unset is the default":                 {env: "", version: DefaultKubernetesVersion, staging: "v0.36.3", minor: 36, gates: "ShardedListAndWatch=true"},
+		"unset is the default":                 {env: "", version: DefaultKubernetesVersion, staging: "v0.37.2", minor: 37, gates: "ShardedListAndWatch=true"},
 		"1.34 has no sharded gate":             {env: "v1.34.4", version: "v1.34.4", staging: "v0.34.4", minor: 34},
 		"1.35 has no sharded gate":             {env: "v1.35.4", version: "v1.35.4", staging: "v0.35.4", minor: 35},
 		"1.37 keeps the sharded gate":          {env: "v1.37.2", version: "v1.37.2", staging: "v0.37.2", minor: 37, gates: "ShardedListAndWatch=true"},
