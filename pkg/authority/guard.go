@@ -34,18 +34,6 @@ type ShardGate interface {
 	Pending(uid types.UID) bool
 }
 
-// NotWritten reports whether err means the write was not sent on purpose:
-// the generation is stopping, or another replica holds the object.
-func NotWritten(err error) bool { return errors.Is(err, errFenced) || errors.Is(err, errNotOurs) }
-
-// RetrySoon reports whether err means the write was not sent for now and
-// should be tried again shortly, not with the error backoff: its bucket is
-// coming to this replica, or its claim lapsed (a renewal, or another holder,
-// settles it within the lease duration).
-func RetrySoon(err error) bool {
-	return errors.Is(err, errShardPending) || errors.Is(err, ErrLapsed)
-}
-
 // WriteFence stands between a generation's rules and the API server. Closing
 // it refuses new writes and waits for the ones in flight: after that, and
 // only after that, the Lease may be released and another replica, or the next

@@ -35,13 +35,20 @@ const (
 // ResolveMode is the mode the flags ask for, or an error naming the flags
 // that exclude each other and what to drop.
 func ResolveMode(leaderElect, warmStandby, sharded bool) (Mode, error) {
+	var errs []error
+	if sharded && leaderElect {
+		errs = append(errs, errors.New("--sharding and --leader-elect exclude each other: sharded, every replica is active on its own share; drop --leader-elect"))
+	}
+	if sharded && warmStandby {
+		errs = append(errs, errors.New("--warm-standby and --sharding exclude each other: sharded, every replica is active and warm on its own share; drop --warm-standby"))
+	}
+	if warmStandby && !leaderElect {
+		errs = append(errs, errors.New("--warm-standby needs --leader-elect: without leader election there is no standby to keep warm; add --leader-elect or drop --warm-standby"))
+	}
+	if len(errs) > 0 {
+		return 0, errors.Join(errs...) // every mistake at once, as validateFlags says the others
+	}
 	switch {
-	case sharded && leaderElect:
-		return 0, errors.New("--sharding and --leader-elect exclude each other: sharded, every replica is active on its own share; drop --leader-elect")
-	case sharded && warmStandby:
-		return 0, errors.New("--warm-standby and --sharding exclude each other: sharded, every replica is active and warm on its own share; drop --warm-standby")
-	case warmStandby && !leaderElect:
-		return 0, errors.New("--warm-standby needs --leader-elect: without leader election there is no standby to keep warm; add --leader-elect or drop --warm-standby")
 	case sharded:
 		return Sharded, nil
 	case warmStandby:

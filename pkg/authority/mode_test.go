@@ -21,6 +21,8 @@ func TestResolveMode(t *testing.T) {
 		"--sharding with --leader-elect is refused":     {sharded: true, leaderElect: true, wantErr: "drop --leader-elect"},
 		"--sharding with --warm-standby is refused":     {sharded: true, warmStandby: true, wantErr: "drop --warm-standby"},
 		"--warm-standby alone is refused":               {warmStandby: true, wantErr: "--warm-standby needs --leader-elect"},
+		"all three flags say both exclusions at once":   {leaderElect: true, warmStandby: true, sharded: true, wantErr: "drop --leader-elect"},
+		"all three flags name --warm-standby too":       {leaderElect: true, warmStandby: true, sharded: true, wantErr: "drop --warm-standby"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			got, err := ResolveMode(c.leaderElect, c.warmStandby, c.sharded)

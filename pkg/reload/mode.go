@@ -11,8 +11,8 @@ import (
 // modeValid checks that the Reloader has what its run mode needs, and
 // nothing another mode would use.
 func (r *Reloader) modeValid() error {
-	if (r.Mode == authority.Sharded) != (r.Sharding != nil) {
-		return fmt.Errorf("reload: Reloader.Sharding is set exactly in the sharded mode, and the mode is %s", r.Mode)
+	if (r.Mode == authority.Sharded) != (r.Sharding != nil && r.Sharding.Ring != nil) {
+		return fmt.Errorf("reload: Reloader.Sharding and its Ring are set exactly in the sharded mode, and the mode is %s", r.Mode)
 	}
 	if _, err := r.Mode.Guard(authority.NewWriteFence(), r.Leader, r.ring()); err != nil {
 		return fmt.Errorf("reload: %w", err)
