@@ -45,6 +45,21 @@ func TestSchemaRejectsUnknownValues(t *testing.T) {
 	}
 }
 
+// The values of chart 0.1.0 that this chart replaced are refused by name,
+// with the fix, not as unknown keys: rbac.watch and rbac.patch listed
+// resources, and rbac.kinds lists kinds, which the chart cannot guess.
+func TestOldChartValuesAreRefusedByName(t *testing.T) {
+	controlplane.SkipIfShort(t)
+	for _, set := range []string{"rbac.watch[0].apiGroup=apps", "rbac.patch[0].apiGroup=", "rbac.create=false,rbac.watch[0].apiGroup="} {
+		out, err := tryRun(t, "", helmBin, "template", "x", chart, "--set", set)
+		for _, want := range []string{"rbac.watch and rbac.patch (chart 0.1.0) are replaced by rbac.kinds", "--chart-values", "Upgrading from 0.1.0"} {
+			if err == nil || !strings.Contains(out, want) {
+				t.Errorf("--set %s: %v, want a failure saying %q:\n%s", set, err, want, out)
+			}
+		}
+	}
+}
+
 // Every rendering the API server accepts (server-side dry run), with each
 // values file, in a namespace that enforces the "restricted" Pod Security Standard.
 func TestRenderedManifestsPassServerSideDryRun(t *testing.T) {

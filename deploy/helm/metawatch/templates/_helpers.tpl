@@ -118,3 +118,15 @@ built-in kind is never allowed by the built-in's entry, nor the other way round.
 {{- range .Values.rbac.kinds }}{{ if .write }}{{ $kinds = append $kinds (ternary (printf "%s.%s" .kind .apiGroup) .kind (ne (.apiGroup | default "") "")) }}{{ end }}{{ end }}
 {{- join "," $kinds }}
 {{- end }}
+
+{{/*
+Values of chart 0.1.0 that 0.2.0 removed stop the rendering by name, with
+the fix: rbac.watch and rbac.patch listed API groups and resources, and
+rbac.kinds lists kinds, which a template cannot tell from a resource name.
+A guess could grant what the operator did not review.
+*/}}
+{{- define "metawatch.refuseRemovedValues" -}}
+{{- if or (hasKey .Values.rbac "watch") (hasKey .Values.rbac "patch") }}
+{{- fail "rbac.watch and rbac.patch (chart 0.1.0) are replaced by rbac.kinds, one entry per kind: {kind, apiGroup, resource, write}. Drop them from your values and list the kinds your configuration needs: metawatch check -f config.yaml --kubeconfig K --chart-values kinds.yaml writes that list, then helm upgrade ... -f kinds.yaml (CHANGELOG: Upgrading from 0.1.0)" }}
+{{- end }}
+{{- end }}
