@@ -40,7 +40,7 @@ func pruneBeforeExit(ctx context.Context, opts options, getConfig func() (*rest.
 	switch {
 	case opts.controller.DryRun:
 		p.Keep = "--dry-run deletes nothing"
-	case opts.mode != authority.Single:
+	case opts.mode.HasLeases():
 		p.Keep = "this replica exits before it may write (it never held the Lease)"
 	}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)

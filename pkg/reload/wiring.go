@@ -25,11 +25,12 @@ type generationOptions struct {
 	shutdownTimeout time.Duration
 	// onLoss reports a kind whose list or watch became forbidden while running.
 	onLoss func(*generation, schema.GroupKind, error)
-	// mode is the replicas' run mode, leader the leader's claim in the
-	// modes that elect one, and sharding this replica's share when sharded.
+	// mode is the replicas' run mode, and sharding this replica's share
+	// when sharded; guard builds the guard of writes behind a fence in
+	// that mode (Reloader.guard).
 	mode     authority.Mode
-	leader   authority.Claim
 	sharding *Sharding
+	guard    func(*authority.WriteFence) (authority.Guard, error)
 	// wire is how the cache fetches (status-only updates, connections).
 	wire wire.Options
 	// writes paces the generation's writes (nil: client-go's rate limit).
@@ -55,11 +56,7 @@ type generationOptions struct {
 // wiring is what the generation hands its controllers: one guard, built
 // here for the run mode and shared with the admission policies' Syncer.
 func (g *generation) wiring(r resolved, opts generationOptions, versions rulecontroller.ResourceVersions) (rulecontroller.Wiring, error) {
-	var ring authority.Ring
-	if opts.mode == authority.Sharded {
-		ring = opts.sharding.Ring
-	}
-	guard, err := opts.mode.Guard(g.fence, opts.leader, ring)
+	guard, err := opts.guard(g.fence)
 	if err != nil {
 		return rulecontroller.Wiring{}, err
 	}

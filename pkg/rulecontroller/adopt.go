@@ -136,10 +136,9 @@ func (r *ruleReconciler) adopt(ctx context.Context, obj *metav1.PartialObjectMet
 func (r *ruleReconciler) applyCurrent(ctx context.Context, manager string, obj *metav1.PartialObjectMetadata, rv string, keys owned) (string, error) {
 	labels, annotations := atCurrent(obj.Labels, keys.labels), atCurrent(obj.Annotations, keys.annotations)
 	after, err := r.applyAs(ctx, manager, obj, rv, labels, annotations, false)
-	switch authority.Classify(err) {
-	case authority.Written:
-	case authority.Gone, authority.NotSent:
-		logr.FromContextOrDiscard(ctx).V(1).Info("not adopted: the object is gone or was replaced, this generation is stopping, or another replica holds its bucket", "uid", obj.UID)
+	switch outcome := authority.Classify(err); {
+	case outcome == authority.Written:
+	case dropped(ctx, outcome, "adopted", obj.UID):
 		return "", nil
 	default:
 		return "", err // stale: decided again on the object as it is now; or tried again

@@ -61,12 +61,11 @@ func (r *ruleReconciler) apply(ctx context.Context, obj *metav1.PartialObjectMet
 		changed = changeOf(obj, r.fieldManager, kept) // yielded keys were not written
 		held = heldRules(wanted, kept)
 	}
-	switch authority.Classify(err) {
-	case authority.Written:
-	case authority.Gone, authority.NotSent:
-		log.V(1).Info("not applied: the object is gone or was replaced (the watch will tell), this generation is stopping, or another replica holds its bucket", "uid", obj.UID)
+	switch outcome := authority.Classify(err); {
+	case outcome == authority.Written:
+	case dropped(ctx, outcome, "applied", obj.UID):
 		return nil, nil
-	case authority.SendSoon, authority.Stale:
+	case outcome == authority.SendSoon, outcome == authority.Stale:
 		return nil, err // not a failure: tried again soon, or at once on the object as it is now
 	default:
 		r.count(changed.rules, telemetry.ResultError)
@@ -76,6 +75,18 @@ func (r *ruleReconciler) apply(ctx context.Context, obj *metav1.PartialObjectMet
 	r.memory.reclaims.clear(key)
 	log.Info("applied", changed.logValues()...)
 	return held, nil
+}
+
+// dropped reports whether a rule write's outcome drops it, and logs so: the
+// object is gone or was replaced (the watch brings that, decided on its
+// own), this generation is stopping, or another replica holds its bucket.
+// One policy for every write of the rules: apply, remove, adoption.
+func dropped(ctx context.Context, outcome authority.Outcome, write string, uid types.UID) bool {
+	if outcome != authority.Gone && outcome != authority.NotSent {
+		return false
+	}
+	logr.FromContextOrDiscard(ctx).V(1).Info("not "+write+": the object is gone or was replaced (the watch will tell), this generation is stopping, or another replica holds its bucket", "uid", uid)
+	return true
 }
 
 // heldRules are the rules of the keys wanted wants that kept leaves out:

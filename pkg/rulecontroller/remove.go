@@ -50,12 +50,11 @@ func (r *ruleReconciler) remove(ctx context.Context, obj *metav1.PartialObjectMe
 	target := metacache.NewObject(r.GVK)
 	target.Namespace, target.Name, target.UID = obj.Namespace, obj.Name, obj.UID // the UID for the shard gate
 	err = r.Writer.Patch(ctx, target, client.RawPatch(types.MergePatchType, patch), client.FieldOwner(r.fieldManager))
-	switch authority.Classify(err) {
-	case authority.Written:
-	case authority.Gone, authority.NotSent:
-		log.V(1).Info("not removed: the object is gone or was replaced (the watch will tell), this generation is stopping, or another replica holds its bucket", "uid", obj.UID)
+	switch outcome := authority.Classify(err); {
+	case outcome == authority.Written:
+	case dropped(ctx, outcome, "removed", obj.UID):
 		return rv, nil
-	case authority.SendSoon, authority.Stale:
+	case outcome == authority.SendSoon, outcome == authority.Stale:
 		return rv, err // not a failure: tried again soon, or at once on the object as it is now
 	default:
 		r.count(involved, telemetry.ResultError)
