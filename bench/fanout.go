@@ -71,6 +71,9 @@ func (h *harness) fanout(ctx context.Context, n int) error {
 	if err := h.observeEveryNamespace(ctx); err != nil {
 		return err
 	}
+	if err := h.everyNamespace.WaitPods(ctx, n, 10*time.Minute); err != nil {
+		return err
+	}
 	namespaces, err := h.benchNamespaces(ctx)
 	if err != nil {
 		return err

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -35,7 +36,15 @@ type Observer struct {
 	// statusUpdates counts updates that changed neither labels nor
 	// annotations: status writes, whoever made them (the churn, kwok).
 	statusUpdates atomic.Int64
+	// stallAfter is how long waitAll waits with no pod coming to carry the
+	// value before it gives up: far less than its timeout, which is sized
+	// for the slowest writer at the largest size.
+	stallAfter time.Duration
 }
+
+// stallAfter is the Observer's: no writer measured here goes five minutes
+// without one pod changing, while it still has pods to change.
+const stallAfter = 5 * time.Minute
 
 // Observe starts an Observer of label on the pods of namespace matching
 // selector; namespace "" (metav1.NamespaceAll) observes every namespace, and
@@ -45,7 +54,7 @@ func Observe(ctx context.Context, cfg *rest.Config, namespace, selector, label s
 	if err != nil {
 		return nil, err
 	}
-	o := &Observer{label: label, everyNamespace: namespace == metav1.NamespaceAll, values: map[string]string{}, pending: map[string]time.Time{}}
+	o := newObserver(label, namespace == metav1.NamespaceAll)
 	factory := metadatainformer.NewFilteredSharedInformerFactory(client, 0, namespace, func(lo *metav1.ListOptions) { lo.LabelSelector = selector })
 	informer := factory.ForResource(schema.GroupVersionResource{Version: "v1", Resource: "pods"}).Informer()
 	// The harness holds every observed pod: without the managedFields (most
@@ -54,7 +63,7 @@ func Observe(ctx context.Context, cfg *rest.Config, namespace, selector, label s
 		return nil, err
 	}
 	if _, err := informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-		AddFunc: o.see, UpdateFunc: o.update,
+		AddFunc: o.see, UpdateFunc: o.update, DeleteFunc: o.forget,
 	}); err != nil {
 		return nil, err
 	}
@@ -63,6 +72,10 @@ func Observe(ctx context.Context, cfg *rest.Config, namespace, selector, label s
 		return nil, fmt.Errorf("observer of %s did not sync", namespace)
 	}
 	return o, nil
+}
+
+func newObserver(label string, everyNamespace bool) *Observer {
+	return &Observer{label: label, everyNamespace: everyNamespace, values: map[string]string{}, pending: map[string]time.Time{}, stallAfter: stallAfter}
 }
 
 func (o *Observer) update(old, obj any) {
@@ -83,15 +96,39 @@ func dropManagedFields(obj any) (any, error) {
 	return obj, nil
 }
 
+// key is how the Observer names pod.
+func (o *Observer) key(pod *metav1.PartialObjectMetadata) string {
+	if o.everyNamespace {
+		return pod.Namespace + "/" + pod.Name
+	}
+	return pod.Name
+}
+
+// forget drops a deleted pod: a pod that is gone is not waited for.
+func (o *Observer) forget(obj any) {
+	if tombstone, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+		obj = tombstone.Obj
+	}
+	pod, ok := obj.(*metav1.PartialObjectMetadata)
+	if !ok {
+		return
+	}
+	key := o.key(pod)
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if value, known := o.values[key]; known && value == o.want {
+		o.wanted--
+	}
+	delete(o.values, key)
+	delete(o.pending, key)
+}
+
 func (o *Observer) see(obj any) {
 	pod, ok := obj.(*metav1.PartialObjectMetadata)
 	if !ok {
 		return
 	}
-	key := pod.Name
-	if o.everyNamespace {
-		key = pod.Namespace + "/" + pod.Name
-	}
+	key := o.key(pod)
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	value := pod.Labels[o.label]
@@ -176,20 +213,64 @@ func (o *Observer) carrying(value string) int {
 	return n
 }
 
-// waitAll polls until all observed pods carry value, for up to timeout.
-func (o *Observer) waitAll(ctx context.Context, value string, timeout time.Duration) error {
+// WaitPods waits until the Observer holds at least n pods, for up to
+// timeout. Right after the etcd seeding, the informer is still being handed
+// the new pods; a writer that took the Observer's list then would miss them.
+func (o *Observer) WaitPods(ctx context.Context, n int, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
-	for total := len(o.Pods()); o.carrying(value) < total; {
+	for len(o.Pods()) < n {
 		if time.Now().After(deadline) {
-			return fmt.Errorf("%d of %d pods carry %s=%s after %s", o.carrying(value), total, o.label, value, timeout)
+			return fmt.Errorf("the observer holds %d pods after %s, want %d", len(o.Pods()), timeout, n)
 		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(20 * time.Millisecond):
+		if err := sleepCtx(ctx, 20*time.Millisecond); err != nil {
+			return err
 		}
 	}
 	return nil
+}
+
+// waitAll polls until all observed pods carry value, for up to timeout, or
+// until no pod has come to carry it for stallAfter. Its error names a few
+// of the pods still without it.
+func (o *Observer) waitAll(ctx context.Context, value string, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	last, progressed := -1, time.Now()
+	for {
+		now, total := o.carrying(value), len(o.Pods())
+		if now >= total {
+			return nil
+		}
+		if now != last {
+			last, progressed = now, time.Now()
+		}
+		switch {
+		case time.Now().After(deadline):
+			return o.notAll(value, fmt.Sprintf("after %s", timeout))
+		case time.Since(progressed) > o.stallAfter:
+			return o.notAll(value, fmt.Sprintf("and none came to carry it in the last %s", o.stallAfter))
+		}
+		if err := sleepCtx(ctx, 20*time.Millisecond); err != nil {
+			return err
+		}
+	}
+}
+
+// notAll is waitAll's error: how many pods carry value, and some that do not.
+func (o *Observer) notAll(value, why string) error {
+	missing := o.notCarrying(value)
+	slices.Sort(missing)
+	return fmt.Errorf("%d of %d pods carry %s=%s %s; without it: %s", o.carrying(value), len(o.Pods()), o.label, value, why,
+		strings.Join(missing[:min(len(missing), 5)], ", "))
+}
+
+// sleepCtx waits d, or until ctx is done (then its error).
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(d):
+		return nil
+	}
 }
 
 // track records that pod's label was changed now, unless a change of it is pending.

@@ -120,9 +120,19 @@ func (p *Probes) Run(ctx context.Context) ProbeLatencies {
 	return out
 }
 
-// tick runs send in a goroutine of wg every interval until ctx ends; each
-// request gets probeTimeout, not ctx, so the last ones finish and count.
+// tick runs send in a goroutine of wg at once and then every interval until
+// ctx ends. The request at once means a window shorter than interval (a
+// bare client relabels a few dozen pods in less) still has one sample.
+// Each request gets probeTimeout, not ctx, so the last ones finish and count.
 func tick(ctx context.Context, wg *sync.WaitGroup, interval time.Duration, send func(context.Context)) {
+	fire := func() {
+		wg.Go(func() {
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), probeTimeout)
+			defer cancel()
+			send(rctx)
+		})
+	}
+	fire()
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
@@ -130,11 +140,7 @@ func tick(ctx context.Context, wg *sync.WaitGroup, interval time.Duration, send 
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			wg.Go(func() {
-				rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), probeTimeout)
-				defer cancel()
-				send(rctx)
-			})
+			fire()
 		}
 	}
 }
