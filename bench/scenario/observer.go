@@ -201,6 +201,10 @@ func (o *Observer) notCarrying(value string) []string {
 func (o *Observer) carrying(value string) int {
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	return o.carryingLocked(value)
+}
+
+func (o *Observer) carryingLocked(value string) int {
 	if value == o.want {
 		return o.wanted
 	}
@@ -213,14 +217,30 @@ func (o *Observer) carrying(value string) int {
 	return n
 }
 
+// count is the number of pods the Observer holds.
+func (o *Observer) count() int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return len(o.values)
+}
+
+// progress is how many pods carry value, and how many there are, read
+// together: a pod deleted between two readings cannot make the wait end
+// early, and no poll copies every key.
+func (o *Observer) progress(value string) (carrying, total int) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.carryingLocked(value), len(o.values)
+}
+
 // WaitPods waits until the Observer holds at least n pods, for up to
 // timeout. Right after the etcd seeding, the informer is still being handed
 // the new pods; a writer that took the Observer's list then would miss them.
 func (o *Observer) WaitPods(ctx context.Context, n int, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
-	for len(o.Pods()) < n {
+	for o.count() < n {
 		if time.Now().After(deadline) {
-			return fmt.Errorf("the observer holds %d pods after %s, want %d", len(o.Pods()), timeout, n)
+			return fmt.Errorf("the observer holds %d pods after %s, want %d", o.count(), timeout, n)
 		}
 		if err := sleepCtx(ctx, 20*time.Millisecond); err != nil {
 			return err
@@ -236,7 +256,7 @@ func (o *Observer) waitAll(ctx context.Context, value string, timeout time.Durat
 	deadline := time.Now().Add(timeout)
 	last, progressed := -1, time.Now()
 	for {
-		now, total := o.carrying(value), len(o.Pods())
+		now, total := o.progress(value)
 		if now >= total {
 			return nil
 		}
@@ -259,7 +279,8 @@ func (o *Observer) waitAll(ctx context.Context, value string, timeout time.Durat
 func (o *Observer) notAll(value, why string) error {
 	missing := o.notCarrying(value)
 	slices.Sort(missing)
-	return fmt.Errorf("%d of %d pods carry %s=%s %s; without it: %s", o.carrying(value), len(o.Pods()), o.label, value, why,
+	carrying, total := o.progress(value)
+	return fmt.Errorf("%d of %d pods carry %s=%s %s; without it: %s", carrying, total, o.label, value, why,
 		strings.Join(missing[:min(len(missing), 5)], ", "))
 }
 
