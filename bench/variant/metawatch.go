@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"runtime"
-	"runtime/debug"
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
@@ -15,7 +14,6 @@ import (
 	"github.com/metawatch/metawatch/pkg/apiserver"
 	"github.com/metawatch/metawatch/pkg/authority"
 	"github.com/metawatch/metawatch/pkg/config"
-	"github.com/metawatch/metawatch/pkg/memlimit"
 	"github.com/metawatch/metawatch/pkg/metacache"
 	"github.com/metawatch/metawatch/pkg/metamanager"
 	"github.com/metawatch/metawatch/pkg/rulecontroller"
@@ -65,46 +63,6 @@ func onOneP(v Variant, description string) Variant {
 		return start(ctx, cfg, spec, counters)
 	}
 	return v
-}
-
-// gcByLimitBytes is the soft memory limit of metawatch-gc-by-limit: a
-// quarter of the chart's default memory limit, far above what metawatch holds
-// at the bench's sizes, so the GC almost never runs.
-const gcByLimitBytes = 256 << 20
-
-// metawatchGCByLimit shows what GC pacing by a memory limit alone saves per
-// event, and what it costs in memory (peak RSS).
-func metawatchGCByLimit() Variant {
-	return Variant{Name: "metawatch-gc-by-limit", Description: "metawatch with GOGC=off and GOMEMLIMIT=256MiB: the GC runs only as the heap nears the limit",
-		Start: func(ctx context.Context, cfg *rest.Config, spec Spec, counters *Counters) (*Running, error) {
-			debug.SetGCPercent(-1)
-			debug.SetMemoryLimit(gcByLimitBytes)
-			return startMetawatch(ctx, cfg, spec, counters, metamanager.Options{Wire: wire.Options{BookmarkInterval: wire.DefaultBookmarkInterval}})
-		}}
-}
-
-// containerMemoryLimit is the container memory limit of
-// metawatch-limit256mi: issue #14's goal for the steady RSS at 300k pods, as
-// a platform engineer would set it in resources.limits.memory. The bench
-// runs no container, so it shows what the soft limit does to the process,
-// not whether a real 256Mi container would survive its sync's peak (at 300k
-// it would not: bench/results/2026-11-22-300k).
-const containerMemoryLimit = "256Mi"
-
-// metawatchMemoryLimit is metawatch with the soft memory limit
-// --container-memory-limit=256Mi sets, by the binary's own arithmetic
-// (memlimit). It shows what such a limit costs in sync time and CPU, and
-// that the process stays within it.
-func metawatchMemoryLimit() Variant {
-	return Variant{Name: "metawatch-limit256mi", Description: "metawatch with --container-memory-limit=256Mi: the GC paced by GOGC and a soft limit of 90% of 256 MiB",
-		Start: func(ctx context.Context, cfg *rest.Config, spec Spec, counters *Counters) (*Running, error) {
-			limit, err := memlimit.FromContainer(containerMemoryLimit, "")
-			if err != nil {
-				return nil, err
-			}
-			debug.SetMemoryLimit(limit)
-			return startMetawatch(ctx, cfg, spec, counters, metamanager.Options{Wire: wire.Options{BookmarkInterval: wire.DefaultBookmarkInterval}})
-		}}
 }
 
 // metawatchDecodeAll shows what leaving out unchanged objects' events before decoding saves.

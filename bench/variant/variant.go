@@ -104,7 +104,9 @@ func All() []Variant {
 	return append([]Variant{typed(), metadataOnly(), metadataInformer(), metawatch(), metawatchHTTP2(), metawatchBookmarkEach(), metawatchDecodeAll(), metawatchGCByLimit(),
 		onOneP(metawatch(), "metawatch with GOMAXPROCS=1, as the chart runs it"),
 		onOneP(metawatchHTTP2(), "metawatch-http2 with GOMAXPROCS=1: HTTP/2 watches as the chart ran them before #14"),
-		onOneP(metawatchMemoryLimit(), "metawatch as the chart runs it with resources.limits.memory 256Mi: GOMAXPROCS=1 and --container-memory-limit=256Mi"),
+		onOneP(metawatchMemoryLimit("256Mi"), "metawatch as the chart runs it with resources.limits.memory 256Mi: GOMAXPROCS=1 and --container-memory-limit=256Mi"),
+		onOneP(metawatchMemoryLimit("1Gi"), "metawatch as the chart runs it by default (resources.limits.memory 1Gi): GOMAXPROCS=1 and --container-memory-limit=1Gi"),
+		metawatchSyncGOGC(syncGOGC),
 		typedCache()}, shrinkSteps()...)
 }
 
