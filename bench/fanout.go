@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"net/url"
 	"os"
 	"os/exec"
 	"strings"
@@ -13,7 +12,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/metawatch/metawatch/bench/probe"
 	"github.com/metawatch/metawatch/bench/report"
 	"github.com/metawatch/metawatch/bench/scenario"
 	"github.com/metawatch/metawatch/bench/seed"
@@ -158,7 +156,7 @@ func (h *harness) fanOutOnce(ctx context.Context, v fanOutVariant, bin, conf str
 		return f, err
 	}
 	idle := stopIdle()
-	cpu := h.apiServerCPU()
+	cpu := h.apiServerMeter("fanout").cpuSince()
 	stopDuring := probes.Start(ctx)
 	value := fmt.Sprintf("%s-%d", v.name, n)
 	var res scenario.FanOutResult
@@ -179,33 +177,6 @@ func (h *harness) fanOutOnce(ctx context.Context, v fanOutVariant, bin, conf str
 	fmt.Fprintf(os.Stderr, "bench: %d pods: fanout: %s: %d pods in %.1f s, probe GET p99 %.1f → %.1f ms\n", n, v.name, f.Pods, f.Seconds,
 		f.ProbeGet.Idle.P99Millis, f.ProbeGet.During.P99Millis)
 	return f, nil
-}
-
-// apiServerCPU starts counting the local kube-apiserver's CPU seconds; the
-// function it returns gives those spent since, nil where the API server is
-// not the local control plane's (or restarted in between).
-func (h *harness) apiServerCPU() func() *float64 {
-	none := func() *float64 { return nil }
-	if h.controlPlane == nil {
-		return none
-	}
-	u, err := url.Parse(h.cfg.Host)
-	if err != nil {
-		return none
-	}
-	pid := probe.PIDServing("kube-apiserver", u.Port())
-	if pid == "" {
-		fmt.Fprintf(os.Stderr, "bench: fanout: no kube-apiserver process serving port %s: its CPU is not measured\n", u.Port())
-		return none
-	}
-	before := probe.CPUSecondsOf(pid)
-	return func() *float64 {
-		if probe.PIDServing("kube-apiserver", u.Port()) != pid {
-			return nil
-		}
-		spent := probe.CPUSecondsOf(pid) - before
-		return &spent
-	}
 }
 
 // millis are durations in milliseconds.

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 
 	"github.com/google/pprof/profile"
 
@@ -25,7 +26,9 @@ type profiler interface {
 // flight are skipped) for --firehose-duration, always from the harness, and
 // records what the variant spent on the events until it was quiet again,
 // with a CPU profile of that time where the variant is a process of ours.
-func (h *harness) firehose(ctx context.Context, c measured, r *report.Result) error {
+//
+// With a bill taken, the API server's CPU is read over the same window.
+func (h *harness) firehose(ctx context.Context, c measured, r *report.Result, bill *billReading) error {
 	prof, profiled := c.(profiler)
 	path := filepath.Join(os.TempDir(), fmt.Sprintf("metawatch-bench-%s-%d.cpu.pprof", r.Variant, r.N))
 	var before snapshot
@@ -39,6 +42,7 @@ func (h *harness) firehose(ctx context.Context, c measured, r *report.Result) er
 		return err
 	}
 	opts := scenario.ChurnOptions{StatusPerSecond: h.o.firehoseRate, Duration: h.o.firehoseDuration}
+	billed := bill.firehose()
 	res, err := scenario.Churn(ctx, h.client, h.observer, seed.NamespaceName(0), opts)
 	if err != nil {
 		return fmt.Errorf("firehose: %w", err)
@@ -47,9 +51,11 @@ func (h *harness) firehose(ctx context.Context, c measured, r *report.Result) er
 	if err != nil {
 		return err
 	}
+	billed()
 	f := &report.Firehose{Seconds: opts.Duration.Seconds(), StatusUpdates: res.StatusUpdates, Events: after.Events - before.Events,
 		CPUSeconds: after.CPUSeconds - before.CPUSeconds, Mallocs: after.Mallocs - before.Mallocs,
-		AllocatedBytes: after.AllocatedBytes - before.AllocatedBytes, GCCycles: after.GCCycles - before.GCCycles}
+		AllocatedBytes: after.AllocatedBytes - before.AllocatedBytes, GCCycles: after.GCCycles - before.GCCycles,
+		ReceivedBytes: watchBytes(after) - watchBytes(before)}
 	if profiled {
 		if _, err := prof.stopProfile(); err != nil {
 			return err
@@ -61,6 +67,17 @@ func (h *harness) firehose(ctx context.Context, c measured, r *report.Result) er
 	}
 	r.Firehose = f
 	return nil
+}
+
+// watchBytes is what the variant's watches of pods received so far.
+func watchBytes(s snapshot) int64 {
+	var n int64
+	for key, b := range s.Bytes {
+		if strings.HasPrefix(key, "WATCH pods ") {
+			n += b
+		}
+	}
+	return n
 }
 
 // topFunctions are the n functions of a CPU profile with the most samples of

@@ -45,6 +45,9 @@ type harness struct {
 	// into controlPlane's etcd, else "api".
 	seedVia      string
 	controlPlane *controlplane.ControlPlane
+	// billMeter reads the local API server for the bill scenario, at the
+	// current size (nil: no bill taken).
+	billMeter *apiServerMeter
 	// everyNamespace observes every namespace's pods, once the fanout scenario runs.
 	everyNamespace *scenario.Observer
 }
@@ -187,9 +190,18 @@ func (h *harness) measureSize(ctx context.Context, n int) error {
 			return err
 		}
 	}
+	if h.o.has("bill") && !h.o.fanOutOnly() {
+		if err := h.billAlone(ctx, n); err != nil {
+			return fmt.Errorf("bill: %w", err)
+		}
+	}
 	for _, v := range h.variants {
 		if h.o.fanOutOnly() {
 			break // the fan-out's variants are its own
+		}
+		if limit, ok := h.o.variantMaxPods[v.Name]; ok && n > limit {
+			fmt.Fprintf(os.Stderr, "bench: %d pods: %s skipped (--variant-max-pods %s=%d)\n", n, v.Name, v.Name, limit)
+			continue
 		}
 		fmt.Fprintf(os.Stderr, "bench: %d pods: %s\n", n, v.Name)
 		r, err := h.measureVariant(ctx, v, n)
@@ -299,7 +311,8 @@ func reportOptions(o options) report.Options {
 	return report.Options{Sizes: slices.Clone(o.sizes), PerNamespace: o.perNamespace, Concurrency: o.concurrency, Scenarios: o.scenarios,
 		ChurnStatusPerSec: o.statusRate, ChurnLabelsPerSec: o.labelRate, ChurnSeconds: o.churnDuration.Seconds(), KwokNodes: o.kwokNodes,
 		FirehosePerSec: o.firehoseRate, FirehoseSeconds: o.firehoseDuration.Seconds(), SteadySeconds: o.steadyWindow.Seconds(), LeanPods: o.leanPods,
-		ReportKubectlMaxPods: o.reportKubectlMaxPods, FanOutIdleSeconds: fanOutIdleSeconds(o), FanOutQPS50MaxPods: o.fanOutQPS50MaxPods, Command: makeCommand(os.Args[1:])}
+		ReportKubectlMaxPods: o.reportKubectlMaxPods, FanOutIdleSeconds: fanOutIdleSeconds(o), FanOutQPS50MaxPods: o.fanOutQPS50MaxPods,
+		VariantMaxPods: o.variantMaxPods, Command: makeCommand(os.Args[1:])}
 }
 
 // fanOutIdleSeconds is --fanout-idle in seconds where the fanout scenario runs.

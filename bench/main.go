@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -62,6 +63,8 @@ type options struct {
 	// reportBinaries are other metawatch binaries the report scenario also
 	// times, each as tool name (e.g. an earlier commit's, for a before/after).
 	reportBinaries []namedBinary
+	// variantMaxPods: a variant named here runs only at sizes up to its number of pods.
+	variantMaxPods map[string]int
 }
 
 func main() {
@@ -96,7 +99,8 @@ func parseFlags() options {
 		"report (metawatch check --live --report against kubectl get -o yaml of the same pods: time and peak RSS), "+
 		"failover (two metawatch processes with leader election, cold then --warm-standby: the leader killed, the time to the first write), "+
 		"fanout (every bench namespace relabelled until every pod carries the new value: the metawatch binary as it runs by default, then at a fixed 50 writes/s, then the bare client; "+
-		"time, writes/s, a probe client's GET and another writer's patch p99, the API server's CPU; alone, it runs none of --variants).")
+		"time, writes/s, a probe client's GET and another writer's patch p99, the API server's CPU; alone, it runs none of --variants), "+
+		"bill (what each variant costs the local API server beyond the same work unwatched: bytes per cached pod and per status event, its CPU in the sync and per status update, its memory; runs the firehose too).")
 	variants := flag.String("variants", strings.Join(variant.Names(variant.All()), ","), "Variants to run, each in its own process; the first is the baseline of the ratios.")
 	flag.IntVar(&o.perNamespace, "pods-per-namespace", 10000, "Pods per namespace; converge and churn use the first namespace's.")
 	flag.IntVar(&o.concurrency, "concurrency", 16, "Concurrent reconciles of every variant, and workers of the bare client.")
@@ -125,6 +129,8 @@ func parseFlags() options {
 	flag.IntVar(&o.reportKubectlMaxPods, "report-kubectl-max-pods", 0, "The report scenario's kubectl baseline runs only at sizes up to this many pods (0: at every size; at 100k realistic pods it ran for more than 15 minutes and took 14 GiB here).")
 	flag.DurationVar(&o.fanOutIdle, "fanout-idle", 15*time.Second, "How long the fanout scenario's probes run idle, each variant started, before each fan-out: their idle p99.")
 	flag.IntVar(&o.fanOutQPS50MaxPods, "fanout-qps50-max-pods", 0, "The fanout scenario's "+qps50+" variant runs only at sizes up to this many pods (0: at every size; at 100k pods it takes about 33 minutes).")
+	variantMaxPods := flag.String("variant-max-pods", "", "Variants that run only at sizes up to a number of pods, NAME=PODS,... (e.g. typed-cache=100000: a typed cache of a million pods "+
+		"does not fit beside the API server on 24 GiB).")
 	reportBinaries := flag.String("report-binaries", "", "The report scenario also times these metawatch binaries, NAME=PATH,... (e.g. one built from an earlier commit), with the same configuration.")
 	flag.StringVar(&o.render, "render", "", "Only write the report (README.md, plots) of results.json FILE into --out, e.g. after changing the report's code.")
 	flag.StringVar(&o.child, "child", "", "Internal: run this variant in this process and report to the harness on stdout.")
@@ -132,8 +138,15 @@ func parseFlags() options {
 	flag.BoolVar(&o.shardServerSide, "shard-server-side", false, "Internal: with --shard, send the API server a shard selector.")
 	flag.Parse()
 	o.sizes, o.scenarios, o.variants = mustInts("sizes", *sizes, "a positive number of pods"), split(*scenarios), split(*variants)
+	for _, s := range o.scenarios {
+		if !slices.Contains(knownScenarios, s) {
+			fmt.Fprintf(os.Stderr, "bench: --scenarios: %q is not a scenario: give some of %s, comma-separated\n", s, strings.Join(knownScenarios, ","))
+			os.Exit(2)
+		}
+	}
 	o.shardReplicas = mustInts("shard-replicas", *shardReplicas, "a positive number of replicas")
 	o.reportBinaries = mustNamedBinaries("report-binaries", *reportBinaries)
+	o.variantMaxPods = mustVariantMaxPods(*variantMaxPods)
 	if o.fanOutQPS50MaxPods < 0 || o.fanOutIdle <= 0 {
 		fmt.Fprintf(os.Stderr, "bench: --fanout-qps50-max-pods must be 0 (every size) or a number of pods, and --fanout-idle a duration above 0 (e.g. 15s); got %d and %s\n", o.fanOutQPS50MaxPods, o.fanOutIdle)
 		os.Exit(2)
@@ -201,6 +214,28 @@ func mustNamedBinaries(name, s string) []namedBinary {
 	}
 	return out
 }
+
+// mustVariantMaxPods is --variant-max-pods, NAME=PODS,..., or exits saying
+// which entry is not a known variant and a positive number of pods.
+func mustVariantMaxPods(s string) map[string]int {
+	out := map[string]int{}
+	if s == "" {
+		return out
+	}
+	for _, f := range split(s) {
+		name, pods, _ := strings.Cut(f, "=")
+		n, err := strconv.Atoi(pods)
+		if _, unknown := variant.Named(name); unknown != nil || err != nil || n <= 0 {
+			fmt.Fprintf(os.Stderr, "bench: --variant-max-pods: %q is not NAME=PODS of a variant and a positive number of pods (e.g. typed-cache=100000)\n", f)
+			os.Exit(2)
+		}
+		out[name] = n
+	}
+	return out
+}
+
+// knownScenarios are the names --scenarios takes.
+var knownScenarios = []string{"sync", "converge", "churn", "firehose", "shards", "report", "failover", "fanout", "bill"}
 
 // fanOutOnly reports whether fanout is the only scenario asked for: its
 // variants are its own, and none of --variants runs.

@@ -15,12 +15,14 @@ import (
 // measureVariant runs v in its own process on n pods: sync, then (unless it
 // only caches) converge and churn on the first namespace, as selected.
 func (h *harness) measureVariant(ctx context.Context, v variant.Variant, n int) (report.Result, error) {
+	bill := h.startBill()
 	c, s, err := h.start(ctx, v, n)
 	if err != nil {
 		return report.Result{}, err
 	}
 	r := report.Result{Variant: v.Name, Description: v.Description, CacheOnly: v.CacheOnly, Deployed: v.Deployed, N: n,
 		Objects: s.Objects, Sync: syncFigures(s)}
+	bill.settled()
 	if s.Objects != n {
 		_, _ = c.stop()
 		return r, fmt.Errorf("cached %d pods, the cluster has %d", s.Objects, n)
@@ -29,14 +31,17 @@ func (h *harness) measureVariant(ctx context.Context, v variant.Variant, n int) 
 		_, _ = c.stop()
 		return r, err
 	}
+	if h.o.steadyWindow > 0 {
+		bill.steady()
+	}
 	if !v.CacheOnly {
 		if err := h.scenarios(ctx, c, v, &r); err != nil {
 			_, _ = c.stop()
 			return r, err
 		}
 	}
-	if h.o.has("firehose") {
-		if err := h.firehose(ctx, c, &r); err != nil {
+	if h.o.has("firehose") || bill != nil {
+		if err := h.firehose(ctx, c, &r, bill); err != nil {
 			_, _ = c.stop()
 			return r, err
 		}
@@ -46,6 +51,7 @@ func (h *harness) measureVariant(ctx context.Context, v variant.Variant, n int) 
 	// pages (its per-thread counters are folded in lazily): a resident set
 	// read earlier can be above it. The peak is at least any of them.
 	r.PeakRSSBytes, r.CPUSeconds = max(final.PeakRSSBytes, final.RSSBytes, r.SteadyRSSBytes), final.CPUSeconds
+	bill.into(&r)
 	return r, err
 }
 

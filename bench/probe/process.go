@@ -157,3 +157,10 @@ func PIDServing(comm, port string) string {
 	}
 	return ""
 }
+
+// ResetPeakRSS sets process pid's high-water mark (VmHWM) back to its
+// resident set now (proc(5), /proc/PID/clear_refs "5"), so that PeakRSSOf
+// then gives the peak since: the process's own, or root's.
+func ResetPeakRSS(pid string) error {
+	return os.WriteFile("/proc/"+pid+"/clear_refs", []byte("5"), 0)
+}

@@ -85,16 +85,22 @@ func TestFanOutTable(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			page := Markdown(Run{FanOuts: c.fanOuts, Options: Options{FanOutIdleSeconds: 15}})
-			for _, w := range c.want {
-				if !strings.Contains(page, w) {
-					t.Errorf("the page lacks %q:\n%s", w, page)
-				}
-			}
-			for _, a := range c.absent {
-				if strings.Contains(page, a) {
-					t.Errorf("the page has %q:\n%s", a, page)
-				}
-			}
+			checkPage(t, page, c.want, c.absent)
 		})
+	}
+}
+
+// checkPage fails t for each of want the page lacks and each of absent it has.
+func checkPage(t *testing.T, page string, want, absent []string) {
+	t.Helper()
+	for _, w := range want {
+		if !strings.Contains(page, w) {
+			t.Errorf("the page lacks %q:\n%s", w, page)
+		}
+	}
+	for _, a := range absent {
+		if strings.Contains(page, a) {
+			t.Errorf("the page has %q:\n%s", a, page)
+		}
 	}
 }

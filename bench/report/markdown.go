@@ -21,6 +21,7 @@ func Markdown(run Run) string {
 	convergeTable(&b, run)
 	fanOutTable(&b, run)
 	firehoseTable(&b, run)
+	billTable(&b, run)
 	scalingTable(&b, run)
 	shardsTable(&b, run)
 	liveReportTable(&b, run)
@@ -77,6 +78,9 @@ func header(b *strings.Builder, run Run) {
 	}
 	if o.KwokNodes > 0 {
 		fmt.Fprintf(b, "Pods ran on %d simulated nodes (kwok): kwok made them Running and sent the churn's status updates. ", o.KwokNodes)
+	}
+	for _, name := range slices.Sorted(maps.Keys(o.VariantMaxPods)) {
+		fmt.Fprintf(b, "`%s` ran only at sizes up to %d pods (`--variant-max-pods`). ", name, o.VariantMaxPods[name])
 	}
 	fmt.Fprintf(b, "Every variant ran in its own process against the same API server in the same run; ratios are against `%s`, measured in the same run. "+
 		"Variants and scenarios are described in %s.\n\n", run.Baseline, guideLink(run.guide))

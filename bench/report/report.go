@@ -26,6 +26,9 @@ type Run struct {
 	FanOuts []FanOut `json:"fanOuts,omitempty"`
 	// ControlPlane is what the local kube-apiserver and etcd held at each size.
 	ControlPlane []ControlPlaneCost `json:"controlPlane,omitempty"`
+	// APIServerAlone is the bill scenario's reference at each size: the API
+	// server with no variant watching.
+	APIServerAlone []APIServerAlone `json:"apiServerAlone,omitempty"`
 	// guide is the path from the page's folder to bench/README.md (Write
 	// sets it), "" where the page is written outside the repository.
 	guide string
@@ -87,6 +90,8 @@ type Options struct {
 	// FanOutQPS50MaxPods: the fanout scenario's metawatch-qps50 variant ran
 	// only at sizes up to this many pods (0: at every size).
 	FanOutQPS50MaxPods int `json:"fanOutQPS50MaxPods,omitempty"`
+	// VariantMaxPods: each variant named ran only at sizes up to its number of pods.
+	VariantMaxPods map[string]int `json:"variantMaxPods,omitempty"`
 	// Command is the make command line that ran the bench, printed on the
 	// page so that a reader can run it again.
 	Command string `json:"command,omitempty"`
@@ -120,6 +125,9 @@ type Result struct {
 	// SteadyRSSBytes is the process's resident set after it ran idle for
 	// Options.SteadySeconds after its sync (0: not taken).
 	SteadyRSSBytes int64 `json:"steadyRSSBytes,omitempty"`
+	// APIServer is what the local API server spent while the variant ran
+	// (the bill scenario; nil otherwise).
+	APIServer *APIServerShare `json:"apiServer,omitempty"`
 }
 
 // Sync is the initial list and watch: from start to synced caches.

@@ -195,15 +195,10 @@ func (o *Observer) notCarrying(value string) []string {
 	return keys
 }
 
-// carrying is the number of pods whose label has value: counted as events
-// arrive for the expected value (a poll over 100k pods every 20 ms would be
-// the harness's CPU taken from the API server), else counted now.
-func (o *Observer) carrying(value string) int {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return o.carryingLocked(value)
-}
-
+// carryingLocked is the number of pods whose label has value, o.mu held:
+// counted as events arrive for the expected value (a poll over 100k pods
+// every 20 ms would be the harness's CPU taken from the API server), else
+// counted now.
 func (o *Observer) carryingLocked(value string) int {
 	if value == o.want {
 		return o.wanted

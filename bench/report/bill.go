@@ -1,0 +1,138 @@
+package report
+
+import (
+	"fmt"
+	"strings"
+)
+
+// APIServerShare is what the local kube-apiserver spent while one variant
+// ran: the bill scenario's readings, each taken against the server's own
+// state just before the variant started.
+type APIServerShare struct {
+	// RSSBeforeBytes is the API server's resident set before the variant started.
+	RSSBeforeBytes int64 `json:"rssBeforeBytes"`
+	// StartSeconds and StartCPUSeconds: from the variant's start until its
+	// caches were synced and its first reconciles settled (the harness
+	// then waits for two quiet seconds), and the API server's CPU meanwhile.
+	StartSeconds    float64 `json:"startSeconds"`
+	StartCPUSeconds float64 `json:"startCPUSeconds"`
+	// StartPeakRSSBytes is the API server's peak resident set over that time
+	// (its high-water mark, reset as the variant started).
+	StartPeakRSSBytes int64 `json:"startPeakRSSBytes"`
+	// SteadyRSSBytes is its resident set once the variant had run idle for
+	// the steady window (0: no steady window).
+	SteadyRSSBytes int64 `json:"steadyRSSBytes,omitempty"`
+	// FirehoseSeconds and FirehoseCPUSeconds: the firehose's window (until
+	// the variant was quiet again) and the API server's CPU in it.
+	FirehoseSeconds    float64 `json:"firehoseSeconds,omitempty"`
+	FirehoseCPUSeconds float64 `json:"firehoseCPUSeconds,omitempty"`
+}
+
+// APIServerAlone is the bill's reference at one size: the local API
+// server with no variant watching, idle and under the same firehose.
+type APIServerAlone struct {
+	N int `json:"n"`
+	// RSSBytes is its resident set, idle.
+	RSSBytes int64 `json:"rssBytes"`
+	// IdleCPUPerSecond is its CPU per second of an idle window.
+	IdleCPUPerSecond float64 `json:"idleCPUPerSecond"`
+	// FirehoseSeconds, FirehoseCPUSeconds and FirehoseStatusUpdates: the
+	// same status-only updates, with nothing watching.
+	FirehoseSeconds       float64 `json:"firehoseSeconds"`
+	FirehoseCPUSeconds    float64 `json:"firehoseCPUSeconds"`
+	FirehoseStatusUpdates int     `json:"firehoseStatusUpdates"`
+}
+
+// billTable is the control plane's bill: per variant, what the API server
+// sent it and what watching cost the server beyond the same work unwatched.
+func billTable(b *strings.Builder, run Run) {
+	b.WriteString("\n## The control plane's bill\n\n")
+	b.WriteString("What each variant costs the API server, beyond what it spends without it. Bytes are what the variant received of pods " +
+		"(the API server's list and watch responses, in the variant's content type). CPU and memory are the local kube-apiserver's, read from its " +
+		"process. Start: from the variant's start until it had synced and its first reconciles had settled, the API server's CPU beyond the idle " +
+		"server's over the same time, and its peak resident set over what it held just before. Firehose: its CPU per 1000 status updates beyond " +
+		"the same updates with nothing watching (the last table). Steady: its resident set after the steady window, over the same before. " +
+		"An API server gives memory back slowly, so the before of each variant is what the ones before it left.\n\n")
+	b.WriteString("| pods | variant | bytes / cached pod | bytes / status event | API server CPU s, start | API server CPU ms / 1000 status updates | " +
+		"API server RSS before | start peak | steady |\n|---:|---|---:|---:|---:|---:|---:|---:|---:|\n")
+	rows := 0
+	for _, r := range run.Results {
+		alone := run.alone(r.N)
+		if r.APIServer == nil || alone == nil {
+			continue
+		}
+		rows++
+		s := r.APIServer
+		steady := "-"
+		if s.SteadyRSSBytes > 0 {
+			steady = signedMiB(s.SteadyRSSBytes - s.RSSBeforeBytes)
+		}
+		fmt.Fprintf(b, "| %d | %s | %s | %s | %.2f | %s | %.0f MiB | %s | %s |\n", r.N, r.Variant, bytesPerPod(r), bytesPerEvent(r),
+			max(s.StartCPUSeconds-alone.IdleCPUPerSecond*s.StartSeconds, 0), firehoseShare(r, *alone),
+			inMiB(s.RSSBeforeBytes), signedMiB(s.StartPeakRSSBytes-s.RSSBeforeBytes), steady)
+	}
+	if rows == 0 {
+		return
+	}
+	b.WriteString("\n| pods | nothing watching: API server RSS | idle CPU / s | firehose: status updates | CPU s | CPU ms / 1000 status updates |\n" +
+		"|---:|---:|---:|---:|---:|---:|\n")
+	for _, a := range run.APIServerAlone {
+		fmt.Fprintf(b, "| %d | %.0f MiB | %.3f | %d | %.2f | %.1f |\n", a.N, inMiB(a.RSSBytes), a.IdleCPUPerSecond, a.FirehoseStatusUpdates,
+			a.FirehoseCPUSeconds, perThousand(a.FirehoseCPUSeconds-a.IdleCPUPerSecond*a.FirehoseSeconds, a.FirehoseStatusUpdates))
+	}
+}
+
+// alone is the bill's reference at n pods, nil without one.
+func (run Run) alone(n int) *APIServerAlone {
+	for i := range run.APIServerAlone {
+		if run.APIServerAlone[i].N == n {
+			return &run.APIServerAlone[i]
+		}
+	}
+	return nil
+}
+
+// bytesPerPod is what the variant received of pods in its sync (lists and
+// watches of pods, not discovery or its writes' answers) per cached pod,
+// "-" for the chart (measured from outside).
+func bytesPerPod(r Result) string {
+	if r.Deployed {
+		return "-"
+	}
+	var n float64
+	for key, b := range r.Sync.ReceivedBytesPerObjectByKey {
+		if strings.HasPrefix(key, "LIST pods ") || strings.HasPrefix(key, "WATCH pods ") {
+			n += b
+		}
+	}
+	return fmt.Sprintf("%.0f", n)
+}
+
+// bytesPerEvent is what the variant received under the firehose per watch
+// event, "-" where it did not run it.
+func bytesPerEvent(r Result) string {
+	if r.Firehose == nil || r.Firehose.Events == 0 || r.Deployed {
+		return "-"
+	}
+	return fmt.Sprintf("%.0f", float64(r.Firehose.ReceivedBytes)/float64(r.Firehose.Events))
+}
+
+// firehoseShare is the API server's CPU per 1000 status updates with r
+// watching, beyond idle, less the same without it: what watching added.
+func firehoseShare(r Result, alone APIServerAlone) string {
+	s := r.APIServer
+	if r.Firehose == nil || r.Firehose.StatusUpdates == 0 || alone.FirehoseStatusUpdates == 0 {
+		return "-"
+	}
+	with := perThousand(s.FirehoseCPUSeconds-alone.IdleCPUPerSecond*s.FirehoseSeconds, r.Firehose.StatusUpdates)
+	without := perThousand(alone.FirehoseCPUSeconds-alone.IdleCPUPerSecond*alone.FirehoseSeconds, alone.FirehoseStatusUpdates)
+	return fmt.Sprintf("%.1f", with-without)
+}
+
+// perThousand is cpuSeconds in milliseconds per 1000 of n.
+func perThousand(cpuSeconds float64, n int) float64 {
+	return 1000 * cpuSeconds / float64(max(n, 1)) * 1000
+}
+
+// signedMiB is a difference of bytes in MiB, with its sign.
+func signedMiB(bytes int64) string { return fmt.Sprintf("%+.0f MiB", inMiB(bytes)) }
