@@ -11,16 +11,44 @@ import (
 	"github.com/metawatch/metawatch/bench/seed"
 )
 
-// The bill's reference windows: a pause for what came before (the seeding,
-// the bare client's writes) to be worked off, the API server idle, and
-// after the firehose with nothing watching, the time its last events take
-// to go out (a variant's firehose window ends once the variant is quiet, a
-// second or more after the updates).
+// The bill's windows: the API server is quiet once a window of quietWindow
+// shows it below quietCPU cores (after a seeding, a million-pod API server
+// collects its garbage for minutes), waited for at most quietMax; then the
+// idle reference, and after the firehose with nothing watching, the time
+// its last events take to go out (a variant's firehose window ends once
+// the variant is quiet, a second or more after the updates).
 const (
-	billPause = 5 * time.Second
-	billIdle  = 10 * time.Second
-	billQuiet = 2 * time.Second
+	quietCPU    = 0.25
+	quietWindow = 5 * time.Second
+	quietMax    = 5 * time.Minute
+	billIdle    = 10 * time.Second
+	billQuiet   = 2 * time.Second
 )
+
+// waitQuiet waits until the API server spends less than quietCPU cores
+// over a quietWindow, for up to quietMax (then it says so and goes on: the
+// figures are taken, over a busier server).
+func (m *apiServerMeter) waitQuiet(ctx context.Context) error {
+	deadline := time.Now().Add(quietMax)
+	for {
+		start, cpu := time.Now(), m.cpuSince()
+		if err := sleep(ctx, quietWindow); err != nil {
+			return err
+		}
+		spent := cpu()
+		if spent == nil {
+			return nil // restarted: the next reading says so
+		}
+		rate := *spent / time.Since(start).Seconds()
+		if rate < quietCPU {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			fmt.Fprintf(os.Stderr, "bench: bill: the API server still spends %.2f cores after %s: measured as it is\n", rate, quietMax)
+			return nil
+		}
+	}
+}
 
 // billAlone takes the bill's reference at n pods, before any variant runs:
 // the local API server's resident set and CPU idle, then under the same
@@ -37,7 +65,7 @@ func (h *harness) billAlone(ctx context.Context, n int) error {
 		return nil
 	}
 	fmt.Fprintf(os.Stderr, "bench: %d pods: bill: the API server alone, idle for %s, then under the firehose\n", n, billIdle)
-	if err := sleep(ctx, billPause); err != nil {
+	if err := h.billMeter.waitQuiet(ctx); err != nil {
 		return err
 	}
 	a := report.APIServerAlone{N: n, RSSBytes: h.billMeter.rss()}
@@ -87,18 +115,21 @@ type billReading struct {
 	lost  bool
 }
 
-// startBill reads the API server before a variant starts and resets its
-// high-water mark; nil where no bill is taken.
-func (h *harness) startBill() *billReading {
+// startBill waits for a quiet API server, reads it before a variant
+// starts and resets its high-water mark; nil where no bill is taken.
+func (h *harness) startBill(ctx context.Context) (*billReading, error) {
 	m := h.billMeter
 	if m == nil {
-		return nil
+		return nil, nil
+	}
+	if err := m.waitQuiet(ctx); err != nil {
+		return nil, err
 	}
 	if err := m.resetPeakRSS(); err != nil {
 		fmt.Fprintf(os.Stderr, "bench: bill: resetting the API server's peak resident set: %v: no share for this variant\n", err)
-		return nil
+		return nil, nil
 	}
-	return &billReading{m: m, start: time.Now(), cpu: m.cpuSince(), share: report.APIServerShare{RSSBeforeBytes: m.rss()}}
+	return &billReading{m: m, start: time.Now(), cpu: m.cpuSince(), share: report.APIServerShare{RSSBeforeBytes: m.rss()}}, nil
 }
 
 // settled reads what the variant's start cost the API server: from its

@@ -15,7 +15,10 @@ import (
 // measureVariant runs v in its own process on n pods: sync, then (unless it
 // only caches) converge and churn on the first namespace, as selected.
 func (h *harness) measureVariant(ctx context.Context, v variant.Variant, n int) (report.Result, error) {
-	bill := h.startBill()
+	bill, err := h.startBill(ctx)
+	if err != nil {
+		return report.Result{}, err
+	}
 	c, s, err := h.start(ctx, v, n)
 	if err != nil {
 		return report.Result{}, err

@@ -76,6 +76,42 @@ func metawatchSyncGOGC(percent int) Variant {
 		}}
 }
 
+// metawatchFreeAfterSync is metawatch returning the sync's garbage to the
+// kernel at once (debug.FreeOSMemory) when its caches are synced, instead
+// of the background scavenger's pace: whether the steady resident set
+// then comes down to the heap metawatch keeps.
+func metawatchFreeAfterSync() Variant {
+	return Variant{Name: "metawatch-free-after-sync", Description: "metawatch returning freed memory to the kernel at once (debug.FreeOSMemory) when its caches are synced",
+		Start: func(ctx context.Context, cfg *rest.Config, spec Spec, counters *Counters) (*Running, error) {
+			running, err := startMetawatch(ctx, cfg, spec, counters, defaultOptions())
+			if err != nil {
+				return nil, err
+			}
+			waitSynced := running.WaitSynced
+			running.WaitSynced = func(ctx context.Context) error {
+				err := waitSynced(ctx)
+				if err == nil {
+					debug.FreeOSMemory()
+				}
+				return err
+			}
+			return running, nil
+		}}
+}
+
+// metawatchNoCompression is metawatch asking the API server not to gzip its
+// responses (rest.Config.DisableCompression): what the watch stream's
+// compression, which the firehose's CPU profile shows on both sides, costs
+// per event and in the API server's CPU, against the bytes it saves.
+func metawatchNoCompression() Variant {
+	return Variant{Name: "metawatch-no-compression", Description: "metawatch with its client's compression off: watch events and lists sent uncompressed",
+		Start: func(ctx context.Context, cfg *rest.Config, spec Spec, counters *Counters) (*Running, error) {
+			cfg = rest.CopyConfig(cfg)
+			cfg.DisableCompression = true
+			return startMetawatch(ctx, cfg, spec, counters, defaultOptions())
+		}}
+}
+
 // defaultOptions are the Manager's options as metawatch runs by default.
 func defaultOptions() metamanager.Options {
 	return metamanager.Options{Wire: wire.Options{BookmarkInterval: wire.DefaultBookmarkInterval}}
