@@ -48,7 +48,8 @@ type APIServerAlone struct {
 func billTable(b *strings.Builder, run Run) {
 	b.WriteString("\n## The control plane's bill\n\n")
 	b.WriteString("What each variant costs the API server, beyond what it spends without it. Bytes are what the variant received of pods " +
-		"(the API server's list and watch responses, in the variant's content type). CPU and memory are the local kube-apiserver's, read from its " +
+		"(the API server's list and watch responses, in the variant's content type, as its transport hands them over: after gzip, where the server compressed, " +
+		"so the bytes on the wire can be fewer). CPU and memory are the local kube-apiserver's, read from its " +
 		"process. Start: from the variant's start until it had synced and its first reconciles had settled, the API server's CPU beyond the idle " +
 		"server's over the same time, and its peak resident set over what it held just before. Firehose: its CPU per 1000 status updates beyond " +
 		"the same updates with nothing watching (the last table). Steady: its resident set after the steady window, over the same before. " +
