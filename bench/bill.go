@@ -32,7 +32,7 @@ func (m *apiServerMeter) waitQuiet(ctx context.Context) error {
 	deadline := time.Now().Add(quietMax)
 	for {
 		start, cpu := time.Now(), m.cpuSince()
-		if err := sleep(ctx, quietWindow); err != nil {
+		if err := scenario.Sleep(ctx, quietWindow); err != nil {
 			return err
 		}
 		spent := cpu()
@@ -70,7 +70,7 @@ func (h *harness) billAlone(ctx context.Context, n int) error {
 	}
 	a := report.APIServerAlone{N: n, RSSBytes: h.billMeter.rss()}
 	start, cpu := time.Now(), h.billMeter.cpuSince()
-	if err := sleep(ctx, billIdle); err != nil {
+	if err := scenario.Sleep(ctx, billIdle); err != nil {
 		return err
 	}
 	idle := cpu()
@@ -79,12 +79,11 @@ func (h *harness) billAlone(ctx context.Context, n int) error {
 	}
 	a.IdleCPUPerSecond = *idle / time.Since(start).Seconds()
 	start, cpu = time.Now(), h.billMeter.cpuSince()
-	res, err := scenario.Churn(ctx, h.client, h.observer, seed.NamespaceName(0),
-		scenario.ChurnOptions{StatusPerSecond: h.o.firehoseRate, Duration: h.o.firehoseDuration})
+	res, err := scenario.Churn(ctx, h.client, h.observer, seed.NamespaceName(0), h.firehoseOptions())
 	if err != nil {
 		return fmt.Errorf("firehose with nothing watching: %w", err)
 	}
-	if err := sleep(ctx, billQuiet); err != nil {
+	if err := scenario.Sleep(ctx, billQuiet); err != nil {
 		return err
 	}
 	spent := cpu()

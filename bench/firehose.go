@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strings"
 
 	"github.com/google/pprof/profile"
 
@@ -41,7 +40,7 @@ func (h *harness) firehose(ctx context.Context, c measured, r *report.Result, bi
 	if err != nil {
 		return err
 	}
-	opts := scenario.ChurnOptions{StatusPerSecond: h.o.firehoseRate, Duration: h.o.firehoseDuration}
+	opts := h.firehoseOptions()
 	billed := bill.firehose()
 	res, err := scenario.Churn(ctx, h.client, h.observer, seed.NamespaceName(0), opts)
 	if err != nil {
@@ -55,7 +54,7 @@ func (h *harness) firehose(ctx context.Context, c measured, r *report.Result, bi
 	f := &report.Firehose{Seconds: opts.Duration.Seconds(), StatusUpdates: res.StatusUpdates, Events: after.Events - before.Events,
 		CPUSeconds: after.CPUSeconds - before.CPUSeconds, Mallocs: after.Mallocs - before.Mallocs,
 		AllocatedBytes: after.AllocatedBytes - before.AllocatedBytes, GCCycles: after.GCCycles - before.GCCycles,
-		ReceivedBytes: watchBytes(after) - watchBytes(before)}
+		ReceivedBytes: podBytes(after.Bytes) - podBytes(before.Bytes)}
 	if profiled {
 		if _, err := prof.stopProfile(); err != nil {
 			return err
@@ -69,15 +68,10 @@ func (h *harness) firehose(ctx context.Context, c measured, r *report.Result, bi
 	return nil
 }
 
-// watchBytes is what the variant's watches of pods received so far.
-func watchBytes(s snapshot) int64 {
-	var n int64
-	for key, b := range s.Bytes {
-		if strings.HasPrefix(key, "WATCH pods ") {
-			n += b
-		}
-	}
-	return n
+// firehoseOptions are the firehose's status-only updates: the variants'
+// and, in the bill, the API server's alone.
+func (h *harness) firehoseOptions() scenario.ChurnOptions {
+	return scenario.ChurnOptions{StatusPerSecond: h.o.firehoseRate, Duration: h.o.firehoseDuration}
 }
 
 // topFunctions are the n functions of a CPU profile with the most samples of

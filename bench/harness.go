@@ -282,17 +282,7 @@ func (h *harness) grow(ctx context.Context, n int) error {
 func quietAfterSeeding(ctx context.Context, seeding time.Duration) error {
 	wait := min(seeding/10, time.Minute)
 	fmt.Fprintf(os.Stderr, "bench: letting the API server settle for %s\n", wait.Round(time.Second))
-	return sleep(ctx, wait)
-}
-
-// sleep waits d, or until ctx is done (then its error).
-func sleep(ctx context.Context, d time.Duration) error {
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-time.After(d):
-		return nil
-	}
+	return scenario.Sleep(ctx, wait)
 }
 
 // bare takes the bare-client reference for convergence, which also leaves

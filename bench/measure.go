@@ -65,7 +65,7 @@ func (h *harness) steady(ctx context.Context, c measured, r *report.Result) erro
 	if h.o.steadyWindow <= 0 {
 		return nil
 	}
-	if err := sleep(ctx, h.o.steadyWindow); err != nil {
+	if err := scenario.Sleep(ctx, h.o.steadyWindow); err != nil {
 		return err
 	}
 	s, err := c.snapshot()

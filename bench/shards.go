@@ -5,10 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"strings"
 
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/metawatch/metawatch/bench/probe"
 	"github.com/metawatch/metawatch/bench/report"
 	"github.com/metawatch/metawatch/bench/scenario"
 	"github.com/metawatch/metawatch/bench/variant"
@@ -114,7 +114,7 @@ func (h *harness) shardRun(ctx context.Context, n, replicas int, mode string) (r
 // status-only churn to the first namespace's pods and records each
 // replica's share of it.
 func (h *harness) shardChurn(ctx context.Context, children []*child, run *report.ShardRun) error {
-	if err := sleep(ctx, h.o.steadyWindow); err != nil {
+	if err := scenario.Sleep(ctx, h.o.steadyWindow); err != nil {
 		return err
 	}
 	before := make([]snapshot, len(children))
@@ -147,7 +147,7 @@ func (h *harness) shardChurn(ctx context.Context, children []*child, run *report
 func podBytes(byKey map[string]int64) int64 {
 	var total int64
 	for key, b := range byKey {
-		if strings.HasPrefix(key, "LIST pods ") || strings.HasPrefix(key, "WATCH pods ") {
+		if probe.IsPodData(key) {
 			total += b
 		}
 	}

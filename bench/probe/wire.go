@@ -78,6 +78,12 @@ func Key(req *http.Request, resp *http.Response) string {
 	return verb(req) + " " + mediaType(resp.Header.Get("Content-Type"))
 }
 
+// IsPodData reports whether key (a Key) is a list or watch of pods: the
+// bytes of the pods themselves, not discovery or writes' answers.
+func IsPodData(key string) bool {
+	return strings.HasPrefix(key, "LIST pods ") || strings.HasPrefix(key, "WATCH pods ")
+}
+
 func verb(req *http.Request) string {
 	resource, named := ResourceOf(req.URL.Path)
 	switch {

@@ -3,6 +3,8 @@ package report
 import (
 	"fmt"
 	"strings"
+
+	"github.com/metawatch/metawatch/bench/probe"
 )
 
 // APIServerShare is what the local kube-apiserver spent while one variant
@@ -102,7 +104,7 @@ func bytesPerPod(r Result) string {
 	}
 	var n float64
 	for key, b := range r.Sync.ReceivedBytesPerObjectByKey {
-		if strings.HasPrefix(key, "LIST pods ") || strings.HasPrefix(key, "WATCH pods ") {
+		if probe.IsPodData(key) {
 			n += b
 		}
 	}

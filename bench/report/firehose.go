@@ -18,7 +18,8 @@ type Firehose struct {
 	Mallocs        uint64  `json:"mallocs"`
 	AllocatedBytes uint64  `json:"allocatedBytes"`
 	GCCycles       uint32  `json:"gcCycles"`
-	// ReceivedBytes is what the variant's watches received meanwhile.
+	// ReceivedBytes is what the variant received of pods meanwhile (its watches'
+	// events; a relist in the window would count too).
 	ReceivedBytes int64 `json:"receivedBytes,omitempty"`
 	// TopCPU is the CPU profile of that time: the 20 functions with the most
 	// samples of their own (none for the chart variant, measured from outside).

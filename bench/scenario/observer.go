@@ -237,7 +237,7 @@ func (o *Observer) WaitPods(ctx context.Context, n int, timeout time.Duration) e
 		if time.Now().After(deadline) {
 			return fmt.Errorf("the observer holds %d pods after %s, want %d", o.count(), timeout, n)
 		}
-		if err := sleepCtx(ctx, 20*time.Millisecond); err != nil {
+		if err := Sleep(ctx, 20*time.Millisecond); err != nil {
 			return err
 		}
 	}
@@ -264,7 +264,7 @@ func (o *Observer) waitAll(ctx context.Context, value string, timeout time.Durat
 		case time.Since(progressed) > o.stallAfter:
 			return o.notAll(value, fmt.Sprintf("and none came to carry it in the last %s", o.stallAfter))
 		}
-		if err := sleepCtx(ctx, 20*time.Millisecond); err != nil {
+		if err := Sleep(ctx, 20*time.Millisecond); err != nil {
 			return err
 		}
 	}
@@ -279,8 +279,8 @@ func (o *Observer) notAll(value, why string) error {
 		strings.Join(missing[:min(len(missing), 5)], ", "))
 }
 
-// sleepCtx waits d, or until ctx is done (then its error).
-func sleepCtx(ctx context.Context, d time.Duration) error {
+// Sleep waits d, or until ctx is done (then its error).
+func Sleep(ctx context.Context, d time.Duration) error {
 	select {
 	case <-ctx.Done():
 		return ctx.Err()

@@ -67,11 +67,7 @@ func metawatchSyncGOGC(percent int) Variant {
 				debug.SetGCPercent(before)
 				return nil, err
 			}
-			waitSynced := running.WaitSynced
-			running.WaitSynced = func(ctx context.Context) error {
-				defer debug.SetGCPercent(before)
-				return waitSynced(ctx)
-			}
+			afterSync(running, func(error) { debug.SetGCPercent(before) })
 			return running, nil
 		}}
 }
@@ -87,14 +83,11 @@ func metawatchFreeAfterSync() Variant {
 			if err != nil {
 				return nil, err
 			}
-			waitSynced := running.WaitSynced
-			running.WaitSynced = func(ctx context.Context) error {
-				err := waitSynced(ctx)
+			afterSync(running, func(err error) {
 				if err == nil {
 					debug.FreeOSMemory()
 				}
-				return err
-			}
+			})
 			return running, nil
 		}}
 }
@@ -110,6 +103,17 @@ func metawatchNoCompression() Variant {
 			cfg.DisableCompression = true
 			return startMetawatch(ctx, cfg, spec, counters, defaultOptions())
 		}}
+}
+
+// afterSync has running call then, with WaitSynced's error, once its
+// caches are synced (or could not be).
+func afterSync(running *Running, then func(error)) {
+	waitSynced := running.WaitSynced
+	running.WaitSynced = func(ctx context.Context) error {
+		err := waitSynced(ctx)
+		then(err)
+		return err
+	}
 }
 
 // defaultOptions are the Manager's options as metawatch runs by default.

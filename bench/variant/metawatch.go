@@ -28,7 +28,7 @@ const fieldManager = authority.DefaultFieldManager
 func metawatch() Variant {
 	return Variant{Name: "metawatch", Description: "metawatch: its Manager and controllers, configured by the ConfigMap below",
 		Start: func(ctx context.Context, cfg *rest.Config, spec Spec, counters *Counters) (*Running, error) {
-			return startMetawatch(ctx, cfg, spec, counters, metamanager.Options{Wire: wire.Options{BookmarkInterval: wire.DefaultBookmarkInterval}})
+			return startMetawatch(ctx, cfg, spec, counters, defaultOptions())
 		}}
 }
 
