@@ -94,7 +94,7 @@ verify-clean:
 cluster: controlplane
 	$(GO) build -o $(BIN)/metawatch-cluster ./hack/cluster && exec $(BIN)/metawatch-cluster
 
-## kind: a kind cluster, metawatch-bench (root; docker.io installed and dockerd started when missing, the node image built here once, no registry) until Ctrl-C or kind delete cluster; ARGS="--name NAME".
+## kind: a kind cluster, metawatch-bench (root; docker.io installed and dockerd started when missing, the node image built here once, no registry) until Ctrl-C or kind delete cluster; ARGS="--name NAME --kubernetes v1.35.4".
 # kind builds the control plane's tools itself, after checking it can run at all.
 kind:
 	$(GO) build -o $(BIN)/metawatch-kind ./hack/kind && exec $(BIN)/metawatch-kind $(ARGS)

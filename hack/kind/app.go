@@ -23,6 +23,7 @@ type options struct {
 // deleted, the clean-up, whose failures are errors too.
 func run(ctx context.Context, o options) (err error) {
 	log := os.Stderr
+	fmt.Fprintf(log, "kind: Kubernetes %s, cluster %s from %s\n", controlplane.KubernetesVersion, o.name, o.config)
 	if err := kindnode.CanRun(); err != nil {
 		return err
 	}

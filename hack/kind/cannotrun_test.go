@@ -19,7 +19,8 @@ import (
 // machine whose /sys/fs/cgroup holds no cgroup file system (a mount
 // namespace of the test's own, with an empty tmpfs there), with a
 // configuration file that is not there, while another make kind runs (they
-// would share one dockerd), or given a flag it does not have.
+// would share one dockerd), given a Kubernetes release it cannot build, or
+// given a flag it does not have.
 func TestMakeKindSaysWhyItCannotRun(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds make kind's command: not under go test -short")
@@ -70,6 +71,18 @@ func TestMakeKindSaysWhyItCannotRun(t *testing.T) {
 		"while another make kind runs": {
 			command:  asRoot("--config", config),
 			rootOnly: true, locked: true, exitCode: 1, want: []string{"another make kind is running", "pid " + strconv.Itoa(os.Getpid()), "cluster the-holder"},
+		},
+		"with a Kubernetes release that is not one": {
+			command:  asRoot("--kubernetes", "1.35"),
+			exitCode: 2, want: []string{"--kubernetes", `"1.35" is not a Kubernetes release`, "v1.<minor>.<patch>"},
+		},
+		"with a Kubernetes release older than the oldest tested": {
+			command:  asRoot("--kubernetes", "v1.33.9"),
+			exitCode: 2, want: []string{"--kubernetes", "older than the oldest minor", "pick v1.34 or newer"},
+		},
+		"with another Kubernetes release, which it starts again with": {
+			command:  asRoot("--kubernetes", "v1.35.4", "--config", "no-such-config.yaml"),
+			rootOnly: true, exitCode: 1, want: []string{"kind: Kubernetes v1.35.4,", "--config", "no-such-config.yaml"},
 		},
 		"with a flag it does not have (an imported package's)": {
 			command:  asRoot("--kubeconfig", "x"),

@@ -10,6 +10,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/metawatch/metawatch/pkg/testing/controlplane"
 )
 
 func main() {
@@ -20,9 +22,15 @@ func main() {
 	var o options
 	fs.StringVar(&o.name, "name", "metawatch-bench", "The kind cluster's name (the bench's --kind takes the same).")
 	fs.StringVar(&o.config, "config", "bench/kind-config.yaml", "The kind cluster configuration it is created from.")
+	kubernetes := fs.String("kubernetes", "", "The Kubernetes release of the node image, e.g. v1.35.4 (from v1.34; each built here once). Empty: $"+
+		controlplane.VersionEnv+", else "+controlplane.DefaultKubernetesVersion+".")
 	_ = fs.Parse(os.Args[1:])
 	if fs.NArg() > 0 {
-		fmt.Fprintf(os.Stderr, "kind: unexpected arguments %q: make kind takes only flags (ARGS=\"--name NAME --config FILE\")\n", fs.Args())
+		fmt.Fprintf(os.Stderr, "kind: unexpected arguments %q: make kind takes only flags (ARGS=\"--name NAME --config FILE --kubernetes VERSION\")\n", fs.Args())
+		os.Exit(2)
+	}
+	if err := selectKubernetes(*kubernetes); err != nil {
+		fmt.Fprintf(os.Stderr, "kind: --kubernetes: %v\n", err)
 		os.Exit(2)
 	}
 	// SIGHUP too: a closed terminal must clean up as Ctrl-C does.
@@ -38,4 +46,26 @@ func main() {
 		}
 		os.Exit(1)
 	}
+}
+
+// selectKubernetes makes v the release of the node image and of every tool
+// make kind builds: the control plane's version is read from the
+// environment as the process starts (package controlplane), so a v that
+// differs is set there and make kind starts again, as itself, with it. It
+// returns only if v is empty or already selected, or on an error.
+func selectKubernetes(v string) error {
+	if v == "" || v == controlplane.KubernetesVersion {
+		return nil
+	}
+	if err := controlplane.CheckVersion(v); err != nil {
+		return fmt.Errorf("%w; leave it out for %s", err, controlplane.DefaultKubernetesVersion)
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	if err := os.Setenv(controlplane.VersionEnv, v); err != nil {
+		return err
+	}
+	return syscall.Exec(self, os.Args, os.Environ())
 }

@@ -44,24 +44,38 @@ type release struct {
 
 var releasePattern = regexp.MustCompile(`^v1\.([0-9]+)\.([0-9]+)$`)
 
-// selectVersion reads a version like v1.35.4. Its staging modules are v0.35.4,
-// as for every release since 1.17.
+// selectVersion reads a version like v1.35.4 from VersionEnv.
 func selectVersion(v string) release {
 	if v == "" {
 		v = DefaultKubernetesVersion
 	}
+	r, err := parseRelease(v)
+	if err != nil {
+		r.err = fmt.Errorf("%s: %w; unset it for the default", VersionEnv, err)
+	}
+	return r
+}
+
+// CheckVersion says why v (like v1.35.4) is not a release the local
+// control plane can be built and started at; nil if it is.
+func CheckVersion(v string) error {
+	_, err := parseRelease(v)
+	return err
+}
+
+// parseRelease reads a version like v1.35.4. Its staging modules are
+// v0.35.4, as for every release since 1.17.
+func parseRelease(v string) (release, error) {
 	m := releasePattern.FindStringSubmatch(v)
 	if m == nil {
-		return release{version: v, err: fmt.Errorf("%s=%q is not a Kubernetes release: expected v1.<minor>.<patch>, e.g. %s; unset it for the default",
-			VersionEnv, v, DefaultKubernetesVersion)}
+		return release{version: v}, fmt.Errorf("%q is not a Kubernetes release: expected v1.<minor>.<patch>, e.g. %s", v, DefaultKubernetesVersion)
 	}
 	minor, _ := strconv.Atoi(m[1])
 	r := release{version: v, staging: "v0." + m[1] + "." + m[2], minor: minor}
 	if minor < OldestMinor {
-		r.err = fmt.Errorf("%s=%s is older than the oldest minor metawatch is tested on (1.%d): pick v1.%d or newer",
-			VersionEnv, v, OldestMinor, OldestMinor)
+		return r, fmt.Errorf("%s is older than the oldest minor metawatch is tested on (1.%d): pick v1.%d or newer", v, OldestMinor, OldestMinor)
 	}
-	return r
+	return r, nil
 }
 
 // OldestMinor is the oldest Kubernetes minor version the local control plane
