@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -77,21 +78,50 @@ func TestHarnessFanOut(t *testing.T) {
 		if f.APIServerCPUSeconds != nil {
 			t.Errorf("%s: the API server's CPU is %g s, want none read: it is not the local control plane", f.Variant, *f.APIServerCPUSeconds)
 		}
+		checkWriteTrace(t, f)
 	}
-	if strings.Join(names, ",") != "metawatch,metawatch-qps50,bare" {
-		t.Errorf("fan-outs of %v, want metawatch, metawatch-qps50 and bare, in that order", names)
+	if strings.Join(names, ",") != "metawatch,metawatch-bare-workers,metawatch-qps50,bare" {
+		t.Errorf("fan-outs of %v, want metawatch, metawatch-bare-workers, metawatch-qps50 and bare, in that order", names)
 	}
-	if f := run.FanOuts; len(f) == 3 && f[0].Flags != nil {
-		t.Errorf("metawatch ran with %v, want its defaults", f[0].Flags)
+	if f := run.FanOuts; len(f) == 4 {
+		if f[0].Flags != nil {
+			t.Errorf("metawatch ran with %v, want its defaults", f[0].Flags)
+		}
+		if want := []string{"--max-concurrent-reconciles=16"}; !slices.Equal(f[1].Flags, want) {
+			t.Errorf("metawatch-bare-workers ran with %v, want %v: the bare client's 16 workers", f[1].Flags, want)
+		}
 	}
 	page, err := os.ReadFile(filepath.Join(out, "README.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"## Fan-out", "| 40 | bare |", "on this target it was not measured"} {
+	for _, want := range []string{"## Fan-out", "| 40 | bare |", "on this target it was not measured", "### What held metawatch's writes"} {
 		if !strings.Contains(string(page), want) {
 			t.Errorf("the page lacks %q:\n%s", want, page)
 		}
+	}
+}
+
+// checkWriteTrace: a metawatch variant's fan-out carries its own metrics
+// second by second, its workers and the rate it allowed read; the bare
+// client's carries none.
+func checkWriteTrace(t *testing.T, f report.FanOut) {
+	t.Helper()
+	if f.Variant == report.BareFanOut {
+		if len(f.WriteTrace) > 0 {
+			t.Errorf("bare: a write trace of %d seconds, want none: it is not metawatch", len(f.WriteTrace))
+		}
+		return
+	}
+	written := 0
+	for _, s := range f.WriteTrace {
+		written += s.Written
+		if s.Workers == 0 || s.Allowed == 0 {
+			t.Errorf("%s: second %d %+v, want its workers and the rate allowed read from metawatch's metrics", f.Variant, s.Second, s)
+		}
+	}
+	if len(f.WriteTrace) == 0 || written != f.Pods {
+		t.Errorf("%s: a write trace of %d seconds writing %d pods, want at least one second and the %d pods relabelled", f.Variant, len(f.WriteTrace), written, f.Pods)
 	}
 }
 

@@ -24,8 +24,9 @@ type fanOutVariant struct {
 	name string
 	bare bool
 	// flags are the metawatch flags it runs with, given whether the binary
-	// has the adaptive write rate (--write-rate-min, --write-rate-max).
-	flags func(adaptiveWriteRate bool) []string
+	// has the adaptive write rate (--write-rate-min, --write-rate-max) and
+	// the bare client's workers (--concurrency).
+	flags func(adaptiveWriteRate bool, workers int) []string
 }
 
 // qps50 is the variant whose writes are held at a fixed 50/s.
@@ -33,13 +34,18 @@ const qps50 = "metawatch-qps50"
 
 // fanOutVariants are the fanout scenario's variants, in the order they run.
 var fanOutVariants = []fanOutVariant{
-	{name: "metawatch", flags: func(bool) []string { return nil }},
+	{name: "metawatch", flags: func(bool, int) []string { return nil }},
+	// As many workers as the bare client: whether metawatch's own
+	// concurrency, rather than its write rate, sets the pace.
+	{name: "metawatch-bare-workers", flags: func(_ bool, workers int) []string {
+		return []string{fmt.Sprintf("--max-concurrent-reconciles=%d", workers)}
+	}},
 	{name: qps50, flags: fixedWriteRate50},
 	{name: report.BareFanOut, bare: true},
 }
 
 // fixedWriteRate50 are the flags that hold metawatch's writes at 50 a second.
-func fixedWriteRate50(adaptiveWriteRate bool) []string {
+func fixedWriteRate50(adaptiveWriteRate bool, _ int) []string {
 	if adaptiveWriteRate {
 		// The adaptive write rate (issue 44, item 1) with its floor and ceiling
 		// both at 50: the write rate fixed, reads on their own budget.
@@ -139,9 +145,14 @@ func (h *harness) benchNamespaces(ctx context.Context) ([]string, error) {
 // with the probes running, until every pod carries the new value.
 func (h *harness) fanOutOnce(ctx context.Context, v fanOutVariant, bin, conf string, adaptive bool, namespaces []string, probes *scenario.Probes, n int) (report.FanOut, error) {
 	f := report.FanOut{N: n, Variant: v.name, Namespaces: len(namespaces)}
+	var tracer *writeTracer
 	if !v.bare {
-		f.Flags = v.flags(adaptive)
-		args := append([]string{"--kubeconfig", h.kubeconfig, "--config-file", conf, "--metrics-bind-address", "0"}, f.Flags...)
+		f.Flags = v.flags(adaptive, h.o.concurrency)
+		metrics, err := freeAddress()
+		if err != nil {
+			return f, err
+		}
+		args := append([]string{"--kubeconfig", h.kubeconfig, "--config-file", conf, "--metrics-bind-address", metrics, "--metrics-secure=false"}, f.Flags...)
 		mw, err := startReplica(ctx, "fanout", bin, args)
 		if err != nil {
 			return f, err
@@ -150,9 +161,10 @@ func (h *harness) fanOutOnce(ctx context.Context, v fanOutVariant, bin, conf str
 		if _, err := mw.waitReady(ctx, 15*time.Minute); err != nil {
 			return f, fmt.Errorf("metawatch: %w", err)
 		}
+		tracer = newWriteTracer(metrics)
 	}
 	stopIdle := probes.Start(ctx)
-	if err := sleep(ctx, h.o.fanOutIdle); err != nil {
+	if err := scenario.Sleep(ctx, h.o.fanOutIdle); err != nil {
 		return f, err
 	}
 	idle := stopIdle()
@@ -164,7 +176,11 @@ func (h *harness) fanOutOnce(ctx context.Context, v fanOutVariant, bin, conf str
 	if v.bare {
 		res, err = scenario.BareFanOut(ctx, h.client, h.everyNamespace, namespaces, value, h.o.concurrency, fanOutTimeout(n))
 	} else {
+		start := time.Now()
+		stopTrace := tracer.start(ctx, start)
 		res, err = scenario.FanOut(ctx, h.client, h.everyNamespace, namespaces, value, fanOutTimeout(n))
+		f.WriteTrace = stopTrace()
+		fillWritten(f.WriteTrace, start, res.Arrivals)
 	}
 	during := stopDuring()
 	if err != nil {

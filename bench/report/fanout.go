@@ -29,6 +29,9 @@ type FanOut struct {
 	// fan-out; nil where it was not measured (it is not a process of this
 	// machine the harness can read: any target but the local control plane).
 	APIServerCPUSeconds *float64 `json:"apiServerCPUSeconds,omitempty"`
+	// WriteTrace is a metawatch variant's fan-out second by second, from
+	// its own metrics; none for the bare client.
+	WriteTrace []WriteSample `json:"writeTrace,omitempty"`
 }
 
 // WritesPerSecond is the pods relabelled over the seconds it took.
@@ -86,6 +89,7 @@ func fanOutTable(b *strings.Builder, run Run) {
 	if !hasAPIServerCPU(run.FanOuts) {
 		b.WriteString("\nThe API server's CPU is read from its process on the local control plane only; on this target it was not measured.\n")
 	}
+	writeTraceTable(b, run)
 }
 
 // idleToDuring is a probe's p99 idle and during the fan-out, and how many

@@ -23,6 +23,8 @@ type FanOutResult struct {
 	// PeakPerSecond is the most pods that came to carry the value within
 	// any one second (PeakPerSecond of the observer's arrival times).
 	PeakPerSecond float64
+	// Arrivals are when each pod was seen carrying the value.
+	Arrivals []time.Time
 }
 
 // FanOut sets label to value on every one of namespaces and returns how
@@ -80,7 +82,7 @@ func fanOut(ctx context.Context, c client.Client, o *Observer, namespaces []stri
 	}
 	took := time.Since(start)
 	arrivals := o.arrivalTimes()
-	return FanOutResult{Pods: len(arrivals), Took: took, PeakPerSecond: PeakPerSecond(arrivals)}, nil
+	return FanOutResult{Pods: len(arrivals), Took: took, PeakPerSecond: PeakPerSecond(arrivals), Arrivals: arrivals}, nil
 }
 
 // PeakPerSecond is the most of times that fall within any one second (a

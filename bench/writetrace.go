@@ -1,0 +1,152 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
+	"github.com/metawatch/metawatch/bench/report"
+)
+
+// writeTracer reads a metawatch replica's metrics once a second during a
+// fan-out: the rate its pacer allowed, its busy workers and queue, and the
+// pacer's decreases. With the pods written each second (the harness's
+// watch), it tells whether the pacer or the workers set the pace.
+type writeTracer struct {
+	url    string
+	client *http.Client
+
+	mu      sync.Mutex
+	samples []report.WriteSample
+	// base are the backoff counters at the start, so that a trace counts
+	// only the fan-out's.
+	base report.WriteSample
+}
+
+// newWriteTracer reads the plain-HTTP metrics endpoint at addr
+// (--metrics-bind-address addr --metrics-secure=false).
+func newWriteTracer(addr string) *writeTracer {
+	return &writeTracer{url: "http://" + addr + "/metrics", client: &http.Client{Timeout: 2 * time.Second}}
+}
+
+// start samples once a second until the returned function is called; that
+// returns the samples, one per second from start. A scrape that fails is a
+// second left out: the trace is evidence, not the fan-out's result.
+func (w *writeTracer) start(ctx context.Context, start time.Time) (stop func() []report.WriteSample) {
+	if base, err := w.sample(ctx); err == nil {
+		w.base = base
+	}
+	tickCtx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(time.Second)
+		defer tick.Stop()
+		for {
+			select {
+			case <-tickCtx.Done():
+				return
+			case <-tick.C:
+				w.record(tickCtx, start, false)
+			}
+		}
+	}()
+	return func() []report.WriteSample {
+		cancel()
+		<-done
+		w.record(ctx, start, true) // the last, partial second: a fan-out shorter than a second has one too
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		return w.samples
+	}
+}
+
+// record appends a sample numbered by the second since start that it
+// closes; the last one closes the seconds that end after every pod
+// arrived, and at least one more.
+func (w *writeTracer) record(ctx context.Context, start time.Time, last bool) {
+	s, err := w.sample(ctx)
+	if err != nil {
+		return
+	}
+	s.LatencyBackoffs -= w.base.LatencyBackoffs
+	s.ThrottledBackoffs -= w.base.ThrottledBackoffs
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	switch {
+	case !last:
+		s.Second = int((time.Since(start) + time.Second/2) / time.Second) // a tick comes a little after its second
+	case len(w.samples) > 0:
+		s.Second = max(w.samples[len(w.samples)-1].Second+1, secondsUpTo(time.Since(start)))
+	default:
+		s.Second = secondsUpTo(time.Since(start))
+	}
+	w.samples = append(w.samples, s)
+}
+
+// sample is one scrape.
+func (w *writeTracer) sample(ctx context.Context) (report.WriteSample, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, w.url, nil)
+	if err != nil {
+		return report.WriteSample{}, err
+	}
+	resp, err := w.client.Do(req)
+	if err != nil {
+		return report.WriteSample{}, err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	if resp.StatusCode != http.StatusOK {
+		_, _ = io.Copy(io.Discard, resp.Body)
+		return report.WriteSample{}, fmt.Errorf("GET %s: %s", w.url, resp.Status)
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		return report.WriteSample{}, err
+	}
+	e := exposition(families)
+	return report.WriteSample{
+		Allowed:           e.sum("metawatch_write_rate", "", ""),
+		BusyWorkers:       e.most("controller_runtime_active_workers"),
+		Workers:           e.most("controller_runtime_max_concurrent_reconciles"),
+		Queued:            e.sum("workqueue_depth", "", ""),
+		LatencyBackoffs:   e.sum("metawatch_write_backoffs_total", "reason", "latency"),
+		ThrottledBackoffs: e.sum("metawatch_write_backoffs_total", "reason", "throttled"),
+	}, nil
+}
+
+// most is the largest gauge of metric over its series: of the workers, the
+// busiest controller's (in a fan-out, the pods').
+func (e exposition) most(metric string) float64 {
+	var m float64
+	for _, s := range e[metric].GetMetric() {
+		m = max(m, s.GetGauge().GetValue())
+	}
+	return m
+}
+
+// secondsUpTo is d in whole seconds, rounded up, at least one.
+func secondsUpTo(d time.Duration) int {
+	return max(1, int((d+time.Second-1)/time.Second))
+}
+
+// fillWritten sets each sample's Written: the arrivals since the second
+// the sample before it closed, up to its own (a second a scrape missed
+// counts in the next sample), so that the samples count every arrival
+// before the last one's second.
+func fillWritten(samples []report.WriteSample, start time.Time, arrivals []time.Time) {
+	for _, t := range arrivals {
+		second := int(t.Sub(start) / time.Second)
+		i := sort.Search(len(samples), func(i int) bool { return samples[i].Second > second })
+		if i < len(samples) {
+			samples[i].Written++
+		}
+	}
+}
