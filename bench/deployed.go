@@ -269,6 +269,11 @@ func (d *deployed) metrics() (exposition, error) {
 	if err != nil {
 		return nil, err
 	}
+	return parseExposition(text)
+}
+
+// parseExposition parses a scrape's text.
+func parseExposition(text string) (exposition, error) {
 	parser := expfmt.NewTextParser(model.UTF8Validation)
 	return parser.TextToMetricFamilies(strings.NewReader(text))
 }

@@ -3,16 +3,12 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
 	"net/http"
 	"sort"
-	"sync"
 	"time"
 
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
-
 	"github.com/metawatch/metawatch/bench/report"
+	"github.com/metawatch/metawatch/pkg/testing/testkit"
 )
 
 // writeTracer reads a metawatch replica's metrics once a second during a
@@ -23,7 +19,8 @@ type writeTracer struct {
 	url    string
 	client *http.Client
 
-	mu      sync.Mutex
+	// samples are appended by the sampling goroutine, then, once it has
+	// ended, by stop.
 	samples []report.WriteSample
 	// base are the backoff counters at the start, so that a trace counts
 	// only the fan-out's.
@@ -62,8 +59,6 @@ func (w *writeTracer) start(ctx context.Context, start time.Time) (stop func() [
 		cancel()
 		<-done
 		w.record(ctx, start, true) // the last, partial second: a fan-out shorter than a second has one too
-		w.mu.Lock()
-		defer w.mu.Unlock()
 		return w.samples
 	}
 }
@@ -78,8 +73,6 @@ func (w *writeTracer) record(ctx context.Context, start time.Time, last bool) {
 	}
 	s.LatencyBackoffs -= w.base.LatencyBackoffs
 	s.ThrottledBackoffs -= w.base.ThrottledBackoffs
-	w.mu.Lock()
-	defer w.mu.Unlock()
 	switch {
 	case !last:
 		s.Second = int((time.Since(start) + time.Second/2) / time.Second) // a tick comes a little after its second
@@ -93,25 +86,17 @@ func (w *writeTracer) record(ctx context.Context, start time.Time, last bool) {
 
 // sample is one scrape.
 func (w *writeTracer) sample(ctx context.Context) (report.WriteSample, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, w.url, nil)
+	code, body, err := testkit.Get(ctx, w.client, w.url, "", false)
+	if err == nil && code != http.StatusOK {
+		err = fmt.Errorf("GET %s: %d: %.200s", w.url, code, body)
+	}
 	if err != nil {
 		return report.WriteSample{}, err
 	}
-	resp, err := w.client.Do(req)
+	e, err := parseExposition(string(body))
 	if err != nil {
 		return report.WriteSample{}, err
 	}
-	defer func() { _ = resp.Body.Close() }()
-	if resp.StatusCode != http.StatusOK {
-		_, _ = io.Copy(io.Discard, resp.Body)
-		return report.WriteSample{}, fmt.Errorf("GET %s: %s", w.url, resp.Status)
-	}
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := parser.TextToMetricFamilies(resp.Body)
-	if err != nil {
-		return report.WriteSample{}, err
-	}
-	e := exposition(families)
 	return report.WriteSample{
 		Allowed:           e.sum("metawatch_write_rate", "", ""),
 		BusyWorkers:       e.most("controller_runtime_active_workers"),
