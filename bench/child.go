@@ -33,8 +33,11 @@ type synced struct {
 	SyncSeconds, SyncCPUSeconds float64
 	// ReadySeconds is from the process's start to synced caches: what
 	// metawatch's readiness probe waits for, startup (clients, discovery) included.
-	ReadySeconds       float64
-	RetainedBytes      int64
+	ReadySeconds  float64
+	RetainedBytes int64
+	// PeakLiveHeapBytes is the most heap a GC found reachable during the
+	// sync and the initial reconciles (probe.WatchLiveHeap).
+	PeakLiveHeapBytes  uint64
 	AllocatedBytes     uint64
 	ReceivedBytes      map[string]int64
 	Events, Reconciles int64
@@ -81,7 +84,7 @@ func runChild(ctx context.Context, o options) error {
 	if err != nil {
 		return fmt.Errorf("starting %s: %w", v.Name, err)
 	}
-	s, err := measureSync(ctx, v, running, counters, wire)
+	s, err := measureSync(ctx, o, v, running, counters, wire)
 	if err != nil {
 		return err
 	}
@@ -90,7 +93,7 @@ func runChild(ctx context.Context, o options) error {
 			return err
 		}
 	}
-	if err := writeHeapProfile(o, v); err != nil {
+	if err := writeHeapProfile(o, v, "synced"); err != nil {
 		return err
 	}
 	if err := json.NewEncoder(os.Stdout).Encode(s); err != nil {
@@ -123,11 +126,14 @@ func childConfig() (*rest.Config, error) {
 
 // measureSync starts the variant and measures it until its caches are synced
 // (time, allocations) and its initial reconciles are done (retained heap).
-func measureSync(ctx context.Context, v variant.Variant, running *variant.Running, counters *variant.Counters, wire *probe.Wire) (synced, error) {
+func measureSync(ctx context.Context, o options, v variant.Variant, running *variant.Running, counters *variant.Counters, wire *probe.Wire) (synced, error) {
 	before, cpu := probe.HeapAfterGC(), probe.CPUSeconds()
 	start := time.Now()
+	var profileErr error
+	peak := probe.WatchLiveHeap(100*time.Millisecond, func(uint64) { profileErr = writeHeapProfile(o, v, "peak") })
 	running.Run()
 	if err := running.WaitSynced(ctx); err != nil {
+		peak.Stop()
 		return synced{}, err
 	}
 	s := synced{SyncSeconds: time.Since(start).Seconds(), SyncCPUSeconds: probe.CPUSeconds() - cpu, AllocatedBytes: totalAlloc() - before.TotalAlloc,
@@ -138,6 +144,9 @@ func measureSync(ctx context.Context, v variant.Variant, running *variant.Runnin
 	}
 	if !v.CacheOnly {
 		settle(ctx, counters, n)
+	}
+	if s.PeakLiveHeapBytes = peak.Stop(); profileErr != nil {
+		return synced{}, profileErr
 	}
 	after := probe.SettledHeap(5)
 	s.Objects, s.RetainedBytes = n, int64(after.HeapAlloc)-int64(before.HeapAlloc)
@@ -294,15 +303,18 @@ func totalAlloc() uint64 {
 	return m.TotalAlloc
 }
 
-// writeHeapProfile writes the heap profile after the sync when --heap-profiles is set.
-func writeHeapProfile(o options, v variant.Variant) error {
+// writeHeapProfile writes the heap profile, as of the last GC, to
+// DIR/VARIANT-N-WHEN.pprof when --heap-profiles is set: "synced" once the
+// initial reconciles are done, "peak" (rewritten) each time the live heap
+// reaches a new most during the sync.
+func writeHeapProfile(o options, v variant.Variant, when string) error {
 	if o.heapProfiles == "" {
 		return nil
 	}
 	if err := os.MkdirAll(o.heapProfiles, 0o755); err != nil {
 		return err
 	}
-	f, err := os.Create(filepath.Join(o.heapProfiles, fmt.Sprintf("%s-%d.pprof", v.Name, o.sizes[0])))
+	f, err := os.Create(filepath.Join(o.heapProfiles, fmt.Sprintf("%s-%d-%s.pprof", v.Name, o.sizes[0], when)))
 	if err != nil {
 		return err
 	}

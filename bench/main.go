@@ -120,7 +120,7 @@ func parseFlags() options {
 	flag.StringVar(&o.kind, "kind", "", "Run against kind cluster NAME (`make kind`'s, or created from "+target.KindConfig+" with the node image built here if missing), "+
 		"and add the chart variant and 10 simulated nodes (--kwok-nodes), as --local-cluster does.")
 	flag.StringVar(&o.out, "out", "bench/out", "Directory for results.json, README.md and the plots.")
-	flag.StringVar(&o.heapProfiles, "heap-profiles", "", "Write each variant's heap profile after its initial sync to DIR/VARIANT-N.pprof (go tool pprof).")
+	flag.StringVar(&o.heapProfiles, "heap-profiles", "", "Write each variant's heap profiles to DIR/VARIANT-N-synced.pprof, after its initial sync, and DIR/VARIANT-N-peak.pprof, at the most live heap during it (go tool pprof).")
 	flag.BoolVar(&o.localCluster, "local-cluster", false, "Run on the one-node cluster of `make cluster` (root), started and thrown away here, and add the chart variant: metawatch deployed by its Helm chart, and 10 simulated nodes (--kwok-nodes).")
 	flag.IntVar(&o.kwokNodes, "kwok-nodes", 0, "Simulated nodes (kwok, built once) to bind the pods to: kwok makes them Running and sends the churn's status updates, as kubelets would. 0: none, the harness writes pod status itself (default 10 with --local-cluster).")
 	flag.BoolVar(&o.leanPods, "lean-pods", false, "Seed pods with the same metadata but one bare container (no env, probes, resources or volumes): "+

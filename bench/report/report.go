@@ -135,9 +135,12 @@ type Sync struct {
 	Seconds float64 `json:"seconds"`
 	// ReadySeconds is from the process's start to synced caches (what the
 	// readiness probe waits for): Seconds plus starting up.
-	ReadySeconds            float64 `json:"readySeconds,omitempty"`
-	CPUSeconds              float64 `json:"cpuSeconds"`
-	RetainedBytesPerObject  float64 `json:"retainedHeapBytesPerPod"`
+	ReadySeconds           float64 `json:"readySeconds,omitempty"`
+	CPUSeconds             float64 `json:"cpuSeconds"`
+	RetainedBytesPerObject float64 `json:"retainedHeapBytesPerPod"`
+	// PeakLiveHeapBytes is the most heap a GC found reachable during the
+	// sync: set beside the peak RSS, what of the peak is data held, not GC headroom.
+	PeakLiveHeapBytes       uint64  `json:"peakLiveHeapBytes,omitempty"`
 	AllocatedBytesPerObject float64 `json:"allocatedBytesPerPod"`
 	ReceivedBytesPerObject  float64 `json:"receivedBytesPerPod"`
 	// ReceivedBytesPerObjectByKey splits ReceivedBytesPerObject by "VERB

@@ -30,6 +30,7 @@ var scalingFigures = []figure{
 	{"retained heap", "MiB", "%.0f", func(r Result) float64 {
 		return r.Sync.RetainedBytesPerObject * float64(r.Objects) / (1 << 20)
 	}},
+	{"peak live heap", "MiB", "%.0f", func(r Result) float64 { return inMiB(int64(r.Sync.PeakLiveHeapBytes)) }},
 }
 
 func inMiB(b int64) float64 { return float64(b) / (1 << 20) }

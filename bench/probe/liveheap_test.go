@@ -1,0 +1,45 @@
+package probe
+
+import (
+	"runtime"
+	"testing"
+	"time"
+)
+
+// sink keeps an allocation reachable from a global, so the GC counts it live.
+var sink []byte
+
+func TestWatchLiveHeapKeepsThePeakAfterItIsFreed(t *testing.T) {
+	const held = 64 << 20
+	peaks := make(chan uint64, 1000)
+	watch := WatchLiveHeap(time.Millisecond, func(live uint64) { peaks <- live })
+	sink = make([]byte, held)
+	runtime.GC()
+	var calls []uint64
+	for deadline := time.After(10 * time.Second); len(calls) == 0 || calls[len(calls)-1] < held; {
+		select {
+		case live := <-peaks:
+			calls = append(calls, live)
+		case <-deadline:
+			t.Fatalf("onPeak was called with %v, never with the %d B held", calls, held)
+		}
+	}
+	sink = nil
+	runtime.GC()
+	most := watch.Stop()
+	if most < held {
+		t.Fatalf("most live heap %d B, want at least the %d B held before it was freed", most, held)
+	}
+	if now := LiveHeap(); now >= held {
+		t.Fatalf("live heap after freeing is %d B, want below %d B: the test did not free what it held", now, held)
+	}
+	close(peaks)
+	for live := range peaks {
+		calls = append(calls, live)
+	}
+	for i := 1; i < len(calls); i++ {
+		if calls[i] <= calls[i-1] {
+			t.Fatalf("onPeak was called with %v: each call must be a new most", calls)
+		}
+	}
+}
