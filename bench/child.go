@@ -54,6 +54,8 @@ type snapshot struct {
 	// Mallocs, AllocatedBytes and GCCycles are the Go runtime's counts so far.
 	Mallocs, AllocatedBytes uint64
 	GCCycles                uint32
+	// Memory is the Go runtime's account of its memory (probe.MemoryClasses).
+	Memory map[string]uint64 `json:",omitempty"`
 }
 
 // processStarted is about when this process started: package variables are
@@ -194,7 +196,8 @@ func serveSnapshots(in io.Reader, counters *variant.Counters, wire *probe.Wire) 
 		var m runtime.MemStats
 		runtime.ReadMemStats(&m)
 		s := snapshot{Events: counters.Received(), Reconciles: counters.Reconciles(), Requests: wire.Requests(), Bytes: wire.Bytes(),
-			CPUSeconds: probe.CPUSeconds(), PeakRSSBytes: probe.PeakRSS(), RSSBytes: probe.RSS(), Mallocs: m.Mallocs, AllocatedBytes: m.TotalAlloc, GCCycles: m.NumGC}
+			CPUSeconds: probe.CPUSeconds(), PeakRSSBytes: probe.PeakRSS(), RSSBytes: probe.RSS(), Mallocs: m.Mallocs, AllocatedBytes: m.TotalAlloc, GCCycles: m.NumGC,
+			Memory: probe.MemoryClasses()}
 		if err := json.NewEncoder(os.Stdout).Encode(s); err != nil {
 			return err
 		}

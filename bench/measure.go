@@ -69,7 +69,7 @@ func (h *harness) steady(ctx context.Context, c measured, r *report.Result) erro
 		return err
 	}
 	s, err := c.snapshot()
-	r.SteadyRSSBytes = s.RSSBytes
+	r.SteadyRSSBytes, r.SteadyMemory = s.RSSBytes, s.Memory
 	return err
 }
 

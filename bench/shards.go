@@ -124,7 +124,7 @@ func (h *harness) shardChurn(ctx context.Context, children []*child, run *report
 			return err
 		}
 		before[i] = s
-		run.Replicas[i].PeakRSS, run.Replicas[i].SteadyRSS = s.PeakRSSBytes, s.RSSBytes
+		run.Replicas[i].PeakRSS, run.Replicas[i].SteadyRSS, run.Replicas[i].SteadyMemory = s.PeakRSSBytes, s.RSSBytes, s.Memory
 	}
 	_, updates, err := h.sendChurn(ctx, scenario.ChurnOptions{StatusPerSecond: h.o.statusRate, Duration: h.o.churnDuration})
 	if err != nil {

@@ -2,6 +2,7 @@ package probe
 
 import (
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 )
@@ -41,5 +42,25 @@ func TestWatchLiveHeapKeepsThePeakAfterItIsFreed(t *testing.T) {
 		if calls[i] <= calls[i-1] {
 			t.Fatalf("onPeak was called with %v: each call must be a new most", calls)
 		}
+	}
+}
+
+func TestMemoryClassesAccountForTheLiveHeap(t *testing.T) {
+	sink = make([]byte, 32<<20)
+	runtime.GC()
+	classes := MemoryClasses()
+	sink = nil
+	if classes[liveHeapMetric] < 32<<20 || classes["/memory/classes/heap/objects:bytes"] < 32<<20 {
+		t.Errorf("live heap %d B, heap objects %d B: want both at least the 32 MiB held",
+			classes[liveHeapMetric], classes["/memory/classes/heap/objects:bytes"])
+	}
+	var parts uint64
+	for name, v := range classes {
+		if strings.HasPrefix(name, memoryClassPrefix) && name != "/memory/classes/total:bytes" {
+			parts += v
+		}
+	}
+	if total := classes["/memory/classes/total:bytes"]; parts != total {
+		t.Errorf("the classes add up to %d B, want the total the runtime gives, %d B", parts, total)
 	}
 }

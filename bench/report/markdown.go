@@ -24,6 +24,7 @@ func Markdown(run Run) string {
 	billTable(&b, run)
 	scalingTable(&b, run)
 	shardsTable(&b, run)
+	steadyMemoryTable(&b, run)
 	liveReportTable(&b, run)
 	failoverTable(&b, run)
 	controlPlaneTable(&b, run)

@@ -125,6 +125,9 @@ type Result struct {
 	// SteadyRSSBytes is the process's resident set after it ran idle for
 	// Options.SteadySeconds after its sync (0: not taken).
 	SteadyRSSBytes int64 `json:"steadyRSSBytes,omitempty"`
+	// SteadyMemory is the Go runtime's account of its memory when
+	// SteadyRSSBytes was taken, by runtime/metrics name (see steadyMemoryTable).
+	SteadyMemory map[string]uint64 `json:"steadyMemoryClasses,omitempty"`
 	// APIServer is what the local API server spent while the variant ran
 	// (the bill scenario; nil otherwise).
 	APIServer *APIServerShare `json:"apiServer,omitempty"`

@@ -36,6 +36,8 @@ type ShardReplica struct {
 	// the idle window after it; SteadyRSS its resident set after that window.
 	PeakRSS   int64 `json:"peakRSSBytes,omitempty"`
 	SteadyRSS int64 `json:"steadyRSSBytes,omitempty"`
+	// SteadyMemory is the Go runtime's account of its memory when SteadyRSS was taken.
+	SteadyMemory map[string]uint64 `json:"steadyMemoryClasses,omitempty"`
 }
 
 // shardsTable is every replica's share of what a single replica (N=1, the

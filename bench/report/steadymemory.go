@@ -1,0 +1,61 @@
+package report
+
+import (
+	"fmt"
+	"strings"
+)
+
+// The Go runtime's memory classes (runtime/metrics) the steady table reads.
+const (
+	liveHeap      = "/gc/heap/live:bytes"
+	heapObjects   = "/memory/classes/heap/objects:bytes"
+	heapUnused    = "/memory/classes/heap/unused:bytes"
+	heapFree      = "/memory/classes/heap/free:bytes"
+	heapReleased  = "/memory/classes/heap/released:bytes"
+	heapStacks    = "/memory/classes/heap/stacks:bytes"
+	osStacks      = "/memory/classes/os-stacks:bytes"
+	runtimeMapped = "/memory/classes/total:bytes"
+)
+
+// steadyMemoryTable splits each steady resident set by the Go runtime's own
+// account, taken at the same moment: the heap the last GC found live, the
+// garbage allocated since (collected at the next GC), the heap's room in
+// spans no object uses, free heap not yet returned to the kernel, stacks,
+// the runtime's metadata and other, and what the resident set holds beyond
+// what the runtime has mapped and kept (the binary; pages mapped but never
+// touched make it smaller). What a memory goal is short by is in one of them.
+func steadyMemoryTable(b *strings.Builder, run Run) {
+	var rows strings.Builder
+	for _, r := range run.Results {
+		steadyMemoryRow(&rows, r.N, r.Variant, r.SteadyRSSBytes, r.SteadyMemory)
+	}
+	for _, s := range run.Shards {
+		for i, r := range s.Replicas {
+			who := fmt.Sprintf("metawatch, replica %d of %d (%s)", i+1, len(s.Replicas), s.Mode)
+			steadyMemoryRow(&rows, r.CachedPods, who, r.SteadyRSS, r.SteadyMemory)
+		}
+	}
+	b.WriteString("\n## Where the steady resident set is\n\n")
+	b.WriteString("Each steady resident set split by the Go runtime's account of its memory at the same moment " +
+		"(runtime/metrics: `/gc/heap/live`, `/memory/classes/...`), in MiB. Garbage is what was allocated since the " +
+		"last GC and goes at the next; heap room is span space no object uses; free is heap the runtime keeps but " +
+		"does not use (the scavenger returns it slowly); outside is the resident set beyond what the runtime " +
+		"has mapped and kept: the binary, less pages mapped but never touched.\n\n")
+	b.WriteString("| pods cached | variant | steady RSS | live heap | garbage | heap room | heap free | stacks | runtime | outside |\n")
+	b.WriteString("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	b.WriteString(rows.String())
+}
+
+func steadyMemoryRow(b *strings.Builder, pods int, who string, rss int64, m map[string]uint64) {
+	if len(m) == 0 || rss <= 0 {
+		return
+	}
+	signed := func(name string) int64 { return int64(m[name]) }
+	live, objects := signed(liveHeap), signed(heapObjects)
+	stacks := signed(heapStacks) + signed(osStacks)
+	kept := signed(runtimeMapped) - signed(heapReleased)
+	runtimeOwn := kept - objects - signed(heapUnused) - signed(heapFree) - stacks
+	fmt.Fprintf(b, "| %d | %s | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f |\n", pods, who, inMiB(rss),
+		inMiB(live), inMiB(max(objects-live, 0)), inMiB(signed(heapUnused)), inMiB(signed(heapFree)), inMiB(stacks),
+		inMiB(runtimeOwn), inMiB(rss-kept))
+}

@@ -1,0 +1,43 @@
+package report
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestSteadyMemoryTableSplitsTheResidentSet(t *testing.T) {
+	const mib = 1 << 20
+	classes := map[string]uint64{liveHeap: 300 * mib, heapObjects: 340 * mib, heapUnused: 20 * mib, heapFree: 60 * mib,
+		heapReleased: 100 * mib, heapStacks: 2 * mib, osStacks: 1 * mib, runtimeMapped: 540 * mib}
+	for name, tc := range map[string]struct {
+		run  Run
+		want []string
+		none bool
+	}{
+		"a variant's steady set is split into its parts": {
+			run:  Run{Results: []Result{{Variant: "metawatch", N: 1_000_000, SteadyRSSBytes: 480 * mib, SteadyMemory: classes}}},
+			want: []string{"| 1000000 | metawatch | 480 | 300 | 40 | 20 | 60 | 3 | 17 | 40 |"},
+		},
+		"each shard replica gets a row of its own": {
+			run: Run{Shards: []ShardRun{{N: 100, Mode: "server", Replicas: []ShardReplica{
+				{CachedPods: 60, SteadyRSS: 480 * mib, SteadyMemory: classes}, {CachedPods: 40, SteadyRSS: 430 * mib, SteadyMemory: classes}}}}},
+			want: []string{"| 60 | metawatch, replica 1 of 2 (server) | 480 |", "| 40 | metawatch, replica 2 of 2 (server) | 430 | 300 | 40 | 20 | 60 | 3 | 17 | -10 |"},
+		},
+		"a run without the runtime's account has no section": {
+			run:  Run{Results: []Result{{Variant: "chart", N: 10, SteadyRSSBytes: 480 * mib}}},
+			none: true,
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			page := Markdown(tc.run)
+			if tc.none && strings.Contains(page, "Where the steady resident set is") {
+				t.Errorf("a section without rows:\n%s", page)
+			}
+			for _, want := range tc.want {
+				if !strings.Contains(page, want) {
+					t.Errorf("no row %q in:\n%s", want, page)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,190 @@
+package variant
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"sync/atomic"
+
+	"google.golang.org/protobuf/encoding/protowire"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/rest"
+)
+
+// receiveOnly is the floor under what an event can cost a client that
+// receives it as metawatch does: the pods' metadata-only watch in protobuf,
+// over HTTP/1.1 and gzip as metawatch's cache gets it, each frame read and
+// thrown away. Nothing is decoded, stored, compared or handed on, so what
+// it spends per event is the receiving alone (TLS, gzip, the frame's read),
+// which no client of the same stream can go below.
+func receiveOnly() Variant {
+	return Variant{Name: "receive-only", CacheOnly: true,
+		Description: "not a cache: the pods' metadata-only protobuf watch over HTTP/1.1, each frame read and thrown away " +
+			"(what receiving an event costs any client of the same stream)",
+		Start: startReceiveOnly}
+}
+
+// receiveTimeoutSeconds asks the API server to keep the one watch open for
+// the whole run: the variant does not resume one that ends.
+const receiveTimeoutSeconds = "21600"
+
+// podMetadataProtobuf asks for each pod as PartialObjectMetadata in
+// protobuf, as the metadata client and so metawatch's cache do.
+const podMetadataProtobuf = "application/vnd.kubernetes.protobuf;as=PartialObjectMetadata;g=meta.k8s.io;v=v1"
+
+func startReceiveOnly(ctx context.Context, cfg *rest.Config, spec Spec, counters *Counters) (*Running, error) {
+	cfg = rest.CopyConfig(cfg)
+	cfg.NextProtos = []string{"http/1.1"}
+	client, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return nil, err
+	}
+	server, _, err := rest.DefaultServerUrlFor(cfg)
+	if err != nil {
+		return nil, err
+	}
+	w := &frameCounter{counters: counters, synced: make(chan struct{}), failed: make(chan error, 1)}
+	return &Running{
+		Run: func() { go w.watch(ctx, client, podsWatchURL(server, spec.Selector)) },
+		WaitSynced: func(ctx context.Context) error {
+			select {
+			case <-w.synced:
+				return nil
+			case err := <-w.failed:
+				return err
+			case <-ctx.Done():
+				return context.Cause(ctx)
+			}
+		},
+		CachedPods:    func(context.Context) (int, error) { return int(w.added.Load()), nil },
+		CachedPodUIDs: func(context.Context) ([]string, error) { return nil, errors.New("receive-only keeps no pods") },
+	}, nil
+}
+
+// podsWatchURL is a watch of every pod selector selects, from the initial
+// events on, with bookmarks (the initial events end with one).
+func podsWatchURL(server *url.URL, selector string) string {
+	q := url.Values{"watch": {"true"}, "labelSelector": {selector}, "sendInitialEvents": {"true"},
+		"resourceVersionMatch": {"NotOlderThan"}, "allowWatchBookmarks": {"true"}, "timeoutSeconds": {receiveTimeoutSeconds}}
+	u := *server
+	u.Path, u.RawQuery = "/api/v1/pods", q.Encode()
+	return u.String()
+}
+
+// frameCounter reads a protobuf watch stream frame by frame.
+type frameCounter struct {
+	counters *Counters
+	added    atomic.Int64 // pods before the initial events' end
+	synced   chan struct{}
+	failed   chan error
+}
+
+func (w *frameCounter) watch(ctx context.Context, client *http.Client, target string) {
+	err := w.read(ctx, client, target)
+	if ctx.Err() != nil {
+		return
+	}
+	// The counts stop here: a firehose after this would be short of events.
+	fmt.Fprintf(os.Stderr, "receive-only: the watch ended: %v\n", err)
+	w.failed <- fmt.Errorf("receive-only: the watch ended: %w", err)
+}
+
+func (w *frameCounter) read(ctx context.Context, client *http.Client, target string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, target, nil)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Accept", podMetadataProtobuf)
+	resp, err := client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 1024))
+		return fmt.Errorf("%s: %s", resp.Status, body)
+	}
+	var header [4]byte
+	var frame []byte
+	for {
+		if _, err := io.ReadFull(resp.Body, header[:]); err != nil {
+			return err
+		}
+		n := int(binary.BigEndian.Uint32(header[:]))
+		if cap(frame) < n {
+			frame = make([]byte, n)
+		}
+		frame = frame[:n]
+		if _, err := io.ReadFull(resp.Body, frame); err != nil {
+			return err
+		}
+		w.count(frame)
+	}
+}
+
+var initialEventsEnd = []byte(metav1.InitialEventsAnnotationKey)
+
+// count counts a frame as an event, or, the initial events' end, as synced.
+func (w *frameCounter) count(frame []byte) {
+	if eventType(frame) != string(watch.Bookmark) {
+		w.counters.Events.Add(1)
+		if !isClosed(w.synced) {
+			w.added.Add(1)
+		}
+		return
+	}
+	if !isClosed(w.synced) && bytes.Contains(frame, initialEventsEnd) {
+		close(w.synced)
+	}
+}
+
+// protobufMagic opens every protobuf message the API server sends.
+var protobufMagic = []byte("k8s\x00")
+
+// eventType reads a watch frame's event type, and nothing else: the frame is
+// the envelope (runtime.Unknown: its raw bytes are field 2) around the event
+// (metav1.WatchEvent: its type is field 1). "" if the frame is not that.
+func eventType(frame []byte) string {
+	event, ok := bytesField(bytes.TrimPrefix(frame, protobufMagic), 2)
+	if !ok {
+		return ""
+	}
+	typ, _ := bytesField(event, 1)
+	return string(typ)
+}
+
+// bytesField is the first length-delimited field number of message.
+func bytesField(message []byte, number protowire.Number) ([]byte, bool) {
+	for len(message) > 0 {
+		num, typ, n := protowire.ConsumeTag(message)
+		if n < 0 {
+			return nil, false
+		}
+		message = message[n:]
+		if typ == protowire.BytesType && num == number {
+			value, n := protowire.ConsumeBytes(message)
+			return value, n >= 0
+		}
+		if n = protowire.ConsumeFieldValue(num, typ, message); n < 0 {
+			return nil, false
+		}
+		message = message[n:]
+	}
+	return nil, false
+}
+
+func isClosed(c chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
+}
