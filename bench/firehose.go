@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"time"
 
 	"github.com/google/pprof/profile"
 
@@ -30,8 +31,12 @@ type profiler interface {
 func (h *harness) firehose(ctx context.Context, c measured, r *report.Result, bill *billReading) error {
 	prof, profiled := c.(profiler)
 	path := filepath.Join(os.TempDir(), fmt.Sprintf("metawatch-bench-%s-%d.cpu.pprof", r.Variant, r.N))
+	idle, err := idleCPU(ctx, c)
+	if err != nil {
+		return err
+	}
 	var before snapshot
-	var err error
+	start := time.Now()
 	if profiled {
 		before, err = prof.profile(path)
 	} else {
@@ -51,7 +56,8 @@ func (h *harness) firehose(ctx context.Context, c measured, r *report.Result, bi
 		return err
 	}
 	billed()
-	f := &report.Firehose{Seconds: opts.Duration.Seconds(), StatusUpdates: res.StatusUpdates, Events: after.Events - before.Events,
+	f := &report.Firehose{Seconds: opts.Duration.Seconds(), WindowSeconds: time.Since(start).Seconds(), IdleCPUPerSecond: idle,
+		StatusUpdates: res.StatusUpdates, Events: after.Events - before.Events,
 		CPUSeconds: after.CPUSeconds - before.CPUSeconds, Mallocs: after.Mallocs - before.Mallocs,
 		AllocatedBytes: after.AllocatedBytes - before.AllocatedBytes, GCCycles: after.GCCycles - before.GCCycles,
 		ReceivedBytes: podBytes(after.Bytes) - podBytes(before.Bytes)}
@@ -66,6 +72,25 @@ func (h *harness) firehose(ctx context.Context, c measured, r *report.Result, bi
 	}
 	r.Firehose = f
 	return nil
+}
+
+// idleWindow is how long idleCPU watches a variant doing nothing.
+const idleWindow = 5 * time.Second
+
+// idleCPU is the CPU seconds per second the variant spends with no event to
+// handle (timers, the GC, metrics, its Lease): what it would spend over the
+// firehose's window without the firehose.
+func idleCPU(ctx context.Context, c measured) (float64, error) {
+	before, err := c.snapshot()
+	if err != nil {
+		return 0, err
+	}
+	start := time.Now()
+	if err := scenario.Sleep(ctx, idleWindow); err != nil {
+		return 0, err
+	}
+	after, err := c.snapshot()
+	return (after.CPUSeconds - before.CPUSeconds) / time.Since(start).Seconds(), err
 }
 
 // firehoseOptions are the firehose's status-only updates: the variants'

@@ -8,8 +8,14 @@ import (
 // Firehose is a variant under status-only updates at the highest rate the
 // API server sustains: what each event costs it.
 type Firehose struct {
-	Seconds       float64 `json:"seconds"`
-	StatusUpdates int     `json:"statusUpdates"`
+	Seconds float64 `json:"seconds"`
+	// WindowSeconds is the time CPUSeconds was taken over: the updates,
+	// then until the variant was quiet again.
+	WindowSeconds float64 `json:"windowSeconds,omitempty"`
+	// IdleCPUPerSecond is what the variant spent per second doing nothing,
+	// just before (bench's idleCPU).
+	IdleCPUPerSecond float64 `json:"idleCPUPerSecond,omitempty"`
+	StatusUpdates    int     `json:"statusUpdates"`
 	// Events are the watch events the variant received meanwhile (until it
 	// was quiet again): delivered to its informers or, in metawatch's
 	// variants, left out before decoding as unchanged.
@@ -65,17 +71,20 @@ func firehoseTable(b *strings.Builder, run Run) {
 	b.WriteString("Status-only updates (a kubelet's condition message) to the first namespace's pods at the highest rate the API server sustained, all variants measured the same way; " +
 		"CPU, allocations and GC cycles of the variant's whole process from the first update until it was quiet again, per watch event it received " +
 		"(delivered to its informers or, in metawatch's variants, left out before decoding as unchanged: they arrived and were paid for all the same). " +
-		"The last columns are CPU per event against `" + strings.Join(floors, "` and `") + "` (a stock metadata-only cache, no controller; with GOMAXPROCS=1, as the chart runs metawatch) at the same size: below 1 is cheaper.\n\n")
-	b.WriteString("| pods | variant | status updates | events | CPU s / 1000 events | allocations / event | bytes allocated / event | GC cycles |")
+		"The last columns are CPU per event against `" + strings.Join(floors, "` and `") + "` (a stock metadata-only cache, no controller; with GOMAXPROCS=1, as the chart runs metawatch) at the same size: below 1 is cheaper. " +
+		"Idle is what the process spent per second doing nothing in the 5 s before; \"idle out\" takes it, over the same window, out of both sides of the ratio: what the events themselves cost.\n\n")
+	b.WriteString("| pods | variant | status updates | events | CPU s / 1000 events | allocations / event | bytes allocated / event | GC cycles | idle CPU ms / s |")
 	for _, floor := range floors {
 		b.WriteString(" CPU / event vs " + floor + " |")
 	}
-	b.WriteString("\n|---:|---|---:|---:|---:|---:|---:|---:|" + strings.Repeat("---:|", len(floors)) + "\n")
+	b.WriteString(" idle out, vs " + FirehoseFloor + " |")
+	b.WriteString("\n|---:|---|---:|---:|---:|---:|---:|---:|---:|" + strings.Repeat("---:|", len(floors)+1) + "\n")
 	for _, r := range rows {
 		f := r.Firehose
 		events := float64(max(f.Events, 1))
 		fmt.Fprintf(b, "| %d | %s | %d | %d | %.3f | %s | %s | %s |", r.N, r.Variant, f.StatusUpdates, f.Events, 1000*f.CPUSeconds/events,
 			inProcess(r, float64(f.Mallocs)/events, "%.0f"), inProcess(r, float64(f.AllocatedBytes)/events, "%.0f B"), inProcess(r, float64(f.GCCycles), "%.0f"))
+		b.WriteString(" " + idleCell(f) + " |")
 		for _, name := range floors {
 			vs := "-"
 			if floor := run.find(name, r.N); floor != nil && floor.Firehose != nil && floor.Firehose.CPUSeconds > 0 {
@@ -83,7 +92,7 @@ func firehoseTable(b *strings.Builder, run Run) {
 			}
 			b.WriteString(" " + vs + " |")
 		}
-		b.WriteString("\n")
+		b.WriteString(" " + busyRatio(f, run.find(FirehoseFloor, r.N)) + " |\n")
 	}
 	for _, r := range rows {
 		if profiledUnderFirehose[r.Variant] && r.N == run.largest() && len(r.Firehose.TopCPU) > 0 {
@@ -102,4 +111,33 @@ func inProcess(r Result, v float64, format string) string {
 		return "-"
 	}
 	return fmt.Sprintf(format, v)
+}
+
+func idleCell(f *Firehose) string {
+	if f.WindowSeconds <= 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.1f", 1000*f.IdleCPUPerSecond)
+}
+
+// busyCPUPerEvent is the CPU per event with what the process spends idle
+// over the same window taken out; false where the idle pace was not measured.
+func (f *Firehose) busyCPUPerEvent() (float64, bool) {
+	if f == nil || f.WindowSeconds <= 0 || f.Events <= 0 {
+		return 0, false
+	}
+	return max(f.CPUSeconds-f.IdleCPUPerSecond*f.WindowSeconds, 0) / float64(f.Events), true
+}
+
+// busyRatio is f's busy CPU per event against floor's, "-" where either is not known.
+func busyRatio(f *Firehose, floor *Result) string {
+	mine, ok := f.busyCPUPerEvent()
+	if !ok || floor == nil {
+		return "-"
+	}
+	theirs, ok := floor.Firehose.busyCPUPerEvent()
+	if !ok || theirs <= 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.2fx", mine/theirs)
 }
