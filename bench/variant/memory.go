@@ -72,6 +72,22 @@ func metawatchSyncGOGC(percent int) Variant {
 		}}
 }
 
+// lowGOGC is metawatch-gogc50's GC percent, for the whole run.
+const lowGOGC = 50
+
+// metawatchGOGC is metawatch with GOGC=percent from its start to its end:
+// the heap may grow to (1 + percent/100) times what the last GC found live
+// instead of twice. Where the sync's peak is room the GC leaves, not data
+// held (the most live heap says which), this is what brings it down, at
+// the price of more collections.
+func metawatchGOGC(percent int) Variant {
+	return Variant{Name: fmt.Sprintf("metawatch-gogc%d", percent), Description: fmt.Sprintf("metawatch with GOGC=%d for the whole run", percent),
+		Start: func(ctx context.Context, cfg *rest.Config, spec Spec, counters *Counters) (*Running, error) {
+			debug.SetGCPercent(percent)
+			return startMetawatch(ctx, cfg, spec, counters, defaultOptions())
+		}}
+}
+
 // metawatchFreeAfterSync is metawatch returning the sync's garbage to the
 // kernel at once (debug.FreeOSMemory) when its caches are synced, instead
 // of the background scavenger's pace: whether the steady resident set

@@ -145,18 +145,12 @@ func (w *frameCounter) count(frame []byte) {
 	}
 }
 
-// protobufMagic opens every protobuf message the API server sends.
-var protobufMagic = []byte("k8s\x00")
-
-// eventType reads a watch frame's event type, and nothing else: the frame is
-// the envelope (runtime.Unknown: its raw bytes are field 2) around the event
-// (metav1.WatchEvent: its type is field 1). "" if the frame is not that.
+// eventType reads a watch frame's event type, and nothing else. The API
+// server frames each event of a protobuf watch bare (its stream serializer
+// is protobuf.NewRawSerializer): a metav1.WatchEvent, whose type is field 1,
+// before its object. "" if the frame is not that.
 func eventType(frame []byte) string {
-	event, ok := bytesField(bytes.TrimPrefix(frame, protobufMagic), 2)
-	if !ok {
-		return ""
-	}
-	typ, _ := bytesField(event, 1)
+	typ, _ := bytesField(frame, 1)
 	return string(typ)
 }
 

@@ -11,8 +11,8 @@ import (
 )
 
 // watchFrame is a watch event as the API server frames it in protobuf: the
-// envelope (magic and type meta) around the event, whose object is a pod's
-// metadata with annotations.
+// event bare (its stream serializer is the raw one), its object a pod's
+// metadata with annotations in the envelope (magic and type meta).
 func watchFrame(t *testing.T, eventType string, annotations map[string]string) []byte {
 	t.Helper()
 	scheme := runtime.NewScheme()
@@ -27,7 +27,7 @@ func watchFrame(t *testing.T, eventType string, annotations map[string]string) [
 		t.Fatal(err)
 	}
 	var frame bytes.Buffer
-	if err := s.Encode(&metav1.WatchEvent{Type: eventType, Object: runtime.RawExtension{Raw: raw.Bytes()}}, &frame); err != nil {
+	if err := protobuf.NewRawSerializer(scheme, scheme).Encode(&metav1.WatchEvent{Type: eventType, Object: runtime.RawExtension{Raw: raw.Bytes()}}, &frame); err != nil {
 		t.Fatal(err)
 	}
 	return frame.Bytes()
