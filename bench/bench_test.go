@@ -198,6 +198,12 @@ func readRun(t *testing.T, path string) report.Run {
 }
 
 // checkResult checks a variant's result; the firehose's only if the run had it.
+// The runtime's memory figures a steady snapshot must carry.
+const (
+	runtimeLiveHeap = "/gc/heap/live:bytes"
+	runtimeTotal    = "/memory/classes/total:bytes"
+)
+
 func checkResult(t *testing.T, r report.Result, firehose bool) {
 	if r.Objects != r.N || r.Sync.ReceivedBytesPerObject <= 0 || r.Sync.AllocatedBytesPerObject <= 0 || r.Sync.Seconds <= 0 ||
 		r.PeakRSSBytes <= 0 || r.CPUSeconds <= 0 || r.Sync.Events < int64(r.N) {
@@ -214,8 +220,14 @@ func checkResult(t *testing.T, r report.Result, firehose bool) {
 			}
 		}
 	}
-	if f := r.Firehose; firehose && (f == nil || f.StatusUpdates == 0 || f.Events < int64(f.StatusUpdates)/2 || f.CPUSeconds <= 0 || f.Mallocs == 0) {
-		t.Errorf("firehose %+v, want status updates sent, most of them delivered as events, and the CPU and allocations they cost", f)
+	if f := r.Firehose; firehose && (f == nil || f.StatusUpdates == 0 || f.Events < int64(f.StatusUpdates)/2 || f.CPUSeconds <= 0 || f.Mallocs == 0 ||
+		f.WindowSeconds < f.Seconds || f.IdleCPUPerSecond < 0) {
+		t.Errorf("firehose %+v, want status updates sent, most of them delivered as events, the CPU and allocations they cost, "+
+			"over a window no shorter than the updates, and the idle pace before", f)
+	}
+	if r.Sync.PeakLiveHeapBytes == 0 || r.SteadyMemory[runtimeLiveHeap] == 0 || r.SteadyMemory[runtimeTotal] < r.SteadyMemory[runtimeLiveHeap] {
+		t.Errorf("peak live heap %d B, steady memory classes %v: want the most live heap during the sync and the runtime's account of the steady set",
+			r.Sync.PeakLiveHeapBytes, r.SteadyMemory)
 	}
 	if r.CacheOnly {
 		return

@@ -41,7 +41,6 @@ type synced struct {
 	AllocatedBytes     uint64
 	ReceivedBytes      map[string]int64
 	Events, Reconciles int64
-	PodUIDs            []string `json:",omitempty"` // the cached pods' uids, of a sharded replica
 }
 
 // snapshot is what the child counted so far.
@@ -56,6 +55,9 @@ type snapshot struct {
 	GCCycles                uint32
 	// Memory is the Go runtime's account of its memory (probe.MemoryClasses).
 	Memory map[string]uint64 `json:",omitempty"`
+	// PodUIDs are the cached pods' uids, when asked for ("uids"): last, as a
+	// million of them would weigh on any memory figure taken after.
+	PodUIDs []string `json:",omitempty"`
 }
 
 // processStarted is about when this process started: package variables are
@@ -90,18 +92,13 @@ func runChild(ctx context.Context, o options) error {
 	if err != nil {
 		return err
 	}
-	if spec.Shard != nil {
-		if s.PodUIDs, err = running.CachedPodUIDs(ctx); err != nil {
-			return err
-		}
-	}
 	if err := writeHeapProfile(o, v, "synced"); err != nil {
 		return err
 	}
 	if err := json.NewEncoder(os.Stdout).Encode(s); err != nil {
 		return err
 	}
-	return serveSnapshots(os.Stdin, counters, wire)
+	return serveSnapshots(ctx, os.Stdin, running, counters, wire)
 }
 
 // parseShard reads --shard I/N; "" is not sharded.
@@ -175,13 +172,19 @@ func settle(ctx context.Context, counters *variant.Counters, pods int) {
 }
 
 // serveSnapshots answers every line with a snapshot; a line "profile FILE"
-// first starts a CPU profile into FILE, a line "stop-profile" first ends it.
-func serveSnapshots(in io.Reader, counters *variant.Counters, wire *probe.Wire) error {
+// first starts a CPU profile into FILE, a line "stop-profile" first ends it,
+// a line "uids" adds the cached pods' uids to it.
+func serveSnapshots(ctx context.Context, in io.Reader, running *variant.Running, counters *variant.Counters, wire *probe.Wire) error {
 	lines := bufio.NewScanner(in)
 	var profile *os.File
 	for lines.Scan() {
 		var err error
+		var uids []string
 		switch line := lines.Text(); {
+		case line == "uids":
+			if uids, err = running.CachedPodUIDs(ctx); err != nil {
+				return fmt.Errorf("cached pods' uids: %w", err)
+			}
 		case strings.HasPrefix(line, "profile "):
 			if profile, err = os.Create(strings.TrimPrefix(line, "profile ")); err == nil {
 				err = pprof.StartCPUProfile(profile)
@@ -197,7 +200,7 @@ func serveSnapshots(in io.Reader, counters *variant.Counters, wire *probe.Wire) 
 		runtime.ReadMemStats(&m)
 		s := snapshot{Events: counters.Received(), Reconciles: counters.Reconciles(), Requests: wire.Requests(), Bytes: wire.Bytes(),
 			CPUSeconds: probe.CPUSeconds(), PeakRSSBytes: probe.PeakRSS(), RSSBytes: probe.RSS(), Mallocs: m.Mallocs, AllocatedBytes: m.TotalAlloc, GCCycles: m.NumGC,
-			Memory: probe.MemoryClasses()}
+			Memory: probe.MemoryClasses(), PodUIDs: uids}
 		if err := json.NewEncoder(os.Stdout).Encode(s); err != nil {
 			return err
 		}
@@ -241,6 +244,12 @@ func startChild(ctx context.Context, o options, kubeconfig, name string, n int, 
 
 // snapshot asks the child for its counters.
 func (c *child) snapshot() (snapshot, error) { return c.ask("") }
+
+// podUIDs asks the child for the uids of the pods it caches.
+func (c *child) podUIDs() ([]string, error) {
+	s, err := c.ask("uids")
+	return s.PodUIDs, err
+}
 
 // profile starts a CPU profile of the child into path (stopProfile ends it) and takes a snapshot.
 func (c *child) profile(path string) (snapshot, error) { return c.ask("profile " + path) }

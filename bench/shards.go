@@ -73,8 +73,9 @@ func (h *harness) shardsMode(ctx context.Context, n int, mode string) error {
 }
 
 // shardRun starts the replicas one after the other (each one's sync alone),
-// checks that between them they cache every pod once, then runs a
-// status-only churn that all of them see at once.
+// runs a status-only churn that all of them see at once, then checks that
+// between them they cache every pod once. The uids are asked for last: a
+// replica's list of them (a million at 1M) would be in its memory figures.
 func (h *harness) shardRun(ctx context.Context, n, replicas int, mode string) (report.ShardRun, error) {
 	run := report.ShardRun{N: n, Mode: mode}
 	var children []*child
@@ -83,7 +84,6 @@ func (h *harness) shardRun(ctx context.Context, n, replicas int, mode string) (r
 			_, _ = c.stop()
 		}
 	}()
-	cached := map[string]int{}
 	for i := range replicas {
 		shard := variant.Shard{Index: i, Of: replicas, ServerSide: mode == shardsServer}
 		c, s, err := startChild(ctx, h.o, h.kubeconfig, "metawatch", n, "--shard", fmt.Sprintf("%d/%d", i, replicas),
@@ -94,7 +94,24 @@ func (h *harness) shardRun(ctx context.Context, n, replicas int, mode string) (r
 		children = append(children, c)
 		run.Replicas = append(run.Replicas, report.ShardReplica{Buckets: len(shard.Buckets()), CachedPods: s.Objects, SyncSeconds: s.SyncSeconds,
 			SyncBytes: podBytes(s.ReceivedBytes), SyncEvents: s.Events, RetainedBytes: float64(s.RetainedBytes) / float64(max(s.Objects, 1))})
-		for _, uid := range s.PodUIDs {
+	}
+	if err := h.shardChurn(ctx, children, &run); err != nil {
+		return run, err
+	}
+	return run, checkShares(children, &run)
+}
+
+// checkShares counts the pods the replicas cache between them (Union) and
+// those more than one caches (Overlap), and fails unless every pod is
+// cached once.
+func checkShares(children []*child, run *report.ShardRun) error {
+	cached := map[string]int{}
+	for _, c := range children {
+		uids, err := c.podUIDs()
+		if err != nil {
+			return err
+		}
+		for _, uid := range uids {
 			cached[uid]++
 		}
 	}
@@ -104,10 +121,10 @@ func (h *harness) shardRun(ctx context.Context, n, replicas int, mode string) (r
 			run.Overlap++
 		}
 	}
-	if run.Union != n || run.Overlap != 0 {
-		return run, fmt.Errorf("the replicas cached %d pods between them, %d of them more than once; want all %d, each once", run.Union, run.Overlap, n)
+	if run.Union != run.N || run.Overlap != 0 {
+		return fmt.Errorf("the replicas cached %d pods between them, %d of them more than once; want all %d, each once", run.Union, run.Overlap, run.N)
 	}
-	return run, h.shardChurn(ctx, children, &run)
+	return nil
 }
 
 // shardChurn waits the steady window, takes each replica's memory, sends a
