@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"strings"
 	"sync/atomic"
 
 	"google.golang.org/protobuf/encoding/protowire"
@@ -69,12 +70,13 @@ func startReceiveOnly(ctx context.Context, cfg *rest.Config, spec Spec, counters
 }
 
 // podsWatchURL is a watch of every pod selector selects, from the initial
-// events on, with bookmarks (the initial events end with one).
+// events on, with bookmarks (the initial events end with one), under the
+// server's path (a proxy's prefix kept).
 func podsWatchURL(server *url.URL, selector string) string {
 	q := url.Values{"watch": {"true"}, "labelSelector": {selector}, "sendInitialEvents": {"true"},
 		"resourceVersionMatch": {"NotOlderThan"}, "allowWatchBookmarks": {"true"}, "timeoutSeconds": {receiveTimeoutSeconds}}
 	u := *server
-	u.Path, u.RawQuery = "/api/v1/pods", q.Encode()
+	u.Path, u.RawQuery = strings.TrimSuffix(server.Path, "/")+"/api/v1/pods", q.Encode()
 	return u.String()
 }
 

@@ -2,6 +2,8 @@ package variant
 
 import (
 	"bytes"
+	"net/url"
+	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -63,6 +65,24 @@ func TestFrameCounterCountsPodsUntilTheInitialEventsEnd(t *testing.T) {
 			}
 			if got := isClosed(w.synced); got != tc.wantSynced {
 				t.Errorf("synced %t, want %t", got, tc.wantSynced)
+			}
+		})
+	}
+}
+
+func TestPodsWatchURLKeepsTheServersPath(t *testing.T) {
+	for name, tc := range map[string]struct{ server, wantPrefix string }{
+		"a server at its root":         {server: "https://127.0.0.1:6443", wantPrefix: "https://127.0.0.1:6443/api/v1/pods?"},
+		"a server behind a proxy path": {server: "https://proxy.example/k8s/clusters/c1/", wantPrefix: "https://proxy.example/k8s/clusters/c1/api/v1/pods?"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			server, err := url.Parse(tc.server)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := podsWatchURL(server, "metawatch.dev/bench=true")
+			if !strings.HasPrefix(got, tc.wantPrefix) || !strings.Contains(got, "sendInitialEvents=true") || !strings.Contains(got, "watch=true") {
+				t.Errorf("%s: want a watch-list of pods under %s", got, tc.wantPrefix)
 			}
 		})
 	}
