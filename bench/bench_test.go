@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/metawatch/metawatch/bench/probe"
 	"github.com/metawatch/metawatch/bench/report"
 	"github.com/metawatch/metawatch/bench/variant"
 	"github.com/metawatch/metawatch/pkg/testing/controlplane"
@@ -198,12 +199,6 @@ func readRun(t *testing.T, path string) report.Run {
 }
 
 // checkResult checks a variant's result; the firehose's only if the run had it.
-// The runtime's memory figures a steady snapshot must carry.
-const (
-	runtimeLiveHeap = "/gc/heap/live:bytes"
-	runtimeTotal    = "/memory/classes/total:bytes"
-)
-
 func checkResult(t *testing.T, r report.Result, firehose bool) {
 	if r.Objects != r.N || r.Sync.ReceivedBytesPerObject <= 0 || r.Sync.AllocatedBytesPerObject <= 0 || r.Sync.Seconds <= 0 ||
 		r.PeakRSSBytes <= 0 || r.CPUSeconds <= 0 || r.Sync.Events < int64(r.N) {
@@ -225,7 +220,7 @@ func checkResult(t *testing.T, r report.Result, firehose bool) {
 		t.Errorf("firehose %+v, want status updates sent, most of them delivered as events, the CPU and allocations they cost, "+
 			"over a window no shorter than the updates, and the idle pace before", f)
 	}
-	if r.Sync.PeakLiveHeapBytes == 0 || r.SteadyMemory[runtimeLiveHeap] == 0 || r.SteadyMemory[runtimeTotal] < r.SteadyMemory[runtimeLiveHeap] {
+	if r.Sync.PeakLiveHeapBytes == 0 || r.SteadyMemory[probe.LiveHeapMetric] == 0 || r.SteadyMemory[probe.TotalClass] < r.SteadyMemory[probe.LiveHeapMetric] {
 		t.Errorf("peak live heap %d B, steady memory classes %v: want the most live heap during the sync and the runtime's account of the steady set",
 			r.Sync.PeakLiveHeapBytes, r.SteadyMemory)
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/metawatch/metawatch/bench/probe"
 	"github.com/metawatch/metawatch/bench/report"
 	"github.com/metawatch/metawatch/pkg/testing/controlplane"
 )
@@ -56,7 +57,7 @@ func checkShardRun(t *testing.T, run report.Run, s report.ShardRun) {
 		if r.ChurnEvents == 0 || r.ChurnBytes == 0 {
 			t.Errorf("%s, replica %d of %d saw no event or byte of the status churn (%d status updates)", s.Mode, i, len(s.Replicas), s.StatusUpdates)
 		}
-		if r.SteadyMemory[runtimeLiveHeap] == 0 {
+		if r.SteadyMemory[probe.LiveHeapMetric] == 0 {
 			t.Errorf("%s, replica %d of %d has no account of its steady memory: %v", s.Mode, i, len(s.Replicas), r.SteadyMemory)
 		}
 	}

@@ -6,9 +6,9 @@ import (
 	"time"
 )
 
-// liveHeapMetric is the heap the last GC found reachable: what the process
+// LiveHeapMetric is the heap the last GC found reachable: what the process
 // held, not the garbage the GC lets grow up to its goal between cycles.
-const liveHeapMetric = "/gc/heap/live:bytes"
+const LiveHeapMetric = "/gc/heap/live:bytes"
 
 // LiveHeapPeak follows the live heap as each GC finds it, from
 // WatchLiveHeap until Stop, and keeps the most. Set beside the peak RSS,
@@ -67,7 +67,7 @@ func (p *LiveHeapPeak) Stop() uint64 {
 // LiveHeap is the heap the last GC found reachable, in bytes (0 before the
 // first GC).
 func LiveHeap() uint64 {
-	sample := []metrics.Sample{{Name: liveHeapMetric}}
+	sample := []metrics.Sample{{Name: LiveHeapMetric}}
 	metrics.Read(sample)
 	if sample[0].Value.Kind() != metrics.KindUint64 {
 		return 0

@@ -50,17 +50,17 @@ func TestMemoryClassesAccountForTheLiveHeap(t *testing.T) {
 	runtime.GC()
 	classes := MemoryClasses()
 	sink = nil
-	if classes[liveHeapMetric] < 32<<20 || classes["/memory/classes/heap/objects:bytes"] < 32<<20 {
+	if classes[LiveHeapMetric] < 32<<20 || classes[HeapObjectsClass] < 32<<20 {
 		t.Errorf("live heap %d B, heap objects %d B: want both at least the 32 MiB held",
-			classes[liveHeapMetric], classes["/memory/classes/heap/objects:bytes"])
+			classes[LiveHeapMetric], classes[HeapObjectsClass])
 	}
 	var parts uint64
 	for name, v := range classes {
-		if strings.HasPrefix(name, memoryClassPrefix) && name != "/memory/classes/total:bytes" {
+		if strings.HasPrefix(name, memoryClassPrefix) && name != TotalClass {
 			parts += v
 		}
 	}
-	if total := classes["/memory/classes/total:bytes"]; parts != total {
+	if total := classes[TotalClass]; parts != total {
 		t.Errorf("the classes add up to %d B, want the total the runtime gives, %d B", parts, total)
 	}
 }

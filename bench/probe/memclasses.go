@@ -10,15 +10,27 @@ import (
 // metadata and the rest.
 const memoryClassPrefix = "/memory/classes/"
 
+// The memory classes a resident set is split by (runtime/metrics).
+const (
+	HeapObjectsClass  = memoryClassPrefix + "heap/objects:bytes"
+	HeapUnusedClass   = memoryClassPrefix + "heap/unused:bytes"
+	HeapFreeClass     = memoryClassPrefix + "heap/free:bytes"
+	HeapReleasedClass = memoryClassPrefix + "heap/released:bytes"
+	HeapStacksClass   = memoryClassPrefix + "heap/stacks:bytes"
+	OSStacksClass     = memoryClassPrefix + "os-stacks:bytes"
+	// TotalClass is every byte the runtime has mapped: the sum of the others.
+	TotalClass = memoryClassPrefix + "total:bytes"
+)
+
 // MemoryClasses is the Go runtime's account of its memory now, keyed by
 // runtime/metrics name (every /memory/classes/ metric), with the live heap
-// the last GC found (liveHeapMetric): together they say what of a resident
+// the last GC found (LiveHeapMetric): together they say what of a resident
 // set is data held, garbage not yet collected, room the heap keeps and
 // the runtime's own.
 func MemoryClasses() map[string]uint64 {
 	var samples []metrics.Sample
 	for _, d := range metrics.All() {
-		if strings.HasPrefix(d.Name, memoryClassPrefix) || d.Name == liveHeapMetric {
+		if strings.HasPrefix(d.Name, memoryClassPrefix) || d.Name == LiveHeapMetric {
 			samples = append(samples, metrics.Sample{Name: d.Name})
 		}
 	}

@@ -3,18 +3,8 @@ package report
 import (
 	"fmt"
 	"strings"
-)
 
-// The Go runtime's memory classes (runtime/metrics) the steady table reads.
-const (
-	liveHeap      = "/gc/heap/live:bytes"
-	heapObjects   = "/memory/classes/heap/objects:bytes"
-	heapUnused    = "/memory/classes/heap/unused:bytes"
-	heapFree      = "/memory/classes/heap/free:bytes"
-	heapReleased  = "/memory/classes/heap/released:bytes"
-	heapStacks    = "/memory/classes/heap/stacks:bytes"
-	osStacks      = "/memory/classes/os-stacks:bytes"
-	runtimeMapped = "/memory/classes/total:bytes"
+	"github.com/metawatch/metawatch/bench/probe"
 )
 
 // steadyMemoryTable splits each steady resident set by the Go runtime's own
@@ -51,11 +41,11 @@ func steadyMemoryRow(b *strings.Builder, pods int, who string, rss int64, m map[
 		return
 	}
 	signed := func(name string) int64 { return int64(m[name]) }
-	live, objects := signed(liveHeap), signed(heapObjects)
-	stacks := signed(heapStacks) + signed(osStacks)
-	kept := signed(runtimeMapped) - signed(heapReleased)
-	runtimeOwn := kept - objects - signed(heapUnused) - signed(heapFree) - stacks
+	live, objects := signed(probe.LiveHeapMetric), signed(probe.HeapObjectsClass)
+	stacks := signed(probe.HeapStacksClass) + signed(probe.OSStacksClass)
+	kept := signed(probe.TotalClass) - signed(probe.HeapReleasedClass)
+	runtimeOwn := kept - objects - signed(probe.HeapUnusedClass) - signed(probe.HeapFreeClass) - stacks
 	fmt.Fprintf(b, "| %d | %s | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f |\n", pods, who, inMiB(rss),
-		inMiB(live), inMiB(max(objects-live, 0)), inMiB(signed(heapUnused)), inMiB(signed(heapFree)), inMiB(stacks),
+		inMiB(live), inMiB(max(objects-live, 0)), inMiB(signed(probe.HeapUnusedClass)), inMiB(signed(probe.HeapFreeClass)), inMiB(stacks),
 		inMiB(runtimeOwn), inMiB(rss-kept))
 }

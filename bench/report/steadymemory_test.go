@@ -3,12 +3,15 @@ package report
 import (
 	"strings"
 	"testing"
+
+	"github.com/metawatch/metawatch/bench/probe"
 )
 
 func TestSteadyMemoryTableSplitsTheResidentSet(t *testing.T) {
 	const mib = 1 << 20
-	classes := map[string]uint64{liveHeap: 300 * mib, heapObjects: 340 * mib, heapUnused: 20 * mib, heapFree: 60 * mib,
-		heapReleased: 100 * mib, heapStacks: 2 * mib, osStacks: 1 * mib, runtimeMapped: 540 * mib}
+	classes := map[string]uint64{probe.LiveHeapMetric: 300 * mib, probe.HeapObjectsClass: 340 * mib, probe.HeapUnusedClass: 20 * mib,
+		probe.HeapFreeClass: 60 * mib, probe.HeapReleasedClass: 100 * mib, probe.HeapStacksClass: 2 * mib, probe.OSStacksClass: 1 * mib,
+		probe.TotalClass: 540 * mib}
 	for name, tc := range map[string]struct {
 		run  Run
 		want []string
