@@ -2,9 +2,7 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -17,6 +15,7 @@ import (
 	"github.com/metawatch/metawatch/bench/scenario"
 	"github.com/metawatch/metawatch/bench/seed"
 	"github.com/metawatch/metawatch/bench/variant"
+	"github.com/metawatch/metawatch/pkg/testing/loopback"
 )
 
 // failoverLease is the replicas' --leader-election-lease-duration: the default.
@@ -113,7 +112,7 @@ type replica struct {
 // startReplica runs bin with args and a probe address of its own, for the
 // scenario named purpose, its log in a temporary file (named if it fails).
 func startReplica(ctx context.Context, purpose, bin string, args []string) (*replica, error) {
-	addr, err := freeAddress()
+	addr, err := loopback.FreeAddress()
 	if err != nil {
 		return nil, err
 	}
@@ -166,17 +165,4 @@ func (r *replica) stop() {
 		err := <-r.done
 		r.done <- err
 	}
-}
-
-// freeAddress is a 127.0.0.1 address nothing listens on.
-func freeAddress() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer func() { _ = l.Close() }()
-	if _, ok := l.Addr().(*net.TCPAddr); !ok {
-		return "", errors.New("no TCP address")
-	}
-	return l.Addr().String(), nil
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/metawatch/metawatch/bench/scenario"
 	"github.com/metawatch/metawatch/bench/seed"
 	"github.com/metawatch/metawatch/bench/variant"
+	"github.com/metawatch/metawatch/pkg/testing/loopback"
 )
 
 // fanOutVariant is one way the fan-out's writes are made: the metawatch
@@ -148,7 +149,7 @@ func (h *harness) fanOutOnce(ctx context.Context, v fanOutVariant, bin, conf str
 	var tracer *writeTracer
 	if !v.bare {
 		f.Flags = v.flags(adaptive, h.o.concurrency)
-		metrics, err := freeAddress()
+		metrics, err := loopback.FreeAddress()
 		if err != nil {
 			return f, err
 		}

@@ -4,7 +4,6 @@ import (
 	"crypto/tls"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -17,6 +16,8 @@ import (
 	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/metawatch/metawatch/pkg/testing/loopback"
 )
 
 // controllerManagerControllers are the controllers StartControllerManager
@@ -69,7 +70,7 @@ func (cp *ControlPlane) StartControllerManager(t testing.TB) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	port, err := freeLoopbackPort()
+	port, err := loopback.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,17 +147,6 @@ func (cp *ControlPlane) controllerManagerKubeconfig(dir string) (string, error) 
 	}
 	path := filepath.Join(dir, "kubeconfig")
 	return path, os.WriteFile(path, data, 0o600)
-}
-
-// freeLoopbackPort is a port nothing listens on at 127.0.0.1 (this package
-// cannot use testkit.FreeAddress: testkit imports it).
-func freeLoopbackPort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 type managerProcess struct {

@@ -5,7 +5,6 @@ package testkit
 
 import (
 	"context"
-	"net"
 	"testing"
 	"time"
 
@@ -15,6 +14,8 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/metawatch/metawatch/pkg/testing/loopback"
 )
 
 // PodImage is in every test pod's spec, and so never in a metadata-only response.
@@ -98,13 +99,13 @@ func WaitFor(t testing.TB, what string, timeout time.Duration, cond func() bool)
 	}
 }
 
-// FreeAddress is a 127.0.0.1 address nothing listens on, for a server the test starts.
+// FreeAddress is a 127.0.0.1 address nothing listens on, for a server the
+// test starts, outside the ports outgoing connections take.
 func FreeAddress(t testing.TB) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	address, err := loopback.FreeAddress()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
-	return l.Addr().String()
+	return address
 }
