@@ -107,6 +107,10 @@ func (h *harness) fanout(ctx context.Context, n int) error {
 			fmt.Fprintf(os.Stderr, "bench: %d pods: fanout: %s skipped (--fanout-qps50-max-pods %d)\n", n, v.name, h.o.fanOutQPS50MaxPods)
 			continue
 		}
+		if limit, ok := h.o.variantMaxPods[v.name]; ok && n > limit {
+			fmt.Fprintf(os.Stderr, "bench: %d pods: fanout: %s skipped (--variant-max-pods %s=%d)\n", n, v.name, v.name, limit)
+			continue
+		}
 		fmt.Fprintf(os.Stderr, "bench: %d pods: fanout: %s\n", n, v.name)
 		f, err := h.fanOutOnce(ctx, v, bin, conf, adaptive, namespaces, probes, n)
 		if err != nil {

@@ -129,7 +129,7 @@ func parseFlags() options {
 	flag.IntVar(&o.reportKubectlMaxPods, "report-kubectl-max-pods", 0, "The report scenario's kubectl baseline runs only at sizes up to this many pods (0: at every size; at 100k realistic pods it ran for more than 15 minutes and took 14 GiB here).")
 	flag.DurationVar(&o.fanOutIdle, "fanout-idle", 15*time.Second, "How long the fanout scenario's probes run idle, each variant started, before each fan-out: their idle p99.")
 	flag.IntVar(&o.fanOutQPS50MaxPods, "fanout-qps50-max-pods", 0, "The fanout scenario's "+qps50+" variant runs only at sizes up to this many pods (0: at every size; at 100k pods it takes about 33 minutes).")
-	variantMaxPods := flag.String("variant-max-pods", "", "Variants that run only at sizes up to a number of pods, NAME=PODS,... (e.g. typed-cache=100000: a typed cache of a million pods "+
+	variantMaxPods := flag.String("variant-max-pods", "", "Variants that run only at sizes up to a number of pods, NAME=PODS,..., the fanout scenario's included (e.g. typed-cache=100000: a typed cache of a million pods "+
 		"does not fit beside the API server on 24 GiB).")
 	reportBinaries := flag.String("report-binaries", "", "The report scenario also times these metawatch binaries, NAME=PATH,... (e.g. one built from an earlier commit), with the same configuration.")
 	flag.StringVar(&o.render, "render", "", "Only write the report (README.md, plots) of results.json FILE into --out, e.g. after changing the report's code.")
@@ -225,13 +225,27 @@ func mustVariantMaxPods(s string) map[string]int {
 	for _, f := range split(s) {
 		name, pods, _ := strings.Cut(f, "=")
 		n, err := strconv.Atoi(pods)
-		if _, unknown := variant.Named(name); unknown != nil || err != nil || n <= 0 {
-			fmt.Fprintf(os.Stderr, "bench: --variant-max-pods: %q is not NAME=PODS of a variant and a positive number of pods (e.g. typed-cache=100000)\n", f)
+		if !knownVariant(name) || err != nil || n <= 0 {
+			fmt.Fprintf(os.Stderr, "bench: --variant-max-pods: %q is not NAME=PODS of a variant (the fanout scenario's included) and a positive number of pods (e.g. typed-cache=100000)\n", f)
 			os.Exit(2)
 		}
 		out[name] = n
 	}
 	return out
+}
+
+// knownVariant reports whether name is a variant of --variants or of the
+// fanout scenario.
+func knownVariant(name string) bool {
+	if _, unknown := variant.Named(name); unknown == nil {
+		return true
+	}
+	for _, v := range fanOutVariants {
+		if v.name == name {
+			return true
+		}
+	}
+	return false
 }
 
 // knownScenarios are the names --scenarios takes.
