@@ -134,7 +134,9 @@ func waitHTTP200(t *testing.T, url string, log fmt.Stringer) {
 }
 
 // Only the configuration's own faults are called an invalid configuration:
-// a broken kubeconfig is named as what it is.
+// a broken kubeconfig is named as what it is, and a certificate authority
+// that did not sign the API server's certificate ends the start at once,
+// instead of being waited out as an unreachable server.
 func TestStartupNamesTheRealCause(t *testing.T) {
 	controlplane.SkipIfShort(t)
 	good := writeConfig(t, "watches:\n- kind: Pod\n")
@@ -147,6 +149,9 @@ func TestStartupNamesTheRealCause(t *testing.T) {
 			want: "metawatch: loading the configuration: ", wantNot: "invalid configuration"},
 		"a configuration with an unknown kind": {args: []string{"--config-file", writeConfig(t, "watches:\n- kind: Podz\n")},
 			want: "metawatch: invalid configuration: "},
+		"a kubeconfig trusting another certificate authority": {
+			args: []string{"--config-file", good, "--kubeconfig", testkit.KubeconfigTrusting(t, cp.KubeconfigPath, testkit.ForeignCA(t))},
+			want: "check the server address and certificate authority of the kubeconfig", wantNot: "unreachable"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			stderr, err := runToExit(t, tc.args...)

@@ -2,8 +2,11 @@ package apiserver
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"net"
+	"net/http"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -13,12 +16,36 @@ import (
 )
 
 // Unreachable reports whether err means the API server could not be reached
-// (or answered that it is not ready), as opposed to an answer about the request.
+// (or answered that it is not ready), as opposed to an answer about the
+// request or a connection that retrying will not mend (Untrusted).
 func Unreachable(err error) bool {
-	var netErr net.Error
+	if err == nil || Untrusted(err) {
+		return false
+	}
+	var netErr net.Error // *url.Error is one whatever it wraps: Untrusted first
 	return utilnet.IsConnectionRefused(err) || utilnet.IsConnectionReset(err) || utilnet.IsProbableEOF(err) ||
 		errors.As(err, &netErr) || apierrors.IsServiceUnavailable(err) || apierrors.IsServerTimeout(err) ||
 		apierrors.IsTimeout(err) || apierrors.IsTooManyRequests(err)
+}
+
+// Untrusted reports whether err is a TLS connection to the API server that
+// failed on the client's own settings: a certificate its certificate
+// authority did not sign, or issued for another name, or a server that does
+// not speak TLS at that address. Waiting does not mend these; the kubeconfig
+// (or the service account's ca.crt) must change.
+func Untrusted(err error) bool {
+	if err == nil {
+		return false
+	}
+	var (
+		verification *tls.CertificateVerificationError
+		authority    x509.UnknownAuthorityError
+		hostname     x509.HostnameError
+		invalid      x509.CertificateInvalidError
+		notTLS       tls.RecordHeaderError
+	)
+	return errors.As(err, &verification) || errors.As(err, &authority) || errors.As(err, &hostname) ||
+		errors.As(err, &invalid) || errors.As(err, &notTLS) || errors.Is(err, http.ErrSchemeMismatch)
 }
 
 // RetryUnreachable runs f until it succeeds, fails for another reason, or ctx

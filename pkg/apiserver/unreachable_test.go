@@ -2,9 +2,14 @@ package apiserver_test
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -33,20 +38,27 @@ func TestUnreachableTellsTheServerFromItsAnswers(t *testing.T) {
 		err  error
 		want bool
 	}{
-		"no error is not unreachable":                    {err: nil, want: false},
-		"a plain error is not unreachable":               {err: errors.New("parsing the kubeconfig"), want: false},
-		"a 503 Service Unavailable is unreachable":       {err: apierrors.NewServiceUnavailable("starting"), want: true},
-		"a 429 Too Many Requests is unreachable":         {err: apierrors.NewTooManyRequests("overloaded", 1), want: true},
-		"a 504 server timeout is unreachable":            {err: apierrors.NewServerTimeout(pods, "list", 1), want: true},
-		"a request timeout is unreachable":               {err: apierrors.NewTimeoutError("slow", 1), want: true},
-		"a refused connection is unreachable":            {err: &net.OpError{Op: "dial", Net: "tcp", Err: errors.New("connect: connection refused")}, want: true},
-		"a 404 Not Found is an answer":                   {err: apierrors.NewNotFound(pods, "p"), want: false},
-		"a 403 Forbidden is an answer":                   {err: apierrors.NewForbidden(pods, "p", errors.New("RBAC")), want: false},
-		"a 409 Conflict is an answer":                    {err: apierrors.NewConflict(pods, "p", errors.New("changed")), want: false},
-		"a 401 Unauthorized is an answer":                {err: apierrors.NewUnauthorized("bad token"), want: false},
-		"a wrapped 503 stays unreachable":                {err: fmt.Errorf("reading the ConfigMap: %w", apierrors.NewServiceUnavailable("x")), want: true},
-		"a wrapped 403 stays an answer":                  {err: fmt.Errorf("reading the ConfigMap: %w", apierrors.NewForbidden(pods, "p", errors.New("RBAC"))), want: false},
-		"a wrapped refused connection stays unreachable": {err: fmt.Errorf("discovery: %w", &net.OpError{Op: "dial", Net: "tcp", Err: errors.New("refused")}), want: true},
+		"no error is not unreachable":                         {err: nil, want: false},
+		"a plain error is not unreachable":                    {err: errors.New("parsing the kubeconfig"), want: false},
+		"a 503 Service Unavailable is unreachable":            {err: apierrors.NewServiceUnavailable("starting"), want: true},
+		"a 429 Too Many Requests is unreachable":              {err: apierrors.NewTooManyRequests("overloaded", 1), want: true},
+		"a 504 server timeout is unreachable":                 {err: apierrors.NewServerTimeout(pods, "list", 1), want: true},
+		"a request timeout is unreachable":                    {err: apierrors.NewTimeoutError("slow", 1), want: true},
+		"a refused connection is unreachable":                 {err: &net.OpError{Op: "dial", Net: "tcp", Err: errors.New("connect: connection refused")}, want: true},
+		"a 404 Not Found is an answer":                        {err: apierrors.NewNotFound(pods, "p"), want: false},
+		"a 403 Forbidden is an answer":                        {err: apierrors.NewForbidden(pods, "p", errors.New("RBAC")), want: false},
+		"a 409 Conflict is an answer":                         {err: apierrors.NewConflict(pods, "p", errors.New("changed")), want: false},
+		"a 401 Unauthorized is an answer":                     {err: apierrors.NewUnauthorized("bad token"), want: false},
+		"a wrapped 503 stays unreachable":                     {err: fmt.Errorf("reading the ConfigMap: %w", apierrors.NewServiceUnavailable("x")), want: true},
+		"a wrapped 403 stays an answer":                       {err: fmt.Errorf("reading the ConfigMap: %w", apierrors.NewForbidden(pods, "p", errors.New("RBAC"))), want: false},
+		"a wrapped refused connection stays unreachable":      {err: fmt.Errorf("discovery: %w", &net.OpError{Op: "dial", Net: "tcp", Err: errors.New("refused")}), want: true},
+		"a refused connection behind a URL stays unreachable": {err: urlError(&net.OpError{Op: "dial", Net: "tcp", Err: errors.New("refused")}), want: true},
+		"a certificate of another authority is not unreachable": {
+			err: urlError(&tls.CertificateVerificationError{Err: x509.UnknownAuthorityError{}}), want: false},
+		"a certificate for another name is not unreachable": {err: urlError(x509.HostnameError{Host: "elsewhere"}), want: false},
+		"an expired certificate is not unreachable":         {err: urlError(x509.CertificateInvalidError{Reason: x509.Expired}), want: false},
+		"a server not speaking TLS is not unreachable": {
+			err: urlError(tls.RecordHeaderError{Msg: "first record does not look like a TLS handshake"}), want: false},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -60,18 +72,23 @@ func TestUnreachableTellsTheServerFromItsAnswers(t *testing.T) {
 // What a real client gets from a real API server, or from no server at
 // all, is judged as the constructed errors above: nothing listening and a
 // connection closed before an answer are unreachable; the server's answers
-// about the request are not.
+// about the request are not, and neither is a TLS connection failed by the
+// client's own settings.
 func TestUnreachableJudgesWhatAClientReallyGets(t *testing.T) {
 	controlplane.SkipIfShort(t)
 	nobody := rest.CopyConfig(cp.Config)
 	nobody.Impersonate = rest.ImpersonationConfig{UserName: "metawatch-test-nobody"}
 	cases := map[string]struct {
-		cfg  *rest.Config
-		want bool
+		cfg       *rest.Config
+		want      bool
+		untrusted bool // the client's own TLS settings failed the connection
 	}{
 		"nothing listens at the address":          {cfg: at(cp.Config, testkit.FreeAddress(t)), want: true},
 		"the connection closes before any answer": {cfg: at(cp.Config, closingListener(t)), want: true},
 		"the API server answers not found":        {cfg: cp.Config, want: false},
+		"the client trusts another authority":     {cfg: trusting(cp.Config, testkit.ForeignCA(t)), untrusted: true},
+		"the client expects another server name":  {cfg: named(cp.Config, "not-the-api-server.example"), untrusted: true},
+		"a plain HTTP server at the address":      {cfg: at(cp.Config, plainHTTPServer(t)), untrusted: true},
 		"the API server answers forbidden":        {cfg: nobody, want: false},
 	}
 	for name, tc := range cases {
@@ -86,6 +103,9 @@ func TestUnreachableJudgesWhatAClientReallyGets(t *testing.T) {
 			}
 			if got := apiserver.Unreachable(err); got != tc.want {
 				t.Errorf("Unreachable(%v) = %v, want %v", err, got, tc.want)
+			}
+			if got := apiserver.Untrusted(err); got != tc.untrusted {
+				t.Errorf("Untrusted(%v) = %v, want %v", err, got, tc.untrusted)
 			}
 		})
 	}
@@ -165,6 +185,33 @@ func TestRetryUnreachableWaitsForAnAPIServerThatComesUp(t *testing.T) {
 	if err != nil || len(attempts) != 2 || !apiserver.Unreachable(attempts[0]) {
 		t.Errorf("RetryUnreachable returned %v after attempts %v; want success on the second, after a first that found no server", err, attempts)
 	}
+}
+
+// urlError is err as an HTTP client returns it.
+func urlError(err error) error {
+	return &url.Error{Op: "Get", URL: "https://127.0.0.1:6443/api", Err: err}
+}
+
+// trusting is cfg trusting only the certificate authority caPEM.
+func trusting(cfg *rest.Config, caPEM []byte) *rest.Config {
+	cfg = rest.CopyConfig(cfg)
+	cfg.CAFile, cfg.CAData = "", caPEM
+	return cfg
+}
+
+// named is cfg expecting the API server's certificate to be for name.
+func named(cfg *rest.Config, name string) *rest.Config {
+	cfg = rest.CopyConfig(cfg)
+	cfg.ServerName = name
+	return cfg
+}
+
+// plainHTTPServer is the address of a server that answers HTTP without TLS.
+func plainHTTPServer(t *testing.T) string {
+	t.Helper()
+	server := httptest.NewServer(http.NotFoundHandler())
+	t.Cleanup(server.Close)
+	return server.Listener.Addr().String()
 }
 
 // at is cfg pointed at addr (host:port) instead of the API server.
