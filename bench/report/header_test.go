@@ -77,3 +77,27 @@ func TestThePageLinksTheEarlierRunsBesideIt(t *testing.T) {
 		t.Errorf("the page does not end with the earlier runs:\n%s", page)
 	}
 }
+
+// A page of the fanout scenario alone names the bare client as what its
+// ratios are against, and none of the figures it did not take (churn,
+// steady RSS); a page with the variants' own figures keeps them.
+func TestTheHeaderNamesOnlyWhatTheRunMeasured(t *testing.T) {
+	options := Options{Sizes: []int{10_000}, Scenarios: []string{"fanout"}, SteadySeconds: 15, ChurnSeconds: 30}
+	for name, tc := range map[string]struct {
+		run    Run
+		want   []string
+		absent []string
+	}{
+		"the fan-out alone": {run: Run{Baseline: "typed", Options: options, FanOuts: []FanOut{{N: 10_000, Variant: BareFanOut, Seconds: 30}}},
+			want: []string{"ratios are against `bare`"}, absent: []string{"`typed`", "churn", "Steady RSS"}},
+		"the variants' own figures too": {run: Run{Baseline: "typed", Options: options, Results: []Result{{N: 10_000, Variant: "typed"}},
+			FanOuts: []FanOut{{N: 10_000, Variant: BareFanOut, Seconds: 30}}},
+			want: []string{"ratios are against `typed`", "; churn", "Steady RSS"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			var b strings.Builder
+			header(&b, tc.run)
+			checkPage(t, b.String(), tc.want, tc.absent)
+		})
+	}
+}

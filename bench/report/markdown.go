@@ -69,9 +69,15 @@ func header(b *strings.Builder, run Run) {
 	fmt.Fprintf(b, "# metawatch bench results\n\n")
 	fmt.Fprintf(b, "Measured %s on %s/%s, %d CPUs (%s), %.0f GiB memory, %s, kube-apiserver %s on %s.\n",
 		m.Date, m.OS, m.Arch, m.CPUs, m.CPU, float64(m.MemoryBytes)/(1<<30), m.GoVersion, m.KubernetesVersion, m.Target)
-	fmt.Fprintf(b, "Sizes %v pods (%d per namespace), scenarios %s, concurrency %d; churn %.0f status updates/s and %.0f label changes/s for %.0f s. ",
-		o.Sizes, o.PerNamespace, strings.Join(o.Scenarios, ","), o.Concurrency, o.ChurnStatusPerSec, o.ChurnLabelsPerSec, o.ChurnSeconds)
-	if o.SteadySeconds > 0 {
+	fmt.Fprintf(b, "Sizes %v pods (%d per namespace), scenarios %s, concurrency %d",
+		o.Sizes, o.PerNamespace, strings.Join(o.Scenarios, ","), o.Concurrency)
+	fanOutOnly := len(run.Results) == 0 && len(run.FanOuts) > 0 // the variants' own figures were not taken
+	if fanOutOnly {
+		b.WriteString(". ")
+	} else {
+		fmt.Fprintf(b, "; churn %.0f status updates/s and %.0f label changes/s for %.0f s. ", o.ChurnStatusPerSec, o.ChurnLabelsPerSec, o.ChurnSeconds)
+	}
+	if o.SteadySeconds > 0 && !fanOutOnly {
 		fmt.Fprintf(b, "Steady RSS is each variant's resident set after %.0f s idle after its sync. ", o.SteadySeconds)
 	}
 	if o.LeanPods {
@@ -83,8 +89,12 @@ func header(b *strings.Builder, run Run) {
 	for _, name := range slices.Sorted(maps.Keys(o.VariantMaxPods)) {
 		fmt.Fprintf(b, "`%s` ran only at sizes up to %d pods (`--variant-max-pods`). ", name, o.VariantMaxPods[name])
 	}
+	baseline := run.Baseline
+	if fanOutOnly {
+		baseline = BareFanOut
+	}
 	fmt.Fprintf(b, "Every variant ran in its own process against the same API server in the same run; ratios are against `%s`, measured in the same run. "+
-		"Variants and scenarios are described in %s.\n\n", run.Baseline, guideLink(run.guide))
+		"Variants and scenarios are described in %s.\n\n", baseline, guideLink(run.guide))
 	if o.Command != "" {
 		fmt.Fprintf(b, "Run again with `%s`.\n\n", o.Command)
 	}
