@@ -173,9 +173,10 @@ func loadInitial(ctx context.Context, opts options, getConfig func() (*rest.Conf
 	case err == nil:
 		return conf, nil
 	case apiserver.Untrusted(err):
-		return nil, fmt.Errorf("loading the configuration: the TLS connection to the API server failed on this "+
-			"client's settings, which waiting will not mend; check the server address and certificate authority of "+
-			"the kubeconfig (--kubeconfig, $KUBECONFIG) or the service account's ca.crt: %w", err)
+		return nil, fmt.Errorf("loading the configuration: the TLS connection to the API server failed, which "+
+			"waiting will not mend; check the server address and certificate authority of the kubeconfig "+
+			"(--kubeconfig, $KUBECONFIG; in a pod, the cluster's root CA), the API server's certificate and "+
+			"this machine's clock: %w", err)
 	case opts.waitForConfig && opts.source.ConfigMap != "" && !apiserver.Unreachable(err):
 		setupLog.Error(err, "no valid configuration yet; waiting for one (--wait-for-config)")
 		return nil, nil

@@ -29,10 +29,11 @@ func Unreachable(err error) bool {
 }
 
 // Untrusted reports whether err is a TLS connection to the API server that
-// failed on the client's own settings: a certificate its certificate
-// authority did not sign, or issued for another name, or a server that does
-// not speak TLS at that address. Waiting does not mend these; the kubeconfig
-// (or the service account's ca.crt) must change.
+// failed on the client's own settings or the server's certificate: a
+// certificate its certificate authority did not sign, issued for another
+// name or expired, or a server that does not speak TLS at that address.
+// Waiting does not mend these; the kubeconfig, the cluster's certificates or
+// the clock must change, and a restart reads them again.
 func Untrusted(err error) bool {
 	if err == nil {
 		return false
@@ -45,7 +46,10 @@ func Untrusted(err error) bool {
 		notTLS       tls.RecordHeaderError
 	)
 	return errors.As(err, &verification) || errors.As(err, &authority) || errors.As(err, &hostname) ||
-		errors.As(err, &invalid) || errors.As(err, &notTLS) || errors.Is(err, http.ErrSchemeMismatch)
+		errors.As(err, &invalid) || errors.Is(err, http.ErrSchemeMismatch) ||
+		// Only the first record's header error carries the connection: no TLS
+		// at the address. A bad record later is a broken stream, retried.
+		(errors.As(err, &notTLS) && notTLS.Conn != nil)
 }
 
 // RetryUnreachable runs f until it succeeds, fails for another reason, or ctx

@@ -55,10 +55,12 @@ func TestUnreachableTellsTheServerFromItsAnswers(t *testing.T) {
 		"a refused connection behind a URL stays unreachable": {err: urlError(&net.OpError{Op: "dial", Net: "tcp", Err: errors.New("refused")}), want: true},
 		"a certificate of another authority is not unreachable": {
 			err: urlError(&tls.CertificateVerificationError{Err: x509.UnknownAuthorityError{}}), want: false},
-		"a certificate for another name is not unreachable": {err: urlError(x509.HostnameError{Host: "elsewhere"}), want: false},
+		"a certificate for another name is not unreachable": {err: urlError(x509.HostnameError{Certificate: &x509.Certificate{}, Host: "elsewhere"}), want: false},
 		"an expired certificate is not unreachable":         {err: urlError(x509.CertificateInvalidError{Reason: x509.Expired}), want: false},
 		"a server not speaking TLS is not unreachable": {
-			err: urlError(tls.RecordHeaderError{Msg: "first record does not look like a TLS handshake"}), want: false},
+			err: urlError(tls.RecordHeaderError{Msg: "first record does not look like a TLS handshake", Conn: &net.TCPConn{}}), want: false},
+		"a bad record on a TLS stream stays unreachable": {
+			err: urlError(tls.RecordHeaderError{Msg: "oversized record received with length 20000"}), want: true},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -6,12 +6,16 @@ import (
 	"testing"
 )
 
-// A port handed out lies below the ephemeral range, so that no outgoing
+// A port handed out lies outside the ephemeral range, so that no outgoing
 // connection can take it before the server binds it (the kernel's ":0" port
 // lies inside that range, and a child metawatch once failed to bind one), is
 // never handed out twice, and can be bound.
 func TestFreePortIsBelowTheEphemeralRangeAndUnique(t *testing.T) {
-	top, seen := ephemeralStart(), map[int]bool{}
+	low, high, ok := outside(ephemeralRange())
+	if !ok {
+		t.Skip("the ephemeral range covers nearly every port here: ports come from the kernel")
+	}
+	seen := map[int]bool{}
 	for range 100 {
 		address, err := FreeAddress()
 		if err != nil {
@@ -25,8 +29,8 @@ func TestFreePortIsBelowTheEphemeralRangeAndUnique(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if port < lowestPort || port >= top {
-			t.Fatalf("port %d outside [%d, %d), the range below the ephemeral ports", port, lowestPort, top)
+		if port < low || port >= high {
+			t.Fatalf("port %d outside [%d, %d), the ports outside the ephemeral range", port, low, high)
 		}
 		if seen[port] {
 			t.Fatalf("port %d handed out twice", port)
@@ -53,5 +57,25 @@ func TestFreePortSkipsAListeningPort(t *testing.T) {
 	defer l.Close()
 	if listenable(port) {
 		t.Fatalf("port %d reported free while a listener holds it", port)
+	}
+}
+
+// Ports are drawn below the ephemeral range, above it where it starts too
+// low to leave room below, and from the kernel where it leaves room nowhere.
+func TestPortsAreDrawnOutsideTheEphemeralRange(t *testing.T) {
+	for name, tc := range map[string]struct {
+		start, end, low, high int
+		ok                    bool
+	}{
+		"Linux's default range leaves room below it": {start: 32768, end: 60999, low: 10000, high: 32768, ok: true},
+		"a range starting low leaves room above it":  {start: 10500, end: 60999, low: 61000, high: 65536, ok: true},
+		"a range covering nearly every port":         {start: 1024, end: 65000, ok: false},
+	} {
+		t.Run(name, func(t *testing.T) {
+			low, high, ok := outside(tc.start, tc.end)
+			if low != tc.low || high != tc.high || ok != tc.ok {
+				t.Errorf("outside(%d, %d) = [%d, %d) %v, want [%d, %d) %v", tc.start, tc.end, low, high, ok, tc.low, tc.high, tc.ok)
+			}
+		})
 	}
 }
