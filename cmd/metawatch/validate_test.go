@@ -2,6 +2,7 @@ package main
 
 import (
 	"flag"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -32,7 +33,7 @@ func TestValidateFlags(t *testing.T) {
 		},
 		"a write-rate floor of zero": {
 			change: func(o *options) { o.writeRate.Min = 0 },
-			want:   []string{"--write-rate-min is 0: expected a positive number of writes per second"},
+			want:   []string{"--write-rate-min is 0: expected a finite positive number of writes per second"},
 		},
 		"a write-rate floor above its ceiling": {
 			change: func(o *options) { o.writeRate.Min, o.writeRate.Max = 200, 100 },
@@ -40,7 +41,15 @@ func TestValidateFlags(t *testing.T) {
 		},
 		"a negative write-rate ceiling": {
 			change: func(o *options) { o.writeRate.Max = -1 },
-			want:   []string{"--write-rate-max is -1: expected a positive number of writes per second"},
+			want:   []string{"--write-rate-max is -1: expected a finite positive number of writes per second"},
+		},
+		"an infinite write-rate ceiling": {
+			change: func(o *options) { o.writeRate.Max = math.Inf(1) },
+			want:   []string{"--write-rate-max is +Inf: expected a finite positive number of writes per second"},
+		},
+		"an infinite write-rate floor and ceiling": {
+			change: func(o *options) { o.writeRate.Min, o.writeRate.Max = math.Inf(1), math.Inf(1) },
+			want:   []string{"--write-rate-min is +Inf: expected a finite positive number of writes per second"},
 		},
 		"a write-rate floor equal to its ceiling (a fixed rate) is valid": {
 			change: func(o *options) { o.writeRate.Min, o.writeRate.Max = 50, 50 },

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"math"
 )
 
 // Limits are the operator's bounds on the write rate, in writes per second.
@@ -32,17 +33,22 @@ func (l *Limits) BindFlags(fs *flag.FlagSet) {
 // Validate says every bound that cannot work, in the flags' words.
 func (l Limits) Validate() error {
 	var errs []error
-	if !(l.Min > 0) {
-		errs = append(errs, fmt.Errorf("--write-rate-min is %g: expected a positive number of writes per second, e.g. 10", l.Min))
+	if !usableRate(l.Min) {
+		errs = append(errs, fmt.Errorf("--write-rate-min is %g: expected a finite positive number of writes per second, e.g. 10", l.Min))
 	}
-	if !(l.Max > 0) {
-		errs = append(errs, fmt.Errorf("--write-rate-max is %g: expected a positive number of writes per second, e.g. 1000", l.Max))
+	if !usableRate(l.Max) {
+		errs = append(errs, fmt.Errorf("--write-rate-max is %g: expected a finite positive number of writes per second, e.g. 1000", l.Max))
 	}
-	if l.Min > 0 && l.Max > 0 && l.Min > l.Max {
+	if usableRate(l.Min) && usableRate(l.Max) && l.Min > l.Max {
 		errs = append(errs, fmt.Errorf("--write-rate-min (%g) is above --write-rate-max (%g): the floor must be at most the ceiling; raise --write-rate-max or lower --write-rate-min", l.Min, l.Max))
 	}
 	return errors.Join(errs...)
 }
+
+// usableRate reports whether r can bound the rate: positive and finite. An
+// infinite one would reach the limiter, whose burst is a tenth of the rate
+// as an int, which no infinity converts to.
+func usableRate(r float64) bool { return r > 0 && !math.IsInf(r, 1) }
 
 // String is the limits as the start-up log says them.
 func (l Limits) String() string {
