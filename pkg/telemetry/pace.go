@@ -37,7 +37,7 @@ var WritePriorityLevel = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 // the write rate's sign of a queue (package pace).
 var WriteProbeSeconds = prometheus.NewHistogram(prometheus.HistogramOpts{
 	Name:    "metawatch_write_probe_seconds",
-	Help:    "Latency of the write pacer's probe (a GET of the selectors ConfigMap's metadata, 4 a second while writes flow, one every 5 s idle): the API server's latency as other clients' reads feel it, which lowers the write rate when it rises.",
+	Help:    "Latency of the write pacer's probe (a GET of the selectors ConfigMap's metadata, or with --config-file of Namespace default, 4 a second while writes flow, one every 5 s idle): the API server's latency as other clients' reads feel it, which lowers the write rate when it rises.",
 	Buckets: prometheus.ExponentialBuckets(0.001, 2, 14), // 1ms to about 8s, past the probe's 5s timeout
 })
 
