@@ -33,7 +33,7 @@ func TestFlowControlServesWritesAndLeasesWhereTheChartSays(t *testing.T) {
 	writes := kubectl(t, "", "get", "prioritylevelconfiguration", release+"-metawatch-writes", "-o", "jsonpath={.metadata.uid}")
 	leases := kubectl(t, "", "get", "prioritylevelconfiguration", "leader-election", "-o", "jsonpath={.metadata.uid}")
 
-	asChart := chartServiceAccountClient(t, ns, release+"-metawatch")
+	asChart, host := chartServiceAccountClient(t, ns, release+"-metawatch")
 	cases := map[string]struct {
 		method, path string
 		want         string // the priority level's uid; "": neither of the two
@@ -50,7 +50,7 @@ func TestFlowControlServesWritesAndLeasesWhereTheChartSays(t *testing.T) {
 			// The API server's flow control picks new FlowSchemas up within seconds.
 			var served string
 			for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
-				served = servedPriorityLevel(t, asChart, c.method, c.path)
+				served = servedPriorityLevel(t, asChart, c.method, host+c.path)
 				if (c.want != "" && served == c.want) || (c.want == "" && served != "" && served != writes && served != leases) {
 					return
 				}
@@ -61,43 +61,34 @@ func TestFlowControlServesWritesAndLeasesWhereTheChartSays(t *testing.T) {
 	}
 }
 
-// chartServiceAccountClient is a client configuration that acts as the
-// chart's ServiceAccount.
-func chartServiceAccountClient(t *testing.T, ns, serviceAccount string) *rest.Config {
+// chartServiceAccountClient is an HTTP client that acts as the chart's
+// ServiceAccount, and the API server's address.
+func chartServiceAccountClient(t *testing.T, ns, serviceAccount string) (*http.Client, string) {
 	t.Helper()
 	cfg, err := clientcmd.BuildConfigFromFlags("", impersonatingKubeconfig(t, ns, serviceAccount))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return cfg
-}
-
-// servedPriorityLevel sends an empty request and returns the uid of the
-// priority level that served it, whatever the answer (a 403 or 404 is
-// classified all the same: flow control comes before authorization).
-func servedPriorityLevel(t *testing.T, cfg *rest.Config, method, path string) string {
-	t.Helper()
 	client, err := rest.HTTPClientFor(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var body *strings.Reader
-	switch method {
-	case http.MethodPatch:
-		body = strings.NewReader("{}")
-	default:
-		body = strings.NewReader("")
-	}
-	req, err := http.NewRequestWithContext(t.Context(), method, strings.TrimSuffix(cfg.Host, "/")+path, body)
+	return client, strings.TrimSuffix(cfg.Host, "/")
+}
+
+// servedPriorityLevel sends a request with an empty object and returns the uid of the
+// priority level that served it, whatever the answer (a 403 or 404 is
+// classified all the same: flow control comes before authorization).
+func servedPriorityLevel(t *testing.T, client *http.Client, method, url string) string {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), method, url, strings.NewReader("{}"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if method == http.MethodPatch {
-		req.Header.Set("Content-Type", "application/merge-patch+json")
-	}
+	req.Header.Set("Content-Type", "application/merge-patch+json") // read by a PATCH only
 	resp, err := client.Do(req)
 	if err != nil {
-		t.Logf("%s %s: %v", method, path, err)
+		t.Logf("%s %s: %v", method, url, err)
 		return ""
 	}
 	_ = resp.Body.Close()
