@@ -2,9 +2,6 @@ package rulecontroller
 
 import (
 	"context"
-	"encoding/json"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -12,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 
 	"github.com/metawatch/metawatch/pkg/authority"
+	"github.com/metawatch/metawatch/pkg/ownership"
 	"github.com/metawatch/metawatch/pkg/rules"
 	"github.com/metawatch/metawatch/pkg/telemetry"
 )
@@ -58,13 +56,13 @@ func (r *ruleReconciler) planAdoption(obj *metav1.PartialObjectMetadata) (p adop
 	if r.adoptFrom == "" {
 		return p, false
 	}
-	entry, theirs, onlyMetadata := appliedBy(obj, r.adoptFrom)
+	entry, theirs, onlyMetadata := ownership.Entry(obj, r.adoptFrom)
 	if entry == nil {
 		return p, false
 	}
 	p.take, p.keep = r.splitAdoptable(obj, theirs)
 	switch {
-	case p.take.empty():
+	case p.take.Empty():
 		return p, false
 	case !onlyMetadata:
 		p.refused = telemetry.AdoptionOtherFields
@@ -78,12 +76,12 @@ func (r *ruleReconciler) planAdoption(obj *metav1.PartialObjectMetadata) (p adop
 // and those the guardrails keep from this installation; keys obj no longer
 // has (a stale entry) are neither.
 func (r *ruleReconciler) splitAdoptable(obj *metav1.PartialObjectMetadata, theirs owned) (take, keep owned) {
-	take = owned{labels: sets.New[string](), annotations: sets.New[string]()}
-	keep = owned{labels: sets.New[string](), annotations: sets.New[string]()}
+	take = ownership.NewKeys()
+	keep = ownership.NewKeys()
 	for _, m := range []struct {
 		theirs, take, keep sets.Set[string]
 		current            map[string]string
-	}{{theirs.labels, take.labels, keep.labels, obj.Labels}, {theirs.annotations, take.annotations, keep.annotations, obj.Annotations}} {
+	}{{theirs.Labels, take.Labels, keep.Labels, obj.Labels}, {theirs.Annotations, take.Annotations, keep.Annotations, obj.Annotations}} {
 		for k := range m.theirs {
 			switch _, has := m.current[k]; {
 			case !has:
@@ -104,7 +102,7 @@ func (r *ruleReconciler) adopt(ctx context.Context, obj *metav1.PartialObjectMet
 	if !ok {
 		return false, nil
 	}
-	log := logr.FromContextOrDiscard(ctx).WithValues("from", r.adoptFrom, "labels", sets.List(p.take.labels), "annotations", sets.List(p.take.annotations))
+	log := logr.FromContextOrDiscard(ctx).WithValues("from", r.adoptFrom, "labels", sets.List(p.take.Labels), "annotations", sets.List(p.take.Annotations))
 	if p.refused != "" {
 		telemetry.Adoptions.WithLabelValues(kindLabel(r.GVK), p.refused).Inc()
 		log.Info("keys of the adopted field manager not taken over", "reason", p.refused)
@@ -115,8 +113,8 @@ func (r *ruleReconciler) adopt(ctx context.Context, obj *metav1.PartialObjectMet
 		return false, nil
 	}
 	mine := ownedKeys(obj, r.fieldManager)
-	if !mine.labels.IsSuperset(p.take.labels) || !mine.annotations.IsSuperset(p.take.annotations) {
-		both := owned{labels: mine.labels.Union(p.take.labels), annotations: mine.annotations.Union(p.take.annotations)}
+	if !mine.Covers(p.take) {
+		both := mine.Union(p.take)
 		if rv, err = r.applyCurrent(ctx, r.fieldManager, obj, rv, both); err != nil || rv == "" {
 			return false, err
 		}
@@ -134,7 +132,7 @@ func (r *ruleReconciler) adopt(ctx context.Context, obj *metav1.PartialObjectMet
 // error when the write was dropped: the object is gone or replaced, the
 // generation is stopping, or another replica holds its bucket.
 func (r *ruleReconciler) applyCurrent(ctx context.Context, manager string, obj *metav1.PartialObjectMetadata, rv string, keys owned) (string, error) {
-	labels, annotations := atCurrent(obj.Labels, keys.labels), atCurrent(obj.Annotations, keys.annotations)
+	labels, annotations := atCurrent(obj.Labels, keys.Labels), atCurrent(obj.Annotations, keys.Annotations)
 	after, err := r.applyAs(ctx, manager, obj, rv, labels, annotations, false)
 	switch outcome := authority.Classify(err); {
 	case outcome == authority.Written:
@@ -156,57 +154,4 @@ func atCurrent(current map[string]string, keys sets.Set[string]) map[string]rule
 		}
 	}
 	return out
-}
-
-// appliedBy returns manager's Apply entry on obj (nil if none), the label
-// and annotation keys it owns, and whether it owns nothing else.
-func appliedBy(obj metav1.Object, manager string) (entry *metav1.ManagedFieldsEntry, keys owned, onlyMetadata bool) {
-	fields := obj.GetManagedFields()
-	for i := range fields {
-		f := &fields[i]
-		if f.Manager != manager || f.Operation != metav1.ManagedFieldsOperationApply || f.Subresource != "" || f.FieldsV1 == nil {
-			continue
-		}
-		raw := f.FieldsV1.GetRawBytes()
-		return f, parsedFields.keysOf(raw), onlyLabelsAndAnnotations(raw)
-	}
-	return nil, owned{}, false
-}
-
-// onlyLabelsAndAnnotations reports whether a FieldsV1 set holds nothing but
-// label and annotation keys ("." is a set's own marker); false if it cannot
-// be read.
-func onlyLabelsAndAnnotations(raw []byte) bool {
-	var root, meta map[string]json.RawMessage
-	if json.Unmarshal(raw, &root) != nil || !onlyKeys(root, "f:metadata") {
-		return false
-	}
-	if m, ok := root["f:metadata"]; ok && json.Unmarshal(m, &meta) != nil {
-		return false
-	}
-	if !onlyKeys(meta, "f:labels", "f:annotations") {
-		return false
-	}
-	for _, name := range []string{"f:labels", "f:annotations"} {
-		var m map[string]json.RawMessage
-		if raw, ok := meta[name]; ok && json.Unmarshal(raw, &m) != nil {
-			return false
-		}
-		for k := range m {
-			if k != "." && !strings.HasPrefix(k, "f:") {
-				return false
-			}
-		}
-	}
-	return true
-}
-
-// onlyKeys reports whether m has no key but allowed and ".".
-func onlyKeys(m map[string]json.RawMessage, allowed ...string) bool {
-	for k := range m {
-		if k != "." && !slices.Contains(allowed, k) {
-			return false
-		}
-	}
-	return true
 }

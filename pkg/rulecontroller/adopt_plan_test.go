@@ -78,10 +78,10 @@ func TestPlanAdoption(t *testing.T) {
 			if !ok {
 				return
 			}
-			if got := sets.List(p.take.labels); !sameKeys(got, tc.wantTake) {
+			if got := sets.List(p.take.Labels); !sameKeys(got, tc.wantTake) {
 				t.Errorf("takes %v, want %v", got, tc.wantTake)
 			}
-			if got := sets.List(p.keep.labels); !sameKeys(got, tc.wantKeep) {
+			if got := sets.List(p.keep.Labels); !sameKeys(got, tc.wantKeep) {
 				t.Errorf("keeps %v, want %v", got, tc.wantKeep)
 			}
 			if p.refused != tc.wantRefused {

@@ -119,8 +119,8 @@ func (c change) empty() bool {
 func changeOf(obj *metav1.PartialObjectMetadata, fieldManager string, res rules.Result) change {
 	mine := ownedKeys(obj, fieldManager)
 	c := change{rules: sets.New[string]()}
-	c.setLabels, c.releaseLabels = diffOwned(c.rules, obj.Labels, res.Labels, mine.labels)
-	c.setAnnotations, c.releaseAnnotations = diffOwned(c.rules, obj.Annotations, res.Annotations, mine.annotations)
+	c.setLabels, c.releaseLabels = diffOwned(c.rules, obj.Labels, res.Labels, mine.Labels)
+	c.setAnnotations, c.releaseAnnotations = diffOwned(c.rules, obj.Annotations, res.Annotations, mine.Annotations)
 	return c
 }
 
@@ -149,8 +149,8 @@ func diffOwned(involved sets.Set[string], current map[string]string, desired map
 // It returns what was applied.
 func (r *ruleReconciler) resolveConflicts(ctx context.Context, obj *metav1.PartialObjectMetadata, rv string, res rules.Result, conflicts owned, holders map[string]string) (rules.Result, error) {
 	reclaim := r.memory.reclaims.get(types.NamespacedName{Namespace: obj.Namespace, Name: obj.Name})
-	labels, forceLabels := r.yield(obj, config.Labels, res.Labels, conflicts.labels.UnsortedList(), reclaim.labels.Has, holders)
-	annotations, forceAnnotations := r.yield(obj, config.Annotations, res.Annotations, conflicts.annotations.UnsortedList(), reclaim.annotations.Has, holders)
+	labels, forceLabels := r.yield(obj, config.Labels, res.Labels, conflicts.Labels.UnsortedList(), reclaim.Labels.Has, holders)
+	annotations, forceAnnotations := r.yield(obj, config.Annotations, res.Annotations, conflicts.Annotations.UnsortedList(), reclaim.Annotations.Has, holders)
 	res.Labels, res.Annotations = labels, annotations
 	return res, r.applyManifest(ctx, obj, rv, labels, annotations, forceLabels || forceAnnotations)
 }

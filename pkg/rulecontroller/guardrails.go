@@ -35,7 +35,7 @@ func (r *ruleReconciler) guard(ctx context.Context, key types.NamespacedName, ob
 // to count its keys as left (metawatch_keys_left_by_guardrail).
 func (r *ruleReconciler) ownsKeys(obj *metav1.PartialObjectMetadata) bool {
 	mine := ownedKeys(obj, r.fieldManager)
-	return mine.labels.Len()+mine.annotations.Len() > 0
+	return mine.Labels.Len()+mine.Annotations.Len() > 0
 }
 
 // guarded is rules.Guard of res on obj.
@@ -43,9 +43,9 @@ func (r *ruleReconciler) guarded(obj *metav1.PartialObjectMetadata, res rules.Re
 	mine := ownedKeys(obj, r.fieldManager)
 	owns := func(what config.MetadataMap, k string) bool {
 		if what == config.Labels {
-			return mine.labels.Has(k)
+			return mine.Labels.Has(k)
 		}
-		return mine.annotations.Has(k)
+		return mine.Annotations.Has(k)
 	}
 	return rules.Guard(res, r.Rules, rules.Metadata{Labels: obj.Labels, Annotations: obj.Annotations}, owns, r.limits)
 }
@@ -55,14 +55,14 @@ func (r *ruleReconciler) guarded(obj *metav1.PartialObjectMetadata, res rules.Re
 // nothing of it is written, not even a release.
 func (r *ruleReconciler) leaveAll(ctx context.Context, key types.NamespacedName, obj *metav1.PartialObjectMetadata, reason string) {
 	mine := ownedKeys(obj, r.fieldManager)
-	n := mine.labels.Len() + mine.annotations.Len()
+	n := mine.Labels.Len() + mine.Annotations.Len()
 	counts := map[string]int{}
 	if n > 0 {
 		counts[reason] = n
 	}
 	if r.audit.observeLeft(key, obj.UID, counts) && n > 0 {
 		logr.FromContextOrDiscard(ctx).Info("keys metawatch owns left as they are: the guardrails forbid writing this object", "reason", reason,
-			"labels", sets.List(mine.labels), "annotations", sets.List(mine.annotations))
+			"labels", sets.List(mine.Labels), "annotations", sets.List(mine.Annotations))
 	}
 }
 

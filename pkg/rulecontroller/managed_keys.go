@@ -1,96 +1,26 @@
 package rulecontroller
 
 import (
-	"encoding/json"
 	"errors"
 	"strconv"
 	"strings"
-	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
+
+	"github.com/metawatch/metawatch/pkg/ownership"
 )
 
-// owned is the label and annotation keys metawatch's field manager owns on
-// an object. The sets ownedKeys returns are shared between objects (see
-// parsedFields): read them, never change them.
-type owned struct {
-	labels, annotations sets.Set[string]
-}
+// owned is the label and annotation keys a field manager owns on an object
+// (package ownership). The sets ownedKeys returns are shared between
+// objects: read them, never change them.
+type owned = ownership.Keys
 
 // ownedKeys reads the managedFields entry of metawatch's field manager (the
-// cache keeps only that one).
+// cache keeps only that one, and the adopted name's).
 func ownedKeys(obj metav1.Object, fieldManager string) owned {
-	for _, f := range obj.GetManagedFields() {
-		if f.Manager == fieldManager && f.Operation == metav1.ManagedFieldsOperationApply && f.FieldsV1 != nil {
-			return parsedFields.keysOf(f.FieldsV1.GetRawBytes())
-		}
-	}
-	return noKeys
-}
-
-// noKeys is owned with no key, shared (read-only, as every owned ownedKeys returns).
-var noKeys = owned{labels: sets.New[string](), annotations: sets.New[string]()}
-
-// fieldKeys memoizes the label and annotation keys of a FieldsV1 set by its
-// bytes. Objects metawatch manages alike carry the same set (the cache even
-// shares one entry between them), a decision reads it up to three times and
-// an update event twice: parsing it each time was 30 allocations and about
-// 6 us, 13 s of CPU for the settled checks of a million objects at start.
-// Bounded: cleared when full, as the cache's tables of shared values are.
-type fieldKeys struct {
-	mu     sync.Mutex
-	parsed map[string]owned
-}
-
-var parsedFields = &fieldKeys{parsed: map[string]owned{}}
-
-// maxParsedFields bounds fieldKeys: distinct owned sets are few (one per
-// combination of keys the rules write), so the bound is rarely reached.
-const maxParsedFields = 4096
-
-func (p *fieldKeys) keysOf(raw []byte) owned {
-	p.mu.Lock()
-	o, ok := p.parsed[string(raw)]
-	p.mu.Unlock()
-	if ok {
-		return o
-	}
-	o = parseOwned(raw)
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if len(p.parsed) >= maxParsedFields {
-		clear(p.parsed)
-	}
-	p.parsed[string(raw)] = o
-	return o
-}
-
-// parseOwned reads the label and annotation keys of a FieldsV1 set (none if
-// it cannot be read).
-func parseOwned(raw []byte) owned {
-	o := owned{labels: sets.New[string](), annotations: sets.New[string]()}
-	var fields struct {
-		Metadata struct {
-			Labels      map[string]json.RawMessage `json:"f:labels"`
-			Annotations map[string]json.RawMessage `json:"f:annotations"`
-		} `json:"f:metadata"`
-	}
-	if json.Unmarshal(raw, &fields) != nil {
-		return o
-	}
-	addFieldKeys(o.labels, fields.Metadata.Labels)
-	addFieldKeys(o.annotations, fields.Metadata.Annotations)
-	return o
-}
-
-func addFieldKeys(dst sets.Set[string], fields map[string]json.RawMessage) {
-	for k := range fields {
-		if key, ok := strings.CutPrefix(k, "f:"); ok {
-			dst.Insert(key)
-		}
-	}
+	return ownership.Applied(obj, fieldManager)
 }
 
 // takenBy returns the keys metawatch owned on before that another manager took
@@ -101,8 +31,8 @@ func addFieldKeys(dst sets.Set[string], fields map[string]json.RawMessage) {
 func takenBy(before, after metav1.Object, fieldManager string) owned {
 	was, is := ownedKeys(before, fieldManager), ownedKeys(after, fieldManager)
 	return owned{
-		labels:      changedValues(was.labels.Difference(is.labels), before.GetLabels(), after.GetLabels()),
-		annotations: changedValues(was.annotations.Difference(is.annotations), before.GetAnnotations(), after.GetAnnotations()),
+		Labels:      changedValues(was.Labels.Difference(is.Labels), before.GetLabels(), after.GetLabels()),
+		Annotations: changedValues(was.Annotations.Difference(is.Annotations), before.GetAnnotations(), after.GetAnnotations()),
 	}
 }
 
@@ -117,8 +47,6 @@ func changedValues(lost sets.Set[string], before, after map[string]string) sets.
 	return out
 }
 
-func (o owned) empty() bool { return o.labels.Len()+o.annotations.Len() == 0 }
-
 // conflictingKeys returns the label and annotation keys of a server-side apply
 // conflict (409 with FieldManagerConflict causes), or ok=false for any other error.
 func conflictingKeys(err error) (keys owned, ok bool) {
@@ -126,18 +54,18 @@ func conflictingKeys(err error) (keys owned, ok bool) {
 	if !apierrors.IsConflict(err) || !errors.As(err, &status) || status.Status().Details == nil {
 		return owned{}, false
 	}
-	keys = owned{labels: sets.New[string](), annotations: sets.New[string]()}
+	keys = ownership.NewKeys()
 	for _, c := range status.Status().Details.Causes {
 		if c.Type != metav1.CauseTypeFieldManagerConflict {
 			continue
 		}
 		if k, found := strings.CutPrefix(c.Field, ".metadata.labels."); found {
-			keys.labels.Insert(k)
+			keys.Labels.Insert(k)
 		} else if k, found := strings.CutPrefix(c.Field, ".metadata.annotations."); found {
-			keys.annotations.Insert(k)
+			keys.Annotations.Insert(k)
 		}
 	}
-	return keys, !keys.empty()
+	return keys, !keys.Empty()
 }
 
 // conflictHolders returns, for each label and annotation key of a server-side

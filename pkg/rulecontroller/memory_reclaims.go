@@ -4,7 +4,8 @@ import (
 	"sync"
 
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/sets"
+
+	"github.com/metawatch/metawatch/pkg/ownership"
 )
 
 // reclaims remembers, per object, the keys metawatch owned until another
@@ -29,7 +30,7 @@ func (r *reclaims) add(key types.NamespacedName, keys owned) {
 		r.items[key] = keys
 		return
 	}
-	r.items[key] = owned{labels: prev.labels.Union(keys.labels), annotations: prev.annotations.Union(keys.annotations)}
+	r.items[key] = prev.Union(keys)
 }
 
 func (r *reclaims) get(key types.NamespacedName) owned {
@@ -37,7 +38,7 @@ func (r *reclaims) get(key types.NamespacedName) owned {
 	defer r.mu.Unlock()
 	o, ok := r.items[key]
 	if !ok {
-		return owned{labels: sets.New[string](), annotations: sets.New[string]()}
+		return ownership.NewKeys()
 	}
 	return o
 }

@@ -291,15 +291,15 @@ func (r *ruleReconciler) namespaceOf(ctx context.Context, obj *metav1.PartialObj
 // another controller) are put back, unless that keeps happening (takeovers).
 func (r *ruleReconciler) noteTakenKeys(oldObj, newObj metav1.Object) {
 	taken := takenBy(oldObj, newObj, r.fieldManager)
-	if taken.empty() {
+	if taken.Empty() {
 		return
 	}
 	key := types.NamespacedName{Namespace: newObj.GetNamespace(), Name: newObj.GetName()}
 	r.memory.reclaims.add(key, taken)
-	for k := range taken.labels {
+	for k := range taken.Labels {
 		r.memory.takeovers.add(key, config.Labels, k)
 	}
-	for k := range taken.annotations {
+	for k := range taken.Annotations {
 		r.memory.takeovers.add(key, config.Annotations, k)
 	}
 }
