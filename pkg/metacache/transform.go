@@ -11,6 +11,7 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 
 	"github.com/metawatch/metawatch/pkg/config"
+	"github.com/metawatch/metawatch/pkg/ownership"
 )
 
 // Shrink is what a cache transform removes from, and shares between, the
@@ -28,8 +29,12 @@ type Shrink struct {
 	// it is (time included): the name this installation wrote as before,
 	// whose keys metawatch takes over (--adopt-field-manager).
 	Adopted string
-	// Annotations keeps only the annotations in Keep: the ones nothing reads can
-	// be large, e.g. kubectl's last-applied-configuration.
+	// Annotations keeps only the annotations in Keep and those the entries of
+	// Manager and Adopted own: the ones nothing reads can be large, e.g.
+	// kubectl's last-applied-configuration. An annotation metawatch owns stays
+	// in view whether or not the configuration still reads it: it is what the
+	// next apply would release, and what the guardrails, the removal brake and
+	// adoption must see to hold it.
 	Annotations bool
 	Keep        sets.Set[string]
 	// Intern makes repeated strings (namespace, label keys and values,
@@ -106,10 +111,11 @@ func (s Shrink) apply(obj metav1.Object) {
 		obj.SetManagedFields(s.own(fields))
 	}
 	if s.Annotations {
-		obj.SetAnnotations(filter(obj.GetAnnotations(), s.Keep))
+		owned := ownership.AnnotationsOf(obj.GetManagedFields(), s.Manager, s.Adopted)
+		obj.SetAnnotations(filter(obj.GetAnnotations(), s.Keep, owned))
 	}
 	if s.KeepLabels != nil {
-		obj.SetLabels(filter(obj.GetLabels(), s.KeepLabels))
+		obj.SetLabels(filter(obj.GetLabels(), s.KeepLabels, nil))
 	}
 	if s.UnreadFields {
 		if s.KeepController {
@@ -167,10 +173,10 @@ func (s Shrink) own(fields []metav1.ManagedFieldsEntry) []metav1.ManagedFieldsEn
 	return append(slices.Clone(own), *adopted)
 }
 
-// filter returns m without the keys keep lacks, nil if none is left.
-func filter(m map[string]string, keep sets.Set[string]) map[string]string {
+// filter returns m without the keys neither keep nor owned has, nil if none is left.
+func filter(m map[string]string, keep, owned sets.Set[string]) map[string]string {
 	for k := range m {
-		if !keep.Has(k) {
+		if !keep.Has(k) && !owned.Has(k) {
 			delete(m, k)
 		}
 	}
