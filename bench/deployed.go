@@ -24,6 +24,7 @@ import (
 	"github.com/metawatch/metawatch/bench/target"
 	"github.com/metawatch/metawatch/bench/variant"
 	"github.com/metawatch/metawatch/hack/onenode"
+	"github.com/metawatch/metawatch/pkg/authority"
 	"github.com/metawatch/metawatch/pkg/testing/controlplane"
 	"github.com/metawatch/metawatch/pkg/testing/testkit"
 )
@@ -101,7 +102,11 @@ func (h *harness) startDeployed(ctx context.Context, n int) (*deployed, synced, 
 		return nil, synced{}, err
 	}
 	start := time.Now()
-	if out, err := setup.helmCmd(ctx, "install", "metawatch", chartPath, "--set", "image.pullPolicy=Never").CombinedOutput(); err != nil {
+	// fieldManager: the name every variant writes as. The variants share the
+	// pods, and each converge sets a new value: a key the chart had left
+	// owned by its per-release name would be a conflict the next variant yields.
+	if out, err := setup.helmCmd(ctx, "install", "metawatch", chartPath, "--set", "image.pullPolicy=Never",
+		"--set", "fieldManager="+authority.DefaultFieldManager).CombinedOutput(); err != nil {
 		return nil, synced{}, fmt.Errorf("helm install: %w\n%s", err, out)
 	}
 	leader, err := waitLeaderReady(ctx, setup.cs)

@@ -123,7 +123,7 @@ func Names(vs []Variant) []string {
 // cluster with a node (--local-cluster).
 func Chart() Variant {
 	return Variant{Name: "chart", Deployed: true, Description: "metawatch as users run it: the Helm chart with its default values " +
-		"(2 replicas, client QPS 50 and burst 100, 1 GiB memory limit) on the node, the ConfigMap below; figures of the leader's process, " +
+		"but fieldManager, metawatch as every variant writes (2 replicas, client QPS 50 and burst 100, 1 GiB memory limit) on the node, the ConfigMap below; figures of the leader's process, " +
 		"read from /proc and its metrics endpoint; sync is helm install to the leader Ready"}
 }
 

@@ -51,8 +51,13 @@ func TestChartOnARealNode(t *testing.T) {
 	cs := kubernetes.NewForConfigOrDie(c.Config)
 
 	installed := time.Now()
+	// fieldManager as the chart's default was before it derived one per
+	// release: the upgrades below render with default values, and must keep
+	// it (the Deployment's, by lookup), and the previous release, installed
+	// on the same pods after the uninstall, writes as metawatch: under another
+	// name the keys this release leaves would be another manager's there.
 	run(t, helm, "--kubeconfig", c.KubeconfigPath, "install", "metawatch", "../../deploy/helm/metawatch", "-n", "metawatch-system",
-		"--create-namespace", "--set", "image.pullPolicy=Never")
+		"--create-namespace", "--set", "image.pullPolicy=Never", "--set", "fieldManager=metawatch")
 	run(t, c.Kubectl, "--kubeconfig", c.KubeconfigPath, "apply", "-n", "metawatch-system", "-f", "../../selectors/default.yaml")
 	run(t, c.Kubectl, "--kubeconfig", c.KubeconfigPath, "-n", "metawatch-system", "rollout", "status", "deploy/metawatch", "--timeout=3m")
 	t.Logf("both replicas Ready %s after helm install", time.Since(installed).Round(100*time.Millisecond))

@@ -24,7 +24,8 @@ const previousRelease = "110915f"
 // upgradeFromPreviousRelease installs the previous release (its chart, its
 // image built from its source, its example configuration), lets it label
 // the pods, then helm upgrades to this tree's chart and image with the same
-// configuration: no pod's labels may change (no key lost or flipped), the
+// configuration: the chart keeps the field manager 0.1.0 wrote as
+// (metawatch), no pod's labels may change (no key lost or flipped), the
 // new replicas write to pods at most once each (counted from the API
 // server's audit log; a converged cluster needs none), and the Lease goes
 // to a new replica, which then follows a Namespace change.
@@ -54,6 +55,10 @@ func upgradeFromPreviousRelease(t *testing.T, c *onenode.Cluster, cs kubernetes.
 	run(t, helm, "--kubeconfig", c.KubeconfigPath, "upgrade", "metawatch", "../../deploy/helm/metawatch", "-n", chartNamespace,
 		"--set", "image.pullPolicy=Never", "--set", "image.tag="+current[strings.LastIndex(current, ":")+1:], "-f", previousKinds(t))
 	rolloutOrDump(t, c)
+	// 0.1.0 passed no --field-manager: it wrote as the binary's default.
+	if got := chartFieldManager(t, cs); got != "metawatch" {
+		t.Errorf("after the upgrade from %s --field-manager=%q, want metawatch, the name 0.1.0 wrote as", previousRelease, got)
+	}
 	testkit.WaitFor(t, "a replica of this release to hold the Lease", 2*time.Minute, func() bool {
 		return leaseIdentity(t, cs) != before && podImage(t, cs, leaseHolder(t, cs)) == current
 	})

@@ -26,6 +26,7 @@ func rollingUpgrade(t *testing.T, c *onenode.Cluster, cs kubernetes.Interface, h
 	if err := c.ImportImage(t.Context(), buildImageAs(t, next)); err != nil {
 		t.Fatal(err)
 	}
+	fieldManager := chartFieldManager(t, cs)
 	watching := watchTeam(t, cs, "storefront")
 	from := time.Now()
 	stopChurn := churnTeam(t, cs, "storefront")
@@ -33,6 +34,9 @@ func rollingUpgrade(t *testing.T, c *onenode.Cluster, cs kubernetes.Interface, h
 	run(t, helm, "--kubeconfig", c.KubeconfigPath, "upgrade", "metawatch", "../../deploy/helm/metawatch", "-n", "metawatch-system",
 		"--set", "image.pullPolicy=Never", "--set", "image.tag="+tag)
 	run(t, c.Kubectl, "--kubeconfig", c.KubeconfigPath, "-n", "metawatch-system", "rollout", "status", "deploy/metawatch", "--timeout=3m")
+	if got := chartFieldManager(t, cs); got != fieldManager {
+		t.Errorf("the upgrade with default values changed --field-manager from %q to %q: the old name would keep its keys", fieldManager, got)
+	}
 	time.Sleep(5 * time.Second) // the churn goes on under the new leader too
 	last := stopChurn()
 	waitLabel(t, cs, "the upgraded replicas to converge", pods, last)
@@ -48,6 +52,28 @@ func rollingUpgrade(t *testing.T, c *onenode.Cluster, cs kubernetes.Interface, h
 	if len(writers) < 2 {
 		t.Logf("only one replica wrote during the upgrade: the handover itself went unseen in the writes")
 	}
+}
+
+// chartFieldManager is the --field-manager the chart's Deployment passes
+// (the last, as the binary reads its flags); "" if none.
+func chartFieldManager(t *testing.T, cs kubernetes.Interface) string {
+	t.Helper()
+	d, err := cs.AppsV1().Deployments(chartNamespace).Get(t.Context(), "metawatch", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	value := ""
+	for _, c := range d.Spec.Template.Spec.Containers {
+		if c.Name != "metawatch" {
+			continue
+		}
+		for _, a := range c.Args {
+			if v, ok := strings.CutPrefix(a, "--field-manager="); ok {
+				value = v
+			}
+		}
+	}
+	return value
 }
 
 // churnTeam flips the Namespace's team label between two values every second

@@ -130,3 +130,71 @@ A guess could grant what the operator did not review.
 {{- fail "rbac.watch and rbac.patch (chart 0.1.0) are replaced by rbac.kinds, one entry per kind: {kind, apiGroup, resource, write}. Drop them from your values and list the kinds your configuration needs: metawatch check -f config.yaml --kubeconfig K --chart-values kinds.yaml writes that list, then helm upgrade ... -f kinds.yaml (CHANGELOG: Upgrading from 0.1.0)" }}
 {{- end }}
 {{- end }}
+
+{{/*
+The server-side apply field manager the rules write as (--field-manager):
+fieldManager as given; empty, derived. On an upgrade the derived name is the
+one the release's running Deployment passes (metawatch, the binary's default,
+if it passes none: a Deployment of an older chart), so an installation keeps
+the keys it owns; on a new install, and wherever lookup sees no cluster (helm
+template, --dry-run=client), metawatch/<namespace>/<release>: unique in the
+cluster (a release name is unique in its namespace) and at most
+10 + 63 + 1 + 53 = 127 characters, within the API server's 128. When
+adoptFieldManager names the running one, the upgrade renames the
+installation to the per-release name, which adopts the old one's keys.
+*/}}
+{{- define "metawatch.fieldManager" -}}
+{{- $adopt := .Values.adoptFieldManager | default "" }}
+{{- $fieldManager := .Values.fieldManager | default "" }}
+{{- if not $fieldManager }}
+{{- $fieldManager = include "metawatch.runningFieldManager" . }}
+{{- if or (not $fieldManager) (eq $fieldManager $adopt) }}
+{{- $fieldManager = printf "metawatch/%s/%s" .Release.Namespace .Release.Name }}
+{{- end }}
+{{- end }}
+{{- if eq $fieldManager $adopt }}
+{{- fail (printf "adoptFieldManager %q is the field manager this installation writes as (fieldManager): name the one it wrote as before the change, or leave adoptFieldManager empty" $adopt) }}
+{{- end }}
+{{- $fieldManager }}
+{{- end }}
+
+{{/*
+The --field-manager the release's running Deployment passes (the last one,
+as the binary reads its flags), metawatch if it passes none, or empty when
+lookup finds no Deployment of this release: on a new install, and with helm
+template or --dry-run=client, which see no cluster. The Deployment is the
+one named <fullname> of those Helm's ownership annotation gives to this
+release and that run a metawatch container, else the first other such one:
+a nameOverride or fullnameOverride changed in the upgrade keeps the name too.
+*/}}
+{{- define "metawatch.runningFieldManager" -}}
+{{- $release := .Release.Name }}
+{{- $fullname := include "metawatch.fullname" . }}
+{{- $exact := "" }}
+{{- $other := "" }}
+{{- range dig "items" list (lookup "apps/v1" "Deployment" .Release.Namespace "") }}
+{{- if eq (dig "metadata" "annotations" "meta.helm.sh/release-name" "" .) $release }}
+{{- $name := dig "metadata" "name" "" . }}
+{{- range dig "spec" "template" "spec" "containers" list . }}
+{{- if eq (dig "name" "" .) "metawatch" }}
+{{- $fieldManager := "metawatch" }}
+{{- $previous := "" }}
+{{- range dig "args" list . }}
+{{- if hasPrefix "--field-manager=" . }}
+{{- $fieldManager = trimPrefix "--field-manager=" . }}
+{{- else if eq $previous "--field-manager" }}
+{{- $fieldManager = . }}
+{{- end }}
+{{- $previous = . }}
+{{- end }}
+{{- if eq $name $fullname }}
+{{- $exact = $fieldManager }}
+{{- else if not $other }}
+{{- $other = $fieldManager }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- $exact | default $other }}
+{{- end }}
