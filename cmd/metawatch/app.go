@@ -84,7 +84,7 @@ func run(ctx context.Context, opts options) error {
 		Config: cfg, Source: opts.source, Controller: opts.controller, Mode: opts.mode, Leader: leader, Initial: conf, ShutdownTimeout: budget.generation, Limits: &opts.limits, RemovalBrake: &opts.removalBrake,
 		Recorder: mgr.GetEventRecorder(rulecontroller.EventSource), Log: ctrl.Log.WithName("reload"), Wire: mgrOpts.Wire,
 		Installation: installation(opts), PolicyOwner: opts.policyOwner,
-		Pacer: pacer,
+		Pacer: pacer, BrakeRecord: brakeRecord(opts),
 	}
 	if opts.mode == authority.Sharded {
 		if reloader.Sharding, err = addSharding(ctx, mgr, cfg, opts); err != nil {
@@ -105,6 +105,16 @@ func run(ctx context.Context, opts options) error {
 		return err
 	}
 	return releaseLease(mgrOpts, reloader, budget.release)
+}
+
+// brakeRecord is where the removal brake keeps its count: --removal-brake-record,
+// or reload.BrakeRecordFor the configuration's source and the Lease.
+func brakeRecord(opts options) types.NamespacedName {
+	if ns, name, ok := strings.Cut(opts.brakeRecord, "/"); ok { // checked by validateFlags
+		return types.NamespacedName{Namespace: ns, Name: name}
+	}
+	ns, _ := metamanager.LeaseNamespace(opts.manager) // out of a cluster: none, unless the flag names it
+	return reload.BrakeRecordFor(opts.source, ns, cmp.Or(opts.manager.LeaderElectionID, metamanager.DefaultLeaderElectionID))
 }
 
 // writeProbe is the write pacer's probe (pace.Probe): a GET of the

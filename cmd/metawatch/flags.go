@@ -41,6 +41,8 @@ type options struct {
 	policyOwner string
 	// containerMemoryLimit is --container-memory-limit (applyMemoryLimit).
 	containerMemoryLimit string
+	// brakeRecord is --removal-brake-record (brakeRecord).
+	brakeRecord string
 }
 
 // parseFlags parses args on flag.CommandLine, where controller-runtime has
@@ -82,6 +84,10 @@ func bindFlags(fs *flag.FlagSet) *options {
 	o.limits.BindFlags(fs)
 	o.removalBrake = brake.DefaultLimits()
 	o.removalBrake.BindFlags(fs)
+	fs.StringVar(&o.brakeRecord, "removal-brake-record", "", "ConfigMap, as NAMESPACE/NAME, where the removal brake keeps its count and the approvals it used, so that a restart, "+
+		"a failover or a rolling update goes on from them and sharded replicas share one bound. metawatch creates it; it needs get, create and patch on it. "+
+		"Empty: <name>-removal-brake beside the --config-map ConfigMap; with --config-file, <--leader-election-id>-removal-brake in the Lease's namespace, or this process's memory only "+
+		"out of a cluster. With --dry-run the count is kept in memory.")
 	o.writeRate = pace.DefaultLimits()
 	o.writeRate.BindFlags(fs)
 	fs.IntVar(&o.controller.MaxConcurrentReconciles, "max-concurrent-reconciles", 4, "Reconciles run at once, per kind.")

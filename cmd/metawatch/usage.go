@@ -28,7 +28,7 @@ var flagGroups = []struct {
 	{"Configuration", []string{"config-map", "config-file", "wait-for-config", "dry-run", "events-include-values", "field-manager", "adopt-field-manager"}},
 	{"Guardrails (what any configuration may make rules write)", []string{"writable-kinds", "protected-keys", "allowed-reserved-keys",
 		"write-namespaces", "exclude-write-namespaces", "allow-at-creation", "admission-policy-owner",
-		"removal-brake-objects", "removal-brake-share", "removal-brake-window"}},
+		"removal-brake-objects", "removal-brake-share", "removal-brake-window", "removal-brake-record"}},
 	{"API server", []string{"kubeconfig", "kube-api-qps", "kube-api-burst", "write-rate-min", "write-rate-max"}},
 	{"Leader election and sharding", []string{"leader-elect", "warm-standby", "leader-election-id", "leader-election-namespace", "leader-election-lease-duration",
 		"leader-election-renew-deadline", "leader-election-retry-period", "sharding", "sharding-ring", "graceful-shutdown-timeout"}},

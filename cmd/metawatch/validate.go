@@ -32,8 +32,22 @@ func validateFlags(opts options) (authority.Mode, error) {
 		authority.ValidFieldManager("--field-manager", opts.controller.FieldManager),
 		adoptFieldManagerValid(opts.controller.FieldManager, opts.controller.AdoptFieldManager),
 		opts.removalBrake.Validate(),
+		brakeRecordValid(opts.brakeRecord),
 		opts.writeRate.Validate(),
 	)
+}
+
+// brakeRecordValid checks --removal-brake-record: empty (the default), or
+// NAMESPACE/NAME of a ConfigMap.
+func brakeRecordValid(record string) error {
+	if record == "" {
+		return nil
+	}
+	ns, name, ok := strings.Cut(record, "/")
+	if !ok || len(validation.IsDNS1123Label(ns)) > 0 || len(validation.IsDNS1123Subdomain(name)) > 0 {
+		return fmt.Errorf("--removal-brake-record %q: want NAMESPACE/NAME of a ConfigMap, e.g. metawatch-system/metawatch-removal-brake", record)
+	}
+	return nil
 }
 
 // adoptFieldManagerValid checks --adopt-field-manager: empty (adopt

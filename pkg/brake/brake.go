@@ -1,32 +1,40 @@
 // Package brake bounds mass removals: how many objects of a kind metawatch
-// removes or releases keys on, per configuration, before an operator says
-// that this is meant.
+// removes or releases keys on, per change, before an operator says that this
+// is meant.
 //
 // One mistaken edit (a rule removed or narrowed, a Namespace relabelled, a
 // guardrail flag narrowed, or the first pass of a replica whose view is
 // wrong) would otherwise strip a key from every object of a kind within
 // seconds, long before anyone reads an Event. The brake lets a bounded
 // number of objects per kind through (a count, or a share of the kind's
-// cached objects, whichever is larger) and holds the rest: their keys stay
-// as they are, and metawatch says so, until the operator approves the
-// configuration by its hash (the ConfigMap annotation AllowRemovals) or
+// objects, whichever is larger) and holds the rest: their keys stay as they
+// are, and metawatch says so, until the operator approves the held change
+// (the ConfigMap annotation AllowRemovals, naming the change's Token) or
 // raises the bound. Sets and copies are never held: they add, and a
 // mistaken add is undone by an edit, where a removal loses the value.
 //
-// A Brake lives as long as one generation (one configuration): a new
-// configuration starts a new count, so the first pass after any change, or
-// after a start, is bounded. Within a generation the count restarts every
+// The count lives in a Record the installation keeps in the cluster (Store,
+// Ledger), counted before each write is sent: a restart, a crash loop, a
+// failover or a rolling update goes on from it, so N restarts do not grant N
+// bounds, and sharded replicas share one bound. A configuration change
+// begins a new count; within one configuration the count begins again every
 // Window while nothing is held, so that a steady trickle of legitimate
 // removals (objects that stop matching a rule one by one, over days) is
-// never held; once the brake holds, it keeps holding until approved or
-// until the configuration changes: restarting the count then would let the
-// mistake through one bound per window.
+// never held. Once it holds, the held change stays until approved, or the
+// configuration changes.
+//
+// An approval lets one change go on, once: it covers the objects held when
+// it is used (or a count the operator names), is recorded as used, and never
+// approves anything before it: a later mass removal, a rollback, a restart
+// hold again, under a new change with a new token.
 package brake
 
 import (
-	"flag"
+	"context"
 	"fmt"
-	"math"
+	"maps"
+	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -38,92 +46,72 @@ import (
 	"github.com/metawatch/metawatch/pkg/telemetry"
 )
 
-// AllowRemovals is the ConfigMap annotation that approves the removals of
-// one configuration: its value is that configuration's hash (as the
-// RemovalsHeld Event and /readyz/configuration say it). A later change has
-// another hash, and is braked again.
+// AllowRemovals is the ConfigMap annotation that approves one held change:
+// its value is the change's Token (as the RemovalsHeld Event and
+// /readyz/configuration say it), optionally followed by ",objects=N" to let
+// up to N objects per kind of that change go on.
 const AllowRemovals = "metawatch.dev/allow-removals"
 
-// Limits are the operator's bound (flags --removal-brake-objects,
-// --removal-brake-share, --removal-brake-window).
-type Limits struct {
-	// Objects per kind that may lose keys per generation and window.
-	Objects int
-	// SharePercent of the kind's cached objects that may: the bound is the
-	// larger of the two, so that a large kind is not held for a change
-	// proportionate to its size.
-	SharePercent float64
-	// Window after which the count restarts, while nothing is held.
-	Window time.Duration
-}
-
-// DefaultLimits are the flags' defaults.
-func DefaultLimits() Limits {
-	return Limits{Objects: 100, SharePercent: 1, Window: 10 * time.Minute}
-}
-
-// Disabled reports whether these limits brake nothing: no count and no share.
-func (l Limits) Disabled() bool { return l.Objects <= 0 && l.SharePercent <= 0 }
-
-// Bound is how many objects of a kind with cached objects may lose keys:
-// max(Objects, ceil(SharePercent% of cached)).
-func (l Limits) Bound(cached int) int {
-	share := int(math.Ceil(l.SharePercent * float64(cached) / 100))
-	return max(l.Objects, share)
-}
-
-// Validate says what is wrong with the limits, in the flags' words.
-func (l Limits) Validate() error {
-	switch {
-	case l.Objects < 0:
-		return fmt.Errorf("--removal-brake-objects is %d: expected 0 or more objects (0 with --removal-brake-share=0 turns the brake off)", l.Objects)
-	case l.SharePercent < 0 || l.SharePercent > 100:
-		return fmt.Errorf("--removal-brake-share is %g: expected a percentage from 0 to 100", l.SharePercent)
-	case l.Window <= 0:
-		return fmt.Errorf("--removal-brake-window is %s: expected a positive duration, e.g. 10m", l.Window)
-	}
-	return nil
-}
-
-// Brake is one generation's: the objects each kind lost keys on, those held.
+// Brake is one generation's (one configuration's) view of the brake: the
+// objects it let through and those it holds, counted in the process's
+// Ledger.
 type Brake struct {
 	limits Limits
 	hash   string
-	now    func() time.Time
+	order  uint64
+	ledger *Ledger
 	// live: this generation's counts are metawatch_removals_held's (Publish).
 	live atomic.Bool
 
-	mu       sync.Mutex
-	approved bool
-	kinds    map[string]*kindCount
-	// onHeld is told once per kind when the brake starts holding it.
-	onHeld func(kind string)
-	// onApproved is told, per kind, which objects were held when the
-	// configuration was approved: they are queued to be written now.
+	// counting serializes the writes of the record: one reservation at a
+	// time, the others use what it reserved.
+	counting sync.Mutex
+
+	mu    sync.Mutex
+	kinds map[string]*kindState
+	// told is, per kind, the change onHeld was last told of (-1: that the
+	// record cannot be written).
+	told map[string]int
+	// onHeld is told when a kind starts being held under a change (token),
+	// or, with token "", that the record cannot be kept.
+	onHeld func(kind, token string)
+	// onApproved is told, per kind, which held objects an approval let go:
+	// they are queued to be written now.
 	onApproved map[string]func([]types.NamespacedName)
 }
 
-// kindCount is one kind's count.
-type kindCount struct {
-	since   time.Time
-	touched map[types.NamespacedName]bool // objects let through since since
-	held    map[types.NamespacedName]bool
-	told    bool // onHeld was called for this kind
+// kindState is one kind's objects in this generation.
+type kindState struct {
+	// touched are the objects let through whose removal has not been seen
+	// to land yet: a retry is not counted again.
+	touched map[types.NamespacedName]bool
+	held    map[types.NamespacedName]int // held, under which change (0: the record could not be kept)
+	// reserve is how many objects were counted in the record and not used yet.
+	reserve int
+	// pushed is when this generation last pushed the record's HeldUntil.
+	pushed time.Time
 }
 
-// New returns the brake of the configuration whose hash is hash.
-func New(limits Limits, hash string, now func() time.Time) *Brake {
-	if now == nil {
-		now = time.Now
+// New returns the brake of the configuration hash, from a version ordered
+// order (Record.Order), counting in ledger.
+func New(limits Limits, hash string, order uint64, ledger *Ledger) *Brake {
+	if ledger == nil {
+		ledger = NewLedger(&MemoryStore{}, nil)
 	}
-	return &Brake{limits: limits, hash: hash, now: now, kinds: map[string]*kindCount{}, onApproved: map[string]func([]types.NamespacedName){}}
+	return &Brake{limits: limits, hash: hash, order: order, ledger: ledger,
+		kinds: map[string]*kindState{}, told: map[string]int{}, onApproved: map[string]func([]types.NamespacedName){}}
 }
 
 // Hash is the hash of the configuration this brake is for.
 func (b *Brake) Hash() string { return b.hash }
 
-// OnHeld registers f, told once per kind when the brake starts holding it.
-func (b *Brake) OnHeld(f func(kind string)) {
+// Ledger is where this brake counts.
+func (b *Brake) Ledger() *Ledger { return b.ledger }
+
+// OnHeld registers f, told once per kind and change when the brake starts
+// holding the kind under it (token), and with token "" when it holds
+// because its record cannot be kept.
+func (b *Brake) OnHeld(f func(kind, token string)) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.onHeld = f
@@ -137,105 +125,138 @@ func (b *Brake) OnApproved(kind string, f func([]types.NamespacedName)) {
 }
 
 // Admit reports whether the object key of kind, of which cached objects are
-// cached, may lose keys now. It counts the object if so, and holds it if not.
-func (b *Brake) Admit(kind string, key types.NamespacedName, cached int) bool {
+// in view (the bound's share), may lose keys now. It counts the object if
+// so (in the record, before the write), and holds it if not.
+func (b *Brake) Admit(ctx context.Context, kind string, key types.NamespacedName, cached int) bool {
 	if b == nil || b.limits.Disabled() {
 		return true
 	}
+	if b.fromReserve(kind, key) {
+		return true
+	}
+	granted, change, err := b.count(ctx, kind, key, cached)
+	if granted {
+		return true
+	}
+	b.hold(kind, key, change, err)
+	return false
+}
+
+// fromReserve lets key through if it was already, or if objects counted in
+// the record are left to use.
+func (b *Brake) fromReserve(kind string, key types.NamespacedName) bool {
 	b.mu.Lock()
-	if b.approved {
-		b.mu.Unlock()
-		return true
-	}
+	defer b.mu.Unlock()
 	k := b.kind(kind)
-	if k.touched[key] {
-		b.mu.Unlock()
+	switch {
+	case k.touched[key]:
 		return true // counted already: a retry, or a second decision on it
-	}
-	if len(k.held) == 0 && b.now().Sub(k.since) >= b.limits.Window {
-		k.since, k.touched = b.now(), map[types.NamespacedName]bool{}
-	}
-	if len(k.touched) < b.limits.Bound(cached) {
-		k.touched[key] = true
-		delete(k.held, key)
-		b.mu.Unlock()
+	case k.reserve > 0:
+		k.reserve--
+		b.letThrough(kind, k, key)
 		return true
-	}
-	k.held[key] = true
-	b.publishKind(kind, k)
-	telemetry.RemovalsHeldTotal.WithLabelValues(kind).Inc()
-	tell := !k.told
-	k.told = true
-	onHeld := b.onHeld
-	b.mu.Unlock()
-	if tell && onHeld != nil {
-		onHeld(kind)
 	}
 	return false
 }
 
-// Forget drops key from kind's held objects: it needs no removal any more
-// (the rule came back), or it is gone.
+// letThrough marks key as let through (b.mu held).
+func (b *Brake) letThrough(kind string, k *kindState, key types.NamespacedName) {
+	k.touched[key] = true
+	if _, held := k.held[key]; held {
+		delete(k.held, key)
+		b.publishKind(kind, k)
+	}
+}
+
+// count counts key in the record, with a few more objects to use next
+// (an eighth of what is left), or reports the change it is held under.
+func (b *Brake) count(ctx context.Context, kind string, key types.NamespacedName, cached int) (granted bool, change int, err error) {
+	b.counting.Lock()
+	defer b.counting.Unlock()
+	if b.fromReserve(kind, key) { // counted meanwhile, by the reservation of another
+		return true, 0, nil
+	}
+	bound := b.limits.Bound(cached)
+	n := 0
+	_, err = b.ledger.update(ctx, func(r *Record) bool {
+		before := r.clone()
+		n, change = 0, 0
+		if !r.claim(b.hash, b.order) {
+			return false // a newer configuration counts: this one is about to stop
+		}
+		w := b.ledger.window(b.limits.Window)
+		if k := r.kind(kind, w); k.remaining(bound) > 0 {
+			n = r.reserve(kind, bound, max(1, k.remaining(bound)/8), w)
+		} else {
+			change = r.hold(kind, w)
+		}
+		return !reflect.DeepEqual(before, *r)
+	})
+	if err != nil || n == 0 {
+		return false, change, err
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	k := b.kind(kind)
+	k.reserve += n - 1
+	b.letThrough(kind, k, key)
+	return true, 0, nil
+}
+
+// hold holds key under change (0 with err: the record could not be kept),
+// and tells onHeld once per kind and change.
+func (b *Brake) hold(kind string, key types.NamespacedName, change int, err error) {
+	b.mu.Lock()
+	k := b.kind(kind)
+	k.held[key] = change
+	if change > 0 {
+		k.pushed = b.ledger.now()
+	}
+	b.publishKind(kind, k)
+	telemetry.RemovalsHeldTotal.WithLabelValues(kind).Inc()
+	tell := change // 0: a newer configuration counts; this one stops soon, quietly
+	if err != nil {
+		tell = -1
+	}
+	first := tell != 0 && b.told[kind] != tell
+	b.told[kind] = tell
+	onHeld := b.onHeld
+	b.mu.Unlock()
+	if first && onHeld != nil {
+		token := ""
+		if change > 0 {
+			token = Token(b.hash, change)
+		}
+		onHeld(kind, token)
+	}
+}
+
+// Forget drops key from kind's objects: it needs no removal any more (its
+// removal landed, or the rule came back), or it is gone. A later removal on
+// it is counted anew: a Namespace relabelled after a rule was removed is a
+// second mass removal, not a retry of the first.
 func (b *Brake) Forget(kind string, key types.NamespacedName) {
 	if b == nil {
 		return
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if k, ok := b.kinds[kind]; ok && k.held[key] {
-		delete(k.held, key)
-		b.publishKind(kind, k)
+	if k, ok := b.kinds[kind]; ok {
+		delete(k.touched, key)
+		if _, held := k.held[key]; held {
+			delete(k.held, key)
+			b.publishKind(kind, k)
+		}
 	}
 }
 
-func (b *Brake) kind(kind string) *kindCount {
+func (b *Brake) kind(kind string) *kindState {
 	k, ok := b.kinds[kind]
 	if !ok {
-		k = &kindCount{since: b.now(), touched: map[types.NamespacedName]bool{}, held: map[types.NamespacedName]bool{}}
+		k = &kindState{touched: map[types.NamespacedName]bool{}, held: map[types.NamespacedName]int{}}
 		b.kinds[kind] = k
 	}
 	return k
-}
-
-// Approve lets every removal of this configuration go on, if hash is its
-// hash, and reports whether it did. The objects held so far are handed to
-// the functions OnApproved registered, to be written now.
-func (b *Brake) Approve(hash string) bool {
-	if b == nil || hash != b.hash {
-		return false
-	}
-	b.mu.Lock()
-	if b.approved {
-		b.mu.Unlock()
-		return true
-	}
-	b.approved = true
-	release := map[string][]types.NamespacedName{}
-	for kind, k := range b.kinds {
-		for key := range k.held {
-			release[kind] = append(release[kind], key)
-		}
-		k.held = map[types.NamespacedName]bool{}
-		b.publishKind(kind, k)
-	}
-	callbacks := b.onApproved
-	b.mu.Unlock()
-	for kind, keys := range release {
-		if f := callbacks[kind]; f != nil {
-			f(keys)
-		}
-	}
-	return true
-}
-
-// Approved reports whether this configuration's removals were approved.
-func (b *Brake) Approved() bool {
-	if b == nil {
-		return false
-	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.approved
 }
 
 // Held is, per kind, how many objects are held now.
@@ -254,13 +275,34 @@ func (b *Brake) Held() map[string]int {
 	return out
 }
 
-// ApproveCommand is the kubectl line that approves this configuration's
-// removals on the ConfigMap namespace/name.
-func (b *Brake) ApproveCommand(namespace, name string) string {
-	return fmt.Sprintf("kubectl annotate configmap -n %s %s --overwrite %s=%s", namespace, name, AllowRemovals, b.hash)
+// HeldChange is the token of the newest change this generation holds
+// objects under, "" if none (or only because the record cannot be kept).
+func (b *Brake) HeldChange() string {
+	if b == nil {
+		return ""
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	newest := 0
+	for _, k := range b.kinds {
+		for _, c := range k.held {
+			newest = max(newest, c)
+		}
+	}
+	if newest == 0 {
+		return ""
+	}
+	return Token(b.hash, newest)
+}
+
+// ApproveCommand is the kubectl line that approves the held change token
+// on the ConfigMap namespace/name.
+func ApproveCommand(namespace, name, token string) string {
+	return fmt.Sprintf("kubectl annotate configmap -n %s %s --overwrite %s=%s", namespace, name, AllowRemovals, token)
 }
 
 // Describe says what is held, for /readyz/configuration; "" if nothing.
+// approve says how to let it go on.
 func (b *Brake) Describe(approve string) string {
 	held := b.Held()
 	if len(held) == 0 {
@@ -271,11 +313,18 @@ func (b *Brake) Describe(approve string) string {
 		kinds = append(kinds, fmt.Sprintf("%s %d objects", kind, n))
 	}
 	sort.Strings(kinds)
-	return fmt.Sprintf("removal brake holding (%s) for configuration %s; to let them go on: %s", strings.Join(kinds, ", "), b.hash, approve)
+	out := fmt.Sprintf("removal brake holding (%s)", strings.Join(kinds, ", "))
+	if change := b.HeldChange(); change != "" {
+		out += " under change " + change
+	}
+	if err := b.ledger.Err(); err != nil {
+		out += fmt.Sprintf("; it holds every removal until it can keep its count: %v", err)
+	}
+	return out + "; " + approve
 }
 
 // publishKind sets kind's gauge, if this generation is the live one (b.mu held).
-func (b *Brake) publishKind(kind string, k *kindCount) {
+func (b *Brake) publishKind(kind string, k *kindState) {
 	if b.live.Load() {
 		telemetry.RemovalsHeld.WithLabelValues(kind).Set(float64(len(k.held)))
 	}
@@ -291,8 +340,8 @@ func (b *Brake) Publish() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.live.Store(true)
-	for kind, k := range b.kinds {
-		b.publishKind(kind, k)
+	for _, kind := range slices.Sorted(maps.Keys(b.kinds)) {
+		b.publishKind(kind, b.kinds[kind])
 	}
 }
 
@@ -303,14 +352,78 @@ func (b *Brake) Retire() {
 	}
 }
 
-// BindFlags registers the limits' flags on fs, with l's values as their defaults.
-func (l *Limits) BindFlags(fs *flag.FlagSet) {
-	fs.IntVar(&l.Objects, "removal-brake-objects", l.Objects,
-		"Objects per kind on which one configuration may remove or release keys before metawatch holds the rest, until the configuration is approved "+
-			"(annotation "+AllowRemovals+"=<configuration hash> on the selectors ConfigMap; the RemovalsHeld Event gives the kubectl line). "+
-			"The bound is this or --removal-brake-share of the kind's cached objects, whichever is more; 0 for both turns the brake off. Sets and copies are never held.")
-	fs.Float64Var(&l.SharePercent, "removal-brake-share", l.SharePercent,
-		"Percentage of a kind's cached objects on which one configuration may remove or release keys before metawatch holds the rest (see --removal-brake-objects).")
-	fs.DurationVar(&l.Window, "removal-brake-window", l.Window,
-		"While the removal brake holds nothing, its count starts again after this long, so that removals spread over time (objects leaving a rule one by one) are never held; once it holds, it holds until approved or the configuration changes.")
+// KeepHolding pushes the record's HeldUntil ahead for every kind this
+// generation holds objects of, a quarter Window before it would lapse, until
+// ctx ends: while a replica holds, no other replica (nor a restart) begins
+// the count again.
+func (b *Brake) KeepHolding(ctx context.Context) {
+	if b == nil || b.limits.Disabled() {
+		return
+	}
+	every := max(time.Second, b.limits.Window/4)
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		for _, kind := range b.holding(every) {
+			b.push(ctx, kind)
+		}
+	}
+}
+
+// holding are the kinds with held objects whose HeldUntil this generation
+// pushed longer than every ago.
+func (b *Brake) holding(every time.Duration) []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var out []string
+	for kind, k := range b.kinds {
+		if len(k.held) > 0 && b.ledger.now().Sub(k.pushed) >= every {
+			out = append(out, kind)
+		}
+	}
+	return out
+}
+
+// push notes in the record that kind is still held, under the open change
+// (a new one if another replica's approval closed it: the objects held here
+// join it).
+func (b *Brake) push(ctx context.Context, kind string) {
+	b.counting.Lock()
+	change := 0
+	_, err := b.ledger.update(ctx, func(r *Record) bool {
+		before := r.clone()
+		if !r.claim(b.hash, b.order) {
+			return false
+		}
+		change = r.hold(kind, b.ledger.window(b.limits.Window))
+		return !reflect.DeepEqual(before, *r)
+	})
+	b.counting.Unlock() // retag tells onHeld, which may approve (and count)
+	if err != nil || change == 0 {
+		return
+	}
+	b.retag(kind, change)
+}
+
+// retag moves kind's held objects under change, and tells onHeld if that is
+// a change it was not told of.
+func (b *Brake) retag(kind string, change int) {
+	b.mu.Lock()
+	k := b.kind(kind)
+	k.pushed = b.ledger.now()
+	for key := range k.held {
+		k.held[key] = change
+	}
+	tell := b.told[kind] != change && len(k.held) > 0
+	b.told[kind] = change
+	onHeld := b.onHeld
+	b.mu.Unlock()
+	if tell && onHeld != nil {
+		onHeld(kind, Token(b.hash, change))
+	}
 }

@@ -1,7 +1,10 @@
 package brake
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -28,119 +31,291 @@ func TestBound(t *testing.T) {
 	}
 }
 
-// clock is a settable time for the window.
+// clock is a settable time.
 type clock struct{ t time.Time }
 
 func (c *clock) now() time.Time { return c.t }
+
+func (c *clock) wait(d time.Duration) { c.t = c.t.Add(d) }
 
 func key(i int) types.NamespacedName {
 	return types.NamespacedName{Namespace: "ns", Name: fmt.Sprint("o", i)}
 }
 
+// installation is one installation's record store, and its processes'
+// brakes: each start makes a new Ledger on the same store, as a restart,
+// a failover or a rolling update does.
+type installation struct {
+	store *MemoryStore
+	clk   *clock
+}
+
+func newInstallation() *installation {
+	return &installation{store: &MemoryStore{}, clk: &clock{t: time.Unix(1_000_000, 0)}}
+}
+
+// start is a new process's brake of configuration hash.
+func (in *installation) start(limits Limits, hash string) *Brake {
+	return New(limits, hash, 0, NewLedger(in.store, in.clk.now))
+}
+
+// admitRange admits objects from..to-1 of kind and returns how many it let through.
+func admitRange(b *Brake, kind string, from, to int) int {
+	n := 0
+	for i := from; i < to; i++ {
+		if b.Admit(context.Background(), kind, key(i), 0) {
+			n++
+		}
+	}
+	return n
+}
+
+const hashA = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+const hashB = "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
+
 func TestAdmit(t *testing.T) {
-	const hash = "abc"
+	limits := Limits{Objects: 3, Window: time.Minute}
 	cases := map[string]struct {
 		limits   Limits
 		cached   int
-		run      func(b *Brake, c *clock) // before the objects are admitted
+		before   func(in *installation)
 		objects  int
 		admitted int
-		held     int
 	}{
-		"objects beyond the count are held": {
-			limits: Limits{Objects: 3, Window: time.Minute}, objects: 10, admitted: 3, held: 7,
-		},
-		"the share of the cached objects raises the bound": {
-			limits: Limits{Objects: 3, SharePercent: 50, Window: time.Minute}, cached: 10, objects: 10, admitted: 5, held: 5,
-		},
-		"no count and no share: the brake is off": {
-			limits: Limits{Window: time.Minute}, objects: 10, admitted: 10,
-		},
-		"approved by the configuration's hash: nothing is held": {
-			limits: Limits{Objects: 3, Window: time.Minute}, objects: 10, admitted: 10,
-			run: func(b *Brake, _ *clock) { b.Approve(hash) },
-		},
-		"approved by another configuration's hash: still braked": {
-			limits: Limits{Objects: 3, Window: time.Minute}, objects: 10, admitted: 3, held: 7,
-			run: func(b *Brake, _ *clock) { b.Approve("other") },
-		},
-		"a window without a hold: the count starts again": {
-			limits: Limits{Objects: 3, Window: time.Minute}, objects: 3, admitted: 3,
-			run: othersThenWait(3, time.Minute),
-		},
-		"within the window the count goes on": {
-			limits: Limits{Objects: 3, Window: time.Minute}, objects: 3, held: 3,
-			run: othersThenWait(3, time.Minute-time.Second),
-		},
-		"once holding, a new window does not let the rest through": {
-			limits: Limits{Objects: 3, Window: time.Minute}, objects: 3, held: 4, // and the one held before
-			run: othersThenWait(4, time.Hour),
-		},
-		"an object let through once is let through again": {
-			limits: Limits{Objects: 3, Window: time.Minute}, objects: 3, admitted: 3,
-			run: func(b *Brake, _ *clock) {
-				for i := range 3 {
-					b.Admit("Pod", key(i), 0)
-				}
-			},
-		},
-		"each kind has its own count": {
-			limits: Limits{Objects: 3, Window: time.Minute}, objects: 3, admitted: 3,
-			run: func(b *Brake, _ *clock) {
-				for i := range 3 {
-					b.Admit("Node", key(100+i), 0)
-				}
-			},
-		},
+		"objects beyond the count are held":                 {limits: limits, objects: 10, admitted: 3},
+		"the share of the cached objects raises the bound":  {limits: Limits{Objects: 3, SharePercent: 50, Window: time.Minute}, cached: 10, objects: 10, admitted: 5},
+		"no count and no share: the brake is off":           {limits: Limits{Window: time.Minute}, objects: 10, admitted: 10},
+		"a restart goes on from the count":                  {limits: limits, objects: 3, before: othersThen(3, 0), admitted: 0},
+		"five restarts grant no second bound":               {limits: limits, objects: 3, before: restarts(5), admitted: 0},
+		"a window without a hold: the count begins again":   {limits: limits, objects: 3, before: othersThen(3, time.Minute), admitted: 3},
+		"within the window the count goes on":               {limits: limits, objects: 3, before: othersThen(3, time.Minute-time.Second), admitted: 0},
+		"a held change survives a restart and a new window": {limits: limits, objects: 3, before: othersThen(4, time.Hour), admitted: 0},
+		"another configuration begins a new count":          {limits: limits, objects: 3, before: otherConfiguration(), admitted: 3},
+		"an object let through once is let through again":   {limits: limits, objects: 3, before: othersThen(0, 0), admitted: 3},
+		"each kind has its own count": {limits: limits, objects: 3, admitted: 3, before: func(in *installation) {
+			admitRange(in.start(limits, hashA), "Node", 0, 3)
+		}},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
-			clk := &clock{t: time.Unix(0, 0)}
-			b := New(c.limits, hash, clk.now)
-			if c.run != nil {
-				c.run(b, clk)
+			in := newInstallation()
+			if c.before != nil {
+				c.before(in)
 			}
+			b := in.start(c.limits, hashA)
 			admitted := 0
 			for i := range c.objects {
-				if b.Admit("Pod", key(i), c.cached) {
+				if b.Admit(context.Background(), "Pod", key(i), c.cached) {
 					admitted++
 				}
 			}
-			if admitted != c.admitted || b.Held()["Pod"] != c.held {
-				t.Errorf("admitted %d and held %d, want %d and %d", admitted, b.Held()["Pod"], c.admitted, c.held)
+			if admitted != c.admitted || b.Held()["Pod"] != c.objects-c.admitted {
+				t.Errorf("admitted %d and held %d, want %d and %d", admitted, b.Held()["Pod"], c.admitted, c.objects-c.admitted)
 			}
 		})
 	}
 }
 
-// othersThenWait admits n other pods, then lets d pass.
-func othersThenWait(n int, d time.Duration) func(*Brake, *clock) {
-	return func(b *Brake, c *clock) {
-		for i := range n {
-			b.Admit("Pod", key(100+i), 0)
-		}
-		c.t = c.t.Add(d)
+// othersThen has a process admit n other pods (beyond the bound: a hold),
+// then lets d pass before the next process starts.
+func othersThen(n int, d time.Duration) func(*installation) {
+	return func(in *installation) {
+		admitRange(in.start(Limits{Objects: 3, Window: time.Minute}, hashA), "Pod", 100, 100+n)
+		in.clk.wait(d)
 	}
 }
 
-func TestApproveHandsBackTheHeldObjectsOnce(t *testing.T) {
-	b := New(Limits{Objects: 1, Window: time.Minute}, "h", nil)
+// restarts is n processes, each admitting as many new pods as it can.
+func restarts(n int) func(*installation) {
+	return func(in *installation) {
+		for i := range n {
+			admitRange(in.start(Limits{Objects: 3, Window: time.Minute}, hashA), "Pod", 100+10*i, 110+10*i)
+			in.clk.wait(time.Second)
+		}
+	}
+}
+
+// otherConfiguration has configuration B use the bound up.
+func otherConfiguration() func(*installation) {
+	return func(in *installation) {
+		admitRange(in.start(Limits{Objects: 3, Window: time.Minute}, hashB), "Pod", 100, 110)
+	}
+}
+
+// An approval lets the objects held when it is used go on, once: a later
+// removal, in the same window or after, is held again under a new change,
+// and the used token approves nothing more.
+func TestAnApprovalLetsOneChangeGoOnOnce(t *testing.T) {
+	in := newInstallation()
+	limits := Limits{Objects: 2, Window: time.Minute}
+	b := in.start(limits, hashA)
 	var told []string
-	b.OnHeld(func(kind string) { told = append(told, kind) })
+	b.OnHeld(func(kind, token string) { told = append(told, kind+" "+token) })
 	var released []types.NamespacedName
 	b.OnApproved("Pod", func(keys []types.NamespacedName) { released = append(released, keys...) })
-	for i := range 4 {
-		b.Admit("Pod", key(i), 0)
+
+	admitRange(b, "Pod", 0, 6)
+	b.Forget("Pod", key(5)) // no longer needs a removal
+	first := Token(hashA, 1)
+	if b.HeldChange() != first || len(told) != 1 || told[0] != "Pod "+first {
+		t.Fatalf("held change %q, told %v, want change %s told once", b.HeldChange(), told, first)
 	}
-	b.Forget("Pod", key(3)) // no longer needs a removal
-	if len(told) != 1 {
-		t.Errorf("told of a hold %d times, want once per kind", len(told))
+	if v := b.Approve(t.Context(), first); v.Problem != "" || v.Released["Pod"] != 3 || len(released) != 3 {
+		t.Fatalf("approval %+v released %v, want the 3 objects still held", v, released)
 	}
-	first, again := b.Approve("h"), b.Approve("h") // approving twice hands them back once
-	if !first || !again || len(released) != 2 {
-		t.Errorf("approval handed back %v, want the 2 objects still held", released)
+	if n := admitRange(b, "Pod", 2, 5); n != 3 {
+		t.Errorf("the approved objects: %d let through when queued again, want 3", n)
 	}
-	if len(b.Held()) != 0 || !b.Admit("Pod", key(9), 0) {
-		t.Errorf("approved, the brake still holds %v", b.Held())
+	in.clk.wait(2 * time.Minute)
+	if n := admitRange(b, "Pod", 10, 20); n != 2 {
+		t.Errorf("a later mass removal: %d let through, want the bound 2 (then held again)", n)
+	}
+	second := Token(hashA, 2)
+	if b.HeldChange() != second || told[len(told)-1] != "Pod "+second {
+		t.Errorf("held change %q, told %v, want a new change %s said", b.HeldChange(), told, second)
+	}
+	if v := b.Approve(t.Context(), first); v.Problem == "" || len(v.Released) != 0 || !strings.Contains(v.Problem, second) {
+		t.Errorf("the used approval again: %+v, want a problem naming the change held now", v)
+	}
+	restarted := in.start(limits, hashA) // the 2 let through lost their keys: 8 objects still need removal
+	if n := admitRange(restarted, "Pod", 12, 20); n != 0 {
+		t.Errorf("after a restart %d let through, want the change still held", n)
+	}
+	if v := restarted.Approve(t.Context(), second); v.Problem != "" || v.Released["Pod"] != 8 {
+		t.Errorf("approving the new change after the restart: %+v, want its 8 objects", v)
+	}
+}
+
+// An approval with a count lets up to that many objects per kind go on:
+// the held ones first, then new ones, and the rest is a new change.
+func TestAnApprovalWithACount(t *testing.T) {
+	in := newInstallation()
+	b := in.start(Limits{Objects: 1, Window: time.Minute}, hashA)
+	admitRange(b, "Pod", 0, 5) // 1 through, 4 held
+	v := b.Approve(t.Context(), Token(hashA, 1)+",objects=6")
+	if v.Problem != "" || v.Released["Pod"] != 4 {
+		t.Fatalf("approval %+v, want the 4 held", v)
+	}
+	if n := admitRange(b, "Pod", 1, 5) + admitRange(b, "Pod", 10, 15); n != 6 {
+		t.Errorf("%d let through after approving 6, want 6", n)
+	}
+	if b.Held()["Pod"] != 3 || b.HeldChange() != Token(hashA, 2) {
+		t.Errorf("held %v under %q, want 3 under change 2", b.Held(), b.HeldChange())
+	}
+	few := in.start(Limits{Objects: 1, Window: time.Minute}, hashA)
+	admitRange(few, "Pod", 20, 23)
+	if v := few.Approve(t.Context(), Token(hashA, 2)+",objects=1"); v.Released["Pod"] != 1 || few.HeldChange() != Token(hashA, 3) {
+		t.Errorf("approving 1 of 3: %+v, still held under %q, want 1 released and the rest under change 3", v, few.HeldChange())
+	}
+}
+
+func TestApprovalValues(t *testing.T) {
+	in := newInstallation()
+	b := in.start(Limits{Objects: 1, Window: time.Minute}, hashA)
+	admitRange(b, "Pod", 0, 3)
+	cases := map[string]struct {
+		value, problem string
+	}{
+		"the whole hash, as approvals were before": {value: hashA, problem: "is not a held change"},
+		"no number":                      {value: "aaaaaaaaaaaa-", problem: "is not a held change"},
+		"a count that is not a number":   {value: Token(hashA, 1) + ",objects=many", problem: "objects=N"},
+		"another configuration's change": {value: Token(hashB, 1), problem: "names a change of configuration bbbbbbbbbbbb"},
+		"a change never held":            {value: Token(hashA, 7), problem: "names no change held"},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			v := b.Approve(t.Context(), c.value)
+			if !strings.Contains(v.Problem, c.problem) || len(v.Released) != 0 {
+				t.Errorf("Approve(%q) = %+v, want a problem with %q", c.value, v, c.problem)
+			}
+		})
+	}
+	if b.Held()["Pod"] != 2 {
+		t.Errorf("held %v after refused approvals, want 2", b.Held())
+	}
+}
+
+// A process that has just started does not end a held change nobody
+// pushes any more; one that watched a whole window without holding does,
+// and the count begins again.
+func TestAHeldChangeEndsOnlyOnceWatchedForAWindow(t *testing.T) {
+	in := newInstallation()
+	limits := Limits{Objects: 1, Window: time.Minute}
+	admitRange(in.start(limits, hashA), "Pod", 0, 3) // held, then the process dies
+	in.clk.wait(time.Hour)
+	fresh := in.start(limits, hashA)
+	if n := admitRange(fresh, "Pod", 10, 11); n != 0 {
+		t.Fatalf("a process just started let %d through, want the held change kept", n)
+	}
+	fresh.Forget("Pod", key(10))
+	in.clk.wait(2 * time.Minute)
+	watched := in.start(limits, hashA)
+	watched.ledger.started = in.clk.t.Add(-2 * time.Minute)
+	if n := admitRange(watched, "Pod", 20, 22); n != 1 {
+		t.Errorf("after a window with nothing held, %d let through, want the bound 1", n)
+	}
+}
+
+// A replica on an older configuration does not take the record back from
+// a newer one (sharded replicas reload one by one).
+func TestAnOlderConfigurationDoesNotTakeTheRecordBack(t *testing.T) {
+	in := newInstallation()
+	limits := Limits{Objects: 2, Window: time.Minute}
+	newer := New(limits, hashB, 20, NewLedger(in.store, in.clk.now))
+	admitRange(newer, "Pod", 0, 2)
+	older := New(limits, hashA, 10, NewLedger(in.store, in.clk.now))
+	if n := admitRange(older, "Pod", 10, 12); n != 0 {
+		t.Errorf("the older configuration let %d through, want none", n)
+	}
+	if n := admitRange(New(limits, hashB, 20, NewLedger(in.store, in.clk.now)), "Pod", 20, 22); n != 0 {
+		t.Errorf("the newer configuration's count was taken back: %d more let through", n)
+	}
+}
+
+// failingStore can neither read nor write.
+type failingStore struct{}
+
+func (failingStore) Load(context.Context) (Record, string, error) {
+	return Record{}, "", errors.New("configmaps \"brake\" is forbidden")
+}
+func (failingStore) Save(context.Context, Record, string) (string, error) {
+	return "", errors.New("configmaps \"brake\" is forbidden")
+}
+func (failingStore) String() string { return "ConfigMap ns/brake" }
+
+// Where the record cannot be kept, every removal is held, and said.
+func TestWithoutItsRecordTheBrakeHoldsEverything(t *testing.T) {
+	b := New(Limits{Objects: 100, Window: time.Minute}, hashA, 0, NewLedger(failingStore{}, nil))
+	var told []string
+	b.OnHeld(func(kind, token string) { told = append(told, kind+" "+token) })
+	if n := admitRange(b, "Pod", 0, 5); n != 0 {
+		t.Errorf("%d let through without a record, want none", n)
+	}
+	if len(told) != 1 || told[0] != "Pod " {
+		t.Errorf("told %v, want once that the record cannot be kept", told)
+	}
+	if d := b.Describe("fix it"); !strings.Contains(d, "forbidden") || !strings.Contains(d, "ConfigMap ns/brake") {
+		t.Errorf("Describe = %q, want the record's problem", d)
+	}
+}
+
+// An object whose removal landed (the next decision needs none: Forget) is
+// counted again when a later change removes another key from it: the
+// Namespace relabelled after a rule was removed is a second mass removal,
+// not a retry of the first.
+func TestALaterRemovalOnTheSameObjectsCountsAgain(t *testing.T) {
+	in := newInstallation()
+	b := in.start(Limits{Objects: 3, Window: time.Hour}, hashA)
+	if n := admitRange(b, "Pod", 0, 3); n != 3 {
+		t.Fatalf("%d let through, want 3", n)
+	}
+	if n := admitRange(b, "Pod", 0, 3); n != 3 {
+		t.Errorf("retries before the removals landed: %d let through, want all 3 (counted once)", n)
+	}
+	for i := range 3 {
+		b.Forget("Pod", key(i))
+	}
+	if n := admitRange(b, "Pod", 0, 3); n != 0 {
+		t.Errorf("a second removal on the same objects: %d let through, want none (the bound is used)", n)
 	}
 }

@@ -41,6 +41,9 @@ var ownNeeds = []verbOn{
 	// the operator cannot take away, so not one to report.
 	{"certificates.k8s.io", "clustertrustbundles", "get"}, {"certificates.k8s.io", "clustertrustbundles", "list"},
 	{"certificates.k8s.io", "clustertrustbundles", "watch"},
+	// The removal brake creates the ConfigMap of its record (RBAC cannot
+	// grant create by name; get and patch are granted by name).
+	{"", "configmaps", "create"},
 	// The Pruner lists and deletes the admission policies the flags no
 	// longer allow, whatever the configuration (admission.Pruner).
 	{"admissionregistration.k8s.io", "mutatingadmissionpolicies", "get"}, {"admissionregistration.k8s.io", "mutatingadmissionpolicies", "list"},
@@ -53,8 +56,8 @@ var ownNeeds = []verbOn{
 var ownerGet = verbOn{"rbac.authorization.k8s.io", "clusterroles", "get"}
 
 // selectorsConfigMapVerbs are what metawatch does to its selectors
-// ConfigMap, granted by name.
-var selectorsConfigMapVerbs = []string{"get", "list", "watch"}
+// ConfigMap and to the removal brake's record, granted by name.
+var selectorsConfigMapVerbs = []string{"get", "list", "watch", "patch"}
 
 // configNeeds are the verbs the configuration needs: list and watch of every
 // watched kind, patch of every kind a rule writes.

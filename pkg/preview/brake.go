@@ -54,7 +54,7 @@ func (t *Tally) WriteBrake(w io.Writer, limits brake.Limits) error {
 	for _, l := range t.Brake(limits) {
 		verdict := "within the bound"
 		if l.Held > 0 {
-			verdict = fmt.Sprintf("%d would be held by the removal brake until approved (annotation %s=<configuration hash> on the selectors ConfigMap)", l.Held, brake.AllowRemovals)
+			verdict = fmt.Sprintf("%d would be held by the removal brake until approved (annotation %s=<the held change's token, which the RemovalsHeld Event names> on the selectors ConfigMap)", l.Held, brake.AllowRemovals)
 		}
 		if _, err := fmt.Fprintf(w, "removal brake: %s: %d of %d objects would lose keys, bound %d (--removal-brake-objects %d, --removal-brake-share %g%%): %s\n",
 			l.Kind, l.Losing, l.Objects, l.Bound, limits.Objects, limits.SharePercent, verdict); err != nil {

@@ -139,7 +139,12 @@ func newGeneration(ctx context.Context, cfg *rest.Config, number int64, r resolv
 	g.copiers = kindsWhoseRules(r.watches, rulesByKind, rules.Copies)
 	g.ownerCopiers = kindsWhoseRules(r.watches, rulesByKind, rules.CopiesFromOwners)
 	g.ownerKinds = ownerChainKinds(r.watches, r.forbidden)
-	g.brake = brake.New(opts.brake, g.hash, nil)
+	g.brake = brake.New(opts.brake, g.hash, opts.order, opts.ledger)
+	// While it holds, the generation keeps the record saying so: no
+	// replica, and no restart, begins the count again meanwhile.
+	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error { g.brake.KeepHolding(ctx); return nil })); err != nil {
+		return nil, err
+	}
 	wiring, err := g.wiring(r, opts, versions)
 	if err != nil {
 		return nil, err

@@ -43,6 +43,10 @@ func (r *Reloader) followConfigMap(ctx context.Context) {
 		}
 		retry = nil
 		err := r.sync(ctx)
+		// Whatever became of the configuration (an approval alone may have
+		// changed, or come with an invalid edit), the running generation
+		// uses the approval for what it holds.
+		r.approveRemovals(ctx, r.running())
 		switch {
 		case err == nil:
 			backoff = retryBackoff()
@@ -73,7 +77,7 @@ func (r *Reloader) followFile(ctx context.Context) {
 
 // runAnew runs the file's configuration in a new generation; on failure the running one keeps running.
 func (r *Reloader) runAnew(ctx context.Context) {
-	if err := r.apply(ctx, r.Initial, nil); err != nil && ctx.Err() == nil {
+	if err := r.apply(ctx, r.Initial, 0, nil); err != nil && ctx.Err() == nil {
 		r.Log.Error(err, "running the configuration anew; the running generation keeps running")
 	}
 }
@@ -111,10 +115,9 @@ func (r *Reloader) sync(ctx context.Context) error {
 func (r *Reloader) runVersion(ctx context.Context, v version) error {
 	if g := r.running(); g != nil && g.hash == v.hash && !g.rebuild {
 		telemetry.ConfigLastReloadSuccessful.Set(1) // e.g. a bad edit reverted
-		r.approveRemovals(g)                        // an annotation alone may have changed
 		return nil
 	}
-	err := r.apply(ctx, v.conf, func() bool { return r.superseded(v) })
+	err := r.apply(ctx, v.conf, configOrder(v.cm), func() bool { return r.superseded(v) })
 	switch {
 	case err == nil:
 		g := r.running()

@@ -24,12 +24,8 @@ func (r *Reloader) installation() string { return cmp.Or(r.Installation, r.Sourc
 // generation), under the claim the generations' writes pass: the Lease's,
 // or sharded, the Ring's (the holder of the pair's bucket deletes it). Its
 // own write fence is closed with the last generation's (stopCurrent).
-func (r *Reloader) addPruner(mgr manager.Manager) error {
+func (r *Reloader) addPruner(mgr manager.Manager, fenced client.Client) error {
 	r.leftovers = &admission.Leftovers{OnChange: r.reportLeftovers}
-	fenced, err := client.New(r.Pacer.Config(authority.Wrap(r.Config)), client.Options{})
-	if err != nil {
-		return err
-	}
 	dc, err := discovery.NewDiscoveryClientForConfig(r.Config)
 	if err != nil {
 		return err

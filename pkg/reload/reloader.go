@@ -11,8 +11,10 @@ import (
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/events"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/metawatch/metawatch/pkg/admission"
@@ -99,7 +101,13 @@ type Reloader struct {
 	// configuration before it is approved (package brake). Nil:
 	// brake.DefaultLimits.
 	RemovalBrake *brake.Limits
-	elected      <-chan struct{} // the Manager's: closed once this replica leads
+	// BrakeRecord is the ConfigMap where the removal brake keeps its count;
+	// zero: BrakeRecordFor the Source (for a file: this process's memory only).
+	BrakeRecord types.NamespacedName
+	elected     <-chan struct{} // the Manager's: closed once this replica leads
+
+	// ledger is the removal brake's count, shared by every generation.
+	ledger *brake.Ledger
 
 	follower      *follower
 	pruner        *admission.Pruner
@@ -115,6 +123,9 @@ type Reloader struct {
 	// admissionReported is the last reason reported per rule with
 	// atCreation ("" once in place).
 	admissionReported map[string]string
+	// approvalProblem is why the ConfigMap's approval approvalValue cannot
+	// apply ("" if it can, or there is none).
+	approvalProblem, approvalValue string
 }
 
 // AddTo adds the Reloader to mgr and, for a ConfigMap source, the follower
@@ -146,7 +157,15 @@ func (r *Reloader) AddTo(mgr manager.Manager) error {
 			return err
 		}
 	}
-	if err := r.addPruner(mgr); err != nil {
+	// The writes outside generations (the pruner's deletes, the brake's
+	// record) leave through one client: paced, and checked against the
+	// claim as they are sent.
+	fenced, err := client.New(r.Pacer.Config(authority.Wrap(r.Config)), client.Options{})
+	if err != nil {
+		return err
+	}
+	r.addLedger(fenced)
+	if err := r.addPruner(mgr, fenced); err != nil {
 		return err
 	}
 	telemetry.SetShardingMode(r.shardingMode())
@@ -174,7 +193,7 @@ func (r *Reloader) Start(ctx context.Context) error {
 	defer r.stopCurrent()
 	if r.follower == nil {
 		if r.Initial != nil {
-			if err := r.apply(ctx, r.Initial, nil); err != nil {
+			if err := r.apply(ctx, r.Initial, 0, nil); err != nil {
 				return fmt.Errorf("starting the configuration: %w", err)
 			}
 		}
@@ -188,7 +207,7 @@ func (r *Reloader) Start(ctx context.Context) error {
 // apply resolves conf and swaps to a generation running it. superseded, if
 // not nil, is asked before the new generation opens: a generation built from
 // a version older than the newest valid one is never opened.
-func (r *Reloader) apply(ctx context.Context, conf *config.Config, superseded func() bool) error {
+func (r *Reloader) apply(ctx context.Context, conf *config.Config, order uint64, superseded func() bool) error {
 	res, warnings, err := resolve(ctx, r.Config, conf, r.limits())
 	for _, w := range warnings {
 		r.Log.Info("warning: " + w)
@@ -196,10 +215,10 @@ func (r *Reloader) apply(ctx context.Context, conf *config.Config, superseded fu
 	if err != nil {
 		return err
 	}
-	return r.swap(ctx, res, superseded)
+	return r.swap(ctx, res, order, superseded)
 }
 
-func (r *Reloader) swap(ctx context.Context, res resolved, superseded func() bool) error {
+func (r *Reloader) swap(ctx context.Context, res resolved, order uint64, superseded func() bool) error {
 	old := r.running()
 	number := int64(1)
 	if old != nil {
@@ -207,7 +226,7 @@ func (r *Reloader) swap(ctx context.Context, res resolved, superseded func() boo
 	}
 	next, err := newGeneration(ctx, r.Config, number, res, generationOptions{controller: r.Controller, mode: r.Mode, guard: r.guard, onLoss: r.reportLoss, shutdownTimeout: r.shutdownTimeout(), limits: r.limits(),
 		sharding: r.Sharding, wire: r.Wire, writes: r.Pacer, installation: r.installation(), policyOwner: r.PolicyOwner, leftovers: r.leftovers, onAdmissionProblem: r.reportAdmissionProblem, log: r.Log,
-		leading: r.notLeadingYet(), brake: r.removalBrake()})
+		leading: r.notLeadingYet(), brake: r.removalBrake(), ledger: r.ledger, order: order})
 	if err != nil {
 		return err
 	}

@@ -49,8 +49,12 @@ type generationOptions struct {
 	// leading, when set, closes once this warm standby leads: the
 	// controllers watch nothing until then (rulecontroller.Wiring.Leading).
 	leading <-chan struct{}
-	// brake is the operator's bound on mass removals (package brake).
-	brake brake.Limits
+	// brake is the operator's bound on mass removals (package brake), and
+	// ledger the count every generation keeps in; order orders the
+	// configuration's version (the ConfigMap's resourceVersion, 0: a file).
+	brake  brake.Limits
+	ledger *brake.Ledger
+	order  uint64
 }
 
 // wiring is what the generation hands its controllers: one guard, built

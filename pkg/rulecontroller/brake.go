@@ -39,7 +39,7 @@ func (r *ruleReconciler) braked(ctx context.Context, key types.NamespacedName, o
 		r.brake.Forget(kind, key)
 		return res
 	}
-	if r.brake.Admit(kind, key, r.cachedObjects()) {
+	if r.brake.Admit(ctx, kind, key, r.cachedObjects()) {
 		return res
 	}
 	logr.FromContextOrDiscard(ctx).V(1).Info("removals held by the removal brake", "remove", append(removeLabels, removeAnnotations...),

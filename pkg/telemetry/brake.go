@@ -10,8 +10,8 @@ import (
 // on more objects than the bound, and waits for the operator's approval.
 var RemovalsHeld = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 	Name: "metawatch_removals_held",
-	Help: "Objects whose key removals or releases the removal brake holds now, by kind, until the configuration is approved " +
-		"(annotation metawatch.dev/allow-removals=<configuration hash> on the selectors ConfigMap) or the bound raised.",
+	Help: "Objects whose key removals or releases the removal brake holds now, by kind, until the held change is approved " +
+		"(annotation metawatch.dev/allow-removals=<the change's token, which the RemovalsHeld Event names> on the selectors ConfigMap) or the bound raised.",
 }, []string{"kind"})
 
 // RemovalsHeldTotal counts the decisions the removal brake held, by kind.

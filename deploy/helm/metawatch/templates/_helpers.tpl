@@ -198,3 +198,11 @@ a nameOverride or fullnameOverride changed in the upgrade keeps the name too.
 {{- end }}
 {{- $exact | default $other }}
 {{- end }}
+
+{{/*
+The ConfigMap where the removal brake keeps its count (--removal-brake-record):
+beside the selectors ConfigMap, named after it, as the binary's default is.
+*/}}
+{{- define "metawatch.brakeRecordName" -}}
+{{- printf "%s-removal-brake" .Values.selectors.name }}
+{{- end }}

@@ -1,0 +1,203 @@
+package brake
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+)
+
+// Record is what the brake keeps of an installation across restarts,
+// failovers and rolling updates, shared by its replicas: per kind, how many
+// objects the running configuration has let lose keys since its window
+// began, and the changes held and approved. The operations on it are pure;
+// the Ledger loads and saves it.
+type Record struct {
+	// Configuration is the hash of the configuration the counts are for;
+	// Order orders the versions configurations come from (the selectors
+	// ConfigMap's resourceVersion; 0: unknown, a file), so that a replica
+	// still on an older configuration never takes the counts back.
+	Configuration string `json:"configuration,omitempty"`
+	Order         uint64 `json:"order,omitempty"`
+	// Change is the number of the last change the brake held; Open: it
+	// holds objects and has not been approved.
+	Change int  `json:"change"`
+	Open   bool `json:"open,omitempty"`
+	// Kinds are the counts per kind.
+	Kinds map[string]*KindCount `json:"kinds,omitempty"`
+	// Approvals are the approvals used, newest last (at most maxApprovals).
+	Approvals []Approval `json:"approvals,omitempty"`
+}
+
+// KindCount is one kind's count.
+type KindCount struct {
+	// Since is when the count began; it begins again a Window later, if
+	// nothing is held.
+	Since time.Time `json:"since"`
+	// Removed is how many objects were let lose keys since: counted before
+	// their write is sent (a reservation), so a process killed in between
+	// over-counts, never under-counts.
+	Removed int `json:"removed"`
+	// Approved is how many objects approvals added to the bound since.
+	Approved int `json:"approved,omitempty"`
+	// HeldUntil: some replica held objects of the kind, and keeps pushing
+	// this a Window ahead while it does; the count does not begin again
+	// before it.
+	HeldUntil time.Time `json:"heldUntil,omitzero"`
+}
+
+// Approval is one approval metawatch used.
+type Approval struct {
+	Token string    `json:"token"`
+	At    time.Time `json:"at"`
+	// Objects is how many held objects it let go on (over the replicas),
+	// or the count the operator named.
+	Objects int `json:"objects"`
+}
+
+// maxApprovals bounds Record.Approvals.
+const maxApprovals = 20
+
+// clone is a deep copy of r.
+func (r Record) clone() Record {
+	out := r
+	out.Kinds = make(map[string]*KindCount, len(r.Kinds))
+	for k, c := range r.Kinds {
+		cc := *c
+		out.Kinds[k] = &cc
+	}
+	out.Approvals = slices.Clone(r.Approvals)
+	return out
+}
+
+// Token is the approval of change, held by the configuration hash: its
+// first 12 hex digits and the change's number.
+func Token(hash string, change int) string {
+	return fmt.Sprintf("%s-%d", shortHash(hash), change)
+}
+
+func shortHash(hash string) string { return hash[:min(12, len(hash))] }
+
+// claim makes r the record of configuration hash, from a version ordered
+// order, and reports whether it is: a record of another configuration
+// begins again (its counts are another change's), unless it comes from a
+// newer version (order larger; 0 on either side: not known), which this
+// replica will run soon too.
+func (r *Record) claim(hash string, order uint64) bool {
+	if r.Configuration == hash {
+		return true
+	}
+	if r.Configuration != "" && order != 0 && r.Order != 0 && order < r.Order {
+		return false
+	}
+	r.Configuration, r.Order, r.Open = hash, order, false
+	r.Kinds = map[string]*KindCount{}
+	return true
+}
+
+// window is the clock of a record operation: now, the Window, and whether
+// this process has itself watched for a whole Window (it may end a held
+// change nobody refreshed: a process that has just started may not, or a
+// crash loop would end every hold).
+type window struct {
+	now     time.Time
+	length  time.Duration
+	watched bool
+}
+
+// kind is kind's count, begun again if its window is over and nothing is
+// held: a held change is over only once every replica has stopped pushing
+// HeldUntil and a process has watched a whole Window since.
+func (r *Record) kind(kind string, w window) *KindCount {
+	if r.Kinds == nil {
+		r.Kinds = map[string]*KindCount{}
+	}
+	k, ok := r.Kinds[kind]
+	if !ok {
+		k = &KindCount{Since: w.now}
+		r.Kinds[kind] = k
+		return k
+	}
+	if r.Open && w.watched && !r.holding(w.now) {
+		r.Open = false // nobody holds it any more: the change lapsed unapproved
+	}
+	if w.now.Sub(k.Since) >= w.length && !w.now.Before(k.HeldUntil) && !r.Open {
+		*k = KindCount{Since: w.now}
+	}
+	return k
+}
+
+// holding reports whether a replica holds objects of some kind at now.
+func (r *Record) holding(now time.Time) bool {
+	for _, k := range r.Kinds {
+		if now.Before(k.HeldUntil) {
+			return true
+		}
+	}
+	return false
+}
+
+// remaining is how many more objects of k may lose keys under bound.
+func (k *KindCount) remaining(bound int) int { return max(0, bound+k.Approved-k.Removed) }
+
+// reserve counts up to want objects of kind against bound and returns how
+// many it counted.
+func (r *Record) reserve(kind string, bound, want int, w window) int {
+	k := r.kind(kind, w)
+	n := min(want, k.remaining(bound))
+	k.Removed += n
+	return n
+}
+
+// hold notes that objects of kind are held at w.now and returns the held
+// change's number: the open one, or a new one.
+func (r *Record) hold(kind string, w window) int {
+	k := r.kind(kind, w)
+	if !r.Open {
+		r.Change++
+		r.Open = true
+	}
+	k.HeldUntil = w.now.Add(w.length)
+	return r.Change
+}
+
+// approve uses the approval of change for the objects of each kind in
+// released (held by this replica when it was given): it adds them (or
+// objects per kind, the operator's count, if larger) to the bound and
+// closes the change. Another replica may have used it already: then only
+// this replica's objects are added. It reports whether it applied.
+func (r *Record) approve(token string, change int, released map[string]int, objects int, w window) bool {
+	used := slices.IndexFunc(r.Approvals, func(a Approval) bool { return a.Token == token })
+	if used < 0 && (!r.Open || r.Change != change) {
+		return false
+	}
+	total := 0
+	for _, kind := range slices.Sorted(maps.Keys(released)) {
+		n := released[kind]
+		if used < 0 {
+			n = max(n, objects)
+		}
+		r.kind(kind, w).Approved += n
+		total += n
+	}
+	if used >= 0 {
+		r.Approvals[used].Objects += total
+		return true
+	}
+	r.Open = false
+	r.Approvals = append(r.Approvals, Approval{Token: token, At: w.now, Objects: total})
+	if len(r.Approvals) > maxApprovals {
+		r.Approvals = r.Approvals[len(r.Approvals)-maxApprovals:]
+	}
+	return true
+}
+
+// used is the approval of token, if it was used.
+func (r *Record) used(token string) (Approval, bool) {
+	for _, a := range r.Approvals {
+		if a.Token == token {
+			return a, true
+		}
+	}
+	return Approval{}, false
+}
