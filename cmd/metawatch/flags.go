@@ -21,7 +21,7 @@ type options struct {
 	// limits are the operator's guardrails on what configurations may write.
 	limits        config.Limits
 	removalBrake  brake.Limits // --removal-brake-* (reload.Reloader.RemovalBrake)
-	writeRate     pace.Limits  // --write-rate-* (reload.Reloader.Pacer)
+	writeRate     pace.Limits  // --write-rate-*, --write-retry-after-max (reload.Reloader.Pacer)
 	waitForConfig bool
 	qps           float64
 	burst         int

@@ -29,7 +29,7 @@ var flagGroups = []struct {
 	{"Guardrails (what any configuration may make rules write)", []string{"writable-kinds", "protected-keys", "allowed-reserved-keys",
 		"write-namespaces", "exclude-write-namespaces", "allow-at-creation", "admission-policy-owner",
 		"removal-brake-objects", "removal-brake-share", "removal-brake-window", "removal-brake-record"}},
-	{"API server", []string{"kubeconfig", "kube-api-qps", "kube-api-burst", "write-rate-min", "write-rate-max"}},
+	{"API server", []string{"kubeconfig", "kube-api-qps", "kube-api-burst", "write-rate-min", "write-rate-max", "write-retry-after-max"}},
 	{"Leader election and sharding", []string{"leader-elect", "warm-standby", "leader-election-id", "leader-election-namespace", "leader-election-lease-duration",
 		"leader-election-renew-deadline", "leader-election-retry-period", "sharding", "sharding-ring", "graceful-shutdown-timeout"}},
 	{"Metrics and probes", []string{"metrics-bind-address", "metrics-secure", "metrics-cert-dir", "health-probe-bind-address"}},

@@ -54,6 +54,17 @@ func TestValidateFlags(t *testing.T) {
 		"a write-rate floor equal to its ceiling (a fixed rate) is valid": {
 			change: func(o *options) { o.writeRate.Min, o.writeRate.Max = 50, 50 },
 		},
+		"no cap on a 429's pause": {
+			change: func(o *options) { o.writeRate.RetryAfterMax = 0 },
+			want:   []string{"--write-retry-after-max is 0s: expected a positive duration", "e.g. 30s"},
+		},
+		"a negative cap on a 429's pause": {
+			change: func(o *options) { o.writeRate.RetryAfterMax = -time.Second },
+			want:   []string{"--write-retry-after-max is -1s: expected a positive duration"},
+		},
+		"a 429's pause capped below a second is valid": {
+			change: func(o *options) { o.writeRate.RetryAfterMax = 500 * time.Millisecond },
+		},
 		"no configuration source": {
 			change: func(o *options) { o.source = reload.Source{} },
 			want:   []string{"no configuration: set --config-file PATH or --config-map NAMESPACE/NAME"},
@@ -164,6 +175,26 @@ func TestValidateFlags(t *testing.T) {
 				if !strings.Contains(err.Error(), w) {
 					t.Errorf("error %q does not say %q", err, w)
 				}
+			}
+		})
+	}
+}
+
+// --write-retry-after-max lands in the pacer's limits (pace.New reads it
+// from there), 30s unless set.
+func TestWriteRetryAfterMaxFlag(t *testing.T) {
+	for name, tc := range map[string]struct {
+		args []string
+		want time.Duration
+	}{
+		"the default":  {want: 30 * time.Second},
+		"set to 5s":    {args: []string{"--write-retry-after-max=5s"}, want: 5 * time.Second},
+		"set to 2m30s": {args: []string{"--write-retry-after-max", "2m30s"}, want: 150 * time.Second},
+	} {
+		t.Run(name, func(t *testing.T) {
+			o := parseFlagsOn(t, append([]string{"--config-file", "config.yaml"}, tc.args...)...)
+			if got := o.writeRate.RetryAfterMax; got != tc.want {
+				t.Errorf("--write-retry-after-max: the pacer's cap is %s, want %s", got, tc.want)
 			}
 		})
 	}

@@ -194,6 +194,27 @@ func TestWarmStandbyFlag(t *testing.T) {
 	}
 }
 
+// writeRate.retryAfterMax becomes --write-retry-after-max; a duration that
+// is not positive is refused at install, not by metawatch at start (a Pod
+// failing to start).
+func TestRetryAfterMaxFlag(t *testing.T) {
+	controlplane.SkipIfShort(t)
+	for set, want := range map[string]string{
+		"replicaCount=1":                "--write-retry-after-max=30s",
+		"writeRate.retryAfterMax=1m30s": "--write-retry-after-max=1m30s",
+		"writeRate.retryAfterMax=500ms": "--write-retry-after-max=500ms",
+	} {
+		if manifests := helm(t, "template", "metawatch", chart, "--show-only", "templates/deployment.yaml", "--set", set); !strings.Contains(manifests, want) {
+			t.Errorf("--set %s: %s not rendered", set, want)
+		}
+	}
+	for _, set := range []string{"writeRate.retryAfterMax=0s", "writeRate.retryAfterMax=0m0.0s", "writeRate.retryAfterMax=thirty", "writeRate.retryAfterMax=-5s"} {
+		if out, err := tryRun(t, "", helmBin, "template", "x", chart, "--set", set); err == nil || !strings.Contains(out, "/writeRate/retryAfterMax") {
+			t.Errorf("--set %s: %v, want the schema to refuse it:\n%s", set, err, out)
+		}
+	}
+}
+
 // rbac.kinds with write: true become --writable-kinds with their API group
 // outside the core group: a custom resource called like a built-in kind is
 // then allowed by its own entry only.

@@ -3,9 +3,12 @@ package authority
 import (
 	"errors"
 	"strings"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/metawatch/metawatch/pkg/authority/pace"
 )
 
 // Outcome is what became of a write, sorted the way every writer acts on
@@ -21,8 +24,11 @@ const (
 	NotSent
 	// SendSoon means not sent for now: the object's bucket is coming to this
 	// replica, or this replica's claim lapsed (a renewal, or another
-	// holder, settles it within the lease duration). Tried again shortly,
-	// not with the error backoff.
+	// holder, settles it within the lease duration), or the write pace
+	// would have held it past its deadline (a 429's pause, or its turn at
+	// the rate: the server is busy, nothing is wrong with the write). Tried
+	// again after RetryIn, not with the error backoff, and not counted as a
+	// failure.
 	SendSoon
 	// Gone means the object written no longer exists under the uid written:
 	// deleted (404, or 409 "uid mismatch" from an apply), or its name taken
@@ -45,7 +51,7 @@ func Classify(err error) Outcome {
 		return Written
 	case errors.Is(err, errFenced), errors.Is(err, errNotOurs):
 		return NotSent
-	case errors.Is(err, errShardPending), errors.Is(err, ErrLapsed):
+	case errors.Is(err, errShardPending), errors.Is(err, ErrLapsed), errors.As(err, new(*pace.WaitError)):
 		return SendSoon
 	case gone(err):
 		return Gone
@@ -55,6 +61,18 @@ func Classify(err error) Outcome {
 		return Stale
 	}
 	return Failed
+}
+
+// RetryIn is how soon a write whose outcome is SendSoon is tried again:
+// once the write pace lets it leave (the 429's pause is over, or its turn
+// at the rate has come; sooner, it would be refused again), and otherwise
+// after ShardPendingRetry.
+func RetryIn(err error) time.Duration {
+	var late *pace.WaitError
+	if errors.As(err, &late) {
+		return max(ShardPendingRetry, late.RetryIn())
+	}
+	return ShardPendingRetry
 }
 
 // String is the outcome as logs and tests name it.

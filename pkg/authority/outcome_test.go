@@ -3,12 +3,16 @@ package authority
 import (
 	"errors"
 	"fmt"
+	"net/url"
 	"testing"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/metawatch/metawatch/pkg/authority/pace"
 )
 
 func TestClassify(t *testing.T) {
@@ -36,10 +40,35 @@ func TestClassify(t *testing.T) {
 		"a 403 failed":                                       {apierrors.NewForbidden(pods, "web", errors.New("no")), Failed},
 		"an error that is not the API server's failed":       {errors.New("connection reset"), Failed},
 		"a 429 failed (the pacer and client-go retry those)": {apierrors.NewTooManyRequests("slow down", 1), Failed},
+		"a write the pace would hold past its deadline is sent soon": {
+			&url.Error{Op: "Patch", URL: "https://api/x", Err: &pace.WaitError{Wait: 30 * time.Second, Deadline: 4 * time.Second, Pause: &pace.Pause{Asked: time.Hour, Max: 30 * time.Second}}}, SendSoon},
 	} {
 		t.Run(name, func(t *testing.T) {
 			if got := Classify(c.err); got != c.want {
 				t.Errorf("Classify(%v) = %s, want %s", c.err, got, c.want)
+			}
+		})
+	}
+}
+
+// A write not sent for now is tried again when it may leave: once the
+// pace lets it (a 429's pause, its turn at the rate; sooner it would be
+// refused again), at the soonest after ShardPendingRetry.
+func TestRetryIn(t *testing.T) {
+	paused := &pace.WaitError{Wait: 27 * time.Second, Deadline: 4 * time.Second, Pause: &pace.Pause{Asked: time.Hour, Max: 30 * time.Second}}
+	for name, c := range map[string]struct {
+		err  error
+		want time.Duration
+	}{
+		"a bucket on its way here":                   {errShardPending, ShardPendingRetry},
+		"a lapsed claim":                             {ErrLapsed, ShardPendingRetry},
+		"a write paused 27s more, through client-go": {&url.Error{Op: "Patch", URL: "https://api/x", Err: paused}, 27 * time.Second},
+		"a removal paused, joined with an apply":     {errors.Join(paused, nil), 27 * time.Second},
+		"a turn at the rate sooner than a retry":     {&pace.WaitError{Wait: 200 * time.Millisecond, Rate: 1000}, ShardPendingRetry},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if got := RetryIn(c.err); got != c.want {
+				t.Errorf("RetryIn(%v) = %s, want %s", c.err, got, c.want)
 			}
 		})
 	}

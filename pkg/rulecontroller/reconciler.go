@@ -3,6 +3,7 @@ package rulecontroller
 import (
 	"context"
 
+	"github.com/go-logr/logr"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -64,10 +65,15 @@ func (k *kindReconciler) Reconcile(ctx context.Context, req reconcile.Request) (
 	}
 	for _, s := range k.steps {
 		if err := s.reconcileObject(ctx, req.NamespacedName, obj); authority.Classify(err) == authority.SendSoon {
-			// Its bucket is coming to this replica, or its claim lapsed: try
-			// again soon, not with the error backoff (a dead holder's Lease
-			// takes its duration).
-			return reconcile.Result{RequeueAfter: authority.ShardPendingRetry}, nil
+			// Its bucket is coming to this replica, its claim lapsed, or the
+			// write pace would have held it past its deadline: try again
+			// once that may have passed, not with the error backoff (a dead
+			// holder's Lease takes its duration; a 429's pause, its
+			// Retry-After), which would retry a paused write within
+			// milliseconds, and count it failed.
+			retry := authority.RetryIn(err)
+			logr.FromContextOrDiscard(ctx).V(1).Info("not written for now: tried again later", "in", retry.String(), "why", err.Error())
+			return reconcile.Result{RequeueAfter: retry}, nil
 		} else if err != nil {
 			return reconcile.Result{}, err
 		}

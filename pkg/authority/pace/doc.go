@@ -16,13 +16,24 @@
 //
 //   - a 429 (API Priority and Fairness rejected the write: our priority
 //     level is out of seats) halves the rate, and pauses every write until
-//     its Retry-After has passed;
+//     its Retry-After has passed, cut to --write-retry-after-max (30 s);
 //   - a probe slower than twice its lowest recent latency plus 5 ms (other
 //     clients' reads queue behind the writes) multiplies it by 0.8;
 //   - otherwise, while writes had to wait for the rate, it climbs: doubling
 //     each second until the first sign of load (slow start), then 10
 //     writes/s a second;
 //   - a second without writes changes nothing.
+//
+// The cap bounds client-go too: it retries a 429 itself, after sleeping
+// for the Retry-After it reads, so the transport cuts the header to the
+// cap before client-go reads it. Unbounded, a Retry-After of an hour (a
+// proxy's, or a server's mistake) stopped every write for the hour, each
+// worker waiting until its write's deadline. And a write whose wait (the
+// pause, or its turn at the rate) would end after its deadline is not
+// sent: it fails at once with a WaitError saying why, which
+// authority.Classify reads as SendSoon (tried again once the wait is over,
+// not counted failed), where waiting would only hold a worker until the
+// write failed anyway.
 //
 // The probe (Probe, sent by Start: metawatch probes the selectors
 // ConfigMap's metadata) is a small read that API Priority and Fairness

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"math"
+	"time"
 )
 
 // Limits are the operator's bounds on the write rate, in writes per second.
@@ -16,18 +17,36 @@ type Limits struct {
 	Max float64
 	// Start is where the rate starts (clamped into Min and Max).
 	Start float64
+	// RetryAfterMax is the longest pause a 429's Retry-After imposes on the
+	// writes, and the longest client-go's own retry of a 429 waits: a
+	// server (or a proxy) asking for an hour would otherwise stop every
+	// write for that hour. Zero: DefaultRetryAfterMax.
+	RetryAfterMax time.Duration
 }
 
-// DefaultLimits are the flags' defaults: a floor of 10 writes/s, a
-// ceiling of 1000, and the start at 50, the fixed rate writes had before.
-func DefaultLimits() Limits { return Limits{Min: 10, Max: 1000, Start: 50} }
+// DefaultRetryAfterMax is --write-retry-after-max's default: the API
+// server's own Retry-After is a few seconds, and 30 s is also how long a
+// write may take (authority's writeTimeout), so a longer pause could only
+// fail the writes waiting for it.
+const DefaultRetryAfterMax = 30 * time.Second
 
-// BindFlags registers --write-rate-min and --write-rate-max on fs, with l's values as their defaults.
+// DefaultLimits are the flags' defaults: a floor of 10 writes/s, a
+// ceiling of 1000, the start at 50, the fixed rate writes had before, and
+// pauses of at most 30 s.
+func DefaultLimits() Limits {
+	return Limits{Min: 10, Max: 1000, Start: 50, RetryAfterMax: DefaultRetryAfterMax}
+}
+
+// BindFlags registers --write-rate-min, --write-rate-max and
+// --write-retry-after-max on fs, with l's values as their defaults.
 func (l *Limits) BindFlags(fs *flag.FlagSet) {
 	fs.Float64Var(&l.Min, "write-rate-min", l.Min,
 		"Writes per second metawatch always allows itself, however loaded the API server (a 429 still pauses writes for the time its Retry-After asks).")
 	fs.Float64Var(&l.Max, "write-rate-max", l.Max,
 		"Writes per second metawatch never exceeds, however fast the API server answers. Between the two, the rate climbs while writes are answered quickly and falls at once on a 429 or slow answers.")
+	fs.DurationVar(&l.RetryAfterMax, "write-retry-after-max", l.RetryAfterMax,
+		"The longest pause of the writes a 429's Retry-After may ask for (client-go's own retry of the 429 included): a longer one is cut to this. "+
+			"A write that would have to wait past its deadline is not sent, and is tried again once the pause is over.")
 }
 
 // Validate says every bound that cannot work, in the flags' words.
@@ -38,6 +57,9 @@ func (l Limits) Validate() error {
 	}
 	if !usableRate(l.Max) {
 		errs = append(errs, fmt.Errorf("--write-rate-max is %g: expected a finite positive number of writes per second, e.g. 1000", l.Max))
+	}
+	if l.RetryAfterMax <= 0 {
+		errs = append(errs, fmt.Errorf("--write-retry-after-max is %s: expected a positive duration, the longest a 429 may pause the writes, e.g. 30s", l.RetryAfterMax))
 	}
 	if usableRate(l.Min) && usableRate(l.Max) && l.Min > l.Max {
 		errs = append(errs, fmt.Errorf("--write-rate-min (%g) is above --write-rate-max (%g): the floor must be at most the ceiling; raise --write-rate-max or lower --write-rate-min", l.Min, l.Max))
@@ -52,5 +74,13 @@ func usableRate(r float64) bool { return r > 0 && !math.IsInf(r, 1) }
 
 // String is the limits as the start-up log says them.
 func (l Limits) String() string {
-	return fmt.Sprintf("%g-%g writes/s, starting at %g", l.Min, l.Max, l.Start)
+	return fmt.Sprintf("%g-%g writes/s, starting at %g, a 429 pausing them at most %s", l.Min, l.Max, l.Start, l.retryAfterMax())
+}
+
+// retryAfterMax is the cap on a 429's pause: RetryAfterMax, or its default if unset.
+func (l Limits) retryAfterMax() time.Duration {
+	if l.RetryAfterMax <= 0 {
+		return DefaultRetryAfterMax
+	}
+	return l.RetryAfterMax
 }

@@ -29,12 +29,19 @@ type Pacer struct {
 	log     logr.Logger
 	probe   Probe
 
+	// retryAfterMax caps every pause a 429 asks for (--write-retry-after-max).
+	retryAfterMax time.Duration
+
 	mu          sync.Mutex
 	state       State
 	seen        Observations
 	lastTick    time.Time
 	pausedUntil time.Time
-	served      ServedBy
+	// pauseAsked is the Retry-After the 429 that set pausedUntil asked
+	// for, before the cap (0: it gave none): what a write refused for the
+	// pause is told.
+	pauseAsked time.Duration
+	served     ServedBy
 	// lastWrite is when a write last waited or was answered: the probe
 	// goes at ProbeEvery until writingFor after it.
 	lastWrite    time.Time
@@ -47,13 +54,15 @@ type Pacer struct {
 type ServedBy struct{ FlowSchemaUID, PriorityLevelUID string }
 
 // New is a pacer between limits' floor and ceiling, starting at
-// limits.Start (clamped into them), logging its changes of priority level to
-// log. probe, if not nil, is the sign of a queue once Start sends it; nil:
-// the writes' own latency is.
+// limits.Start (clamped into them), pausing for a 429 at most
+// limits.RetryAfterMax, logging its changes of priority level to log.
+// probe, if not nil, is the sign of a queue once Start sends it; nil: the
+// writes' own latency is.
 func New(limits Limits, log logr.Logger, probe Probe) *Pacer {
 	law := DefaultLaw(limits.Min, limits.Max)
 	s := law.Start(limits.Start)
-	p := &Pacer{law: law, state: s, limiter: rate.NewLimiter(rate.Limit(s.Rate), burst(s.Rate)), now: time.Now, log: log, probe: probe}
+	p := &Pacer{law: law, state: s, limiter: rate.NewLimiter(rate.Limit(s.Rate), burst(s.Rate)), now: time.Now, log: log, probe: probe,
+		retryAfterMax: limits.retryAfterMax()}
 	p.lastTick = p.now()
 	telemetry.WriteRate.Set(s.Rate)
 	return p
@@ -78,24 +87,70 @@ func (p *Pacer) Served() ServedBy {
 }
 
 // Wait returns when a write may be sent: after any pause a 429's
-// Retry-After asked for, and a token of the rate. It returns ctx's error if
-// ctx ends first, or if its deadline comes before the write could leave.
+// Retry-After asked for (at most the cap), and a token of the rate. It
+// returns ctx's error if ctx ends first, and at once a *WaitError if the
+// pause or the rate would hold the write past ctx's deadline: waiting for
+// it would only hold a worker until the write fails anyway.
 func (p *Pacer) Wait(ctx context.Context) error {
 	if err := p.waitPause(ctx); err != nil {
 		return err
 	}
-	r := p.limiter.Reserve()
-	delay := r.Delay()
+	return p.waitRate(ctx)
+}
+
+// waitPause sleeps until the pause a 429 asked for is over (several 429s
+// may extend it meanwhile), or fails at once if it would end after ctx's
+// deadline.
+func (p *Pacer) waitPause(ctx context.Context) error {
+	for {
+		left, err := p.pauseLeft(ctx)
+		if err != nil || left <= 0 {
+			return err
+		}
+		t := time.NewTimer(left)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		}
+	}
+}
+
+// pauseLeft is how long a write of ctx must still wait for the pause, or
+// the error saying why it is not sent if the pause ends after ctx's
+// deadline.
+func (p *Pacer) pauseLeft(ctx context.Context) (time.Duration, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	now := p.now()
+	left := p.pausedUntil.Sub(now)
+	if left <= 0 {
+		return 0, nil
+	}
+	if deadline, ok := ctx.Deadline(); ok && p.pausedUntil.After(deadline) {
+		return 0, &WaitError{Wait: left, Deadline: deadline.Sub(now), Pause: &Pause{Asked: p.pauseAsked, Max: p.retryAfterMax}}
+	}
+	return left, nil
+}
+
+// waitRate waits for a token of the rate, or fails at once if the token
+// comes after ctx's deadline (giving it back, for the writes behind).
+func (p *Pacer) waitRate(ctx context.Context) error {
+	now := p.now()
+	r := p.limiter.ReserveN(now, 1)
+	delay := r.DelayFrom(now)
 	if delay == 0 {
 		return nil
 	}
 	p.mu.Lock()
 	p.seen.Waited++
-	p.lastWrite = p.now()
+	p.lastWrite = now
+	writesPerSecond := p.state.Rate
 	p.mu.Unlock()
-	if deadline, ok := ctx.Deadline(); ok && p.now().Add(delay).After(deadline) {
-		r.Cancel()
-		return context.DeadlineExceeded
+	if deadline, ok := ctx.Deadline(); ok && now.Add(delay).After(deadline) {
+		r.CancelAt(now)
+		return &WaitError{Wait: delay, Deadline: deadline.Sub(now), Rate: writesPerSecond}
 	}
 	t := time.NewTimer(delay)
 	defer t.Stop()
@@ -105,26 +160,6 @@ func (p *Pacer) Wait(ctx context.Context) error {
 	case <-ctx.Done():
 		r.Cancel()
 		return ctx.Err()
-	}
-}
-
-// waitPause sleeps until the pause a 429 asked for is over (several 429s
-// may extend it meanwhile).
-func (p *Pacer) waitPause(ctx context.Context) error {
-	for {
-		p.mu.Lock()
-		left := p.pausedUntil.Sub(p.now())
-		p.mu.Unlock()
-		if left <= 0 {
-			return nil
-		}
-		t := time.NewTimer(left)
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
-			return ctx.Err()
-		}
 	}
 }
 
@@ -138,8 +173,9 @@ type Answer struct {
 }
 
 // Observe records an answer. A 429 pauses every write for its Retry-After
-// and, unless an earlier 429 already paused them, runs the law at once;
-// otherwise the law runs once a Tick has passed since it last did.
+// (at most the cap) and, unless an earlier 429 already paused them, runs
+// the law at once; otherwise the law runs once a Tick has passed since it
+// last did.
 func (p *Pacer) Observe(a Answer) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -151,13 +187,26 @@ func (p *Pacer) Observe(a Answer) {
 	if a.Throttled {
 		telemetry.WritesThrottled.Inc()
 		early = !now.Before(p.pausedUntil) // the first 429 of a pause
-		until := now.Add(cmp.Or(a.RetryAfter, defaultRetryAfter))
-		if until.After(p.pausedUntil) {
-			p.pausedUntil = until
-		}
+		p.pause(now, a.RetryAfter, early)
 	}
 	if early || now.Sub(p.lastTick) >= Tick {
 		p.tick(now)
+	}
+}
+
+// pause holds every write for the pause a 429 asked for (asked; 0: it gave
+// no Retry-After, defaultRetryAfter), cut to the cap: a Retry-After of an
+// hour, from a server or a proxy, would otherwise stop every write for the
+// hour. first: the 429 began this pause. Called with mu held.
+func (p *Pacer) pause(now time.Time, asked time.Duration, first bool) {
+	// Logged once a pause, by its first 429 asking for more than the cap.
+	if asked > p.retryAfterMax && (first || p.pauseAsked <= p.retryAfterMax) {
+		p.log.Info("a 429's Retry-After asked writes to pause longer than --write-retry-after-max allows: they pause for that instead",
+			"retryAfter", asked.String(), "pause", p.retryAfterMax.String())
+	}
+	until := now.Add(min(cmp.Or(asked, defaultRetryAfter), p.retryAfterMax))
+	if until.After(p.pausedUntil) {
+		p.pausedUntil, p.pauseAsked = until, asked
 	}
 }
 

@@ -1,6 +1,8 @@
 package pace
 
 import (
+	"io"
+	"math"
 	"net/http"
 	"strconv"
 	"time"
@@ -86,7 +88,26 @@ func (t transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		// connection, a claim that lapsed, a cancelled request).
 		return nil, err
 	}
-	t.pacer.Observe(answerOf(resp, time.Since(start)))
+	a := answerOf(resp, time.Since(start))
+	t.pacer.Observe(a)
+	if !a.Throttled || !clientGoRetries(resp) {
+		return resp, nil
+	}
+	return t.pacer.throttled(req, resp)
+}
+
+// throttled is what client-go gets of a 429 it would retry: the response,
+// its Retry-After cut to the cap (client-go sleeps for it before the retry,
+// which then waits for the pacer's pause, as long), or, if the pause ends
+// after the request's deadline, the pacer's WaitError at once instead of a
+// sleep until the deadline and a failure. APF's 429 means the server did
+// not handle the write.
+func (p *Pacer) throttled(req *http.Request, resp *http.Response) (*http.Response, error) {
+	capRetryAfter(resp.Header, p.retryAfterMax)
+	if _, err := p.pauseLeft(req.Context()); err != nil {
+		drainAndClose(resp.Body)
+		return nil, err
+	}
 	return resp, nil
 }
 
@@ -97,11 +118,46 @@ func answerOf(resp *http.Response, latency time.Duration) Answer {
 		PriorityLevelUID: resp.Header.Get(flowcontrolv1.ResponseHeaderMatchedPriorityLevelConfigurationUID),
 	}}
 	if a.Throttled {
-		if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && s > 0 {
-			a.RetryAfter = time.Duration(s) * time.Second
+		if s, err := strconv.Atoi(resp.Header.Get(retryAfter)); err == nil && s > 0 {
+			a.RetryAfter = time.Duration(min(s, maxSeconds)) * time.Second
 		}
 	}
 	return a
+}
+
+const retryAfter = "Retry-After"
+
+// maxSeconds is the longest Retry-After a time.Duration holds: a header
+// asking for more (a server's or a proxy's mistake) would overflow into a
+// negative pause.
+const maxSeconds = math.MaxInt64 / int(time.Second)
+
+// clientGoRetries reports whether client-go retries resp, a 429, after a
+// sleep of its Retry-After (rest.checkWait): when the header is a whole
+// number of seconds. Without one, client-go returns the 429, and the
+// pacer's pause is its default.
+func clientGoRetries(resp *http.Response) bool {
+	_, err := strconv.Atoi(resp.Header.Get(retryAfter))
+	return err == nil
+}
+
+// capRetryAfter cuts h's Retry-After to whole seconds of at most limit,
+// what client-go reads before it sleeps. Below a second it becomes 0:
+// client-go retries at once, and the retry waits for the pacer's pause.
+// A header that is not a number of seconds is left as it is (client-go
+// does not retry then).
+func capRetryAfter(h http.Header, limit time.Duration) {
+	most := int(limit / time.Second)
+	if s, err := strconv.Atoi(h.Get(retryAfter)); err == nil && s > most {
+		h.Set(retryAfter, strconv.Itoa(most))
+	}
+}
+
+// drainAndClose reads what is left of a short body (so the connection is
+// reused) and closes it.
+func drainAndClose(body io.ReadCloser) {
+	_, _ = io.Copy(io.Discard, io.LimitReader(body, 64<<10))
+	_ = body.Close()
 }
 
 // closeBody closes req's body, as a RoundTripper must even when it fails, and returns err.
