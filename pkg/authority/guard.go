@@ -80,18 +80,23 @@ func (f *WriteFence) Close(ctx context.Context) bool {
 	}
 }
 
-// Guard is what every write of a generation passes, in this order: its
-// write fence, the shard gate and the claim, any of which may be nil.
+// Guard is what every write of a generation passes, in this order: the
+// identity (refusing while another writer shares its name), its write
+// fence, the shard gate and the claim, any of which may be nil.
 type Guard struct {
-	Fence *WriteFence
-	Gate  ShardGate
-	Claim Claim
+	Identity *Identity
+	Fence    *WriteFence
+	Gate     ShardGate
+	Claim    Claim
 }
 
 // Write calls write with a context for its request if the guard admits a
 // write of the object keyed uid (its bucket and claim); otherwise it
 // returns why not, which Classify tells apart.
 func (g Guard) Write(ctx context.Context, uid types.UID, write func(context.Context) error) error {
+	if err := g.Identity.Refused(); err != nil {
+		return err
+	}
 	if g.Fence != nil {
 		if err := g.Fence.enter(); err != nil {
 			return err

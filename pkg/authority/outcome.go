@@ -49,7 +49,7 @@ func Classify(err error) Outcome {
 	switch {
 	case err == nil:
 		return Written
-	case errors.Is(err, errFenced), errors.Is(err, errNotOurs):
+	case errors.Is(err, errFenced), errors.Is(err, errNotOurs), errors.Is(err, ErrSharedName):
 		return NotSent
 	case errors.Is(err, errShardPending), errors.Is(err, ErrLapsed), errors.As(err, new(*pace.WaitError)):
 		return SendSoon

@@ -23,7 +23,15 @@ type Writer struct {
 // NewWriter returns the writer of c's patches through guard.
 func NewWriter(c Patcher, guard Guard) Writer { return Writer{client: c, guard: guard} }
 
-// Patch sends the patch if the guard admits a write of obj.
+// Patch sends the patch if the guard admits a write of obj, and notes the
+// version it produced as this process's own (Identity.Wrote): a later
+// change to the field manager's keys that no such write made is another
+// writer's.
 func (w Writer) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
-	return w.guard.Write(ctx, obj.GetUID(), func(ctx context.Context) error { return w.client.Patch(ctx, obj, patch, opts...) })
+	uid := obj.GetUID()
+	err := w.guard.Write(ctx, uid, func(ctx context.Context) error { return w.client.Patch(ctx, obj, patch, opts...) })
+	if err == nil {
+		w.guard.Identity.Wrote(uid, obj.GetResourceVersion())
+	}
+	return err
 }

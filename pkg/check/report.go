@@ -6,14 +6,17 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/metawatch/metawatch/pkg/apiserver"
 	"github.com/metawatch/metawatch/pkg/config"
 	"github.com/metawatch/metawatch/pkg/preview"
+	"github.com/metawatch/metawatch/pkg/rulecontroller"
 )
 
 // reportPageSize is how many objects one list page of the report holds:
@@ -72,6 +75,11 @@ func checkReport(ctx context.Context, out io.Writer, o options) (int, error) {
 			return 1, err
 		}
 	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return 1, err
+	}
+	fights := listFights(ctx, cs, rulecontroller.ReasonOwnershipFight, time.Now())
 	if o.output == "json" {
 		enc := json.NewEncoder(out)
 		enc.SetIndent("", "  ")
@@ -82,9 +90,10 @@ func checkReport(ctx context.Context, out io.Writer, o options) (int, error) {
 			WouldWrite int                 `json:"wouldWrite"`
 			Offending  int                 `json:"offending"`
 			Brake      []preview.BrakeLine `json:"removalBrake"`
-		}{tally.Groups(), tally.Objects, tally.Off, tally.Change, tally.Offend, tally.Brake(o.removalBrake)})
+			Fights     Fights              `json:"ownershipFights"`
+		}{tally.Groups(), tally.Objects, tally.Off, tally.Change, tally.Offend, tally.Brake(o.removalBrake), fights})
 	} else {
-		err = errors.Join(tally.WriteText(out), tally.WriteBrake(out, o.removalBrake))
+		err = errors.Join(tally.WriteText(out), tally.WriteBrake(out, o.removalBrake), fights.write(out))
 	}
 	if err != nil {
 		return 1, err

@@ -106,6 +106,11 @@ type Reloader struct {
 	BrakeRecord types.NamespacedName
 	elected     <-chan struct{} // the Manager's: closed once this replica leads
 
+	// Identity is the installation's write identity (field manager and the
+	// adopted name), shared by every generation's writes; nil: one made
+	// from Controller's names (AddTo).
+	Identity *authority.Identity
+
 	// ledger is the removal brake's count, shared by every generation.
 	ledger *brake.Ledger
 
@@ -141,6 +146,10 @@ func (r *Reloader) AddTo(mgr manager.Manager) error {
 		return err
 	}
 	r.elected = mgr.Elected()
+	if r.Identity == nil {
+		r.Identity = authority.NewIdentity(r.Controller.FieldManager, r.Controller.AdoptFieldManager)
+	}
+	r.Identity.OnRefused(r.reportSharedName)
 	if r.Recorder == nil {
 		r.Recorder = mgr.GetEventRecorder(rulecontroller.EventSource)
 	}
@@ -226,7 +235,7 @@ func (r *Reloader) swap(ctx context.Context, res resolved, order uint64, superse
 	}
 	next, err := newGeneration(ctx, r.Config, number, res, generationOptions{controller: r.Controller, mode: r.Mode, guard: r.guard, onLoss: r.reportLoss, shutdownTimeout: r.shutdownTimeout(), limits: r.limits(),
 		sharding: r.Sharding, wire: r.Wire, writes: r.Pacer, installation: r.installation(), policyOwner: r.PolicyOwner, leftovers: r.leftovers, onAdmissionProblem: r.reportAdmissionProblem, log: r.Log,
-		leading: r.notLeadingYet(), brake: r.removalBrake(), ledger: r.ledger, order: order})
+		leading: r.notLeadingYet(), brake: r.removalBrake(), ledger: r.ledger, order: order, identity: r.Identity})
 	if err != nil {
 		return err
 	}
@@ -371,7 +380,7 @@ func (r *Reloader) Ready(req *http.Request) error {
 	case g == nil:
 		return errors.Join(fmt.Errorf("no configuration running: %s", waiting), r.leftovers.Ready())
 	}
-	return errors.Join(g.ready(req), r.shardsReady(), r.leftovers.Ready())
+	return errors.Join(g.ready(req), r.shardsReady(), r.leftovers.Ready(), r.Identity.Refused())
 }
 
 // setWaiting says why no generation runs (and that this replica leads).

@@ -55,6 +55,9 @@ type generationOptions struct {
 	brake  brake.Limits
 	ledger *brake.Ledger
 	order  uint64
+	// identity is the installation's write identity: every write of the
+	// generation passes it (it refuses while another writer shares the name).
+	identity *authority.Identity
 }
 
 // wiring is what the generation hands its controllers: one guard, built
@@ -64,6 +67,7 @@ func (g *generation) wiring(r resolved, opts generationOptions, versions rulecon
 	if err != nil {
 		return rulecontroller.Wiring{}, err
 	}
+	guard.Identity = opts.identity
 	w := rulecontroller.Wiring{Mode: opts.mode, Guard: guard, Gate: g.gate, Leading: opts.leading, Audits: g.audits,
 		WritesFrozen: g.writesFrozen, Versions: versions, Brake: g.brake, CachedObjects: g.counts.Count, Limits: opts.limits,
 		NamespacesUnreadable: g.forbiddenAtStart(namespaceKind) != nil,

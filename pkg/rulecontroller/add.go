@@ -37,6 +37,9 @@ func Setup(mgr manager.Manager, watches []config.ResolvedWatch, rulesByKind map[
 		limits := config.DefaultLimits()
 		w.Limits = &limits
 	}
+	if w.Guard.Identity == nil {
+		w.Guard.Identity = authority.NewIdentity(opts.FieldManager, opts.AdoptFieldManager)
+	}
 	s := setup{mgr: mgr, opts: opts, wiring: w, owners: ownerKindsOf(watches)}
 	if w.Mode == authority.Sharded {
 		w.Audits.auditHeldBy(w.Share)

@@ -24,6 +24,9 @@ type memory struct {
 	// takeovers: when another manager took each key, to stop a fight between
 	// two controllers that both force one key (memory_takeovers.go).
 	takeovers *takeovers
+	// fights: keys metawatch leaves, for a while, to something that keeps
+	// undoing its write of them (memory_fights.go).
+	fights *fights
 }
 
 func newMemory() *memory {
@@ -33,6 +36,7 @@ func newMemory() *memory {
 		reclaims:  newReclaims(),
 		yielded:   newYielded(),
 		takeovers: newTakeovers(),
+		fights:    newFights(),
 	}
 }
 
@@ -43,4 +47,5 @@ func (m *memory) forget(key types.NamespacedName) {
 	m.yielded.forget(key)
 	m.waiting.forget(key)
 	m.takeovers.forget(key)
+	m.fights.forget(key)
 }

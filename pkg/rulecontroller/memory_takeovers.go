@@ -30,8 +30,9 @@ func newTakeovers() *takeovers {
 	return &takeovers{now: time.Now, items: map[types.NamespacedName]map[string][]time.Time{}}
 }
 
-// add records that another manager took key from metawatch on obj.
-func (t *takeovers) add(obj types.NamespacedName, what config.MetadataMap, key string) {
+// add records that another manager took key from metawatch on obj, and
+// returns how often it did within takeoverWindow.
+func (t *takeovers) add(obj types.NamespacedName, what config.MetadataMap, key string) int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.items[obj] == nil {
@@ -39,6 +40,7 @@ func (t *takeovers) add(obj types.NamespacedName, what config.MetadataMap, key s
 	}
 	id := string(what) + "/" + key
 	t.items[obj][id] = append(t.recentLocked(obj, id), t.now())
+	return len(t.items[obj][id])
 }
 
 // fighting reports whether key was taken from metawatch more than

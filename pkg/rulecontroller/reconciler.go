@@ -2,6 +2,7 @@ package rulecontroller
 
 import (
 	"context"
+	"time"
 
 	"github.com/go-logr/logr"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -64,7 +65,13 @@ func (k *kindReconciler) Reconcile(ctx context.Context, req reconcile.Request) (
 		return reconcile.Result{}, err
 	}
 	for _, s := range k.steps {
-		if err := s.reconcileObject(ctx, req.NamespacedName, obj); authority.Classify(err) == authority.SendSoon {
+		err := s.reconcileObject(ctx, req.NamespacedName, obj)
+		if later, ok := err.(*triedLater); ok { //nolint:errorlint // only a step's own answer, never one joined to a failure
+			// Written but for keys left to a fight: look again when the
+			// round ends, as no event will come for them.
+			return reconcile.Result{RequeueAfter: later.in}, nil
+		}
+		if authority.Classify(err) == authority.SendSoon {
 			// Its bucket is coming to this replica, its claim lapsed, or the
 			// write pace would have held it past its deadline: try again
 			// once that may have passed, not with the error backoff (a dead
@@ -93,4 +100,12 @@ func readObject(ctx context.Context, reader client.Reader, gvk schema.GroupVersi
 	}
 	obj.SetGroupVersionKind(gvk) // Events need the kind of what they regard
 	return obj, nil
+}
+
+// triedLater is a step's answer when it wrote what it could and left keys
+// that it tries again in in (a fight's round): not a failure.
+type triedLater struct{ in time.Duration }
+
+func (t *triedLater) Error() string {
+	return "keys left to a fight are tried again in " + t.in.String()
 }

@@ -1,7 +1,6 @@
 package rulecontroller
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -22,6 +21,7 @@ import (
 	"github.com/metawatch/metawatch/pkg/brake"
 	"github.com/metawatch/metawatch/pkg/config"
 	"github.com/metawatch/metawatch/pkg/metacache"
+	"github.com/metawatch/metawatch/pkg/ownership"
 	"github.com/metawatch/metawatch/pkg/rules"
 )
 
@@ -68,6 +68,12 @@ type ruleReconciler struct {
 	// is how many objects of a kind the cache holds (Wiring.CachedObjects).
 	brake       *brake.Brake
 	cachedCount func(kind string) int
+	// identity is the installation's write identity (Wiring.Guard's): the
+	// versions its writes made, and another writer under its name.
+	identity *authority.Identity
+	// removes are the keys some rule of the kind removes: one coming back
+	// is an undo of metawatch's write (noteUndone).
+	removes ownership.Keys
 }
 
 // noCopy is client.UnsafeDisableDeepCopy for reads of the kind's objects
@@ -110,12 +116,23 @@ func (s setup) ruleReconciler(w config.ResolvedWatch, rs []rules.Rule, mem *memo
 		audit: s.wiring.Audits.forKind(kindLabel(w.GVK), recorder), memory: mem,
 		writesFrozen: s.wiring.WritesFrozen, inScope: s.wiring.InScope,
 		limits: s.wiring.Limits, kindWritable: s.wiring.Limits.AllowsKind(w.GVK.GroupKind(), w.Namespaced),
-		fieldManager: cmp.Or(s.opts.FieldManager, authority.DefaultFieldManager), adoptFrom: s.opts.AdoptFieldManager,
+		fieldManager: s.wiring.Guard.Identity.FieldManager, adoptFrom: s.wiring.Guard.Identity.Adopted,
 		adoptionBegan: sync.OnceValue(time.Now),
 		live:          s.mgr.GetAPIReader(), versions: s.wiring.Versions, eventValues: s.opts.EventValues,
 		ownerKinds: s.owners, copiesFromOwners: rules.CopiesFromOwners(rs), watchedNamespaces: w.Namespaces,
 		packed: metacache.Packed(w), brake: s.wiring.Brake, cachedCount: s.wiring.CachedObjects,
+		identity: s.wiring.Guard.Identity, removes: removedKeys(rs),
 	}
+}
+
+// removedKeys are the keys some rule of rs removes.
+func removedKeys(rs []rules.Rule) ownership.Keys {
+	k := ownership.NewKeys()
+	for _, r := range rs {
+		k.Labels.Insert(r.RemoveLabels...)
+		k.Annotations.Insert(r.RemoveAnnotations...)
+	}
+	return k
 }
 
 // reconcileObject brings obj to the state its rules want; nil means it is
@@ -243,6 +260,7 @@ func (r *ruleReconciler) decideAndWrite(ctx context.Context, key types.Namespace
 	if adopted, err := r.adopt(ctx, obj, r.newestVersion(obj)); adopted || err != nil {
 		return adopted || authority.Classify(err) == authority.Stale, err
 	}
+	result, fightsUntil := r.withoutFights(obj, result)
 	result = r.guard(ctx, key, obj, result)
 	result = r.braked(ctx, key, obj, result)
 	rv, removeErr := r.remove(ctx, obj, r.newestVersion(obj), result)
@@ -253,7 +271,10 @@ func (r *ruleReconciler) decideAndWrite(ctx context.Context, key types.Namespace
 	if applyErr == nil {
 		r.audit.observeHeld(key, obj.UID, held)
 	}
-	return authority.Classify(applyErr) == authority.Stale, errors.Join(removeErr, applyErr)
+	if err := errors.Join(removeErr, applyErr); err != nil || fightsUntil.IsZero() {
+		return authority.Classify(applyErr) == authority.Stale, err
+	}
+	return false, &triedLater{in: time.Until(fightsUntil)}
 }
 
 // newestVersion is the resourceVersion of obj's precondition: the newest the

@@ -26,4 +26,11 @@ var Adoptions = prometheus.NewCounterVec(prometheus.CounterOpts{
 		"or refused to: that name still writes (refused-live-writer) or owns other fields (refused-other-fields).",
 }, []string{"kind", "result"})
 
-func init() { ctrlmetrics.Registry.MustRegister(Adoptions) }
+// FieldManagerShared is 1 while this installation writes nothing because
+// another writer applies as its field manager (authority.Identity).
+var FieldManagerShared = prometheus.NewGauge(prometheus.GaugeOpts{
+	Name: "metawatch_field_manager_shared",
+	Help: "1 while this installation writes nothing because another writer applies as its --field-manager (two installations sharing one name erase each other's keys); 0 otherwise.",
+})
+
+func init() { ctrlmetrics.Registry.MustRegister(Adoptions, FieldManagerShared) }

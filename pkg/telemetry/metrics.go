@@ -56,7 +56,7 @@ var (
 	// manager kept taking them (two controllers forcing one key).
 	OwnershipFights = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "metawatch_ownership_fights_total",
-		Help: "Keys metawatch stopped taking back because another field manager kept taking them from it.",
+		Help: "Rounds of a fight: times metawatch left a key on an object to something that kept undoing its write (taking, removing or putting back the key).",
 	}, []string{"rule", "kind"})
 
 	// RuleViolations is the number of objects that currently miss what a rule requires.

@@ -1,0 +1,175 @@
+package rulecontroller
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/metawatch/metawatch/pkg/config"
+	"github.com/metawatch/metawatch/pkg/metacache"
+	"github.com/metawatch/metawatch/pkg/rules"
+	"github.com/metawatch/metawatch/pkg/telemetry"
+)
+
+// noteUndone is called on every update event: a key metawatch set that
+// something else removed, or a key a rule removes that something else put
+// back, is one undo of metawatch's write; past a few on one object, the key
+// is a fight there (memory_fights.go). A change this process's own writes
+// made (its releases, its removals) is none.
+func (r *ruleReconciler) noteUndone(oldObj, newObj metav1.Object) {
+	if r.identity == nil || r.identity.WroteVersion(newObj.GetUID(), newObj.GetResourceVersion()) {
+		return
+	}
+	key := types.NamespacedName{Namespace: newObj.GetNamespace(), Name: newObj.GetName()}
+	was := ownedKeys(oldObj, r.fieldManager)
+	for _, m := range []struct {
+		what       config.MetadataMap
+		owned      sets.Set[string]
+		removed    sets.Set[string]
+		before, is map[string]string
+	}{
+		{config.Labels, was.Labels, r.removes.Labels, oldObj.GetLabels(), newObj.GetLabels()},
+		{config.Annotations, was.Annotations, r.removes.Annotations, oldObj.GetAnnotations(), newObj.GetAnnotations()},
+	} {
+		for k := range m.owned {
+			if _, still := m.is[k]; !still {
+				r.undone(key, m.what, k) // metawatch set it; something removed it
+			}
+		}
+		for k := range m.removed {
+			_, had := m.before[k]
+			if _, has := m.is[k]; has && !had {
+				r.undone(key, m.what, k) // a rule removes it; something put it back
+			}
+		}
+	}
+}
+
+func (r *ruleReconciler) undone(key types.NamespacedName, what config.MetadataMap, k string) {
+	r.memory.fights.undone(key, what, k, r.memory.takeovers.add(key, what, k))
+}
+
+// withoutFights is res without the keys metawatch leaves to a fight on obj:
+// not set (unless metawatch still owns the key: leaving it out of the apply
+// would release it) and not removed; until is when the first round of them
+// ends (zero: none). The first decision of each round says so: an
+// OwnershipFight Event and the metric.
+func (r *ruleReconciler) withoutFights(obj *metav1.PartialObjectMetadata, res rules.Result) (_ rules.Result, until time.Time) {
+	leave := func(u time.Time) bool {
+		if !u.IsZero() && (until.IsZero() || u.Before(until)) {
+			until = u
+		}
+		return !u.IsZero()
+	}
+	key := types.NamespacedName{Namespace: obj.Namespace, Name: obj.Name}
+	mine := ownedKeys(obj, r.fieldManager)
+	for _, m := range []struct {
+		what    config.MetadataMap
+		owned   sets.Set[string]
+		desired map[string]rules.Owned
+		removes map[string]string
+	}{
+		{config.Labels, mine.Labels, res.Labels, res.RemoveLabels},
+		{config.Annotations, mine.Annotations, res.Annotations, res.RemoveAnnotations},
+	} {
+		for k, o := range m.desired {
+			if u, first := r.memory.fights.leaves(key, m.what, k); !m.owned.Has(k) && leave(u) {
+				delete(m.desired, k)
+				r.tellFight(obj, first, o.Rule, m.what, k, "sets", "removed")
+			}
+		}
+		for k, rule := range m.removes {
+			if u, first := r.memory.fights.leaves(key, m.what, k); leave(u) {
+				delete(m.removes, k)
+				r.tellFight(obj, first, rule, m.what, k, "removes", "put back")
+			}
+		}
+	}
+	return res, until
+}
+
+// tellFight says, once per round, that metawatch leaves key on obj.
+func (r *ruleReconciler) tellFight(obj *metav1.PartialObjectMetadata, first bool, rule string, what config.MetadataMap, key, does, undo string) {
+	if !first {
+		return
+	}
+	telemetry.OwnershipFights.WithLabelValues(rule, kindLabel(r.GVK)).Inc()
+	r.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, ReasonOwnershipFight, "Apply",
+		"rule %s %s %s %s, and something else %s it more than %d times in %s; metawatch leaves it as it is for a while (%s, then longer each round), then tries again: make the two controllers agree",
+		rule, does, what, key, undo, maxTakeovers, takeoverWindow, fightBackoff)
+}
+
+// noteForeignApply is called on every update event: a change to the keys
+// of metawatch's field manager (a key its entry gained, or an owned key's
+// value) that no write of this process made, and that the rules would not
+// have made, is another writer applying as the same name (Identity).
+func (r *ruleReconciler) noteForeignApply(ctx context.Context, oldObj, newObj client.Object) {
+	if r.identity == nil || r.identity.WroteVersion(newObj.GetUID(), newObj.GetResourceVersion()) {
+		return
+	}
+	changed := appliedChanges(oldObj, newObj, r.fieldManager)
+	if len(changed) == 0 {
+		return
+	}
+	obj, ok := metacache.View(newObj)
+	if !ok {
+		return
+	}
+	src, missing, err := r.sourcesOf(ctx, obj)
+	if err != nil || missing != "" {
+		return // cannot tell what the rules want
+	}
+	want := rules.Evaluate(r.Rules, rules.Metadata{Labels: obj.Labels, Annotations: obj.Annotations}, src)
+	adopted := ownedKeys(oldObj, r.adoptFrom)
+	for _, c := range changed {
+		desired := want.Labels
+		fromAdopted := adopted.Labels
+		if c.what == config.Annotations {
+			desired, fromAdopted = want.Annotations, adopted.Annotations
+		}
+		if o, wanted := desired[c.key]; (wanted && o.Value == c.value) || fromAdopted.Has(c.key) {
+			continue // what the rules want, or adoption's: nothing another writer did
+		}
+		r.identity.ForeignApply(fmt.Sprintf("%s %s: %s %s=%q", kindLabel(r.GVK), types.NamespacedName{Namespace: obj.Namespace, Name: obj.Name}, c.what, c.key, c.value))
+		return
+	}
+}
+
+// appliedChange is a key whose value an apply as the field manager set.
+type appliedChange struct {
+	what       config.MetadataMap
+	key, value string
+}
+
+// appliedChanges are the keys manager's entry owns after that it did not
+// before, and those it owns both times with another value: only an apply
+// as manager makes either.
+func appliedChanges(oldObj, newObj metav1.Object, manager string) []appliedChange {
+	was, is := ownedKeys(oldObj, manager), ownedKeys(newObj, manager)
+	var out []appliedChange
+	for _, m := range []struct {
+		what        config.MetadataMap
+		was, is     sets.Set[string]
+		before, now map[string]string
+	}{
+		{config.Labels, was.Labels, is.Labels, oldObj.GetLabels(), newObj.GetLabels()},
+		{config.Annotations, was.Annotations, is.Annotations, oldObj.GetAnnotations(), newObj.GetAnnotations()},
+	} {
+		for k := range m.is {
+			v, has := m.now[k]
+			if !has {
+				continue
+			}
+			if old, had := m.before[k]; !m.was.Has(k) || !had || old != v {
+				out = append(out, appliedChange{what: m.what, key: k, value: v})
+			}
+		}
+	}
+	return out
+}

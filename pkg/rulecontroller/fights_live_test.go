@@ -1,0 +1,132 @@
+package rulecontroller_test
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/metawatch/metawatch/pkg/authority"
+	"github.com/metawatch/metawatch/pkg/rulecontroller"
+	"github.com/metawatch/metawatch/pkg/testing/testkit"
+)
+
+// fightRound is how long the tests' fights leave a key, instead of minutes.
+const fightRound = 5 * time.Second
+
+// maxTakeovers is the undos past which metawatch leaves a key (memory_takeovers.go).
+const maxTakeovers = 3
+
+// A key metawatch sets that another controller keeps removing is a fight:
+// after a few undos metawatch stops writing it there (an OwnershipFight
+// Event), and once the other side has stopped, it sets it again. Before,
+// the two wrote for ever, and nothing said so.
+func TestAKeySomethingKeepsRemovingIsLeftThenSetAgain(t *testing.T) {
+	defer rulecontroller.SetFightBackoff(fightRound)()
+	for name, kt := range testkit.KeyTypes {
+		t.Run(name, func(t *testing.T) {
+			ns := "fight-removed-" + name
+			c := testkit.Populated(t, cp, ns, nil, 1)
+			inst := startInstance(t, fmt.Sprintf("watches:\n- kind: Pod\n  namespaces: [%s]\nrules:\n- {name: mark, kinds: [Pod], %s: {example.com/mark: \"yes\"}}\n", ns, kt.Set), settings{})
+			has := func() bool { _, ok := kt.Of(getPod(t, c, ns, "pod-0"))["example.com/mark"]; return ok }
+			testkit.WaitFor(t, "the "+kt.Name, testkit.Timeout, has)
+
+			strips := undoUntilFight(t, c, ns, func() bool { return has() }, kt.Patch("example.com/mark", nil))
+			if n := inst.writes.Load(); n > 1+maxTakeovers+1 {
+				t.Errorf("metawatch wrote %d times over %d strips, want it to stop after %d", n, strips, maxTakeovers+1)
+			}
+			t.Logf("%ss: metawatch wrote %d times (the first set included) while another writer stripped the key %d times, then left it", kt.Name, inst.writes.Load(), strips)
+			testkit.WaitFor(t, "the "+kt.Name+" set again once the other side stopped", testkit.Timeout, has)
+		})
+	}
+}
+
+// The reverse: a key a rule removes that another controller keeps putting
+// back is left after a few undos, and removed again once it stops.
+func TestAKeySomethingKeepsPuttingBackIsLeftThenRemovedAgain(t *testing.T) {
+	defer rulecontroller.SetFightBackoff(fightRound)()
+	yes := "yes"
+	for name, kt := range testkit.KeyTypes {
+		t.Run(name, func(t *testing.T) {
+			ns := "fight-added-" + name
+			c := testkit.Populated(t, cp, ns, nil, 1)
+			inst := startInstance(t, fmt.Sprintf("watches:\n- kind: Pod\n  namespaces: [%s]\nrules:\n- {name: strip, kinds: [Pod], %s: [example.com/debug]}\n", ns, kt.Remove), settings{})
+			waitCached(t, inst, []string{ns}, 1)
+			has := func() bool { _, ok := kt.Of(getPod(t, c, ns, "pod-0"))["example.com/debug"]; return ok }
+			adds := undoUntilFight(t, c, ns, func() bool { return !has() }, kt.Patch("example.com/debug", &yes))
+			if n := inst.writes.Load(); n > maxTakeovers+1 {
+				t.Errorf("metawatch wrote %d times over %d adds, want it to stop after %d", n, adds, maxTakeovers+1)
+			}
+			t.Logf("%ss: metawatch removed the key %d times while another writer put it back %d times, then left it", kt.Name, inst.writes.Load(), adds)
+			testkit.WaitFor(t, "the "+kt.Name+" removed again once the other side stopped", testkit.Timeout, func() bool { return !has() })
+		})
+	}
+}
+
+// undoUntilFight plays the other controller: whenever metawatch's write is
+// in place (done), it undoes it with patch, until metawatch says it leaves
+// the key (an OwnershipFight Event on pod-0); it returns how often it undid.
+func undoUntilFight(t *testing.T, c client.Client, ns string, done func() bool, patch string) int {
+	t.Helper()
+	undos := 0
+	testkit.WaitFor(t, "an OwnershipFight Event", 2*testkit.Timeout, func() bool {
+		if done() {
+			testkit.MergePatch(t, c, podObject(ns, "pod-0"), "other-controller", patch)
+			undos++
+		}
+		return len(testkit.Events(t, c, ns, "Pod", "pod-0", rulecontroller.ReasonOwnershipFight)) > 0
+	})
+	return undos
+}
+
+// Two installations on default flags, each setting its own key on the same
+// pods, write as one field manager: each apply erased the other's key, and
+// they wrote without end. Now one that sees changes under its name that it
+// did not make stops writing and says why (whichever sees them first: the
+// other may see none once it stopped), and the writes end.
+func TestTwoInstallationsUnderOneNameStopWriting(t *testing.T) {
+	for name, kt := range testkit.KeyTypes {
+		t.Run(name, func(t *testing.T) {
+			ns := "one-name-" + name
+			c := testkit.Populated(t, cp, ns, nil, 20)
+			configOf := func(key string) string {
+				return fmt.Sprintf("watches:\n- kind: Pod\n  namespaces: [%s]\nrules:\n- {name: mark, kinds: [Pod], %s: {%s: \"yes\"}}\n", ns, kt.Set, key)
+			}
+			a, b := authority.NewIdentity("", ""), authority.NewIdentity("", "")
+			ia := startInstance(t, configOf("example.com/team-a"), settings{Wiring: rulecontroller.Wiring{Guard: authority.Guard{Identity: a}}})
+			ib := startInstance(t, configOf("example.com/team-b"), settings{Wiring: rulecontroller.Wiring{Guard: authority.Guard{Identity: b}}})
+			testkit.WaitFor(t, "an installation to stop writing under the shared name", testkit.Timeout, func() bool {
+				return a.Refused() != nil || b.Refused() != nil
+			})
+			testkit.WaitFor(t, "the writes to end", testkit.Timeout, func() bool {
+				before := ia.writes.Load() + ib.writes.Load()
+				r := reconciles(t)
+				touchAll(t, c, ns, 20)
+				testkit.WaitFor(t, "both installations to decide on every pod again", testkit.Timeout, func() bool { return reconciles(t)-r >= 40 })
+				return ia.writes.Load()+ib.writes.Load() == before
+			})
+			refused := a.Refused()
+			if refused == nil {
+				refused = b.Refused()
+			}
+			t.Logf("%ss: two installations under one name wrote %d times in all, then the writes ended: %v", kt.Name, ia.writes.Load()+ib.writes.Load(), refused)
+		})
+	}
+}
+
+// podObject names a pod, for a patch.
+func podObject(ns, name string) *corev1.Pod {
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+}
+
+// touchAll changes every pod of ns (another manager's label): whoever
+// watches them decides on each again.
+func touchAll(t *testing.T, c client.Client, ns string, n int) {
+	t.Helper()
+	for i := range n {
+		testkit.MergePatch(t, c, podObject(ns, fmt.Sprintf("pod-%d", i)), "kubectl-label", fmt.Sprintf(`{"metadata":{"labels":{"touched":"%d"}}}`, time.Now().UnixNano()))
+	}
+}
