@@ -94,29 +94,29 @@ func undoUntilFight(t *testing.T, c client.Client, ns string, done func() bool, 
 func TestTwoInstallationsUnderOneNameStopWriting(t *testing.T) {
 	for name, kt := range testkit.KeyTypes {
 		t.Run(name, func(t *testing.T) {
-			ns := "one-name-" + name
-			c := testkit.Populated(t, cp, ns, nil, 20)
+			ns, n := "one-name-"+name, fightPods()
+			c := testkit.Populated(t, cp, ns, nil, n)
 			configOf := func(key string) string {
 				return fmt.Sprintf("watches:\n- kind: Pod\n  namespaces: [%s]\nrules:\n- {name: mark, kinds: [Pod], %s: {%s: \"yes\"}}\n", ns, kt.Set, key)
 			}
 			a, b := authority.NewIdentity("", ""), authority.NewIdentity("", "")
 			ia := startInstance(t, configOf("example.com/team-a"), settings{Wiring: rulecontroller.Wiring{Guard: authority.Guard{Identity: a}}})
 			ib := startInstance(t, configOf("example.com/team-b"), settings{Wiring: rulecontroller.Wiring{Guard: authority.Guard{Identity: b}}})
-			testkit.WaitFor(t, "an installation to stop writing under the shared name", testkit.Timeout, func() bool {
+			testkit.WaitFor(t, "an installation to stop writing under the shared name", 10*time.Minute, func() bool {
 				return a.Refused() != nil || b.Refused() != nil
 			})
-			testkit.WaitFor(t, "the writes to end", testkit.Timeout, func() bool {
+			testkit.WaitFor(t, "the writes to end", 10*time.Minute, func() bool {
 				before := ia.writes.Load() + ib.writes.Load()
 				r := reconciles(t)
-				touchAll(t, c, ns, 20)
-				testkit.WaitFor(t, "both installations to decide on every pod again", testkit.Timeout, func() bool { return reconciles(t)-r >= 40 })
+				touchAll(t, c, ns, n)
+				testkit.WaitFor(t, "both installations to decide on every pod again", 10*time.Minute, func() bool { return reconciles(t)-r >= float64(2*n) })
 				return ia.writes.Load()+ib.writes.Load() == before
 			})
 			refused := a.Refused()
 			if refused == nil {
 				refused = b.Refused()
 			}
-			t.Logf("%ss: two installations under one name wrote %d times in all, then the writes ended: %v", kt.Name, ia.writes.Load()+ib.writes.Load(), refused)
+			t.Logf("%ss, %d pods: two installations under one name wrote %d times in all, then the writes ended: %v", kt.Name, n, ia.writes.Load()+ib.writes.Load(), refused)
 		})
 	}
 }
@@ -130,9 +130,16 @@ func podObject(ns, name string) *corev1.Pod {
 // watches them decides on each again.
 func touchAll(t *testing.T, c client.Client, ns string, n int) {
 	t.Helper()
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 8)
 	for i := range n {
-		testkit.MergePatch(t, c, podObject(ns, fmt.Sprintf("pod-%d", i)), "kubectl-label", fmt.Sprintf(`{"metadata":{"labels":{"touched":"%d"}}}`, time.Now().UnixNano()))
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			testkit.MergePatch(t, c, podObject(ns, fmt.Sprintf("pod-%d", i)), "kubectl-label", fmt.Sprintf(`{"metadata":{"labels":{"touched":"%d"}}}`, time.Now().UnixNano()))
+		})
 	}
+	wg.Wait()
 }
 
 // fightPods is how many pods the stripper's test runs on: a few in make
