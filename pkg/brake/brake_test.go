@@ -319,3 +319,29 @@ func TestALaterRemovalOnTheSameObjectsCountsAgain(t *testing.T) {
 		t.Errorf("a second removal on the same objects: %d let through, want none (the bound is used)", n)
 	}
 }
+
+// countingStore counts the saves of the record.
+type countingStore struct {
+	MemoryStore
+	saves int
+}
+
+func (c *countingStore) Save(ctx context.Context, r Record, version string) (string, error) {
+	c.saves++
+	return c.MemoryStore.Save(ctx, r, version)
+}
+
+// Holding thousands of objects writes the record a few times, not once per
+// object: a count reserves an eighth of what is left at a time, and a hold
+// pushes HeldUntil only once a quarter of the window has passed.
+func TestHoldingManyObjectsWritesTheRecordAFewTimes(t *testing.T) {
+	store := &countingStore{}
+	b := New(Limits{Objects: 100, Window: 10 * time.Minute}, hashA, 0, NewLedger(store, nil))
+	if n := admitRange(b, "Pod", 0, 10000); n != 100 {
+		t.Fatalf("%d let through, want the bound 100", n)
+	}
+	if store.saves > 40 {
+		t.Errorf("%d writes of the record for 100 let through and 9,900 held, want a few dozen at most", store.saves)
+	}
+	t.Logf("%d writes of the record for 100 objects let through and 9,900 held", store.saves)
+}

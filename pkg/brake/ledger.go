@@ -76,14 +76,16 @@ func (l *Ledger) window(length time.Duration) window {
 	return window{now: now, length: length, watched: now.Sub(l.started) >= length}
 }
 
-// update applies f to the newest record and saves the result when f says
-// it changed it, trying again from the stored record when another replica
-// saved meanwhile. It returns the record as saved (or as read).
+// update applies f to the newest record (read again when the cached one is
+// older than staleAfter: another replica may have counted, approved or
+// begun the count again) and saves the result when f says it changed it,
+// trying again from the stored record when another replica saved meanwhile.
+// It returns the record as saved (or as read).
 func (l *Ledger) update(ctx context.Context, f func(*Record) bool) (Record, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for range maxSaveAttempts {
-		if l.loaded.IsZero() {
+		if l.loaded.IsZero() || l.now().Sub(l.loaded) > staleAfter {
 			if err := l.loadLocked(ctx); err != nil {
 				return Record{}, err
 			}
