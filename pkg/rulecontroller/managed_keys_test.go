@@ -20,18 +20,17 @@ func TestAKeyMetawatchReleasedIsNotTakenBackByForce(t *testing.T) {
 	inst := startInstanceVia(t, "watches:\n- kind: Pod\n  namespaces: [released]\nrules:\n- name: released-team\n  kinds: [Pod]\n  copyFromNamespace: {labels: [team]}\n",
 		settings{}, gate.Wrap)
 	testkit.WaitFor(t, "the pod to get team=a", testkit.Timeout, func() bool { return getPod(t, c, "released", "pod-0").Labels["team"] == "a" })
+	// The write is in metawatch's cache too before the watch lags: a cache
+	// that never saw team cannot release it (there is nothing to release in
+	// what it sees) until the watch brings metawatch's own write.
+	testkit.WaitFor(t, "metawatch's cache to see team=a", testkit.Timeout, func() bool { return cachedTeam(t, inst, "released", "pod-0") == "a" })
 
 	// The pod watch lags behind metawatch's own release, as watches do.
 	gate.Pause()
 	testkit.MergePatch(t, c, namespaceObject("released"), "kubectl-label", `{"metadata":{"labels":{"team":null}}}`)
 	testkit.WaitFor(t, "metawatch to release team", testkit.Timeout, func() bool { _, has := getPod(t, c, "released", "pod-0").Labels["team"]; return !has })
 	gate.Resume()
-	testkit.WaitFor(t, "metawatch's cache to see the release", testkit.Timeout, func() bool {
-		obj := podMetadata()
-		err := inst.cache.Get(t.Context(), client.ObjectKey{Namespace: "released", Name: "pod-0"}, obj)
-		_, has := obj.Labels["team"]
-		return err == nil && !has
-	})
+	testkit.WaitFor(t, "metawatch's cache to see the release", testkit.Timeout, func() bool { return cachedTeam(t, inst, "released", "pod-0") == "" })
 	applyAs(t, c, "released", "pod-0", "other-controller", `{"team":"b"}`)
 	testkit.MergePatch(t, c, namespaceObject("released"), "kubectl-label", `{"metadata":{"labels":{"team":"a"}}}`)
 
@@ -78,6 +77,16 @@ func TestTwoControllersForcingOneKeyDoNotFightForever(t *testing.T) {
 	if tier := getPod(t, c, "fight", "pod-0").Labels["tier"]; tier != "silver" {
 		t.Errorf("tier is %q after metawatch stopped fighting, want the rival's silver", tier)
 	}
+}
+
+// cachedTeam is the team label of a pod in the instance's cache; "" when
+// it has none, or the pod is not cached.
+func cachedTeam(t *testing.T, inst *instance, ns, name string) string {
+	obj := podMetadata()
+	if err := inst.cache.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: name}, obj); err != nil {
+		return ""
+	}
+	return obj.Labels["team"]
 }
 
 func forceApplyAs(t *testing.T, ns, name, manager, labelsJSON string) {
