@@ -18,14 +18,14 @@ import (
 	"github.com/metawatch/metawatch/pkg/testing/testkit"
 )
 
-// brakePods is how many pods the brake's tests run on: 2,000 in make test,
-// METAWATCH_BRAKE_PODS for the figures at the scale the issue asks (10,000),
-// which the CHANGELOG gives.
+// brakePods is how many pods the brake's tests run on: 1,000 in make test
+// (the bound is still 100: the share of 1% is 10), METAWATCH_BRAKE_PODS for
+// the figures at 10,000, which the CHANGELOG gives.
 func brakePods(t *testing.T) int {
 	if n, err := strconv.Atoi(os.Getenv("METAWATCH_BRAKE_PODS")); err == nil && n > 0 {
 		return n
 	}
-	return 2000
+	return 1000
 }
 
 // brakeWait bounds the waits for thousands of pods to converge.
