@@ -9,9 +9,6 @@ import (
 	"testing"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/metawatch/metawatch/pkg/brake"
@@ -21,7 +18,7 @@ import (
 // brakePods is how many pods the brake's tests run on: 1,000 in make test
 // (the bound is still 100: the share of 1% is 10), METAWATCH_BRAKE_PODS for
 // the figures at 10,000, which the CHANGELOG gives.
-func brakePods(t *testing.T) int {
+func brakePods(*testing.T) int {
 	if n, err := strconv.Atoi(os.Getenv("METAWATCH_BRAKE_PODS")); err == nil && n > 0 {
 		return n
 	}
@@ -218,21 +215,6 @@ func TestAnApprovalBesideAnInvalidEditIsUsedAndSaid(t *testing.T) {
 	if !eventWith(t, b.c, b.ns, "RemovalsApproved", "newer edit is invalid") {
 		t.Errorf("no RemovalsApproved Event saying the approval was used beside the invalid edit")
 	}
-}
-
-// countPods is how many pods of ns match selector, listed as metadata.
-func countPods(t *testing.T, c client.Client, ns, selector string) int {
-	t.Helper()
-	list := &metav1.PartialObjectMetadataList{}
-	list.SetGroupVersionKind(schema.GroupVersionKind{Version: "v1", Kind: "PodList"})
-	sel, err := labels.Parse(selector)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.List(t.Context(), list, client.InNamespace(ns), client.MatchingLabelsSelector{Selector: sel}); err != nil {
-		t.Fatal(err)
-	}
-	return len(list.Items)
 }
 
 // waitEvery is testkit.WaitFor polling once a second: each poll lists

@@ -155,7 +155,7 @@ func (h hookedListWatch) ListWithContext(ctx context.Context, o metav1.ListOptio
 }
 
 func (h hookedListWatch) List(o metav1.ListOptions) (runtime.Object, error) {
-	return h.ListWithContext(context.Background(), o)
+	return h.ListWithContext(context.Background(), o) //nolint:forbidigo // the ListerWatcher's method without a context, which the reflector does not call
 }
 
 func startFakeInformer(t *testing.T, f *fakeLW, cover *Coverage) toolscache.SharedIndexInformer {
