@@ -39,7 +39,7 @@ func (r *ruleReconciler) braked(ctx context.Context, key types.NamespacedName, o
 		r.brake.Forget(kind, key)
 		return res
 	}
-	if r.brake.Admit(ctx, kind, key, r.cachedObjects()) {
+	if r.brake.Admit(ctx, kind, key, brakeKeys(removeLabels, removeAnnotations, releaseLabels, releaseAnnotations), r.cachedObjects()) {
 		return res
 	}
 	logr.FromContextOrDiscard(ctx).V(1).Info("removals held by the removal brake", "remove", append(removeLabels, removeAnnotations...),
@@ -48,6 +48,20 @@ func (r *ruleReconciler) braked(ctx context.Context, key types.NamespacedName, o
 	res.Labels = kept(res.Labels, obj.Labels, releaseLabels)
 	res.Annotations = kept(res.Annotations, obj.Annotations, releaseAnnotations)
 	return res
+}
+
+// brakeKeys names the keys a removal takes off an object, for the brake to
+// tell a retry of it from a removal of other keys (a Namespace relabelled
+// after an approved change is a new change on the same objects).
+func brakeKeys(removeLabels, removeAnnotations, releaseLabels, releaseAnnotations []string) []string {
+	out := make([]string, 0, len(removeLabels)+len(removeAnnotations)+len(releaseLabels)+len(releaseAnnotations))
+	for _, k := range append(removeLabels, releaseLabels...) {
+		out = append(out, "label "+k)
+	}
+	for _, k := range append(removeAnnotations, releaseAnnotations...) {
+		out = append(out, "annotation "+k)
+	}
+	return out
 }
 
 // cachedObjects is how many objects of the kind the cache holds (the bound's share).
