@@ -121,7 +121,7 @@ func newGeneration(ctx context.Context, cfg *rest.Config, number int64, r resolv
 	versions := wire.NewResourceVersions()
 	mopts := metamanager.Options{MetricsBindAddress: "0",
 		GracefulShutdownTimeout: opts.shutdownTimeout, AccessLoss: g.lost, Wire: opts.wire, Versions: versions, FieldManager: opts.controller.FieldManager,
-		AdoptFieldManager: opts.controller.AdoptFieldManager, Writes: opts.writes}
+		AdoptFieldManager: opts.controller.AdoptFieldManager, Writes: opts.writes, StockInformers: opts.stockInformers}
 	if opts.mode == authority.Sharded {
 		mopts.ShardFilter = opts.sharding.cacheFilter()
 	}

@@ -33,6 +33,8 @@ type generationOptions struct {
 	guard    func(*authority.WriteFence) (authority.Guard, error)
 	// wire is how the cache fetches (status-only updates, connections).
 	wire wire.Options
+	// stockInformers: client-go's informers, not the streaming ones.
+	stockInformers bool
 	// writes paces the generation's writes (nil: client-go's rate limit).
 	writes *pace.Pacer
 	// installation names the configuration's source on the admission
