@@ -54,6 +54,10 @@ func newFakeAPI() *fakeAPI {
 func (f *fakeAPI) set(ns, name string, labels map[string]string) string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	return f.setLocked(ns, name, labels)
+}
+
+func (f *fakeAPI) setLocked(ns, name string, labels map[string]string) string {
 	f.rv++
 	key := ns + "/" + name
 	obj := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels,
@@ -246,6 +250,10 @@ func (f *fakeAPI) bookmark() {
 func (f *fakeAPI) endWatches(expire bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.endWatchesLocked(expire)
+}
+
+func (f *fakeAPI) endWatchesLocked(expire bool) {
 	for _, w := range f.watches {
 		if expire {
 			w.send(watch.Event{Type: watch.Error, Object: expiredStatus()})
@@ -259,6 +267,16 @@ func (f *fakeAPI) endWatches(expire bool) {
 func (f *fakeAPI) compact() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.compacted, f.history = f.rv, nil
+}
+
+// restart ends every watch, changes ns/name meanwhile and forgets the
+// history, at once: every watch from before gets a 410.
+func (f *fakeAPI) restart(ns, name string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.endWatchesLocked(false)
+	f.setLocked(ns, name, map[string]string{"restart": "yes"})
 	f.compacted, f.history = f.rv, nil
 }
 
