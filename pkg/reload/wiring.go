@@ -71,7 +71,7 @@ func (g *generation) wiring(r resolved, opts generationOptions, versions rulecon
 	}
 	guard.Identity = opts.identity
 	w := rulecontroller.Wiring{Mode: opts.mode, Guard: guard, Gate: g.gate, Leading: opts.leading, Audits: g.audits,
-		WritesFrozen: g.writesFrozen, Versions: versions, Brake: g.brake, CachedObjects: g.counts.Count, Limits: opts.limits,
+		WritesFrozen: g.writesFrozen, Versions: versions, Brake: g.brake, CachedObjects: g.counts.Count, Limits: opts.limits, Relists: g.relists,
 		NamespacesUnreadable: g.forbiddenAtStart(namespaceKind) != nil,
 		InScope:              func(ns string) bool { return opts.limits.WriteScope.Allows(ns) && r.conf.WriteScope.Allows(ns) }}
 	if opts.mode == authority.Sharded {
