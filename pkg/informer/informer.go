@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/watchlist"
 	"k8s.io/klog/v2"
 )
 
@@ -43,6 +44,8 @@ type Informer struct {
 	// reflector only names the informer to the watch error handler, whose
 	// signature wants one; it never runs.
 	reflector *toolscache.Reflector
+	// clientHasNoWatchList: lw says it cannot serve watch-lists (fake clients).
+	clientHasNoWatchList bool
 
 	// mu guards the settings that are fixed at Run, and started, stopped.
 	mu               sync.Mutex
@@ -91,9 +94,9 @@ func New(lw toolscache.ListerWatcher, objType runtime.Object, resync time.Durati
 	}
 	return &Informer{
 		lw: toolscache.ToListerWatcherWithContext(lw), objType: objType, expected: reflect.TypeOf(objType), name: name, opts: opts,
-		store:         newStore(indexers),
-		reflector:     toolscache.NewReflectorWithOptions(lw, objType, nil, toolscache.ReflectorOptions{Name: "streaming informer " + name}),
-		onWatchError:  toolscache.DefaultWatchErrorHandler,
+		store:        newStore(indexers),
+		reflector:    toolscache.NewReflectorWithOptions(lw, objType, nil, toolscache.ReflectorOptions{Name: "streaming informer " + name}),
+		onWatchError: toolscache.DefaultWatchErrorHandler, clientHasNoWatchList: watchlist.DoesClientNotSupportWatchListSemantics(lw),
 		defaultResync: resync, resyncCheck: resync,
 		stopping: make(chan struct{}), synced: make(chan struct{}), relisted: map[int]func(){},
 	}
@@ -245,7 +248,11 @@ func (i *Informer) stop() {
 	i.mu.Lock()
 	i.stopped = true
 	i.mu.Unlock()
-	close(i.stopping)
+	close(i.stopping) // a handler's initial adds waiting for room give up
+	// A handler being added saw stopped false: once it holds emit no more,
+	// its goroutine is counted, and no other will be.
+	i.emit.Lock()
+	i.emit.Unlock() //nolint:staticcheck // an empty critical section: a barrier
 	i.handlerGoroutines.Wait()
 }
 

@@ -15,6 +15,7 @@ import (
 	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
+	clientfeatures "k8s.io/client-go/features"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
@@ -52,7 +53,10 @@ func newLoop(i *Informer) *loop {
 	if i.opts.Backoff != nil {
 		b = *i.opts.Backoff
 	}
-	return &loop{i: i, delay: b.DelayWithReset(clock.RealClock{}, backoffReset)}
+	// As the reflector: no watch-list where client-go's feature is off, or
+	// the client says it cannot (fake clients).
+	noWatchList := !clientfeatures.FeatureGates().Enabled(clientfeatures.WatchListClient) || i.clientHasNoWatchList
+	return &loop{i: i, delay: b.DelayWithReset(clock.RealClock{}, backoffReset), noWatchList: noWatchList}
 }
 
 // run lists and watches until ctx ends, backing off between rounds as
@@ -127,8 +131,8 @@ func (l *loop) watch(ctx context.Context, w watch.Interface) error {
 		w = nil
 		switch {
 		case err == nil || ctx.Err() != nil:
-		case isExpired(err):
-			l.listed = false
+		case isExpired(err) || isTooLarge(err):
+			l.listed, l.rvGone = false, isTooLarge(err)
 			klog.FromContext(ctx).V(4).Info("Watch closed", "kind", l.i.name, "err", err)
 			return nil // relisted after the round's delay, as by the reflector
 		case apierrors.IsTooManyRequests(err):
