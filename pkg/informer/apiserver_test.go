@@ -89,6 +89,9 @@ func TestACacheRelistsOnARealAPIServer(t *testing.T) {
 	if err := cc.Get(t.Context(), types.NamespacedName{Namespace: ns, Name: "pod-0"}, metacache.NewObject(gvk)); !apierrors.IsNotFound(err) {
 		t.Errorf("reading a deleted pod from the cache: %v, want not found", err)
 	}
+	if n := lw.watchLists.Load(); n < 2 {
+		t.Errorf("%d watch-lists: want the first list and the relist streamed", n)
+	}
 	calls := rec.snapshot()
 	for i := range 3 {
 		key := fmt.Sprintf("%s/pod-%d", ns, i)
@@ -135,6 +138,8 @@ func apiVersions(t *testing.T, c client.Client, ns string) map[string]string {
 type cutOff struct {
 	in  toolscache.ListerWatcherWithContext
 	cut atomic.Bool
+	// watchLists counts the watch-lists asked for.
+	watchLists atomic.Int32
 
 	mu      sync.Mutex
 	current chan struct{}
@@ -153,6 +158,9 @@ func (l *cutOff) ListWithContext(ctx context.Context, o metav1.ListOptions) (run
 }
 
 func (l *cutOff) WatchWithContext(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+	if o.SendInitialEvents != nil && *o.SendInitialEvents {
+		l.watchLists.Add(1)
+	}
 	w, err := l.in.WatchWithContext(ctx, o)
 	if err != nil {
 		return nil, err
