@@ -44,7 +44,7 @@ func TestACacheRelistsOnARealAPIServer(t *testing.T) {
 		ByObject: map[client.Object]cache.ByObject{pods: {Namespaces: map[string]cache.Config{ns: {}}}},
 		NewInformer: func(in toolscache.ListerWatcher, obj runtime.Object, resync time.Duration, indexers toolscache.Indexers) toolscache.SharedIndexInformer {
 			lw.in = toolscache.ToListerWatcherWithContext(in)
-			inf = informer.New(lw, obj, resync, indexers, informer.Options{})
+			inf = informer.New(&toolscache.ListWatch{ListWithContextFunc: lw.ListWithContext, WatchFuncWithContext: lw.WatchWithContext}, obj, resync, indexers, informer.Options{})
 			return inf
 		},
 	})
@@ -79,7 +79,7 @@ func TestACacheRelistsOnARealAPIServer(t *testing.T) {
 	lw.expire()
 
 	// The store holds what the API server holds, once the relist is over.
-	err = wait.PollUntilContextTimeout(t.Context(), 50*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+	err = wait.PollUntilContextTimeout(t.Context(), 50*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
 		return relisted.Load() > 0 && !inf.Relisting() && maps.Equal(storeVersions(inf), apiVersions(t, c, ns)), nil
 	})
 	if err != nil {
@@ -122,7 +122,7 @@ func storeVersions(inf *informer.Informer) map[string]string { return contents(i
 func apiVersions(t *testing.T, c client.Client, ns string) map[string]string {
 	t.Helper()
 	list := metacache.NewList(corev1.SchemeGroupVersion.WithKind("Pod"))
-	if err := c.List(context.Background(), list, client.InNamespace(ns)); err != nil {
+	if err := c.List(t.Context(), list, client.InNamespace(ns)); err != nil {
 		t.Fatal(err)
 	}
 	out := map[string]string{}
@@ -143,14 +143,6 @@ type cutOff struct {
 
 	mu      sync.Mutex
 	current chan struct{}
-}
-
-func (l *cutOff) List(o metav1.ListOptions) (runtime.Object, error) {
-	return l.in.ListWithContext(context.Background(), o)
-}
-
-func (l *cutOff) Watch(o metav1.ListOptions) (watch.Interface, error) {
-	return l.WatchWithContext(context.Background(), o)
 }
 
 func (l *cutOff) ListWithContext(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {

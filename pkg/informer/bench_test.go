@@ -47,7 +47,7 @@ func BenchmarkRelist(b *testing.B) {
 				return obj, nil
 			})
 			_, _ = inf.AddEventHandler(handler)
-			ctx, cancel := context.WithCancel(context.Background())
+			ctx, cancel := context.WithCancel(b.Context())
 			defer cancel()
 			go inf.RunWithContext(ctx)
 			for !inf.HasSynced() {

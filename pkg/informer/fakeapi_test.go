@@ -50,14 +50,14 @@ func newFakeAPI() *fakeAPI {
 	return &fakeAPI{objects: map[string]*metav1.PartialObjectMetadata{}, cut: map[string]int{}, pages: map[string][]*metav1.PartialObjectMetadata{}, opened: map[string]int{}, fail: map[string][]error{}}
 }
 
-// set creates or updates the object ns/name with labels, and returns its resourceVersion.
-func (f *fakeAPI) set(ns, name string, labels map[string]string) string {
+// set creates or updates the object ns/name with labels.
+func (f *fakeAPI) set(ns, name string, labels map[string]string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.setLocked(ns, name, labels)
+	f.setLocked(ns, name, labels)
 }
 
-func (f *fakeAPI) setLocked(ns, name string, labels map[string]string) string {
+func (f *fakeAPI) setLocked(ns, name string, labels map[string]string) {
 	f.rv++
 	key := ns + "/" + name
 	obj := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels,
@@ -69,24 +69,22 @@ func (f *fakeAPI) setLocked(ns, name string, labels map[string]string) string {
 	}
 	f.objects[key] = obj
 	f.record(watch.Event{Type: ev, Object: obj})
-	return obj.ResourceVersion
 }
 
 // remove deletes ns/name if it exists.
-func (f *fakeAPI) remove(ns, name string) bool {
+func (f *fakeAPI) remove(ns, name string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	key := ns + "/" + name
 	old, ok := f.objects[key]
 	if !ok {
-		return false
+		return
 	}
 	f.rv++
 	delete(f.objects, key)
 	gone := old.DeepCopy()
 	gone.ResourceVersion = strconv.FormatUint(f.rv, 10)
 	f.record(watch.Event{Type: watch.Deleted, Object: gone})
-	return true
 }
 
 // removeQuietly deletes ns/name as if its delete event had been compacted

@@ -87,18 +87,21 @@ func differential(t *testing.T, ops []byte) {
 
 // apply applies one operation, and says what it was.
 func (p *pair) apply(t *testing.T, op, arg byte) string {
-	name := fmt.Sprintf("p%d", arg%8)
+	ns, name := "ns", fmt.Sprintf("p%d", arg%8)
+	if arg&0x40 != 0 {
+		ns = "other" // so that sweeps go a namespace at a time
+	}
 	switch op % 10 {
 	case 0, 1, 2:
-		p.api.set("ns", name, map[string]string{"v": fmt.Sprint(arg >> 3)})
-		return "set " + name
+		p.api.set(ns, name, map[string]string{"v": fmt.Sprint(arg >> 3)})
+		return "set " + ns + "/" + name
 	case 3:
 		if arg&0x80 != 0 {
-			p.api.removeQuietly("ns", name)
-			return "delete " + name + ", the event lost"
+			p.api.removeQuietly(ns, name)
+			return "delete " + ns + "/" + name + ", the event lost"
 		}
-		p.api.remove("ns", name)
-		return "delete " + name
+		p.api.remove(ns, name)
+		return "delete " + ns + "/" + name
 	case 4:
 		p.api.bookmark()
 		return "a bookmark"
@@ -117,7 +120,7 @@ func (p *pair) apply(t *testing.T, op, arg byte) string {
 		return fmt.Sprintf("a 410, then a relist cut after %d objects", arg%5)
 	case 8:
 		time.Sleep(2 * time.Second)
-		p.api.restart("ns", name)
+		p.api.restart(ns, name)
 		return "the API server restarts, its history gone"
 	default:
 		p.api.mu.Lock()

@@ -9,13 +9,13 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	toolscache "k8s.io/client-go/tools/cache"
-	"testing/synctest"
 )
 
 // recorder is a handler that records its calls per object key, in order.
@@ -100,7 +100,7 @@ type markedPod struct {
 func (m *markedPod) ListEpoch() uint32     { return m.epoch.Load() }
 func (m *markedPod) SetListEpoch(e uint32) { m.epoch.Store(e) }
 func (m *markedPod) DeepCopyObject() k8sruntime.Object {
-	return m.PartialObjectMetadata.DeepCopy()
+	return m.DeepCopy()
 }
 
 // markSome is a transform that stores the pods whose name ends in an even

@@ -46,7 +46,7 @@ func (l *loop) watchList(ctx context.Context) (watch.Interface, error) {
 		switch {
 		case err == nil: // ended before its bookmark: again
 		case ctx.Err() != nil:
-			return nil, nil
+			return nil, ctx.Err()
 		case retriable(err):
 			klog.FromContext(ctx).V(2).Info("watch-list failed - backing off", "kind", l.i.name, "err", err)
 			l.backOff(ctx)
@@ -59,7 +59,7 @@ func (l *loop) watchList(ctx context.Context) (watch.Interface, error) {
 			return nil, err
 		}
 	}
-	return nil, nil
+	return nil, ctx.Err()
 }
 
 // initialEvents stores the stream's initial events until the bookmark that

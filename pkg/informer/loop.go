@@ -88,7 +88,7 @@ func (l *loop) list(ctx context.Context) (watch.Interface, error) {
 	if !l.noWatchList {
 		w, err := l.watchList(ctx)
 		if err == nil || ctx.Err() != nil {
-			return w, nil
+			return w, err
 		}
 		klog.FromContext(ctx).V(4).Info("Data couldn't be fetched in watchlist mode. Falling back to a paged list.", "kind", l.i.name, "err", err)
 	}
