@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/metawatch/metawatch/pkg/testing/controlplane"
+	"github.com/metawatch/metawatch/pkg/testing/testkit"
 )
 
 var cp *controlplane.ControlPlane
@@ -58,7 +59,7 @@ func TestEtcdCopyIsServedAsCreated(t *testing.T) {
 		t.Fatal(copyErr)
 	}
 	var pods corev1.PodList
-	for deadline := time.Now().Add(time.Minute); len(pods.Items) != total && time.Now().Before(deadline); time.Sleep(time.Second) {
+	for deadline := time.Now().Add(testkit.Timeout); len(pods.Items) != total && time.Now().Before(deadline); time.Sleep(time.Second) {
 		if err := c.List(ctx, &pods, client.MatchingLabels{BenchLabel: "true"}); err != nil {
 			t.Log(err)
 		}

@@ -99,9 +99,9 @@ func stopProcess(t *testing.T, cmd *exec.Cmd, stderr *testkit.SyncBuffer) {
 		if err != nil {
 			t.Errorf("metawatch exited with %v after SIGTERM:\n%s", err, stderr.String())
 		}
-	case <-time.After(60 * time.Second):
+	case <-time.After(testkit.Timeout):
 		_ = cmd.Process.Kill()
-		t.Errorf("metawatch did not stop within 60s of SIGTERM")
+		t.Errorf("metawatch did not stop within %s of SIGTERM", testkit.Timeout)
 	}
 }
 

@@ -60,31 +60,47 @@ func TestPrometheusScrapesMetawatchAndEveryPanelHasData(t *testing.T) {
 	// rejected (the running configuration stays); then a dozen scrapes.
 	testkit.Pod(t, c, ns, "created", nil)
 	applySelectors(t, c, ns, "watches: [{kind: Pod, labelSelector: 'app in (web'}]\n")
-	time.Sleep(15 * time.Second)
 
+	// Every panel's data, the rejected edit and the chart's alert pending
+	// (it fires after its 5 minutes) come with Prometheus's scrapes and rule
+	// evaluations, every second: waited for, however slow the machine.
+	const rejected = `metawatch_config_last_reload_successful == 0`
+	const alert = `ALERTS{alertname="MetawatchConfigurationRejected",alertstate="pending",namespace="prom"}`
+	panels := dashboardPanels(t)
 	var empty []string
-	for _, panel := range dashboardPanels(t) {
-		has := false
-		for _, expr := range panel.exprs {
-			if n := prom.query(t, strings.ReplaceAll(expr, "$job", ".*")); n > 0 {
-				has = true
+	var rejectedSeries, alertSeries int
+	for deadline := time.Now().Add(2 * testkit.Timeout); ; time.Sleep(time.Second) {
+		empty = nil
+		for _, panel := range panels {
+			if !panelHasData(t, prom, panel.exprs) {
+				empty = append(empty, panel.title)
 			}
 		}
-		t.Logf("panel %q: data %v", panel.title, has)
-		if !has {
-			empty = append(empty, panel.title)
+		rejectedSeries, alertSeries = prom.query(t, rejected), prom.query(t, alert)
+		if len(empty) == 0 && rejectedSeries == 1 && alertSeries == 1 || time.Now().After(deadline) {
+			break
 		}
 	}
+	t.Logf("%d panels, without data: %v", len(panels), empty)
 	if len(empty) > 0 {
 		t.Errorf("panels without data: %s\nmetawatch's log:\n%s", strings.Join(empty, "; "), stderr.String())
 	}
-	if n := prom.query(t, `metawatch_config_last_reload_successful == 0`); n != 1 {
-		t.Errorf("the rejected edit: metawatch_config_last_reload_successful == 0 returned %d series, want 1", n)
+	if rejectedSeries != 1 {
+		t.Errorf("the rejected edit: %s returned %d series, want 1", rejected, rejectedSeries)
 	}
-	// The chart's alert on it is pending (it fires after its 5 minutes).
-	if n := prom.query(t, `ALERTS{alertname="MetawatchConfigurationRejected",alertstate="pending",namespace="prom"}`); n != 1 {
-		t.Errorf("the chart's MetawatchConfigurationRejected alert is not pending on the live metrics (%d series)", n)
+	if alertSeries != 1 {
+		t.Errorf("the chart's MetawatchConfigurationRejected alert is not pending on the live metrics (%d series)", alertSeries)
 	}
+}
+
+// panelHasData reports whether one of a panel's expressions returns a series.
+func panelHasData(t *testing.T, prom prometheus, exprs []string) bool {
+	for _, expr := range exprs {
+		if prom.query(t, strings.ReplaceAll(expr, "$job", ".*")) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // scraperToken is a token of a ServiceAccount that may get /metrics.

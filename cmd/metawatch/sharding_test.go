@@ -28,11 +28,12 @@ type shardedReplica struct {
 	metrics string // host:port of its plain-HTTP /metrics
 }
 
-func startShardedReplica(t *testing.T, ns, name string) *shardedReplica {
+func startShardedReplica(t *testing.T, ns, name string, flags ...string) *shardedReplica {
 	t.Helper()
 	r := &shardedReplica{replica: newReplica(t), name: name, proxy: testkit.NewProxy(t, cp.Config), metrics: testkit.FreeAddress(t)}
-	r.launch(t, []string{"POD_NAME=" + name}, append([]string{"--kubeconfig", r.proxy.Kubeconfig, "--config-map", ns + "/selectors", "--sharding",
-		"--leader-election-namespace", ns, "--health-probe-bind-address", r.probe, "--metrics-bind-address", r.metrics, "--metrics-secure=false"}, leaseFlags...)...)
+	args := append([]string{"--kubeconfig", r.proxy.Kubeconfig, "--config-map", ns + "/selectors", "--sharding",
+		"--leader-election-namespace", ns, "--health-probe-bind-address", r.probe, "--metrics-bind-address", r.metrics, "--metrics-secure=false"}, leaseFlags...)
+	r.launch(t, []string{"POD_NAME=" + name}, append(args, flags...)...)
 	return r
 }
 

@@ -58,15 +58,31 @@ func TestShutdownStopsWritesBeforeReleasingTheLease(t *testing.T) {
 			if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 				t.Fatal(err)
 			}
-			if err := cmd.Wait(); err != nil {
-				t.Errorf("metawatch exited with %v after SIGTERM, want 0:\n%s", err, stderr.String())
+			exited := make(chan error, 1)
+			go func() { exited <- cmd.Wait() }()
+			// The budget itself shows in the Lease: released once every write
+			// was answered, left to expire when the budget ended first. The
+			// exit is only bounded here, for a shutdown that hangs: on a loaded
+			// machine the process may take seconds past its budget to end.
+			select {
+			case err := <-exited:
+				if err != nil {
+					t.Errorf("metawatch exited with %v after SIGTERM, want 0:\n%s", err, stderr.String())
+				}
+			case <-time.After(tc.timeout + testkit.Timeout):
+				t.Fatalf("metawatch did not exit within %s of SIGTERM (--graceful-shutdown-timeout=%s):\n%s", tc.timeout+testkit.Timeout, tc.timeout, stderr.String())
 			}
-			took := time.Since(sigterm)
-			t.Logf("--graceful-shutdown-timeout=%s: exited %s after SIGTERM", tc.timeout, took.Round(10*time.Millisecond))
-			if took > tc.timeout+2*time.Second {
-				t.Errorf("shutdown took %s, want within --graceful-shutdown-timeout=%s", took, tc.timeout)
-			}
-			time.Sleep(2 * time.Second) // writes still held by the proxy land now
+			t.Logf("--graceful-shutdown-timeout=%s: exited %s after SIGTERM", tc.timeout, time.Since(sigterm).Round(10*time.Millisecond))
+			// The writes the proxy still holds reach the API server, even those
+			// whose client gave up on them.
+			testkit.WaitFor(t, "every write held by the proxy to be answered", testkit.Timeout, func() bool {
+				for _, p := range patches(proxy.Exchanges()) {
+					if p.Answered.IsZero() {
+						return false
+					}
+				}
+				return true
+			})
 			exchanges := proxy.Exchanges()
 			release, released := leaseRelease(t, ns)
 			if released != tc.wantRelease {

@@ -184,12 +184,23 @@ func TestAFailedHandOverLeavesNoBucketUnwritten(t *testing.T) {
 	const ns = "failed-handover"
 	a, b, history := twoShardedReplicas(t, c, ns)
 
-	a.proxy.SetRefuse(func(req *http.Request) bool {
-		return req.Method == http.MethodPut && strings.Contains(req.URL.Path, "/leases/") && strings.Contains(req.URL.Path, "-bucket-")
-	})
+	bucketLeaseWrite := func(method, path string) bool {
+		return method == http.MethodPut && strings.Contains(path, "/leases/") && strings.Contains(path, "-bucket-")
+	}
+	refusedFrom := len(a.proxy.Exchanges())
+	a.proxy.SetRefuse(func(req *http.Request) bool { return bucketLeaseWrite(req.Method, req.URL.Path) })
 	joiner := startShardedReplica(t, ns, "replica-c")
 	waitHTTP200(t, "http://"+joiner.probe+"/readyz", joiner.stderr)
-	time.Sleep(2 * time.Second) // replica-a tries to hand buckets on to replica-c, and cannot
+	// A balanced replica writes no bucket Lease: the first one refused is
+	// replica-a handing buckets on to replica-c, and failing to release them.
+	testkit.WaitFor(t, "replica-a to try to hand buckets on, and be refused", testkit.Timeout, func() bool {
+		for _, e := range a.proxy.Exchanges()[refusedFrom:] {
+			if bucketLeaseWrite(e.Method, e.Path) {
+				return true
+			}
+		}
+		return false
+	})
 	joiner.stop(t, syscall.SIGTERM)
 	// Past twice the lease duration (4 s) with the buckets assigned back, they are reported.
 	var unwritable float64

@@ -124,7 +124,7 @@ func writeConfig(t *testing.T, content string) string {
 
 func waitHTTP200(t *testing.T, url string, log fmt.Stringer) {
 	t.Helper()
-	deadline := time.Now().Add(time.Minute)
+	deadline := time.Now().Add(testkit.Timeout)
 	for code, _ := testkit.HTTPGet(url); code != http.StatusOK; code, _ = testkit.HTTPGet(url) {
 		if time.Now().After(deadline) {
 			t.Fatalf("%s never answered 200; metawatch said:\n%s", url, log)

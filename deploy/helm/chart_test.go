@@ -114,7 +114,7 @@ func applyStubCRDs(t *testing.T) {
 		{"cert-manager.io", "Certificate", "certificates"},
 	} {
 		kubectl(t, stubCRD(crd.group, crd.kind, crd.plural), "apply", "-f", "-")
-		testkit.WaitFor(t, "the "+crd.kind+" CRD", 30e9, func() bool {
+		testkit.WaitFor(t, "the "+crd.kind+" CRD", testkit.Timeout, func() bool {
 			_, err := tryRun(t, "", cp.Binaries.Kubectl, "--kubeconfig", cp.KubeconfigPath, "get", crd.plural+"."+crd.group, "-A")
 			return err == nil
 		})

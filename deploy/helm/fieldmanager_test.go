@@ -265,7 +265,7 @@ func labelOwners(pod corev1.Pod, key string) string {
 				Labels map[string]json.RawMessage `json:"f:labels"`
 			} `json:"f:metadata"`
 		}
-		if f.FieldsV1 == nil || json.Unmarshal(f.FieldsV1.Raw, &fields) != nil {
+		if f.FieldsV1 == nil || json.Unmarshal(f.FieldsV1.GetRawBytes(), &fields) != nil {
 			continue
 		}
 		if _, owns := fields.Metadata.Labels["f:"+key]; owns {

@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/metawatch/metawatch/pkg/testing/controlplane"
+	"github.com/metawatch/metawatch/pkg/testing/testkit"
 )
 
 // With flowControl.enabled, API Priority and Fairness serves the chart's
@@ -49,7 +50,7 @@ func TestFlowControlServesWritesAndLeasesWhereTheChartSays(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			// The API server's flow control picks new FlowSchemas up within seconds.
 			var served string
-			for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+			for deadline := time.Now().Add(testkit.Timeout); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
 				served = servedPriorityLevel(t, asChart, c.method, host+c.path)
 				if (c.want != "" && served == c.want) || (c.want == "" && served != "" && served != writes && served != leases) {
 					return

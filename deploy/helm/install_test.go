@@ -11,7 +11,6 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"k8s.io/apimachinery/pkg/api/resource"
 
@@ -68,12 +67,12 @@ func runAsChart(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer stop(t, cmd, &stderr)
-	testkit.WaitFor(t, "/readyz as the chart's ServiceAccount:\n"+stderr.String(), time.Minute, func() bool {
+	testkit.WaitFor(t, "/readyz as the chart's ServiceAccount:\n"+stderr.String(), testkit.Timeout, func() bool {
 		code, _ := testkit.HTTPGet("http://" + probe + "/readyz")
 		return code == http.StatusOK
 	})
 	kubectl(t, demoPod, "apply", "-n", "chart-demo", "-f", "-")
-	testkit.WaitFor(t, "the copy rule to label the demo pod, as the chart's ServiceAccount", time.Minute, func() bool {
+	testkit.WaitFor(t, "the copy rule to label the demo pod, as the chart's ServiceAccount", testkit.Timeout, func() bool {
 		return kubectl(t, "", "get", "pod", "-n", "chart-demo", "web", "-o", "jsonpath={.metadata.labels.team}") == "storefront"
 	})
 	if strings.Contains(stderr.String(), "is forbidden") {
@@ -131,7 +130,7 @@ func forbiddenKind(t *testing.T) {
 	}
 	defer stop(t, cmd, &stderr)
 	var body string
-	testkit.WaitFor(t, "/readyz to name the forbidden kind", time.Minute, func() bool {
+	testkit.WaitFor(t, "/readyz to name the forbidden kind", testkit.Timeout, func() bool {
 		_, body = testkit.HTTPGet("http://" + probe + "/readyz/configuration") // the aggregate /readyz withholds reasons
 		return strings.Contains(body, "watches[1] (Secret): forbidden to list secrets cluster-wide")
 	})

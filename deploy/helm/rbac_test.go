@@ -13,6 +13,7 @@ import (
 
 	"github.com/metawatch/metawatch/pkg/config"
 	"github.com/metawatch/metawatch/pkg/testing/controlplane"
+	"github.com/metawatch/metawatch/pkg/testing/testkit"
 )
 
 // rbacTemplates are the chart's RBAC: what the review judges.
@@ -32,14 +33,17 @@ func TestChartRBACIsExactForEachExample(t *testing.T) {
 	for i, example := range examples {
 		t.Run(filepath.Base(example), func(t *testing.T) {
 			values := filepath.Join(t.TempDir(), "values.yaml")
-			out, err := checkAs(example, "", "--chart-values", values, "--writable-kinds=*,Node,Namespace", "--allow-at-creation")
+			out, err := checkAs(example, "", succeeds, "--chart-values", values, "--writable-kinds=*,Node,Namespace", "--allow-at-creation")
 			if err != nil {
 				t.Fatalf("check --chart-values: %v\n%s", err, out)
 			}
 			ns := fmt.Sprintf("rbac-%d", i)
 			flags := installRBAC(t, ns, "-f", values)
-			out, err = checkAs(example, "system:serviceaccount:"+ns+":"+ns+"-metawatch", append(flags, "--rbac")...)
-			if err != nil || !strings.Contains(out, "RBAC: nothing beyond what the configuration needs") {
+			exact := func(out string, err error) bool {
+				return err == nil && strings.Contains(out, "RBAC: nothing beyond what the configuration needs")
+			}
+			out, err = checkAs(example, "system:serviceaccount:"+ns+":"+ns+"-metawatch", exact, append(flags, "--rbac")...)
+			if !exact(out, err) {
 				t.Errorf("the chart's RBAC for %s is not exact (%v):\n%s", filepath.Base(example), err, out)
 			}
 		})
@@ -52,12 +56,18 @@ func TestChartRBACReviewFindsSpareAndMissing(t *testing.T) {
 	controlplane.SkipIfShort(t)
 	flags := installRBAC(t, "rbac-defaults")
 	sa := "system:serviceaccount:rbac-defaults:rbac-defaults-metawatch"
-	out, err := checkAs(repoFile(t, "selectors/require-owner.yaml"), sa, append(flags, "--rbac")...)
-	if err == nil || !strings.Contains(out, "holds more than the configuration needs") || !strings.Contains(out, "patch deployments.apps") {
+	spare := func(out string, err error) bool {
+		return err != nil && strings.Contains(out, "holds more than the configuration needs") && strings.Contains(out, "patch deployments.apps")
+	}
+	out, err := checkAs(repoFile(t, "selectors/require-owner.yaml"), sa, spare, append(flags, "--rbac")...)
+	if !spare(out, err) {
 		t.Errorf("the default values for an audit of Deployments: want a spare patch deployments.apps, got %v:\n%s", err, out)
 	}
-	out, err = checkAs(repoFile(t, "selectors/spot-nodes.yaml"), sa, append(flags, "--rbac", "--writable-kinds=Node")...)
-	if err == nil || !strings.Contains(out, "the identity lacks permissions: list nodes") {
+	missing := func(out string, err error) bool {
+		return err != nil && strings.Contains(out, "the identity lacks permissions: list nodes")
+	}
+	out, err = checkAs(repoFile(t, "selectors/spot-nodes.yaml"), sa, missing, append(flags, "--rbac", "--writable-kinds=Node")...)
+	if !missing(out, err) {
 		t.Errorf("the default values for a Node rule: want list nodes missing, got %v:\n%s", err, out)
 	}
 }
@@ -105,18 +115,20 @@ func installRBAC(t *testing.T, ns string, values ...string) []string {
 
 // checkAs runs metawatch check on example against the control plane, as the
 // user as (the admin if empty); the authorizer sees new bindings within
-// moments, so a review that fails is asked again for a few seconds.
-func checkAs(example, as string, flags ...string) (string, error) {
+// moments, so the review is asked again until its answer is the one wanted
+// (testkit.Timeout at most), and the last answer returned.
+func checkAs(example, as string, wanted func(out string, err error) bool, flags ...string) (string, error) {
 	args := []string{"check", "-f", example, "--kubeconfig", cp.KubeconfigPath}
 	if as != "" {
 		args = append(args, "--as", as)
 	}
-	var out []byte
-	var err error
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(300 * time.Millisecond) {
-		out, err = exec.Command(metawatch, append(args, flags...)...).CombinedOutput()
-		if err == nil || time.Now().After(deadline) {
+	for deadline := time.Now().Add(testkit.Timeout); ; time.Sleep(300 * time.Millisecond) {
+		out, err := exec.Command(metawatch, append(args, flags...)...).CombinedOutput()
+		if wanted(string(out), err) || time.Now().After(deadline) {
 			return string(out), err
 		}
 	}
 }
+
+// succeeds is a check's answer that is a pass.
+func succeeds(_ string, err error) bool { return err == nil }

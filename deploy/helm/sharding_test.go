@@ -5,7 +5,6 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/metawatch/metawatch/pkg/testing/controlplane"
 	"github.com/metawatch/metawatch/pkg/testing/testkit"
@@ -45,18 +44,18 @@ func TestShardedInstall(t *testing.T) {
 				t.Errorf("replica %s hit a forbidden request as the chart's ServiceAccount:\n%s", pod, stderr.String())
 			}
 		})
-		testkit.WaitFor(t, "/readyz of "+pod+" as the chart's ServiceAccount:\n"+stderr.String(), time.Minute, func() bool {
+		testkit.WaitFor(t, "/readyz of "+pod+" as the chart's ServiceAccount:\n"+stderr.String(), testkit.Timeout, func() bool {
 			code, body := testkit.HTTPGet("http://" + probe + "/readyz/configuration")
 			return code == http.StatusOK && strings.HasPrefix(body, "ok: sharding server-side")
 		})
 	}
-	testkit.WaitFor(t, "the two replicas to hold the 64 bucket Leases between them", time.Minute, func() bool {
+	testkit.WaitFor(t, "the two replicas to hold the 64 bucket Leases between them", testkit.Timeout, func() bool {
 		holders := kubectl(t, "", "get", "leases", "-n", ns, "-l", "metawatch.dev/ring="+release+"-metawatch,metawatch.dev/lease=bucket",
 			"-o", "jsonpath={range .items[*]}{.spec.holderIdentity}{\"\\n\"}{end}")
 		a, b := strings.Count(holders, release+"-metawatch-a\n"), strings.Count(holders, release+"-metawatch-b\n")
 		return a > 0 && b > 0 && a+b == 64
 	})
-	testkit.WaitFor(t, "the copy rule to label the demo pod", time.Minute, func() bool {
+	testkit.WaitFor(t, "the copy rule to label the demo pod", testkit.Timeout, func() bool {
 		return kubectl(t, "", "get", "pod", "-n", "shard-demo", "web", "-o", "jsonpath={.metadata.labels.team}") == "checkout"
 	})
 }

@@ -46,7 +46,18 @@ func TestPodFieldsAtAdmissionAreAsStored(t *testing.T) {
 	defer deletePair(t, c, "fields-loaded")
 	testkit.WaitAdmitted(t, c, "pod-fields-pos", "tier", nil)
 	testkit.WaitAdmitted(t, c, "pod-fields-neg", "loaded", nil)
-	time.Sleep(2 * time.Second)
+	// Each policy loads on its own: fields-neg is in effect once a pod its
+	// field selector matches gets tier; only then does a bare pod without
+	// tier say anything.
+	testkit.WaitFor(t, "the fields-neg policy to take effect", 2*testkit.Timeout, func() bool {
+		probe := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "pod-fields-neg", GenerateName: "probe-"},
+			Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever, Containers: []corev1.Container{{Name: "app", Image: testkit.PodImage}}}}
+		if err := c.Create(t.Context(), probe); err != nil {
+			return false
+		}
+		defer func() { _ = c.Delete(t.Context(), probe) }()
+		return probe.Labels["tier"] == "gold"
+	})
 
 	preset := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "pod-fields-pos", Name: "preset"},
 		Spec: corev1.PodSpec{NodeName: "n1", Containers: []corev1.Container{{Name: "app", Image: testkit.PodImage}}}}
@@ -72,9 +83,11 @@ func TestAStalePairChangedSinceTheListGoesSoon(t *testing.T) {
 	install(t, c, tierRule("stale-edited", "a"))
 	defer deletePair(t, c, "stale-edited")
 	r := &editingAfterList{Reader: c, c: c}
-	_, stop := run(t, &admission.Syncer{Client: c, Reader: r, Resync: 30 * time.Second})
+	// No resync within the wait: a pair that goes was deleted again soon
+	// (retrySoonAfter), whatever the machine's speed.
+	_, stop := run(t, &admission.Syncer{Client: c, Reader: r, Resync: time.Hour})
 	defer stop()
-	testkit.WaitFor(t, "the removed rule's policy to go", 10*time.Second, func() bool { return policyTier(t, c, "stale-edited") == "" })
+	testkit.WaitFor(t, "the removed rule's policy to go", testkit.Timeout, func() bool { return policyTier(t, c, "stale-edited") == "" })
 }
 
 // editingAfterList edits the stale policy once, right after the first
@@ -118,13 +131,12 @@ func TestAHandEditedPolicyComesBack(t *testing.T) {
 	if err := c.Update(t.Context(), &p, client.FieldOwner("kubectl-edit")); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(3 * time.Second)
-	if err := c.Get(t.Context(), client.ObjectKey{Name: admission.Name("hand-edited")}, &p); err != nil {
-		t.Fatal(err)
-	}
-	if len(p.Spec.MatchConditions) != want {
-		t.Errorf("after resyncs, the hand-edited policy has match conditions %+v, want metawatch's %d: the policy writes nothing at admission", p.Spec.MatchConditions, want)
-	}
+	testkit.WaitFor(t, "a resync to undo the hand edit", testkit.Timeout, func() bool {
+		if err := c.Get(t.Context(), client.ObjectKey{Name: admission.Name("hand-edited")}, &p); err != nil {
+			t.Fatal(err)
+		}
+		return len(p.Spec.MatchConditions) == want
+	})
 }
 
 // A changed policy the API server refuses leaves the old version without

@@ -50,24 +50,35 @@ func TestAPairWaitingForItsBucketRetriesAlone(t *testing.T) {
 	controlplane.SkipIfShort(t)
 	controlplane.RequireMutatingAdmissionPolicy(t)
 	c := &countingClient{Client: testkit.Client(t, cp.Config)}
+	gate := &pendingFor{name: admission.Name("waiting")}
 	_, stop := run(t, &admission.Syncer{Rules: []admission.Rule{tierRule("written", "a"), tierRule("waiting", "a")}, Client: c, Reader: c.Client,
-		Guard: authority.Guard{Gate: pendingFor(admission.Name("waiting"))}})
-	time.Sleep(5 * time.Second)
+		Guard: authority.Guard{Gate: gate}})
+	testkit.WaitFor(t, "the written pair", testkit.Timeout, func() bool { return policyTier(t, c.Client, "written") == "a" })
+	// Three refusals of the waiting pair: it was tried again twice after the
+	// pass that wrote the other pair.
+	testkit.WaitFor(t, "the waiting pair to be tried three times", testkit.Timeout, func() bool { return gate.refused.Load() >= 3 })
 	stop()
 	deletePair(t, c.Client, "written")
 	if n := c.writes.Load(); n != 2 {
-		t.Errorf("%d writes in 5 s of the pair of a rule that waits for nothing, want 2 (its policy and binding, once)", n)
+		t.Errorf("%d writes over %d tries of the waiting pair by the pair of a rule that waits for nothing, want 2 (its policy and binding, once)", n, gate.refused.Load())
 	}
 }
 
 // pendingFor is a shard gate where the pair named name waits for its
-// bucket, and every other is this replica's.
-type pendingFor string
-
-func (p pendingFor) Begin(uid types.UID) (func(), bool) {
-	return func() {}, uid != types.UID("admission-policy/"+string(p))
+// bucket, and every other is this replica's. It counts the refusals.
+type pendingFor struct {
+	name    string
+	refused atomic.Int64
 }
-func (p pendingFor) Pending(types.UID) bool { return true }
+
+func (p *pendingFor) Begin(uid types.UID) (func(), bool) {
+	if uid == types.UID("admission-policy/"+p.name) {
+		p.refused.Add(1)
+		return func() {}, false
+	}
+	return func() {}, true
+}
+func (p *pendingFor) Pending(types.UID) bool { return true }
 
 // countingClient counts creates, updates and patches.
 type countingClient struct {
@@ -107,14 +118,14 @@ func TestALateWriteDoesNotRecreateADeletedPolicy(t *testing.T) {
 	testkit.WaitFor(t, "the policy", testkit.Timeout, func() bool { return policyTier(t, c, "deleted") == "a" })
 	stop()
 
-	held := &holdingClient{Client: c, held: make(chan struct{}), release: make(chan struct{})}
+	held := newHoldingClient(c)
 	_, stopStale := syncer(t, cp.Config, held, tierRule("deleted", "b"))
 	<-held.held // listed, its apply sent and held on the way
 	deletePair(t, c, "deleted")
 	testkit.WaitFor(t, "the policy to go", testkit.Timeout, func() bool { return policyTier(t, c, "deleted") == "" })
 	go stopStale()
 	close(held.release)
-	time.Sleep(time.Second) // the held write arrives
+	held.waitAnswered(t)
 	if got := policyTier(t, c, "deleted"); got != "" {
 		deletePair(t, c, "deleted")
 		t.Errorf("the late write made the deleted policy again (tier %q)", got)
@@ -139,11 +150,17 @@ func TestALastingProblemIsNotRetriedInALoop(t *testing.T) {
 	defer deletePair(t, raw, "not-ours")
 	c := &countingClient{Client: raw}
 	s, stop := run(t, &admission.Syncer{Rules: []admission.Rule{tierRule("not-ours", "a"), tierRule("fine", "a")}, Client: c, Reader: raw})
+	testkit.WaitFor(t, "the first pass (the fine pair, the foreign name's problem)", testkit.Timeout, func() bool {
+		return policyTier(t, raw, "fine") == "a" && len(s.Problems()) > 0 && c.writes.Load() >= 3
+	})
+	// A negative: no retry in a window of over twice the first retry of a
+	// failure (failedAfter, 5 s), counted from the end of the first pass.
+	// A slow machine only makes wrong retries later, never a pass fail.
 	time.Sleep(12 * time.Second)
 	stop()
 	deletePair(t, raw, "fine")
 	if n := c.writes.Load(); n != 3 {
-		t.Errorf("%d writes in 12 s with a resync of a minute, want 3 (the foreign name's once, the fine pair's once); problems: %v", n, s.Problems())
+		t.Errorf("%d writes in the 12 s after the first pass, with a resync of a minute; want 3 in all (the foreign name's once, the fine pair's once); problems: %v", n, s.Problems())
 	}
 }
 

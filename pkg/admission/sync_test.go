@@ -66,7 +66,7 @@ func TestALateWriteDoesNotUndoANewerPolicy(t *testing.T) {
 	testkit.WaitFor(t, "the policy", testkit.Timeout, func() bool { return policyTier(t, c, "stale") == "a" })
 	stop()
 
-	held := &holdingClient{Client: c, held: make(chan struct{}), release: make(chan struct{})}
+	held := newHoldingClient(c)
 	_, stopStale := syncer(t, cp.Config, held, tierRule("stale", "a"))
 	<-held.held // listed, its apply sent and held on the way
 	_, stopNewer := syncer(t, cp.Config, c, tierRule("stale", "b"))
@@ -74,17 +74,23 @@ func TestALateWriteDoesNotUndoANewerPolicy(t *testing.T) {
 	stopNewer()
 	go stopStale()
 	close(held.release)
-	time.Sleep(time.Second) // the held write arrives
+	held.waitAnswered(t)
 	if got := policyTier(t, c, "stale"); got != "b" {
 		t.Errorf("the policy's tier is %q after the late write, want b (the newer)", got)
 	}
 }
 
-// holdingClient holds the first Update until release, as a network would.
+// holdingClient holds the first Update until release, as a network would:
+// the write is on the wire, and arrives even if its replica stops meanwhile.
 type holdingClient struct {
 	client.Client
 	held, release chan struct{}
+	answered      chan error // the held write's answer
 	once          bool
+}
+
+func newHoldingClient(c client.Client) *holdingClient {
+	return &holdingClient{Client: c, held: make(chan struct{}), release: make(chan struct{}), answered: make(chan error, 1)}
 }
 
 func (h *holdingClient) Update(ctx context.Context, obj client.Object, opts ...client.UpdateOption) error {
@@ -92,8 +98,22 @@ func (h *holdingClient) Update(ctx context.Context, obj client.Object, opts ...c
 		h.once = true
 		close(h.held)
 		<-h.release
+		err := h.Client.Update(context.WithoutCancel(ctx), obj, opts...)
+		h.answered <- err
+		return err
 	}
 	return h.Client.Update(ctx, obj, opts...)
+}
+
+// waitAnswered waits until the API server has answered the held write.
+func (h *holdingClient) waitAnswered(t *testing.T) {
+	t.Helper()
+	select {
+	case err := <-h.answered:
+		t.Logf("the held write arrived: %v", err)
+	case <-time.After(testkit.Timeout):
+		t.Fatalf("the held write was not answered in %s", testkit.Timeout)
+	}
 }
 
 // A policy of the rule's name that metawatch did not make is left alone,

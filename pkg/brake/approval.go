@@ -80,7 +80,7 @@ func (b *Brake) Approve(ctx context.Context, value string) Verdict {
 	}
 	b.counting.Lock()
 	applied := false
-	_, err = b.ledger.update(ctx, func(r *Record) bool {
+	err = b.ledger.update(ctx, func(r *Record) bool {
 		if !r.claim(b.hash, b.order) {
 			applied = false
 			return false

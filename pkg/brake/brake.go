@@ -178,7 +178,7 @@ func (b *Brake) count(ctx context.Context, kind string, key types.NamespacedName
 	}
 	bound := b.limits.Bound(cached)
 	n := 0
-	_, err = b.ledger.update(ctx, func(r *Record) bool {
+	err = b.ledger.update(ctx, func(r *Record) bool {
 		before := r.clone()
 		n, change = 0, 0
 		if !r.claim(b.hash, b.order) {
@@ -395,7 +395,7 @@ func (b *Brake) holding(every time.Duration) []string {
 func (b *Brake) push(ctx context.Context, kind string) {
 	b.counting.Lock()
 	change := 0
-	_, err := b.ledger.update(ctx, func(r *Record) bool {
+	err := b.ledger.update(ctx, func(r *Record) bool {
 		before := r.clone()
 		if !r.claim(b.hash, b.order) {
 			return false

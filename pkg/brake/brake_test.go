@@ -60,10 +60,10 @@ func (in *installation) start(limits Limits, hash string) *Brake {
 }
 
 // admitRange admits objects from..to-1 of kind and returns how many it let through.
-func admitRange(b *Brake, kind string, from, to int) int {
+func admitRange(t testing.TB, b *Brake, kind string, from, to int) int {
 	n := 0
 	for i := from; i < to; i++ {
-		if b.Admit(context.Background(), kind, key(i), 0) {
+		if b.Admit(t.Context(), kind, key(i), 0) {
 			n++
 		}
 	}
@@ -78,7 +78,7 @@ func TestAdmit(t *testing.T) {
 	cases := map[string]struct {
 		limits   Limits
 		cached   int
-		before   func(in *installation)
+		before   func(t *testing.T, in *installation)
 		objects  int
 		admitted int
 	}{
@@ -92,20 +92,20 @@ func TestAdmit(t *testing.T) {
 		"a held change survives a restart and a new window": {limits: limits, objects: 3, before: othersThen(4, time.Hour), admitted: 0},
 		"another configuration begins a new count":          {limits: limits, objects: 3, before: otherConfiguration(), admitted: 3},
 		"an object let through once is let through again":   {limits: limits, objects: 3, before: othersThen(0, 0), admitted: 3},
-		"each kind has its own count": {limits: limits, objects: 3, admitted: 3, before: func(in *installation) {
-			admitRange(in.start(limits, hashA), "Node", 0, 3)
+		"each kind has its own count": {limits: limits, objects: 3, admitted: 3, before: func(t *testing.T, in *installation) {
+			admitRange(t, in.start(limits, hashA), "Node", 0, 3)
 		}},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
 			in := newInstallation()
 			if c.before != nil {
-				c.before(in)
+				c.before(t, in)
 			}
 			b := in.start(c.limits, hashA)
 			admitted := 0
 			for i := range c.objects {
-				if b.Admit(context.Background(), "Pod", key(i), c.cached) {
+				if b.Admit(t.Context(), "Pod", key(i), c.cached) {
 					admitted++
 				}
 			}
@@ -118,27 +118,27 @@ func TestAdmit(t *testing.T) {
 
 // othersThen has a process admit n other pods (beyond the bound: a hold),
 // then lets d pass before the next process starts.
-func othersThen(n int, d time.Duration) func(*installation) {
-	return func(in *installation) {
-		admitRange(in.start(Limits{Objects: 3, Window: time.Minute}, hashA), "Pod", 100, 100+n)
+func othersThen(n int, d time.Duration) func(*testing.T, *installation) {
+	return func(t *testing.T, in *installation) {
+		admitRange(t, in.start(Limits{Objects: 3, Window: time.Minute}, hashA), "Pod", 100, 100+n)
 		in.clk.wait(d)
 	}
 }
 
 // restarts is n processes, each admitting as many new pods as it can.
-func restarts(n int) func(*installation) {
-	return func(in *installation) {
+func restarts(n int) func(*testing.T, *installation) {
+	return func(t *testing.T, in *installation) {
 		for i := range n {
-			admitRange(in.start(Limits{Objects: 3, Window: time.Minute}, hashA), "Pod", 100+10*i, 110+10*i)
+			admitRange(t, in.start(Limits{Objects: 3, Window: time.Minute}, hashA), "Pod", 100+10*i, 110+10*i)
 			in.clk.wait(time.Second)
 		}
 	}
 }
 
 // otherConfiguration has configuration B use the bound up.
-func otherConfiguration() func(*installation) {
-	return func(in *installation) {
-		admitRange(in.start(Limits{Objects: 3, Window: time.Minute}, hashB), "Pod", 100, 110)
+func otherConfiguration() func(*testing.T, *installation) {
+	return func(t *testing.T, in *installation) {
+		admitRange(t, in.start(Limits{Objects: 3, Window: time.Minute}, hashB), "Pod", 100, 110)
 	}
 }
 
@@ -154,7 +154,7 @@ func TestAnApprovalLetsOneChangeGoOnOnce(t *testing.T) {
 	var released []types.NamespacedName
 	b.OnApproved("Pod", func(keys []types.NamespacedName) { released = append(released, keys...) })
 
-	admitRange(b, "Pod", 0, 6)
+	admitRange(t, b, "Pod", 0, 6)
 	b.Forget("Pod", key(5)) // no longer needs a removal
 	first := Token(hashA, 1)
 	if b.HeldChange() != first || len(told) != 1 || told[0] != "Pod "+first {
@@ -163,11 +163,11 @@ func TestAnApprovalLetsOneChangeGoOnOnce(t *testing.T) {
 	if v := b.Approve(t.Context(), first); v.Problem != "" || v.Released["Pod"] != 3 || len(released) != 3 {
 		t.Fatalf("approval %+v released %v, want the 3 objects still held", v, released)
 	}
-	if n := admitRange(b, "Pod", 2, 5); n != 3 {
+	if n := admitRange(t, b, "Pod", 2, 5); n != 3 {
 		t.Errorf("the approved objects: %d let through when queued again, want 3", n)
 	}
 	in.clk.wait(2 * time.Minute)
-	if n := admitRange(b, "Pod", 10, 20); n != 2 {
+	if n := admitRange(t, b, "Pod", 10, 20); n != 2 {
 		t.Errorf("a later mass removal: %d let through, want the bound 2 (then held again)", n)
 	}
 	second := Token(hashA, 2)
@@ -178,7 +178,7 @@ func TestAnApprovalLetsOneChangeGoOnOnce(t *testing.T) {
 		t.Errorf("the used approval again: %+v, want a problem naming the change held now", v)
 	}
 	restarted := in.start(limits, hashA) // the 2 let through lost their keys: 8 objects still need removal
-	if n := admitRange(restarted, "Pod", 12, 20); n != 0 {
+	if n := admitRange(t, restarted, "Pod", 12, 20); n != 0 {
 		t.Errorf("after a restart %d let through, want the change still held", n)
 	}
 	if v := restarted.Approve(t.Context(), second); v.Problem != "" || v.Released["Pod"] != 8 {
@@ -191,19 +191,19 @@ func TestAnApprovalLetsOneChangeGoOnOnce(t *testing.T) {
 func TestAnApprovalWithACount(t *testing.T) {
 	in := newInstallation()
 	b := in.start(Limits{Objects: 1, Window: time.Minute}, hashA)
-	admitRange(b, "Pod", 0, 5) // 1 through, 4 held
+	admitRange(t, b, "Pod", 0, 5) // 1 through, 4 held
 	v := b.Approve(t.Context(), Token(hashA, 1)+",objects=6")
 	if v.Problem != "" || v.Released["Pod"] != 4 {
 		t.Fatalf("approval %+v, want the 4 held", v)
 	}
-	if n := admitRange(b, "Pod", 1, 5) + admitRange(b, "Pod", 10, 15); n != 6 {
+	if n := admitRange(t, b, "Pod", 1, 5) + admitRange(t, b, "Pod", 10, 15); n != 6 {
 		t.Errorf("%d let through after approving 6, want 6", n)
 	}
 	if b.Held()["Pod"] != 3 || b.HeldChange() != Token(hashA, 2) {
 		t.Errorf("held %v under %q, want 3 under change 2", b.Held(), b.HeldChange())
 	}
 	few := in.start(Limits{Objects: 1, Window: time.Minute}, hashA)
-	admitRange(few, "Pod", 20, 23)
+	admitRange(t, few, "Pod", 20, 23)
 	if v := few.Approve(t.Context(), Token(hashA, 2)+",objects=1"); v.Released["Pod"] != 1 || few.HeldChange() != Token(hashA, 3) {
 		t.Errorf("approving 1 of 3: %+v, still held under %q, want 1 released and the rest under change 3", v, few.HeldChange())
 	}
@@ -212,7 +212,7 @@ func TestAnApprovalWithACount(t *testing.T) {
 func TestApprovalValues(t *testing.T) {
 	in := newInstallation()
 	b := in.start(Limits{Objects: 1, Window: time.Minute}, hashA)
-	admitRange(b, "Pod", 0, 3)
+	admitRange(t, b, "Pod", 0, 3)
 	cases := map[string]struct {
 		value, problem string
 	}{
@@ -241,17 +241,17 @@ func TestApprovalValues(t *testing.T) {
 func TestAHeldChangeEndsOnlyOnceWatchedForAWindow(t *testing.T) {
 	in := newInstallation()
 	limits := Limits{Objects: 1, Window: time.Minute}
-	admitRange(in.start(limits, hashA), "Pod", 0, 3) // held, then the process dies
+	admitRange(t, in.start(limits, hashA), "Pod", 0, 3) // held, then the process dies
 	in.clk.wait(time.Hour)
 	fresh := in.start(limits, hashA)
-	if n := admitRange(fresh, "Pod", 10, 11); n != 0 {
+	if n := admitRange(t, fresh, "Pod", 10, 11); n != 0 {
 		t.Fatalf("a process just started let %d through, want the held change kept", n)
 	}
 	fresh.Forget("Pod", key(10))
 	in.clk.wait(2 * time.Minute)
 	watched := in.start(limits, hashA)
 	watched.ledger.started = in.clk.t.Add(-2 * time.Minute)
-	if n := admitRange(watched, "Pod", 20, 22); n != 1 {
+	if n := admitRange(t, watched, "Pod", 20, 22); n != 1 {
 		t.Errorf("after a window with nothing held, %d let through, want the bound 1", n)
 	}
 }
@@ -262,12 +262,12 @@ func TestAnOlderConfigurationDoesNotTakeTheRecordBack(t *testing.T) {
 	in := newInstallation()
 	limits := Limits{Objects: 2, Window: time.Minute}
 	newer := New(limits, hashB, 20, NewLedger(in.store, in.clk.now))
-	admitRange(newer, "Pod", 0, 2)
+	admitRange(t, newer, "Pod", 0, 2)
 	older := New(limits, hashA, 10, NewLedger(in.store, in.clk.now))
-	if n := admitRange(older, "Pod", 10, 12); n != 0 {
+	if n := admitRange(t, older, "Pod", 10, 12); n != 0 {
 		t.Errorf("the older configuration let %d through, want none", n)
 	}
-	if n := admitRange(New(limits, hashB, 20, NewLedger(in.store, in.clk.now)), "Pod", 20, 22); n != 0 {
+	if n := admitRange(t, New(limits, hashB, 20, NewLedger(in.store, in.clk.now)), "Pod", 20, 22); n != 0 {
 		t.Errorf("the newer configuration's count was taken back: %d more let through", n)
 	}
 }
@@ -288,7 +288,7 @@ func TestWithoutItsRecordTheBrakeHoldsEverything(t *testing.T) {
 	b := New(Limits{Objects: 100, Window: time.Minute}, hashA, 0, NewLedger(failingStore{}, nil))
 	var told []string
 	b.OnHeld(func(kind, token string) { told = append(told, kind+" "+token) })
-	if n := admitRange(b, "Pod", 0, 5); n != 0 {
+	if n := admitRange(t, b, "Pod", 0, 5); n != 0 {
 		t.Errorf("%d let through without a record, want none", n)
 	}
 	if len(told) != 1 || told[0] != "Pod " {
@@ -306,16 +306,42 @@ func TestWithoutItsRecordTheBrakeHoldsEverything(t *testing.T) {
 func TestALaterRemovalOnTheSameObjectsCountsAgain(t *testing.T) {
 	in := newInstallation()
 	b := in.start(Limits{Objects: 3, Window: time.Hour}, hashA)
-	if n := admitRange(b, "Pod", 0, 3); n != 3 {
+	if n := admitRange(t, b, "Pod", 0, 3); n != 3 {
 		t.Fatalf("%d let through, want 3", n)
 	}
-	if n := admitRange(b, "Pod", 0, 3); n != 3 {
+	if n := admitRange(t, b, "Pod", 0, 3); n != 3 {
 		t.Errorf("retries before the removals landed: %d let through, want all 3 (counted once)", n)
 	}
 	for i := range 3 {
 		b.Forget("Pod", key(i))
 	}
-	if n := admitRange(b, "Pod", 0, 3); n != 0 {
+	if n := admitRange(t, b, "Pod", 0, 3); n != 0 {
 		t.Errorf("a second removal on the same objects: %d let through, want none (the bound is used)", n)
 	}
+}
+
+// countingStore counts the saves of the record.
+type countingStore struct {
+	MemoryStore
+	saves int
+}
+
+func (c *countingStore) Save(ctx context.Context, r Record, version string) (string, error) {
+	c.saves++
+	return c.MemoryStore.Save(ctx, r, version)
+}
+
+// Holding thousands of objects writes the record a few times, not once per
+// object: a count reserves an eighth of what is left at a time, and a hold
+// pushes HeldUntil only once a quarter of the window has passed.
+func TestHoldingManyObjectsWritesTheRecordAFewTimes(t *testing.T) {
+	store := &countingStore{}
+	b := New(Limits{Objects: 100, Window: 10 * time.Minute}, hashA, 0, NewLedger(store, nil))
+	if n := admitRange(t, b, "Pod", 0, 10000); n != 100 {
+		t.Fatalf("%d let through, want the bound 100", n)
+	}
+	if store.saves > 40 {
+		t.Errorf("%d writes of the record for 100 let through and 9,900 held, want a few dozen at most", store.saves)
+	}
+	t.Logf("%d writes of the record for 100 objects let through and 9,900 held", store.saves)
 }

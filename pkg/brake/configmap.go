@@ -33,8 +33,10 @@ type ConfigMapStore struct {
 	Guard  authority.Guard
 }
 
+// String names the ConfigMap.
 func (s *ConfigMapStore) String() string { return "ConfigMap " + s.Key.String() }
 
+// Load reads the record from the ConfigMap (none yet if it does not exist).
 func (s *ConfigMapStore) Load(ctx context.Context) (Record, string, error) {
 	var cm corev1.ConfigMap
 	if err := s.Reader.Get(ctx, s.Key, &cm); apierrors.IsNotFound(err) {
@@ -46,12 +48,14 @@ func (s *ConfigMapStore) Load(ctx context.Context) (Record, string, error) {
 	if raw := cm.Data[recordKey]; raw != "" {
 		if err := json.Unmarshal([]byte(raw), &r); err != nil {
 			// Never read as "nothing counted": that would grant the bound again.
-			return Record{}, "", fmt.Errorf("its data %s is not a record metawatch wrote (%v): delete the ConfigMap to begin the count again", recordKey, err)
+			return Record{}, "", fmt.Errorf("its data %s is not a record metawatch wrote (%w): delete the ConfigMap to begin the count again", recordKey, err)
 		}
 	}
 	return r, cm.ResourceVersion, nil
 }
 
+// Save writes the record: creates the ConfigMap for version "", else a
+// merge patch with the resourceVersion as a precondition.
 func (s *ConfigMapStore) Save(ctx context.Context, r Record, version string) (string, error) {
 	raw, err := json.Marshal(r)
 	if err != nil {

@@ -1,7 +1,6 @@
 package brake
 
 import (
-	"context"
 	"testing"
 	"time"
 )
@@ -27,7 +26,7 @@ func FuzzTheBrakeLetsThroughNoMoreThanTheBoundAndApprovals(f *testing.F) {
 			throughBefore, approvedBefore := through, approved
 			switch op % 5 {
 			case 0: // a new object to remove
-				if b.Admit(context.Background(), "Pod", key(next), 0) {
+				if b.Admit(t.Context(), "Pod", key(next), 0) {
 					through++
 				} else {
 					heldNow = append(heldNow, next)
@@ -38,7 +37,7 @@ func FuzzTheBrakeLetsThroughNoMoreThanTheBoundAndApprovals(f *testing.F) {
 				again := heldNow
 				heldNow = nil
 				for _, i := range again {
-					if b.Admit(context.Background(), "Pod", key(i), 0) {
+					if b.Admit(t.Context(), "Pod", key(i), 0) {
 						through++
 					} else {
 						heldNow = append(heldNow, i)
@@ -48,7 +47,7 @@ func FuzzTheBrakeLetsThroughNoMoreThanTheBoundAndApprovals(f *testing.F) {
 				in.clk.wait(time.Duration(op) * time.Second)
 			case 3: // the operator approves what is held
 				if token := b.HeldChange(); token != "" {
-					v := b.Approve(context.Background(), token)
+					v := b.Approve(t.Context(), token)
 					approved += v.Released["Pod"]
 					heldNow = nil
 				}
@@ -58,7 +57,7 @@ func FuzzTheBrakeLetsThroughNoMoreThanTheBoundAndApprovals(f *testing.F) {
 					heldNow = heldNow[1:]
 				}
 			}
-			rec, err := b.ledger.read(context.Background())
+			rec, err := b.ledger.read(t.Context())
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -76,21 +76,22 @@ func (l *Ledger) window(length time.Duration) window {
 	return window{now: now, length: length, watched: now.Sub(l.started) >= length}
 }
 
-// update applies f to the newest record and saves the result when f says
-// it changed it, trying again from the stored record when another replica
-// saved meanwhile. It returns the record as saved (or as read).
-func (l *Ledger) update(ctx context.Context, f func(*Record) bool) (Record, error) {
+// update applies f to the newest record (read again when the cached one is
+// older than staleAfter: another replica may have counted, approved or
+// begun the count again) and saves the result when f says it changed it,
+// trying again from the stored record when another replica saved meanwhile.
+func (l *Ledger) update(ctx context.Context, f func(*Record) bool) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for range maxSaveAttempts {
-		if l.loaded.IsZero() {
+		if l.loaded.IsZero() || l.now().Sub(l.loaded) > staleAfter {
 			if err := l.loadLocked(ctx); err != nil {
-				return Record{}, err
+				return err
 			}
 		}
 		next := l.rec.clone()
 		if !f(&next) {
-			return next, nil
+			return nil
 		}
 		version, err := l.store.Save(ctx, next, l.version)
 		switch {
@@ -99,13 +100,13 @@ func (l *Ledger) update(ctx context.Context, f func(*Record) bool) (Record, erro
 			continue
 		case err != nil:
 			l.err = fmt.Errorf("writing the removal brake's record (%s): %w", l.store, err)
-			return Record{}, l.err
+			return l.err
 		}
 		l.rec, l.version, l.loaded, l.err = next, version, l.now(), nil
-		return next, nil
+		return nil
 	}
 	l.err = fmt.Errorf("writing the removal brake's record (%s): it changed %d times while being written", l.store, maxSaveAttempts)
-	return Record{}, l.err
+	return l.err
 }
 
 // read is the record, read again from the store if the cached one is older than staleAfter.
@@ -138,6 +139,7 @@ type MemoryStore struct {
 	version int
 }
 
+// Load returns the record kept in memory.
 func (m *MemoryStore) Load(context.Context) (Record, string, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -147,6 +149,7 @@ func (m *MemoryStore) Load(context.Context) (Record, string, error) {
 	return m.rec.clone(), fmt.Sprint(m.version), nil
 }
 
+// Save keeps r if version is the one kept.
 func (m *MemoryStore) Save(_ context.Context, r Record, version string) (string, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -157,4 +160,5 @@ func (m *MemoryStore) Save(_ context.Context, r Record, version string) (string,
 	return fmt.Sprint(m.version), nil
 }
 
+// String says the record is not kept across restarts.
 func (m *MemoryStore) String() string { return "this process's memory only" }

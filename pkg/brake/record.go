@@ -150,14 +150,18 @@ func (r *Record) reserve(kind string, bound, want int, w window) int {
 }
 
 // hold notes that objects of kind are held at w.now and returns the held
-// change's number: the open one, or a new one.
+// change's number: the open one, or a new one. HeldUntil is pushed a Window
+// ahead only once a quarter of it has passed, so that holding thousands of
+// objects writes the record a few times, not once per object.
 func (r *Record) hold(kind string, w window) int {
 	k := r.kind(kind, w)
 	if !r.Open {
 		r.Change++
 		r.Open = true
 	}
-	k.HeldUntil = w.now.Add(w.length)
+	if k.HeldUntil.Sub(w.now) < w.length*3/4 {
+		k.HeldUntil = w.now.Add(w.length)
+	}
 	return r.Change
 }
 

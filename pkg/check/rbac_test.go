@@ -44,7 +44,7 @@ func TestCheckRBACWantsNothingMissingAndNothingToSpare(t *testing.T) {
 			// the verdict is the one wanted or the time is up, then say the last.
 			var out string
 			code := -1
-			for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+			for deadline := time.Now().Add(testkit.Timeout); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
 				code, out = runCheck(t, "-f", file, "--kubeconfig", cp.KubeconfigPath, "--as", "system:serviceaccount:rbac-check:"+sa, "--rbac", "--writable-kinds=Pod")
 				if code == tc.wantExit && strings.Contains(out, tc.want) {
 					return

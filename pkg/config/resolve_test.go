@@ -18,6 +18,7 @@ import (
 	"github.com/metawatch/metawatch/pkg/apiserver"
 	"github.com/metawatch/metawatch/pkg/config"
 	"github.com/metawatch/metawatch/pkg/testing/controlplane"
+	"github.com/metawatch/metawatch/pkg/testing/testkit"
 )
 
 func TestResolveMapsKindsWithTheClusterRESTMapper(t *testing.T) {
@@ -229,7 +230,7 @@ func installWidgetCRD(t *testing.T) {
 	if err := c.Create(ctx, crd); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(testkit.Timeout)
 	for !established(ctx, t, c) {
 		if time.Now().After(deadline) {
 			t.Fatal("the Widget CRD was not established")

@@ -9,23 +9,20 @@ import (
 	"testing"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/metawatch/metawatch/pkg/brake"
 	"github.com/metawatch/metawatch/pkg/testing/testkit"
 )
 
-// brakePods is how many pods the brake's tests run on: 2,000 in make test,
-// METAWATCH_BRAKE_PODS for the figures at the scale the issue asks (10,000),
-// which the CHANGELOG gives.
-func brakePods(t *testing.T) int {
+// brakePods is how many pods the brake's tests run on: 1,000 in make test
+// (the bound is still 100: the share of 1% is 10), METAWATCH_BRAKE_PODS for
+// the figures at 10,000, which the CHANGELOG gives.
+func brakePods(*testing.T) int {
 	if n, err := strconv.Atoi(os.Getenv("METAWATCH_BRAKE_PODS")); err == nil && n > 0 {
 		return n
 	}
-	return 2000
+	return 1000
 }
 
 // brakeWait bounds the waits for thousands of pods to converge.
@@ -183,11 +180,12 @@ func TestRestartsDuringAHeldRemovalGrantNoSecondBound(t *testing.T) {
 			for i := range 5 {
 				inst.stop()
 				inst = startInstance(t, cp.Config, b.ns+"/selectors")
-				waitEvery(t, fmt.Sprintf("restart %d to hold again", i+1), brakeWait, func() bool { return b.held() > 0 })
+				// This process's own brake (not the metric, which the last one
+				// set) holds every pod still marked: it decided on each.
+				waitEvery(t, fmt.Sprintf("restart %d to decide on every pod", i+1), brakeWait, func() bool {
+					return strings.Contains(inst.describe(), fmt.Sprintf("removal brake holding (Pod %d objects)", b.with("example.com/marked", "yes")))
+				})
 			}
-			waitEvery(t, "the last start to hold every pod beyond what was released", brakeWait, func() bool {
-				return b.held() == float64(b.with("example.com/marked", "yes"))
-			})
 			if released := b.pods - b.with("example.com/marked", "yes"); released > bound {
 				t.Errorf("%d pods lost the %s over five restarts, want at most one bound, %d", released, kt.Name, bound)
 			} else {
@@ -201,37 +199,26 @@ func TestRestartsDuringAHeldRemovalGrantNoSecondBound(t *testing.T) {
 // is not ignored: it lets the running configuration's held change go on,
 // and says so.
 func TestAnApprovalBesideAnInvalidEditIsUsedAndSaid(t *testing.T) {
-	kt := testkit.KeyTypes["annotations"]
-	b := &brakeCase{t: t, kt: kt, c: testkit.Populated(t, cp, "approve-invalid", nil, 300), ns: "approve-invalid", pods: 300}
-	kept := fmt.Sprintf("watches:\n- kind: Pod\n  namespaces: [%s]\nrules:\n- {name: tier, kinds: [Pod], %s: {tier: gold}}\n", b.ns, kt.Set)
-	kubectlApply(t, selectors(b.ns, kept+fmt.Sprintf("- {name: mark, kinds: [Pod], %s: {example.com/marked: \"yes\"}}\n", kt.Set)))
-	startInstance(t, cp.Config, b.ns+"/selectors")
-	waitEvery(t, "every pod marked", brakeWait, func() bool { return b.with("example.com/marked", "yes") == b.pods })
-	kubectlApply(t, selectors(b.ns, kept))
-	waitEvery(t, "the brake to hold every pod beyond the bound", brakeWait, func() bool { return b.held() == float64(b.pods-100) })
-	_, token := b.approveLine()
-	invalid := strings.Replace(selectors(b.ns, kept+"- {name: broken, kinds: [Pod], setLabels: {\"bad key!\": x}}\n"), "metadata: {name: selectors,",
-		fmt.Sprintf("metadata: {annotations: {%s: %s}, name: selectors,", brake.AllowRemovals, token), 1)
-	kubectlApply(t, invalid)
-	waitEvery(t, "every pod unmarked", brakeWait, func() bool { return b.with("example.com/marked", "") == 0 })
-	if !eventWith(t, b.c, b.ns, "RemovalsApproved", "newer edit is invalid") {
-		t.Errorf("no RemovalsApproved Event saying the approval was used beside the invalid edit")
+	for name, kt := range testkit.KeyTypes {
+		t.Run(name, func(t *testing.T) {
+			ns := "approve-invalid-" + name
+			b := &brakeCase{t: t, kt: kt, c: testkit.Populated(t, cp, ns, nil, 300), ns: ns, pods: 300}
+			kept := fmt.Sprintf("watches:\n- kind: Pod\n  namespaces: [%s]\nrules:\n- {name: tier, kinds: [Pod], %s: {tier: gold}}\n", b.ns, kt.Set)
+			kubectlApply(t, selectors(b.ns, kept+fmt.Sprintf("- {name: mark, kinds: [Pod], %s: {example.com/marked: \"yes\"}}\n", kt.Set)))
+			startInstance(t, cp.Config, b.ns+"/selectors")
+			waitEvery(t, "every pod marked", brakeWait, func() bool { return b.with("example.com/marked", "yes") == b.pods })
+			kubectlApply(t, selectors(b.ns, kept))
+			waitEvery(t, "the brake to hold every pod beyond the bound", brakeWait, func() bool { return b.held() == float64(b.pods-100) })
+			_, token := b.approveLine()
+			invalid := strings.Replace(selectors(b.ns, kept+"- {name: broken, kinds: [Pod], setLabels: {\"bad key!\": x}}\n"), "metadata: {name: selectors,",
+				fmt.Sprintf("metadata: {annotations: {%s: %s}, name: selectors,", brake.AllowRemovals, token), 1)
+			kubectlApply(t, invalid)
+			waitEvery(t, "every pod unmarked", brakeWait, func() bool { return b.with("example.com/marked", "") == 0 })
+			if !eventWith(t, b.c, b.ns, "RemovalsApproved", "newer edit is invalid") {
+				t.Errorf("no RemovalsApproved Event saying the approval was used beside the invalid edit")
+			}
+		})
 	}
-}
-
-// countPods is how many pods of ns match selector, listed as metadata.
-func countPods(t *testing.T, c client.Client, ns, selector string) int {
-	t.Helper()
-	list := &metav1.PartialObjectMetadataList{}
-	list.SetGroupVersionKind(schema.GroupVersionKind{Version: "v1", Kind: "PodList"})
-	sel, err := labels.Parse(selector)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.List(t.Context(), list, client.InNamespace(ns), client.MatchingLabelsSelector{Selector: sel}); err != nil {
-		t.Fatal(err)
-	}
-	return len(list.Items)
 }
 
 // waitEvery is testkit.WaitFor polling once a second: each poll lists

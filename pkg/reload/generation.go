@@ -161,6 +161,11 @@ func newGeneration(ctx context.Context, cfg *rest.Config, number int64, r resolv
 	return g, nil
 }
 
+// AdmissionResync is how often a generation checks its admission policies
+// again (admission.Syncer.Resync): zero is the Syncer's own period, a
+// minute. Tests shorten it, as they do ForbiddenRecheckInterval.
+var AdmissionResync time.Duration
+
 // addPolicies adds the Syncer of the rules' admission policies (atCreation)
 // to the generation: it writes as its controllers do, through their guard.
 func (g *generation) addPolicies(cfg *rest.Config, mgr manager.Manager, r resolved, opts generationOptions, guard authority.Guard) error {
@@ -170,7 +175,8 @@ func (g *generation) addPolicies(cfg *rest.Config, mgr manager.Manager, r resolv
 	}
 	g.policies = &admission.Syncer{Rules: admission.Rules(r.conf, r.watches, &opts.limits.WriteScope, r.conf.WriteScope), Installation: opts.installation, FieldManager: opts.controller.FieldManager,
 		Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Discovery: dc, Guard: guard, Gate: g.gate,
-		Log: opts.log.WithName("admission-policies"), OnProblem: opts.onAdmissionProblem, Leftovers: opts.leftovers, Owner: opts.policyOwner}
+		Log: opts.log.WithName("admission-policies"), OnProblem: opts.onAdmissionProblem, Leftovers: opts.leftovers, Owner: opts.policyOwner,
+		Resync: AdmissionResync}
 	if opts.controller.DryRun {
 		if len(g.policies.Rules) > 0 {
 			opts.log.Info("dry run: the admission policies of rules with atCreation are not written", "rules", len(g.policies.Rules))

@@ -6,8 +6,9 @@ import (
 	"github.com/metawatch/metawatch/pkg/telemetry"
 )
 
-// ReasonFieldManagerShared: another writer applies as this installation's
-// field manager; it writes nothing until restarted with a name of its own.
+// ReasonFieldManagerShared is the Event reason when another writer applies
+// as this installation's field manager: it writes nothing until restarted
+// with a name of its own.
 const ReasonFieldManagerShared = "FieldManagerShared"
 
 // reportSharedName says, once, that the installation stopped writing

@@ -13,5 +13,8 @@ var cp *controlplane.ControlPlane
 
 func TestMain(m *testing.M) {
 	reload.ForbiddenRecheckInterval = time.Second
+	// A pair whose owner went is reported at the next resync, a minute
+	// later by default (TestPairsGoWithTheirOwner waited it out).
+	reload.AdmissionResync = 2 * time.Second
 	os.Exit(controlplane.RunTests(m, &cp))
 }

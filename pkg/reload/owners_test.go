@@ -59,12 +59,18 @@ func TestForbiddenOwnersFreezeCopiedKeys(t *testing.T) {
 
 	setOwnerAccess(t, role, false)
 	generation := testkit.Metric(t, "metawatch_config_generation", nil)
+	creates := podCreatesSeen(t)
 	kubectlApply(t, selectors(ns, config+"- {name: tier, kinds: [Pod], setLabels: {tier: gold}}\n"))
 	testkit.WaitFor(t, "the reload", testkit.Timeout, func() bool { return testkit.Metric(t, "metawatch_config_generation", nil) > generation })
+	testkit.WaitFor(t, "the new generation to see every pod", testkit.Timeout, func() bool { return podCreatesSeen(t) >= creates+5 })
 	testkit.WaitFor(t, "/readyz/configuration to say Pod writes are frozen", testkit.Timeout, func() bool {
 		return contains(inst.readiness(), "its rules copy from owners")
 	})
-	time.Sleep(2 * time.Second) // what a generation that did not freeze would write, it writes now
+	// A negative: a frozen generation queues none of the pods it has seen
+	// (they are settled: nothing may be done), so nothing it would write can
+	// come later. The window is for a generation that wrongly did not
+	// freeze, whose writes follow its queue.
+	time.Sleep(2 * time.Second)
 	if got := testkit.Metric(t, "metawatch_writes_frozen", map[string]string{"kind": "Pod"}); got != 1 {
 		t.Errorf("metawatch_writes_frozen{kind=Pod} = %v while ReplicaSets are forbidden, want 1", got)
 	}

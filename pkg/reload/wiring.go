@@ -12,6 +12,7 @@ import (
 	"github.com/metawatch/metawatch/pkg/brake"
 	"github.com/metawatch/metawatch/pkg/config"
 	"github.com/metawatch/metawatch/pkg/rulecontroller"
+	"github.com/metawatch/metawatch/pkg/sharding"
 	"github.com/metawatch/metawatch/pkg/wire"
 )
 
@@ -71,11 +72,32 @@ func (g *generation) wiring(r resolved, opts generationOptions, versions rulecon
 	}
 	guard.Identity = opts.identity
 	w := rulecontroller.Wiring{Mode: opts.mode, Guard: guard, Gate: g.gate, Leading: opts.leading, Audits: g.audits,
-		WritesFrozen: g.writesFrozen, Versions: versions, Brake: g.brake, CachedObjects: g.counts.Count, Limits: opts.limits, Relists: g.relists,
+		WritesFrozen: g.writesFrozen, Versions: versions, Brake: g.brake, CachedObjects: g.brakeCount(r, opts), Limits: opts.limits, Relists: g.relists,
 		NamespacesUnreadable: g.forbiddenAtStart(namespaceKind) != nil,
 		InScope:              func(ns string) bool { return opts.limits.WriteScope.Allows(ns) && r.conf.WriteScope.Allows(ns) }}
 	if opts.mode == authority.Sharded {
 		w.Share = opts.sharding
 	}
 	return w, nil
+}
+
+// brakeCount is how many objects of a kind the removal brake's share is of:
+// the cached ones; sharded, the whole kind's, reckoned from this replica's
+// part of a namespaced kind (its cache covers its buckets of the 64), so
+// that every replica counts against one cluster-wide bound in the record.
+func (g *generation) brakeCount(r resolved, opts generationOptions) func(kind string) int {
+	if opts.mode != authority.Sharded || opts.sharding == nil {
+		return g.counts.Count
+	}
+	shared := map[string]bool{}
+	for _, w := range r.watches {
+		shared[w.GVK.GroupKind().String()] = w.Namespaced && !w.Owner
+	}
+	return func(kind string) int {
+		n := g.counts.Count(kind)
+		if covered := len(opts.sharding.Ring.Desired()); shared[kind] && covered > 0 {
+			return n * sharding.Buckets / covered
+		}
+		return n
+	}
 }

@@ -1,6 +1,7 @@
 package rulecontroller
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -10,85 +11,108 @@ import (
 
 	"github.com/metawatch/metawatch/pkg/config"
 	"github.com/metawatch/metawatch/pkg/telemetry"
+	"github.com/metawatch/metawatch/pkg/testing/testkit"
 )
 
+// planAdoption, for the old name's labels and its annotations alike.
 func TestPlanAdoption(t *testing.T) {
 	began := time.Date(2026, 11, 26, 3, 0, 0, 0, time.UTC)
-	entry := func(manager string, at time.Time, fields string) metav1.ManagedFieldsEntry {
-		when := metav1.NewTime(at)
-		return metav1.ManagedFieldsEntry{Manager: manager, Operation: metav1.ManagedFieldsOperationApply, Time: &when, FieldsV1: metav1.NewFieldsV1(fields)}
-	}
-	const labelsAB = `{"f:metadata":{"f:labels":{".":{},"f:a":{},"f:b":{}}}}`
+	// Each case's fields are its entry's, with %[1]s for the map of the key
+	// type ("f:labels" or "f:annotations").
+	const keysAB = `{"f:metadata":{%[1]q:{".":{},"f:a":{},"f:b":{}}}}`
 	cases := map[string]struct {
-		entries            []metav1.ManagedFieldsEntry
-		wantOK             bool
-		wantTake, wantKeep []string
-		wantRefused        string
+		manager    string
+		at         time.Time
+		fields     string
+		update     bool // an Update entry, not an Apply
+		wantOK     bool
+		wantTake   []string
+		wantKeep   []string
+		wantRefuse string
 	}{
 		"the old name's keys are taken, the protected one kept": {
-			entries: []metav1.ManagedFieldsEntry{entry("old", began.Add(-time.Hour), `{"f:metadata":{"f:labels":{"f:a":{},"f:guarded":{}}}}`)},
-			wantOK:  true, wantTake: []string{"a"}, wantKeep: []string{"guarded"},
+			manager: "old", at: began.Add(-time.Hour), fields: `{"f:metadata":{%[1]q:{"f:a":{},"f:guarded":{}}}}`,
+			wantOK: true, wantTake: []string{"a"}, wantKeep: []string{"guarded"},
 		},
 		"a key the object no longer has is neither taken nor kept": {
-			entries: []metav1.ManagedFieldsEntry{entry("old", began.Add(-time.Hour), `{"f:metadata":{"f:labels":{"f:a":{},"f:gone":{}}}}`)},
-			wantOK:  true, wantTake: []string{"a"},
+			manager: "old", at: began.Add(-time.Hour), fields: `{"f:metadata":{%[1]q:{"f:a":{},"f:gone":{}}}}`,
+			wantOK: true, wantTake: []string{"a"},
 		},
 		"no entry of the old name: nothing to do": {
-			entries: []metav1.ManagedFieldsEntry{entry("someone", began, labelsAB)},
+			manager: "someone", at: began, fields: keysAB,
 		},
 		"only protected keys: nothing to take": {
-			entries: []metav1.ManagedFieldsEntry{entry("old", began, `{"f:metadata":{"f:labels":{"f:guarded":{}}}}`)},
+			manager: "old", at: began, fields: `{"f:metadata":{%[1]q:{"f:guarded":{}}}}`,
 		},
 		"an apply after adoption began and its slack is a live writer's": {
-			entries: []metav1.ManagedFieldsEntry{entry("old", began.Add(liveWriterSlack+time.Second), labelsAB)},
-			wantOK:  true, wantTake: []string{"a", "b"}, wantRefused: telemetry.AdoptionLive,
+			manager: "old", at: began.Add(liveWriterSlack + time.Second), fields: keysAB,
+			wantOK: true, wantTake: []string{"a", "b"}, wantRefuse: telemetry.AdoptionLive,
 		},
 		"an apply within the slack is the old installation's last": {
-			entries: []metav1.ManagedFieldsEntry{entry("old", began.Add(liveWriterSlack), labelsAB)},
-			wantOK:  true, wantTake: []string{"a", "b"},
+			manager: "old", at: began.Add(liveWriterSlack), fields: keysAB,
+			wantOK: true, wantTake: []string{"a", "b"},
 		},
 		"an old name that owns the spec too is refused": {
-			entries: []metav1.ManagedFieldsEntry{entry("old", began.Add(-time.Hour), `{"f:metadata":{"f:labels":{"f:a":{}}},"f:spec":{"f:replicas":{}}}`)},
-			wantOK:  true, wantTake: []string{"a"}, wantRefused: telemetry.AdoptionOtherFields,
+			manager: "old", at: began.Add(-time.Hour), fields: `{"f:metadata":{%[1]q:{"f:a":{}}},"f:spec":{"f:replicas":{}}}`,
+			wantOK: true, wantTake: []string{"a"}, wantRefuse: telemetry.AdoptionOtherFields,
 		},
 		"an old name that owns a finalizer is refused": {
-			entries: []metav1.ManagedFieldsEntry{entry("old", began.Add(-time.Hour), `{"f:metadata":{"f:finalizers":{},"f:labels":{"f:a":{}}}}`)},
-			wantOK:  true, wantTake: []string{"a"}, wantRefused: telemetry.AdoptionOtherFields,
+			manager: "old", at: began.Add(-time.Hour), fields: `{"f:metadata":{"f:finalizers":{},%[1]q:{"f:a":{}}}}`,
+			wantOK: true, wantTake: []string{"a"}, wantRefuse: telemetry.AdoptionOtherFields,
 		},
 		"the old name's update entry is not an apply: nothing to do": {
-			entries: []metav1.ManagedFieldsEntry{func() metav1.ManagedFieldsEntry {
-				e := entry("old", began, labelsAB)
-				e.Operation = metav1.ManagedFieldsOperationUpdate
-				return e
-			}()},
+			manager: "old", at: began, fields: keysAB, update: true,
 		},
 	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			limits := config.DefaultLimits()
-			limits.ProtectedKeys = []string{"guarded"}
-			r := &ruleReconciler{GVK: corev1.SchemeGroupVersion.WithKind("Pod"), adoptFrom: "old", limits: &limits,
-				adoptionBegan: func() time.Time { return began }}
-			obj := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns",
-				Labels: map[string]string{"a": "1", "b": "2", "guarded": "3"}, ManagedFields: tc.entries}}
-			p, ok := r.planAdoption(obj)
-			if ok != tc.wantOK {
-				t.Fatalf("planned %v, want %v", ok, tc.wantOK)
-			}
-			if !ok {
-				return
-			}
-			if got := sets.List(p.take.Labels); !sameKeys(got, tc.wantTake) {
-				t.Errorf("takes %v, want %v", got, tc.wantTake)
-			}
-			if got := sets.List(p.keep.Labels); !sameKeys(got, tc.wantKeep) {
-				t.Errorf("keeps %v, want %v", got, tc.wantKeep)
-			}
-			if p.refused != tc.wantRefused {
-				t.Errorf("refused %q, want %q", p.refused, tc.wantRefused)
+	for typeName, kt := range testkit.KeyTypes {
+		t.Run(typeName, func(t *testing.T) {
+			for name, tc := range cases {
+				t.Run(name, func(t *testing.T) {
+					limits := config.DefaultLimits()
+					limits.ProtectedKeys = []string{"guarded"}
+					r := &ruleReconciler{GVK: corev1.SchemeGroupVersion.WithKind("Pod"), adoptFrom: "old", limits: &limits,
+						adoptionBegan: func() time.Time { return began }}
+					when := metav1.NewTime(tc.at)
+					entry := metav1.ManagedFieldsEntry{Manager: tc.manager, Operation: metav1.ManagedFieldsOperationApply, Time: &when,
+						FieldsV1: metav1.NewFieldsV1(fmt.Sprintf(tc.fields, "f:"+kt.Field))}
+					if tc.update {
+						entry.Operation = metav1.ManagedFieldsOperationUpdate
+					}
+					obj := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", ManagedFields: []metav1.ManagedFieldsEntry{entry}}}
+					setKeys(kt, obj, map[string]string{"a": "1", "b": "2", "guarded": "3"})
+					p, ok := r.planAdoption(obj)
+					if ok != tc.wantOK {
+						t.Fatalf("planned %v, want %v", ok, tc.wantOK)
+					}
+					if !ok {
+						return
+					}
+					if got := sets.List(keysOf(kt, p.take)); !sameKeys(got, tc.wantTake) || !othersEmpty(kt, p.take) {
+						t.Errorf("takes %v (labels %v, annotations %v), want %s %v", got, sets.List(p.take.Labels), sets.List(p.take.Annotations), kt.Field, tc.wantTake)
+					}
+					if got := sets.List(keysOf(kt, p.keep)); !sameKeys(got, tc.wantKeep) || !othersEmpty(kt, p.keep) {
+						t.Errorf("keeps %v (labels %v, annotations %v), want %s %v", got, sets.List(p.keep.Labels), sets.List(p.keep.Annotations), kt.Field, tc.wantKeep)
+					}
+					if p.refused != tc.wantRefuse {
+						t.Errorf("refused %q, want %q", p.refused, tc.wantRefuse)
+					}
+				})
 			}
 		})
 	}
+}
+
+// keysOf is the set of kt in keys.
+func keysOf(kt testkit.KeyType, keys owned) sets.Set[string] {
+	if kt.Field == "labels" {
+		return keys.Labels
+	}
+	return keys.Annotations
+}
+
+// othersEmpty reports whether keys hold nothing of the other key type.
+func othersEmpty(kt testkit.KeyType, keys owned) bool {
+	return keys.Labels.Len()+keys.Annotations.Len() == keysOf(kt, keys).Len()
 }
 
 func sameKeys(a, b []string) bool { return len(a) == len(b) && sets.New(a...).Equal(sets.New(b...)) }

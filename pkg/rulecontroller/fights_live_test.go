@@ -2,6 +2,10 @@ package rulecontroller_test
 
 import (
 	"fmt"
+	"os"
+	"strconv"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -90,29 +94,29 @@ func undoUntilFight(t *testing.T, c client.Client, ns string, done func() bool, 
 func TestTwoInstallationsUnderOneNameStopWriting(t *testing.T) {
 	for name, kt := range testkit.KeyTypes {
 		t.Run(name, func(t *testing.T) {
-			ns := "one-name-" + name
-			c := testkit.Populated(t, cp, ns, nil, 20)
+			ns, n := "one-name-"+name, fightPods()
+			c := testkit.Populated(t, cp, ns, nil, n)
 			configOf := func(key string) string {
 				return fmt.Sprintf("watches:\n- kind: Pod\n  namespaces: [%s]\nrules:\n- {name: mark, kinds: [Pod], %s: {%s: \"yes\"}}\n", ns, kt.Set, key)
 			}
 			a, b := authority.NewIdentity("", ""), authority.NewIdentity("", "")
 			ia := startInstance(t, configOf("example.com/team-a"), settings{Wiring: rulecontroller.Wiring{Guard: authority.Guard{Identity: a}}})
 			ib := startInstance(t, configOf("example.com/team-b"), settings{Wiring: rulecontroller.Wiring{Guard: authority.Guard{Identity: b}}})
-			testkit.WaitFor(t, "an installation to stop writing under the shared name", testkit.Timeout, func() bool {
+			testkit.WaitFor(t, "an installation to stop writing under the shared name", 10*time.Minute, func() bool {
 				return a.Refused() != nil || b.Refused() != nil
 			})
-			testkit.WaitFor(t, "the writes to end", testkit.Timeout, func() bool {
+			testkit.WaitFor(t, "the writes to end", 10*time.Minute, func() bool {
 				before := ia.writes.Load() + ib.writes.Load()
 				r := reconciles(t)
-				touchAll(t, c, ns, 20)
-				testkit.WaitFor(t, "both installations to decide on every pod again", testkit.Timeout, func() bool { return reconciles(t)-r >= 40 })
+				touchAll(t, c, ns, n)
+				testkit.WaitFor(t, "both installations to decide on every pod again", 10*time.Minute, func() bool { return reconciles(t)-r >= float64(2*n) })
 				return ia.writes.Load()+ib.writes.Load() == before
 			})
 			refused := a.Refused()
 			if refused == nil {
 				refused = b.Refused()
 			}
-			t.Logf("%ss: two installations under one name wrote %d times in all, then the writes ended: %v", kt.Name, ia.writes.Load()+ib.writes.Load(), refused)
+			t.Logf("%ss, %d pods: two installations under one name wrote %d times in all, then the writes ended: %v", kt.Name, n, ia.writes.Load()+ib.writes.Load(), refused)
 		})
 	}
 }
@@ -126,7 +130,80 @@ func podObject(ns, name string) *corev1.Pod {
 // watches them decides on each again.
 func touchAll(t *testing.T, c client.Client, ns string, n int) {
 	t.Helper()
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 8)
 	for i := range n {
-		testkit.MergePatch(t, c, podObject(ns, fmt.Sprintf("pod-%d", i)), "kubectl-label", fmt.Sprintf(`{"metadata":{"labels":{"touched":"%d"}}}`, time.Now().UnixNano()))
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			testkit.MergePatch(t, c, podObject(ns, fmt.Sprintf("pod-%d", i)), "kubectl-label", fmt.Sprintf(`{"metadata":{"labels":{"touched":"%d"}}}`, time.Now().UnixNano()))
+		})
 	}
+	wg.Wait()
+}
+
+// fightPods is how many pods the stripper's test runs on: a few in make
+// test, METAWATCH_FIGHT_PODS for the figures (10,000).
+func fightPods() int {
+	if n, err := strconv.Atoi(os.Getenv("METAWATCH_FIGHT_PODS")); err == nil && n > 0 {
+		return n
+	}
+	return 30
+}
+
+// Another writer strips the key metawatch sets from every pod, round after
+// round: metawatch's writes stop within the fight threshold on each pod
+// (the first set, then maxTakeovers puts back), instead of going on as
+// long as the stripper does.
+func TestAStripperOnEveryPodStopsTheWritesWithinTheThreshold(t *testing.T) {
+	for name, kt := range testkit.KeyTypes {
+		t.Run(name, func(t *testing.T) {
+			ns, n := "fight-every-"+name, fightPods()
+			c := testkit.Populated(t, cp, ns, nil, n)
+			inst := startInstance(t, fmt.Sprintf("watches:\n- kind: Pod\n  namespaces: [%s]\nrules:\n- {name: mark, kinds: [Pod], %s: {example.com/mark: \"yes\"}}\n", ns, kt.Set), settings{})
+			testkit.WaitFor(t, "every pod marked", 10*time.Minute, func() bool { return kt.CountPods(t, c, ns, "example.com/mark", "") == n })
+			rounds, strips := 0, 0
+			fights := func() float64 {
+				return testkit.Metric(t, "metawatch_ownership_fights_total", map[string]string{"rule": "mark", "kind": "Pod"})
+			}
+			before := fights()
+			testkit.WaitFor(t, "metawatch to leave the key on every pod", 30*time.Minute, func() bool {
+				stripped := stripAll(t, c, ns, kt, "example.com/mark")
+				rounds, strips = rounds+1, strips+stripped
+				return stripped == 0 && fights()-before >= float64(n)
+			})
+			perPod := float64(inst.writes.Load()) / float64(n)
+			t.Logf("%ss, %d pods: the stripper removed the key %d times in %d rounds; metawatch wrote %d times (%.1f per pod, the first set included), then left it",
+				kt.Name, n, strips, rounds, inst.writes.Load(), perPod)
+			if perPod > 1+maxTakeovers+1 {
+				t.Errorf("metawatch wrote %.1f times per pod, want at most %d: the first set and %d puts back", perPod, 1+maxTakeovers, maxTakeovers)
+			}
+		})
+	}
+}
+
+// stripAll removes key from every pod of ns that has it, 8 at a time, and
+// returns how many it stripped.
+func stripAll(t *testing.T, c client.Client, ns string, kt testkit.KeyType, key string) int {
+	t.Helper()
+	var pods corev1.PodList
+	if err := c.List(t.Context(), &pods, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	var stripped atomic.Int64
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 8)
+	for i := range pods.Items {
+		if _, has := kt.Of(&pods.Items[i])[key]; !has {
+			continue
+		}
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			testkit.MergePatch(t, c, podObject(ns, pods.Items[i].Name), "stripper", kt.Patch(key, nil))
+			stripped.Add(1)
+		})
+	}
+	wg.Wait()
+	return int(stripped.Load())
 }

@@ -17,62 +17,71 @@ import (
 
 // After the operator narrows --writable-kinds to Pod, an audit-only rule on
 // Deployments keeps a reconciler on them: the keys an earlier run set there
-// stay, and no write reaches a Deployment (before, each was released: one
-// write per Deployment).
+// stay, labels and annotations alike, and no write reaches a Deployment
+// (before, each was released: one write per Deployment).
 func TestAKindNoLongerWritableKeepsItsKeys(t *testing.T) {
 	controlplane.SkipIfShort(t)
-	c := testkit.Client(t, cp.Config)
-	ns := "narrowed-kinds"
-	if err := c.Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
-		t.Fatal(err)
-	}
-	for i := range 3 {
-		if err := c.Create(t.Context(), deployment(ns, fmt.Sprintf("web-%d", i), nil, nil)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	wide := limitsWriting("Pod", "Deployment")
-	first := startInstance(t, fmt.Sprintf("watches:\n- kind: Deployment\n  namespaces: [%s]\nrules:\n- {name: team, kinds: [Deployment], setLabels: {team: shop}}\n", ns),
-		settings{Wiring: rulecontroller.Wiring{Limits: &wide}})
-	waitDeployments(t, c, ns, "the team label on every Deployment", func(l map[string]string) bool { return l["team"] == "shop" })
-	first.stop()
+	for name, kt := range testkit.KeyTypes {
+		t.Run(name, func(t *testing.T) {
+			c := testkit.Client(t, cp.Config)
+			ns := "narrowed-kinds-" + name
+			if err := c.Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+				t.Fatal(err)
+			}
+			for i := range 3 {
+				if err := c.Create(t.Context(), deployment(ns, fmt.Sprintf("web-%d", i), nil, nil)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			wide := limitsWriting("Pod", "Deployment")
+			first := startInstance(t, fmt.Sprintf("watches:\n- kind: Deployment\n  namespaces: [%s]\nrules:\n- {name: team, kinds: [Deployment], %s: {team: shop}}\n", ns, kt.Set),
+				settings{Wiring: rulecontroller.Wiring{Limits: &wide}})
+			waitDeployments(t, c, kt, ns, "the team "+kt.Name+" on every Deployment", func(m map[string]string) bool { return m["team"] == "shop" })
+			first.stop()
 
-	narrow := limitsWriting("Pod")
-	second := startInstance(t, fmt.Sprintf("watches:\n- kind: Deployment\n  namespaces: [%s]\nrules:\n- {name: owner, kinds: [Deployment], requireLabels: [owner]}\n", ns),
-		settings{Wiring: rulecontroller.Wiring{Limits: &narrow}})
-	testkit.WaitFor(t, "every Deployment audited", testkit.Timeout, func() bool {
-		return testkit.Metric(t, "metawatch_rule_violations", map[string]string{"rule": "owner", "kind": "Deployment.apps"}) == 3
-	})
-	left := map[string]string{"kind": "Deployment.apps", "reason": config.RefusedKind}
-	testkit.WaitFor(t, "the team labels counted as left", testkit.Timeout, func() bool { return testkit.Metric(t, "metawatch_keys_left_by_guardrail", left) == 3 })
-	waitDeployments(t, c, ns, "the team label still on every Deployment", func(l map[string]string) bool { return l["team"] == "shop" })
-	if n := second.writes.Load(); n != 0 {
-		t.Errorf("metawatch wrote %d times to Deployments it may no longer write", n)
+			narrow := limitsWriting("Pod")
+			violations := metricSince(t, "metawatch_rule_violations", map[string]string{"rule": "owner", "kind": "Deployment.apps"})
+			left := metricSince(t, "metawatch_keys_left_by_guardrail", map[string]string{"kind": "Deployment.apps", "reason": config.RefusedKind})
+			second := startInstance(t, fmt.Sprintf("watches:\n- kind: Deployment\n  namespaces: [%s]\nrules:\n- {name: owner, kinds: [Deployment], requireLabels: [owner]}\n", ns),
+				settings{Wiring: rulecontroller.Wiring{Limits: &narrow}})
+			testkit.WaitFor(t, "every Deployment audited", testkit.Timeout, func() bool { return violations() == 3 })
+			testkit.WaitFor(t, "the team "+kt.Name+"s counted as left", testkit.Timeout, func() bool { return left() == 3 })
+			waitDeployments(t, c, kt, ns, "the team "+kt.Name+" still on every Deployment", func(m map[string]string) bool { return m["team"] == "shop" })
+			if n := second.writes.Load(); n != 0 {
+				t.Errorf("metawatch wrote %d times to Deployments it may no longer write", n)
+			}
+		})
 	}
 }
 
 // A key metawatch owns that no rule wants any more, and that the operator
 // has since protected, is kept at its value, even by an apply that writes
-// other keys (leaving it out of the apply would delete it).
+// other keys (leaving it out of the apply would delete it). Annotations
+// were not in the cache's view before (it kept only those the configuration
+// reads): the apply left a protected annotation out, and deleted it.
 func TestAProtectedKeyIsNotReleased(t *testing.T) {
 	controlplane.SkipIfShort(t)
-	ns := "protected-release"
-	c := testkit.Populated(t, cp, ns, nil, 3)
-	open := limitsWriting("Pod")
-	open.ProtectedKeys = nil
-	first := startInstance(t, fmt.Sprintf("watches:\n- kind: Pod\n  namespaces: [%s]\nrules:\n- {name: both, kinds: [Pod], setLabels: {team: a, tier: gold}}\n", ns),
-		settings{Wiring: rulecontroller.Wiring{Limits: &open}})
-	waitAllPods(t, c, "both labels", []string{ns}, func(_ string, l map[string]string) bool { return l["team"] == "a" && l["tier"] == "gold" })
-	first.stop()
+	for name, kt := range testkit.KeyTypes {
+		t.Run(name, func(t *testing.T) {
+			ns := "protected-release-" + name
+			c := testkit.Populated(t, cp, ns, nil, 3)
+			open := limitsWriting("Pod")
+			open.ProtectedKeys = nil
+			first := startInstance(t, fmt.Sprintf("watches:\n- kind: Pod\n  namespaces: [%s]\nrules:\n- {name: both, kinds: [Pod], %s: {team: a, tier: gold}}\n", ns, kt.Set),
+				settings{Wiring: rulecontroller.Wiring{Limits: &open}})
+			waitAllPodKeys(t, c, kt, "both "+kt.Name+"s", []string{ns}, func(_ string, m map[string]string) bool { return m["team"] == "a" && m["tier"] == "gold" })
+			first.stop()
 
-	protected := limitsWriting("Pod")
-	protected.ProtectedKeys = []string{"team"}
-	startInstance(t, fmt.Sprintf("watches:\n- kind: Pod\n  namespaces: [%s]\nrules:\n- {name: tier, kinds: [Pod], setLabels: {tier: gold, zone: west}}\n", ns),
-		settings{Wiring: rulecontroller.Wiring{Limits: &protected}})
-	waitAllPods(t, c, "the new zone label", []string{ns}, func(_ string, l map[string]string) bool { return l["zone"] == "west" })
-	waitAllPods(t, c, "the protected team label kept", []string{ns}, func(_ string, l map[string]string) bool { return l["team"] == "a" && l["tier"] == "gold" })
-	left := map[string]string{"kind": "Pod", "reason": config.RefusedProtected}
-	testkit.WaitFor(t, "the team labels counted as left", testkit.Timeout, func() bool { return testkit.Metric(t, "metawatch_keys_left_by_guardrail", left) == 3 })
+			protected := limitsWriting("Pod")
+			protected.ProtectedKeys = []string{"team"}
+			left := metricSince(t, "metawatch_keys_left_by_guardrail", map[string]string{"kind": "Pod", "reason": config.RefusedProtected})
+			startInstance(t, fmt.Sprintf("watches:\n- kind: Pod\n  namespaces: [%s]\nrules:\n- {name: tier, kinds: [Pod], %s: {tier: gold, zone: west}}\n", ns, kt.Set),
+				settings{Wiring: rulecontroller.Wiring{Limits: &protected}})
+			waitAllPodKeys(t, c, kt, "the new zone "+kt.Name, []string{ns}, func(_ string, m map[string]string) bool { return m["zone"] == "west" })
+			waitAllPodKeys(t, c, kt, "the protected team "+kt.Name+" kept", []string{ns}, func(_ string, m map[string]string) bool { return m["team"] == "a" && m["tier"] == "gold" })
+			testkit.WaitFor(t, "the team "+kt.Name+"s counted as left", testkit.Timeout, func() bool { return left() == 3 })
+		})
+	}
 }
 
 // limitsWriting are the default limits with kinds writable.
@@ -82,7 +91,8 @@ func limitsWriting(kinds ...string) config.Limits {
 	return l
 }
 
-func waitDeployments(t *testing.T, c client.Client, ns, what string, ok func(map[string]string) bool) {
+// waitDeployments waits until every Deployment of ns satisfies ok on its map of kt.
+func waitDeployments(t *testing.T, c client.Client, kt testkit.KeyType, ns, what string, ok func(map[string]string) bool) {
 	t.Helper()
 	testkit.WaitFor(t, what, testkit.Timeout, func() bool {
 		var list appsv1.DeploymentList
@@ -90,7 +100,7 @@ func waitDeployments(t *testing.T, c client.Client, ns, what string, ok func(map
 			t.Fatal(err)
 		}
 		for _, d := range list.Items {
-			if !ok(d.Labels) {
+			if !ok(kt.Of(&d)) {
 				return false
 			}
 		}
@@ -99,25 +109,27 @@ func waitDeployments(t *testing.T, c client.Client, ns, what string, ok func(map
 }
 
 // Keys metawatch owns on objects the operator has since put outside the
-// write scope are counted as left from the start, without waiting for an
-// update of each object, and nothing is written there.
+// write scope, labels and annotations, are counted as left from the start,
+// without waiting for an update of each object, and nothing is written there.
 func TestKeysOutsideTheWriteScopeAreCountedAtStart(t *testing.T) {
 	controlplane.SkipIfShort(t)
-	ns := "scope-left"
-	c := testkit.Populated(t, cp, ns, nil, 3)
-	conf := fmt.Sprintf("watches:\n- kind: Pod\n  namespaces: [%s]\nrules:\n- {name: tier, kinds: [Pod], setLabels: {tier: gold}}\n", ns)
-	first := startInstance(t, conf, settings{})
-	waitAllPods(t, c, "the tier label", []string{ns}, func(_ string, l map[string]string) bool { return l["tier"] == "gold" })
-	first.stop()
+	for name, kt := range testkit.KeyTypes {
+		t.Run(name, func(t *testing.T) {
+			ns := "scope-left-" + name
+			c := testkit.Populated(t, cp, ns, nil, 3)
+			conf := fmt.Sprintf("watches:\n- kind: Pod\n  namespaces: [%s]\nrules:\n- {name: tier, kinds: [Pod], %s: {tier: gold}}\n", ns, kt.Set)
+			first := startInstance(t, conf, settings{})
+			waitAllPodKeys(t, c, kt, "the tier "+kt.Name, []string{ns}, func(_ string, m map[string]string) bool { return m["tier"] == "gold" })
+			first.stop()
 
-	excluded := limitsWriting("Pod")
-	excluded.WriteScope.ExcludeNamespaces = []string{ns}
-	second := startInstance(t, conf, settings{Wiring: rulecontroller.Wiring{Limits: &excluded, InScope: excluded.WriteScope.Allows}})
-	left := map[string]string{"kind": "Pod", "reason": config.RefusedNamespace}
-	testkit.WaitFor(t, "the tier labels outside the write scope counted as left", testkit.Timeout, func() bool {
-		return testkit.Metric(t, "metawatch_keys_left_by_guardrail", left) == 3
-	})
-	if n := second.writes.Load(); n != 0 {
-		t.Errorf("metawatch wrote %d times outside the write scope", n)
+			excluded := limitsWriting("Pod")
+			excluded.WriteScope.ExcludeNamespaces = []string{ns}
+			left := metricSince(t, "metawatch_keys_left_by_guardrail", map[string]string{"kind": "Pod", "reason": config.RefusedNamespace})
+			second := startInstance(t, conf, settings{Wiring: rulecontroller.Wiring{Limits: &excluded, InScope: excluded.WriteScope.Allows}})
+			testkit.WaitFor(t, "the tier "+kt.Name+"s outside the write scope counted as left", testkit.Timeout, func() bool { return left() == 3 })
+			if n := second.writes.Load(); n != 0 {
+				t.Errorf("metawatch wrote %d times outside the write scope", n)
+			}
+		})
 	}
 }

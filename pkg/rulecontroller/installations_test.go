@@ -35,7 +35,7 @@ func TestTwoInstallationsKeepTheirOwnKeys(t *testing.T) {
 	both := func(_ string, l map[string]string) bool { return l["team-a"] == "yes" && l["team-b"] == "yes" }
 	waitAllPods(t, c, "both installations' keys on every pod", []string{ns}, both)
 	for _, p := range podsIn(t, c, ns) {
-		if owners := labelManagers(p, "team-a", "team-b"); owners["team-a"] != "metawatch-team-a" || owners["team-b"] != "metawatch-team-b" {
+		if owners := keyManagers(testkit.KeyTypes["labels"], p, "team-a", "team-b"); owners["team-a"] != "metawatch-team-a" || owners["team-b"] != "metawatch-team-b" {
 			t.Errorf("%s: each key should be owned by its installation's field manager alone: %v", p.Name, owners)
 		}
 	}
@@ -60,24 +60,22 @@ func podsIn(t *testing.T, c client.Client, ns string) []corev1.Pod {
 	return pods.Items
 }
 
-// labelManagers names, for each of keys, the field managers that own the
-// label on pod, joined by commas.
-func labelManagers(pod corev1.Pod, keys ...string) map[string]string {
+// keyManagers names, for each of keys, the field managers that own the key
+// of kt on pod, joined by commas.
+func keyManagers(kt testkit.KeyType, pod corev1.Pod, keys ...string) map[string]string {
 	out := map[string]string{}
 	for _, f := range pod.ManagedFields {
 		if f.FieldsV1 == nil {
 			continue
 		}
 		var fields struct {
-			Metadata struct {
-				Labels map[string]json.RawMessage `json:"f:labels"`
-			} `json:"f:metadata"`
+			Metadata map[string]map[string]json.RawMessage `json:"f:metadata"`
 		}
 		if json.Unmarshal(f.FieldsV1.GetRawBytes(), &fields) != nil {
 			continue
 		}
 		for _, k := range keys {
-			if _, owns := fields.Metadata.Labels["f:"+k]; owns {
+			if _, owns := fields.Metadata["f:"+kt.Field]["f:"+k]; owns {
 				out[k] = strings.TrimPrefix(out[k]+","+f.Manager, ",")
 			}
 		}

@@ -1,10 +1,9 @@
 package rulecontroller_test
 
 import (
+	"fmt"
 	"testing"
-	"time"
 
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/metawatch/metawatch/pkg/rulecontroller"
@@ -12,80 +11,96 @@ import (
 )
 
 // A key metawatch released itself (the Namespace lost it) and another field
-// manager then set is that manager's: when the rule wants the key again, it is
-// a conflict (an Event, no write), not a hand edit to force back.
+// manager then set is that manager's, label or annotation: when the rule
+// wants the key again, it is a conflict (an Event, no write), not a hand
+// edit to force back.
 func TestAKeyMetawatchReleasedIsNotTakenBackByForce(t *testing.T) {
-	c := testkit.Populated(t, cp, "released", map[string]string{"team": "a"}, 1)
-	gate := &testkit.StreamGate{Resource: "pods"}
-	inst := startInstanceVia(t, "watches:\n- kind: Pod\n  namespaces: [released]\nrules:\n- name: released-team\n  kinds: [Pod]\n  copyFromNamespace: {labels: [team]}\n",
-		settings{}, gate.Wrap)
-	testkit.WaitFor(t, "the pod to get team=a", testkit.Timeout, func() bool { return getPod(t, c, "released", "pod-0").Labels["team"] == "a" })
+	a, b := "a", "b"
+	for name, kt := range testkit.KeyTypes {
+		t.Run(name, func(t *testing.T) {
+			ns := "released-" + name
+			c := testkit.Populated(t, cp, ns, nil, 1)
+			testkit.MergePatch(t, c, namespaceObject(ns), "kubectl-"+kt.Kubectl, kt.Patch("team", &a))
+			gate := &testkit.StreamGate{Resource: "pods"}
+			inst := startInstanceVia(t, fmt.Sprintf("watches:\n- kind: Pod\n  namespaces: [%s]\nrules:\n- name: released-team\n  kinds: [Pod]\n  copyFromNamespace: {%s: [team]}\n", ns, kt.Copy),
+				settings{}, gate.Wrap)
+			team := func() (string, bool) { v, has := kt.Of(getPod(t, c, ns, "pod-0"))["team"]; return v, has }
+			testkit.WaitFor(t, "the pod to get team=a", testkit.Timeout, func() bool { v, _ := team(); return v == a })
+			// The write is in metawatch's cache too before the watch lags: a cache
+			// that never saw team cannot release it (there is nothing to release in
+			// what it sees) until the watch brings metawatch's own write.
+			testkit.WaitFor(t, "metawatch's cache to see team=a", testkit.Timeout, func() bool { return cachedKey(t, inst, kt, ns, "pod-0", "team") == a })
 
-	// The pod watch lags behind metawatch's own release, as watches do.
-	gate.Pause()
-	testkit.MergePatch(t, c, namespaceObject("released"), "kubectl-label", `{"metadata":{"labels":{"team":null}}}`)
-	testkit.WaitFor(t, "metawatch to release team", testkit.Timeout, func() bool { _, has := getPod(t, c, "released", "pod-0").Labels["team"]; return !has })
-	gate.Resume()
-	testkit.WaitFor(t, "metawatch's cache to see the release", testkit.Timeout, func() bool {
-		obj := podMetadata()
-		err := inst.cache.Get(t.Context(), client.ObjectKey{Namespace: "released", Name: "pod-0"}, obj)
-		_, has := obj.Labels["team"]
-		return err == nil && !has
-	})
-	applyAs(t, c, "released", "pod-0", "other-controller", `{"team":"b"}`)
-	testkit.MergePatch(t, c, namespaceObject("released"), "kubectl-label", `{"metadata":{"labels":{"team":"a"}}}`)
+			// The pod watch lags behind metawatch's own release, as watches do.
+			gate.Pause()
+			testkit.MergePatch(t, c, namespaceObject(ns), "kubectl-"+kt.Kubectl, kt.Patch("team", nil))
+			testkit.WaitFor(t, "metawatch to release team", testkit.Timeout, func() bool { _, has := team(); return !has })
+			gate.Resume()
+			testkit.WaitFor(t, "metawatch's cache to see the release", testkit.Timeout, func() bool { return cachedKey(t, inst, kt, ns, "pod-0", "team") == "" })
+			applyAs(t, c, kt, ns, "pod-0", "other-controller", fmt.Sprintf(`{"team":%q}`, b))
+			testkit.MergePatch(t, c, namespaceObject(ns), "kubectl-"+kt.Kubectl, kt.Patch("team", &a))
 
-	testkit.WaitFor(t, "a LabelConflict Event", testkit.Timeout, func() bool {
-		return len(testkit.Events(t, c, "released", "Pod", "pod-0", rulecontroller.ReasonConflict)) > 0
-	})
-	if team := getPod(t, c, "released", "pod-0").Labels["team"]; team != "b" {
-		t.Errorf("team is %q: metawatch took the key another manager set after metawatch released it; want b kept", team)
+			testkit.WaitFor(t, "a LabelConflict Event", testkit.Timeout, func() bool {
+				return len(testkit.Events(t, c, ns, "Pod", "pod-0", rulecontroller.ReasonConflict)) > 0
+			})
+			if v, _ := team(); v != b {
+				t.Errorf("team is %q: metawatch took the %s another manager set after metawatch released it; want b kept", v, kt.Name)
+			}
+		})
 	}
 }
 
-// Two controllers that both force one key: metawatch notices that the key is
-// taken from it again and again, stops taking it back, and says so with a
-// Warning Event and a metric, instead of fighting forever.
+// Two controllers that both force one key, label or annotation: metawatch
+// notices that the key is taken from it again and again, stops taking it
+// back, and says so with a Warning Event and a metric, instead of fighting
+// forever.
 func TestTwoControllersForcingOneKeyDoNotFightForever(t *testing.T) {
-	c := testkit.Populated(t, cp, "fight", nil, 1)
-	inst := startInstance(t, "watches:\n- kind: Pod\n  namespaces: [fight]\nrules:\n- {name: fight-tier, kinds: [Pod], setLabels: {tier: gold}, force: true}\n", settings{})
-	testkit.WaitFor(t, "metawatch to set tier=gold", testkit.Timeout, func() bool { return getPod(t, c, "fight", "pod-0").Labels["tier"] == "gold" })
+	for name, kt := range testkit.KeyTypes {
+		t.Run(name, func(t *testing.T) {
+			ns := "fight-" + name
+			c := testkit.Populated(t, cp, ns, nil, 1)
+			fights := metricSince(t, "metawatch_ownership_fights_total", map[string]string{"rule": "fight-tier", "kind": "Pod"})
+			inst := startInstance(t, fmt.Sprintf("watches:\n- kind: Pod\n  namespaces: [%s]\nrules:\n- {name: fight-tier, kinds: [Pod], %s: {tier: gold}, force: true}\n", ns, kt.Set), settings{})
+			tier := func() string { return kt.Of(getPod(t, c, ns, "pod-0"))["tier"] }
+			testkit.WaitFor(t, "metawatch to set tier=gold", testkit.Timeout, func() bool { return tier() == "gold" })
+			fought := func() bool {
+				return len(testkit.Events(t, c, ns, "Pod", "pod-0", rulecontroller.ReasonOwnershipFight)) > 0
+			}
 
-	// The rival: whenever tier is not silver, it force-applies silver; at most 20 times.
-	takeovers := 0
-	deadline := time.Now().Add(testkit.Timeout)
-	for takeovers < 20 && time.Now().Before(deadline) {
-		if getPod(t, c, "fight", "pod-0").Labels["tier"] != "silver" {
-			forceApplyAs(t, "fight", "pod-0", "rival-controller", `{"tier":"silver"}`)
-			takeovers++
-			continue
-		}
-		if len(testkit.Events(t, c, "fight", "Pod", "pod-0", rulecontroller.ReasonOwnershipFight)) > 0 {
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	t.Logf("the rival took the key %d times; metawatch wrote %d times", takeovers, inst.writes.Load())
-	testkit.WaitFor(t, "an OwnershipFight Event", testkit.Timeout, func() bool {
-		return len(testkit.Events(t, c, "fight", "Pod", "pod-0", rulecontroller.ReasonOwnershipFight)) > 0
-	})
-	if takeovers >= 20 {
-		t.Errorf("metawatch took tier back after each of %d takeovers: the two controllers fight forever", takeovers)
-	}
-	if n := testkit.Metric(t, "metawatch_ownership_fights_total", map[string]string{"rule": "fight-tier", "kind": "Pod"}); n != 1 {
-		t.Errorf("metawatch_ownership_fights_total{rule=fight-tier} = %v, want 1", n)
-	}
-	if tier := getPod(t, c, "fight", "pod-0").Labels["tier"]; tier != "silver" {
-		t.Errorf("tier is %q after metawatch stopped fighting, want the rival's silver", tier)
+			// The rival: whenever tier is not silver, it force-applies silver; at most 20 times.
+			takeovers := 0
+			testkit.WaitFor(t, "metawatch to stop taking tier back, or 20 takeovers", testkit.Timeout, func() bool {
+				if takeovers >= 20 {
+					return true
+				}
+				if tier() != "silver" {
+					forceApplyAs(t, c, kt, ns, "pod-0", "rival-controller", `{"tier":"silver"}`)
+					takeovers++
+					return false
+				}
+				return fought()
+			})
+			t.Logf("%ss: the rival took the key %d times; metawatch wrote %d times", kt.Name, takeovers, inst.writes.Load())
+			testkit.WaitFor(t, "an OwnershipFight Event", testkit.Timeout, fought)
+			if takeovers >= 20 {
+				t.Errorf("metawatch took tier back after each of %d takeovers: the two controllers fight forever", takeovers)
+			}
+			if n := fights(); n != 1 {
+				t.Errorf("metawatch_ownership_fights_total{rule=fight-tier} grew by %v, want 1", n)
+			}
+			if v := tier(); v != "silver" {
+				t.Errorf("tier is %q after metawatch stopped fighting, want the rival's silver", v)
+			}
+		})
 	}
 }
 
-func forceApplyAs(t *testing.T, ns, name, manager, labelsJSON string) {
-	t.Helper()
-	c := testkit.Client(t, cp.Config)
-	manifest := `{"apiVersion":"v1","kind":"Pod","metadata":{"namespace":"` + ns + `","name":"` + name + `","labels":` + labelsJSON + `}}`
-	pod := getPod(t, c, ns, name)
-	if err := c.Patch(t.Context(), pod, client.RawPatch(types.ApplyPatchType, []byte(manifest)), client.FieldOwner(manager), client.ForceOwnership); err != nil {
-		t.Fatal(err)
+// cachedKey is key of kt on a pod in the instance's cache; "" when it has
+// none, or the pod is not cached.
+func cachedKey(t *testing.T, inst *instance, kt testkit.KeyType, ns, name, key string) string {
+	obj := podMetadata()
+	if err := inst.cache.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: name}, obj); err != nil {
+		return ""
 	}
+	return kt.Of(obj)[key]
 }

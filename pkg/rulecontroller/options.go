@@ -89,6 +89,14 @@ type Wiring struct {
 	Relists Relists
 }
 
+// holder is the sharded replica's share as a Holder, nil unsharded.
+func (w Wiring) holder() Holder {
+	if w.Mode != authority.Sharded || w.Share == nil {
+		return nil
+	}
+	return w.Share
+}
+
 // Share is a sharded replica's part of the objects: the objects it audits
 // (Holder: those of the buckets it holds), and the buckets as they come and
 // go. Each On function registers fn and returns its removal.

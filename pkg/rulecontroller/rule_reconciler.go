@@ -76,8 +76,13 @@ type ruleReconciler struct {
 	// versions its writes made, and another writer under its name.
 	identity *authority.Identity
 	// removes are the keys some rule of the kind removes: one coming back
-	// is an undo of metawatch's write (noteUndone).
+	// is an undo of metawatch's write (noteUndone); writes, those the rules
+	// set or copy (noteForeignApply).
 	removes ownership.Keys
+	writes  ruleWrites
+	// holder, sharded, says whether this replica holds an object's bucket;
+	// nil otherwise.
+	holder Holder
 }
 
 // noCopy is client.UnsafeDisableDeepCopy for reads of the kind's objects
@@ -126,7 +131,7 @@ func (s setup) ruleReconciler(w config.ResolvedWatch, rs []rules.Rule, mem *memo
 		ownerKinds: s.owners, copiesFromOwners: rules.CopiesFromOwners(rs), watchedNamespaces: w.Namespaces,
 		packed: metacache.Packed(w), brake: s.wiring.Brake, cachedCount: s.wiring.CachedObjects,
 		relists: s.wiring.Relists, relistHeld: newRelistHolds(),
-		identity: s.wiring.Guard.Identity, removes: removedKeys(rs),
+		identity: s.wiring.Guard.Identity, removes: removedKeys(rs), writes: writesOf(rs), holder: s.wiring.holder(),
 	}
 }
 

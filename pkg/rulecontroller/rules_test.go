@@ -54,52 +54,63 @@ func nodeLabels(t *testing.T, name string) map[string]string {
 	return node.Labels
 }
 
-// A label edited by hand on a key a rule owns is put back; removing a rule
-// (here by a restart with the new configuration) removes the labels it set,
-// and only those.
+// A key edited by hand on a key a rule owns is put back; removing a rule
+// (here by a restart with the new configuration) removes the keys it set,
+// in both maps, and only those: for labels, and for annotations.
 func TestHandEditIsPutBackAndRemovedRulesCleanUp(t *testing.T) {
-	c := testkit.Populated(t, cp, "owned", nil, 3)
-	testkit.MergePatch(t, c, getPod(t, c, "owned", "pod-0"), "kubectl-label", `{"metadata":{"labels":{"by-hand":"yes"}}}`)
-	twoRules := `
-watches:
-- kind: Pod
-  namespaces: [owned]
-rules:
-- {name: owned-tier, kinds: [Pod], setLabels: {tier: gold}}
-- {name: owned-zone, kinds: [Pod], setLabels: {zone: west}, setAnnotations: {example.com/zone-owner: net}}
-`
-	inst := startInstance(t, twoRules, settings{})
-	both := func(_ string, l map[string]string) bool { return l["tier"] == "gold" && l["zone"] == "west" }
-	waitAllPods(t, c, "both rules to apply", []string{"owned"}, both)
+	yes, bronze := "yes", "bronze"
+	for name, kt := range testkit.KeyTypes {
+		t.Run(name, func(t *testing.T) {
+			other := otherKeyType(kt) // the removed rule writes there too
+			ns := "owned-" + name
+			c := testkit.Populated(t, cp, ns, nil, 3)
+			testkit.MergePatch(t, c, podObject(ns, "pod-0"), "kubectl-"+kt.Kubectl, kt.Patch("by-hand", &yes))
+			watches := fmt.Sprintf("watches:\n- kind: Pod\n  namespaces: [%s]\nrules:\n- {name: owned-tier, kinds: [Pod], %s: {tier: gold}}\n", ns, kt.Set)
+			zoneRule := fmt.Sprintf("- {name: owned-zone, kinds: [Pod], %s: {zone: west}, %s: {example.com/zone-owner: net}}\n", kt.Set, other.Set)
+			inst := startInstance(t, watches+zoneRule, settings{})
+			both := func(_ string, m map[string]string) bool { return m["tier"] == "gold" && m["zone"] == "west" }
+			waitAllPodKeys(t, c, kt, "both rules to apply", []string{ns}, both)
 
-	testkit.MergePatch(t, c, getPod(t, c, "owned", "pod-1"), "kubectl-label", `{"metadata":{"labels":{"tier":"bronze"}}}`)
-	testkit.WaitFor(t, "the hand-edited tier to be put back", testkit.Timeout, func() bool { return getPod(t, c, "owned", "pod-1").Labels["tier"] == "gold" })
-	inst.stop()
+			testkit.MergePatch(t, c, podObject(ns, "pod-1"), "kubectl-"+kt.Kubectl, kt.Patch("tier", &bronze))
+			testkit.WaitFor(t, "the hand-edited tier to be put back", testkit.Timeout, func() bool { return kt.Of(getPod(t, c, ns, "pod-1"))["tier"] == "gold" })
+			inst.stop()
 
-	startInstance(t, strings.Replace(twoRules, "- {name: owned-zone, kinds: [Pod], setLabels: {zone: west}, setAnnotations: {example.com/zone-owner: net}}\n", "", 1), settings{})
-	waitAllPods(t, c, "the removed rule's label to go", []string{"owned"}, func(_ string, l map[string]string) bool {
-		_, zone := l["zone"]
-		return !zone
-	})
-	for _, name := range []string{"pod-0", "pod-1", "pod-2"} {
-		pod := getPod(t, c, "owned", name)
-		if pod.Labels["tier"] != "gold" || pod.Labels["app"] != "web" {
-			t.Errorf("%s lost a label it should keep: %v", name, pod.Labels)
-		}
-		if _, has := pod.Annotations["example.com/zone-owner"]; has {
-			t.Errorf("%s kept the removed rule's annotation", name)
+			startInstance(t, watches, settings{})
+			waitAllPodKeys(t, c, kt, "the removed rule's "+kt.Name+" to go", []string{ns}, func(_ string, m map[string]string) bool {
+				_, zone := m["zone"]
+				return !zone
+			})
+			for _, name := range []string{"pod-0", "pod-1", "pod-2"} {
+				pod := getPod(t, c, ns, name)
+				if kt.Of(pod)["tier"] != "gold" || pod.Labels["app"] != "web" {
+					t.Errorf("%s lost a key it should keep: labels %v, annotations %v", name, pod.Labels, pod.Annotations)
+				}
+				if _, has := other.Of(pod)["example.com/zone-owner"]; has {
+					t.Errorf("%s kept the removed rule's %s", name, other.Name)
+				}
+			}
+			if m := kt.Of(getPod(t, c, ns, "pod-0")); m["by-hand"] != "yes" {
+				t.Errorf("pod-0 lost its hand-set %s: %v", kt.Name, m)
+			}
+		})
+	}
+}
+
+// otherKeyType is the key type kt is not.
+func otherKeyType(kt testkit.KeyType) testkit.KeyType {
+	for _, o := range testkit.KeyTypes {
+		if o.Field != kt.Field {
+			return o
 		}
 	}
-	if l := getPod(t, c, "owned", "pod-0").Labels; l["by-hand"] != "yes" {
-		t.Errorf("pod-0 lost its hand-set label: %v", l)
-	}
+	panic("one key type only")
 }
 
 // A key another field manager owns with another value is not overwritten: one
 // Event, one count. With force: true, metawatch takes it.
 func TestConflictWithAnotherManager(t *testing.T) {
 	c := testkit.Populated(t, cp, "conflict", nil, 1)
-	applyAs(t, c, "conflict", "pod-0", "other-controller", `{"tier":"silver"}`)
+	applyAs(t, c, testkit.KeyTypes["labels"], "conflict", "pod-0", "other-controller", `{"tier":"silver"}`)
 	rule := "watches:\n- kind: Pod\n  namespaces: [conflict]\nrules:\n- {name: conflict-tier, kinds: [Pod], setLabels: {tier: gold, zone: west}%s}\n"
 
 	inst := startInstance(t, strings.Replace(rule, "%s", "", 1), settings{})
@@ -207,7 +218,7 @@ func TestRequireLabelsAudits(t *testing.T) {
 func TestConflictEventsCarryOtherValuesOnlyWhenAllowed(t *testing.T) {
 	const ns = "conflict-values"
 	c := testkit.Populated(t, cp, ns, nil, 1)
-	applyAs(t, c, ns, "pod-0", "other-controller", `{"tier":"silver"}`)
+	applyAs(t, c, testkit.KeyTypes["labels"], ns, "pod-0", "other-controller", `{"tier":"silver"}`)
 	secret := fmt.Sprintf(`{"apiVersion":"v1","kind":"Secret","metadata":{"namespace":%q,"name":"creds","annotations":{"example.com/note":"s3cr3t"}}}`, ns)
 	if err := c.Patch(t.Context(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "creds"}},
 		client.RawPatch("application/apply-patch+yaml", []byte(secret)), client.FieldOwner("other-controller")); err != nil {

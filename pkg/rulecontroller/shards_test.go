@@ -4,7 +4,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -77,11 +76,42 @@ func TestShardGateSplitsWritesBetweenReplicas(t *testing.T) {
 // The Ring is what gates writes when metawatch runs sharded.
 var _ authority.ShardGate = (*sharding.Ring)(nil)
 
-// pendingGate refuses every write as pending (the bucket is coming) until opened.
-type pendingGate struct{ open atomic.Bool }
+// pendingGate refuses every write as pending (the bucket is coming) until
+// opened, and counts the refusals of each object.
+type pendingGate struct {
+	open    atomic.Bool
+	mu      sync.Mutex
+	refused map[types.UID]int
+}
 
-func (g *pendingGate) Begin(types.UID) (func(), bool) { return func() {}, g.open.Load() }
-func (g *pendingGate) Pending(types.UID) bool         { return !g.open.Load() }
+func (g *pendingGate) Begin(uid types.UID) (func(), bool) {
+	if g.open.Load() {
+		return func() {}, true
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.refused == nil {
+		g.refused = map[types.UID]int{}
+	}
+	g.refused[uid]++
+	return func() {}, false
+}
+func (g *pendingGate) Pending(types.UID) bool { return !g.open.Load() }
+
+// refusedEach reports whether n objects were each refused at least times times.
+func (g *pendingGate) refusedEach(n, times int) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if len(g.refused) < n {
+		return false
+	}
+	for _, k := range g.refused {
+		if k < times {
+			return false
+		}
+	}
+	return true
+}
 
 // A write refused because its bucket is still coming to this replica is
 // tried again, not dropped: once the bucket is held, every pod converges
@@ -93,7 +123,8 @@ func TestWritesWaitingForTheirBucketAreRetried(t *testing.T) {
 	inst := startInstance(t, "watches:\n- kind: Pod\n  namespaces: [shards-pending]\nrules:\n- name: copy-team\n  kinds: [Pod]\n  copyFromNamespace: {labels: [team]}\n",
 		settings{Options: rulecontroller.Options{MaxConcurrentReconciles: 4}, Wiring: rulecontroller.Wiring{Guard: authority.Guard{Gate: gate}}})
 	waitCached(t, inst, []string{ns}, 20)
-	time.Sleep(2 * time.Second) // the controller retries pending writes every second: two rounds refused
+	// The controller retries pending writes every second: two rounds refused.
+	testkit.WaitFor(t, "each pod's write to be refused twice", testkit.Timeout, func() bool { return gate.refusedEach(20, 2) })
 	if n := inst.writes.Load(); n != 0 {
 		t.Fatalf("%d writes while every bucket was pending, want none", n)
 	}
@@ -102,11 +133,21 @@ func TestWritesWaitingForTheirBucketAreRetried(t *testing.T) {
 }
 
 // heldGate admits no write until opened, and says no bucket is coming: the
-// objects are another replica's until it takes them over.
-type heldGate struct{ open atomic.Bool }
+// objects are another replica's until it takes them over. It counts the
+// writes it refused.
+type heldGate struct {
+	open    atomic.Bool
+	refused atomic.Int64
+}
 
-func (g *heldGate) Begin(types.UID) (func(), bool) { return func() {}, g.open.Load() }
-func (g *heldGate) Pending(types.UID) bool         { return false }
+func (g *heldGate) Begin(types.UID) (func(), bool) {
+	if g.open.Load() {
+		return func() {}, true
+	}
+	g.refused.Add(1)
+	return func() {}, false
+}
+func (g *heldGate) Pending(types.UID) bool { return false }
 
 // gainedBuckets stands for the Ring's buckets coming to this replica: it
 // tells the listeners the controllers registered.
@@ -158,7 +199,9 @@ func TestWritesOfKindsCachedWholeAreQueuedWhenTheirBucketComes(t *testing.T) {
 		"- {name: tier, kinds: [Deployment], setLabels: {tier: gold}}\n"+
 		"- {name: cost, kinds: [Pod], copyFromOwner: {kinds: [Deployment], labels: [cost-center]}}\n",
 		settings{Options: rulecontroller.Options{MaxConcurrentReconciles: 4}, Wiring: rulecontroller.Wiring{Mode: authority.Sharded, Guard: authority.Guard{Gate: gate}, Share: gained}})
-	time.Sleep(2 * time.Second) // refused while another replica holds the bucket
+	testkit.WaitFor(t, "the Deployment's write to be refused while another replica holds its bucket", testkit.Timeout, func() bool {
+		return gate.refused.Load() > 0
+	})
 	if n := inst.writes.Load(); n != 0 {
 		t.Fatalf("%d writes while another replica held every bucket, want none", n)
 	}

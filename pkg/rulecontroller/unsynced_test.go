@@ -5,7 +5,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/rest"
@@ -31,19 +30,19 @@ func TestNoRemovalBeforeTheNamespacesAreListed(t *testing.T) {
 	waitAllPods(t, c, "the team label copied", []string{ns}, func(_ string, l map[string]string) bool { return l["team"] == "red" })
 	first.stop()
 
-	// Every request for Namespaces in the first 5 s waits until they end,
-	// as behind a slow proxy: the pods are listed and cached meanwhile.
-	held := make(chan struct{})
-	var once sync.Once
-	var until time.Time
+	// Every request for Namespaces waits until the pods are listed and
+	// cached, as behind a slow proxy (or, should the test fail first, until
+	// it ends).
+	held, release := make(chan struct{}), make(chan struct{})
+	var once, released sync.Once
 	holdNamespaces := func(req *http.Request) {
 		rest := strings.TrimPrefix(req.URL.Path, "/api/v1/namespaces")
 		if req.Method != http.MethodGet || rest == req.URL.Path || strings.Contains(rest, "/") {
 			return
 		}
-		once.Do(func() { until = time.Now().Add(5 * time.Second); close(held) })
+		once.Do(func() { close(held) })
 		select {
-		case <-time.After(time.Until(until)):
+		case <-release:
 		case <-req.Context().Done():
 		}
 	}
@@ -58,7 +57,15 @@ func TestNoRemovalBeforeTheNamespacesAreListed(t *testing.T) {
 		return cfg
 	}
 	second := startInstanceVia(t, rule, settings{}, behind)
+	t.Cleanup(func() { released.Do(func() { close(release) }) }) // before the instance stops
 	<-held
+	// The pods in the cache, not yet in the controller: it starts once all
+	// its sources have synced, the Namespaces' included.
+	testkit.WaitFor(t, "the pods in the cache while the Namespaces are held", testkit.Timeout, func() bool {
+		list := metacache.NewList(corev1.SchemeGroupVersion.WithKind("Pod"))
+		return second.cache.List(t.Context(), list, client.InNamespace(ns)) == nil && len(list.Items) == 5
+	})
+	released.Do(func() { close(release) })
 	waitCached(t, second, []string{ns}, 5)
 	testkit.WaitFor(t, "the Namespace in the cache", testkit.Timeout, func() bool {
 		return second.cache.Get(t.Context(), client.ObjectKey{Name: ns}, metacache.NewObject(corev1.SchemeGroupVersion.WithKind("Namespace"))) == nil

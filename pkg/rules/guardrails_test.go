@@ -8,6 +8,7 @@ import (
 
 	"github.com/metawatch/metawatch/pkg/config"
 	"github.com/metawatch/metawatch/pkg/rules"
+	"github.com/metawatch/metawatch/pkg/testing/testkit"
 )
 
 // owning is metawatch's field manager owning keys.
@@ -15,69 +16,125 @@ func owning(keys ...string) func(config.MetadataMap, string) bool {
 	return func(_ config.MetadataMap, k string) bool { return slices.Contains(keys, k) }
 }
 
+// keyRule is a rule that writes keys of one key type: set and remove
+// become setLabels and removeLabels, or setAnnotations and removeAnnotations.
+type keyRule struct {
+	name             string
+	set              map[string]string
+	remove, reserved []string
+}
+
+func (r keyRule) of(kt testkit.KeyType) rules.Rule {
+	out := rules.Rule{Name: r.name, ReservedKeys: r.reserved}
+	if kt.Field == "labels" {
+		out.SetLabels, out.RemoveLabels = r.set, r.remove
+	} else {
+		out.SetAnnotations, out.RemoveAnnotations = r.set, r.remove
+	}
+	return out
+}
+
+// metadataMap is kt's config.MetadataMap.
+func metadataMap(kt testkit.KeyType) config.MetadataMap {
+	if kt.Field == "labels" {
+		return config.Labels
+	}
+	return config.Annotations
+}
+
+// Guard holds every guardrail for labels and annotations alike: each case
+// runs once with its keys as labels, once as annotations.
 func TestGuard(t *testing.T) {
 	limits := config.DefaultLimits()
 	limits.AllowedReservedKeys = []string{"topology.kubernetes.io/zone"}
-	setRule := rules.Rule{Name: "set", SetLabels: map[string]string{"team": "a"}}
-	for name, tc := range map[string]struct {
-		rules  []rules.Rule
-		labels map[string]string
+	setRule := keyRule{name: "set", set: map[string]string{"team": "a"}}
+	cases := map[string]struct {
+		rules  []keyRule
+		keys   map[string]string // the object's, of the key type
 		mine   []string
 		want   map[string]rules.Owned
 		remove map[string]string
-		left   []rules.Left
+		left   []rules.Left // Map is the key type's
 	}{
 		"a key no rule wants and no guardrail protects is released (left out of the apply)": {
-			rules: []rules.Rule{setRule}, labels: map[string]string{"team": "a", "old": "x"}, mine: []string{"team", "old"},
+			rules: []keyRule{setRule}, keys: map[string]string{"team": "a", "old": "x"}, mine: []string{"team", "old"},
 			want: map[string]rules.Owned{"team": {Value: "a", Rule: "set"}},
 		},
 		"a protected key metawatch owns that no rule wants is kept at its value, not released": {
-			rules: []rules.Rule{setRule}, labels: map[string]string{"team": "a", "pod-template-hash": "abc"}, mine: []string{"team", "pod-template-hash"},
+			rules: []keyRule{setRule}, keys: map[string]string{"team": "a", "pod-template-hash": "abc"}, mine: []string{"team", "pod-template-hash"},
 			want: map[string]rules.Owned{"team": {Value: "a", Rule: "set"}, "pod-template-hash": {Value: "abc", Keep: true}},
-			left: []rules.Left{{Map: config.Labels, Key: "pod-template-hash", Action: "release", Reason: config.RefusedProtected}},
+			left: []rules.Left{{Key: "pod-template-hash", Action: "release", Reason: config.RefusedProtected}},
 		},
 		"a protected key another manager owns is not ours to release or keep": {
-			rules: []rules.Rule{setRule}, labels: map[string]string{"team": "a", "pod-template-hash": "abc"}, mine: []string{"team"},
+			rules: []keyRule{setRule}, keys: map[string]string{"team": "a", "pod-template-hash": "abc"}, mine: []string{"team"},
 			want: map[string]rules.Owned{"team": {Value: "a", Rule: "set"}},
 		},
 		"a reserved key metawatch owns is kept unless --allowed-reserved-keys allows it": {
-			labels: map[string]string{"example.kubernetes.io/x": "1", "topology.kubernetes.io/zone": "z"}, mine: []string{"example.kubernetes.io/x", "topology.kubernetes.io/zone"},
+			keys: map[string]string{"example.kubernetes.io/x": "1", "topology.kubernetes.io/zone": "z"}, mine: []string{"example.kubernetes.io/x", "topology.kubernetes.io/zone"},
 			want: map[string]rules.Owned{"example.kubernetes.io/x": {Value: "1", Keep: true}},
-			left: []rules.Left{{Map: config.Labels, Key: "example.kubernetes.io/x", Action: "release", Reason: config.RefusedReserved}},
+			left: []rules.Left{{Key: "example.kubernetes.io/x", Action: "release", Reason: config.RefusedReserved}},
 		},
 		"a set of a protected key is not made, and the key metawatch owns stays as it is": {
-			rules:  []rules.Rule{{Name: "bad", SetLabels: map[string]string{"pod-template-hash": "new"}}},
-			labels: map[string]string{"pod-template-hash": "abc"}, mine: []string{"pod-template-hash"},
+			rules: []keyRule{{name: "bad", set: map[string]string{"pod-template-hash": "new"}}},
+			keys:  map[string]string{"pod-template-hash": "abc"}, mine: []string{"pod-template-hash"},
 			want: map[string]rules.Owned{"pod-template-hash": {Value: "abc", Keep: true}},
-			left: []rules.Left{{Map: config.Labels, Key: "pod-template-hash", Action: "set", Rule: "bad", Reason: config.RefusedProtected}},
+			left: []rules.Left{{Key: "pod-template-hash", Action: "set", Rule: "bad", Reason: config.RefusedProtected}},
 		},
 		"a set of a reserved key the rule opts in to and the operator allows is made": {
-			rules:  []rules.Rule{{Name: "zone", SetLabels: map[string]string{"topology.kubernetes.io/zone": "z"}, ReservedKeys: []string{"topology.kubernetes.io/zone"}}},
-			labels: map[string]string{},
-			want:   map[string]rules.Owned{"topology.kubernetes.io/zone": {Value: "z", Rule: "zone"}},
+			rules: []keyRule{{name: "zone", set: map[string]string{"topology.kubernetes.io/zone": "z"}, reserved: []string{"topology.kubernetes.io/zone"}}},
+			keys:  map[string]string{},
+			want:  map[string]rules.Owned{"topology.kubernetes.io/zone": {Value: "z", Rule: "zone"}},
 		},
 		"a set of a reserved key the rule does not opt in to is not made": {
-			rules:  []rules.Rule{{Name: "zone", SetLabels: map[string]string{"topology.kubernetes.io/zone": "z"}}},
-			labels: map[string]string{},
-			want:   map[string]rules.Owned{},
-			left:   []rules.Left{{Map: config.Labels, Key: "topology.kubernetes.io/zone", Action: "set", Rule: "zone", Reason: config.RefusedReserved}},
+			rules: []keyRule{{name: "zone", set: map[string]string{"topology.kubernetes.io/zone": "z"}}},
+			keys:  map[string]string{},
+			want:  map[string]rules.Owned{},
+			left:  []rules.Left{{Key: "topology.kubernetes.io/zone", Action: "set", Rule: "zone", Reason: config.RefusedReserved}},
 		},
 		"a remove of a protected key is not made": {
-			rules:  []rules.Rule{{Name: "rm", RemoveLabels: []string{"app.kubernetes.io/managed-by", "tmp"}}},
-			labels: map[string]string{"app.kubernetes.io/managed-by": "helm", "tmp": "1"},
-			want:   map[string]rules.Owned{}, remove: map[string]string{"tmp": "rm"},
-			left: []rules.Left{{Map: config.Labels, Key: "app.kubernetes.io/managed-by", Action: "remove", Rule: "rm", Reason: config.RefusedProtected}},
+			rules: []keyRule{{name: "rm", remove: []string{"app.kubernetes.io/managed-by", "tmp"}}},
+			keys:  map[string]string{"app.kubernetes.io/managed-by": "helm", "tmp": "1"},
+			want:  map[string]rules.Owned{}, remove: map[string]string{"tmp": "rm"},
+			left: []rules.Left{{Key: "app.kubernetes.io/managed-by", Action: "remove", Rule: "rm", Reason: config.RefusedProtected}},
 		},
-	} {
-		t.Run(name, func(t *testing.T) {
-			obj := rules.Metadata{Labels: tc.labels}
-			res := rules.Evaluate(tc.rules, obj, rules.Sources{})
-			got, left := rules.Guard(res, tc.rules, obj, owning(tc.mine...), &limits)
-			if tc.remove == nil {
-				tc.remove = map[string]string{}
-			}
-			if !reflect.DeepEqual(got.Labels, tc.want) || !reflect.DeepEqual(got.RemoveLabels, tc.remove) || !reflect.DeepEqual(left, tc.left) {
-				t.Errorf("Guard:\n got labels %v, removes %v, left %v\nwant labels %v, removes %v, left %v", got.Labels, got.RemoveLabels, left, tc.want, tc.remove, tc.left)
+	}
+	for typeName, kt := range testkit.KeyTypes {
+		t.Run(typeName, func(t *testing.T) {
+			for name, tc := range cases {
+				t.Run(name, func(t *testing.T) {
+					var rs []rules.Rule
+					for _, r := range tc.rules {
+						rs = append(rs, r.of(kt))
+					}
+					var obj rules.Metadata
+					if kt.Field == "labels" {
+						obj.Labels = tc.keys
+					} else {
+						obj.Annotations = tc.keys
+					}
+					var wantLeft []rules.Left
+					for _, l := range tc.left {
+						l.Map = metadataMap(kt)
+						wantLeft = append(wantLeft, l)
+					}
+					if tc.remove == nil {
+						tc.remove = map[string]string{}
+					}
+					mine := owning(tc.mine...)
+					owns := func(m config.MetadataMap, k string) bool { return m == metadataMap(kt) && mine(m, k) }
+					res := rules.Evaluate(rs, obj, rules.Sources{})
+					got, left := rules.Guard(res, rs, obj, owns, &limits)
+					desired, removes := got.Labels, got.RemoveLabels
+					others := len(got.Annotations) + len(got.RemoveAnnotations)
+					if kt.Field == "annotations" {
+						desired, removes = got.Annotations, got.RemoveAnnotations
+						others = len(got.Labels) + len(got.RemoveLabels)
+					}
+					if !reflect.DeepEqual(desired, tc.want) || !reflect.DeepEqual(removes, tc.remove) || !reflect.DeepEqual(left, wantLeft) || others > 0 {
+						t.Errorf("Guard:\n got %ss %v, removes %v, left %v (and of the other key type: %v)\nwant %ss %v, removes %v, left %v",
+							kt.Name, desired, removes, left, got, kt.Name, tc.want, tc.remove, wantLeft)
+					}
+				})
 			}
 		})
 	}

@@ -137,7 +137,7 @@ func waitCacheHolds(t *testing.T, c client.Client, cache client.Reader, ns strin
 		in[b] = true
 	}
 	var server, cached map[string]string
-	ok := waitUntil(20*time.Second, func() bool {
+	ok := waitUntil(testkit.Timeout, func() bool {
 		var pods corev1.PodList
 		if err := c.List(t.Context(), &pods, client.InNamespace(ns)); err != nil {
 			t.Fatal(err)
@@ -223,6 +223,7 @@ func version(rv string) uint64 {
 // podChurn creates, relabels and deletes pods of a namespace while running.
 type podChurn struct {
 	running atomic.Bool
+	step    sync.Mutex // held while a step is under way
 	done    chan struct{}
 	ended   sync.WaitGroup
 }
@@ -238,34 +239,40 @@ func startPodChurn(ctx context.Context, c client.Client, ns string) *podChurn {
 				return
 			case <-time.After(15 * time.Millisecond):
 			}
-			if !ch.running.Load() {
-				continue
-			}
-			var pods corev1.PodList
-			if err := c.List(ctx, &pods, client.InNamespace(ns)); err != nil || len(pods.Items) == 0 {
-				continue
-			}
-			some := &pods.Items[n%len(pods.Items)]
-			switch n % 3 {
-			case 0:
-				_ = c.Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("churn-%04d", n)},
-					Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: testkit.PodImage}}}})
-			case 1:
-				_ = c.Patch(ctx, some, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{"churn":"`+strconv.Itoa(n)+`"}}}`)))
-			case 2:
-				_ = c.Delete(ctx, some, client.GracePeriodSeconds(0))
-			}
+			ch.step.Lock()
+			ch.churnOnce(ctx, c, ns, n)
+			ch.step.Unlock()
 		}
 	}()
 	return ch
 }
 
+// churnOnce is step n of the churn, if it is running.
+func (ch *podChurn) churnOnce(ctx context.Context, c client.Client, ns string, n int) {
+	if !ch.running.Load() {
+		return
+	}
+	var pods corev1.PodList
+	if err := c.List(ctx, &pods, client.InNamespace(ns)); err != nil || len(pods.Items) == 0 {
+		return
+	}
+	some := &pods.Items[n%len(pods.Items)]
+	switch n % 3 {
+	case 0:
+		_ = c.Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("churn-%04d", n)},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: testkit.PodImage}}}})
+	case 1:
+		_ = c.Patch(ctx, some, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{"churn":"`+strconv.Itoa(n)+`"}}}`)))
+	case 2:
+		_ = c.Delete(ctx, some, client.GracePeriodSeconds(0))
+	}
+}
+
 // run starts or pauses the churn; a pause waits out a step under way.
 func (ch *podChurn) run(on bool) {
+	ch.step.Lock()
+	defer ch.step.Unlock()
 	ch.running.Store(on)
-	if !on {
-		time.Sleep(100 * time.Millisecond)
-	}
 }
 
 func (ch *podChurn) stop() {

@@ -3,12 +3,14 @@ package sharding
 import (
 	"fmt"
 	"math/rand/v2"
+	"sync"
 	"testing"
 	"time"
 
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/metawatch/metawatch/pkg/testing/controlplane"
+	"github.com/metawatch/metawatch/pkg/testing/testkit"
 )
 
 func clientset(t *testing.T) kubernetes.Interface {
@@ -31,10 +33,22 @@ func TestALateListDoesNotLetAReplicaWriteBucketsTakenMeanwhile(t *testing.T) {
 	s := newSends()
 	a := startMember(t, cs, s, "late-list", "a")
 	b := startMember(t, cs, s, "late-list", "b")
-	waitEveryBucketWritableByOne(t, []*member{a, b}, s.uids, 30*time.Second)
-	a.leases.set(func(f *faultyLeases) { f.lateList = testOptions("").LeaseDuration + time.Second })
-	time.Sleep(testOptions("").LeaseDuration + 3*time.Second) // b takes a's buckets; a's late answer comes
-	took := waitEveryBucketWritableByOne(t, []*member{a, b}, s.uids, 30*time.Second)
+	waitEveryBucketWritableByOne(t, []*member{a, b}, s.uids, testkit.Timeout)
+	// a's next list is answered only once b has taken every bucket (a, not
+	// renewing while it waits for the answer, looks dead to b after the
+	// lease duration): the answer says a holds buckets it no longer does.
+	tookAll := make(chan struct{})
+	var once sync.Once
+	b.ring.OnChange(func(share Share) {
+		if len(share.Held) == Buckets {
+			once.Do(func() { close(tookAll) })
+		}
+	})
+	a.leases.set(func(f *faultyLeases) { f.listHeldUntil = tookAll })
+	testkit.WaitFor(t, "b to take a's buckets, then a's late answer", testkit.Timeout, func() bool {
+		return a.leases.count(func(f *faultyLeases) int { return f.lateAnswers }) > 0
+	})
+	took := waitEveryBucketWritableByOne(t, []*member{a, b}, s.uids, testkit.Timeout)
 	t.Logf("every bucket writable by exactly one replica again %s after the late answer", took.Round(time.Millisecond))
 	for _, o := range s.overlaps() {
 		t.Error(o)
@@ -50,19 +64,24 @@ func TestAHandOverWhoseReleaseFailsIsUndone(t *testing.T) {
 	cs := clientset(t)
 	s := newSends()
 	a := startMember(t, cs, s, "failed-release", "a")
-	waitEveryBucketWritableByOne(t, []*member{a}, s.uids, 30*time.Second)
+	waitEveryBucketWritableByOne(t, []*member{a}, s.uids, testkit.Timeout)
 	a.leases.set(func(f *faultyLeases) { f.failBuckets = true })
 	b := startMember(t, cs, s, "failed-release", "b")
-	time.Sleep(time.Second) // a starts handing on, and cannot release
+	// Only a hand-over writes a bucket Lease a holds: a refused write is a's
+	// release, refused.
+	testkit.WaitFor(t, "a to start handing on, and fail to release", testkit.Timeout, func() bool {
+		return a.leases.count(func(f *faultyLeases) int { return f.refusedSoFar }) > 0
+	})
 	b.stopCleanly(t)
-	outage := 2*testOptions("").LeaseDuration + 2*time.Second
-	time.Sleep(outage)
-	unwritable := a.ring.Unwritable()
-	if len(unwritable) == 0 {
-		t.Errorf("after %s of refused bucket Lease writes, a reports no unwritable bucket, though it cannot confirm the ones it handed back to itself", outage)
-	}
+	// Reported once a bucket it is given has not been writable for twice
+	// the lease duration (Ring.Unwritable), while the refusals go on.
+	var unwritable []Bucket
+	testkit.WaitFor(t, "a to report the buckets it cannot confirm (handed back to itself) as unwritable", testkit.Timeout, func() bool {
+		unwritable = a.ring.Unwritable()
+		return len(unwritable) > 0
+	})
 	a.leases.set(func(f *faultyLeases) { f.failBuckets = false })
-	took := waitEveryBucketWritableByOne(t, []*member{a}, s.uids, 30*time.Second)
+	took := waitEveryBucketWritableByOne(t, []*member{a}, s.uids, testkit.Timeout)
 	t.Logf("%d buckets reported unwritable during the outage; all writable by a %s after it ended", len(unwritable), took.Round(time.Millisecond))
 	if got := a.ring.Unwritable(); len(got) != 0 {
 		t.Errorf("buckets %v still reported unwritable after recovery", got)

@@ -26,12 +26,15 @@ import (
 type faultyLeases struct {
 	coordinationv1client.LeasesGetter
 
-	mu           sync.Mutex
-	lateList     time.Duration // the next list's answer arrives this much late
-	failWrites   bool          // every write of a Lease is refused
-	failBuckets  bool          // writes of bucket Leases are refused
-	holdWrites   time.Duration // the next write is held this long before it is sent
-	refusedSoFar int
+	mu       sync.Mutex
+	lateList time.Duration // the next list's answer arrives this much late
+	// listHeldUntil: the next list's answer arrives once it is closed.
+	listHeldUntil <-chan struct{}
+	failWrites    bool          // every write of a Lease is refused
+	failBuckets   bool          // writes of bucket Leases are refused
+	holdWrites    time.Duration // the next write is held this long before it is sent
+	refusedSoFar  int
+	lateAnswers   int // late lists answered so far
 }
 
 func (f *faultyLeases) Leases(ns string) coordinationv1client.LeaseInterface {
@@ -70,11 +73,25 @@ type faultyLeaseClient struct {
 func (c faultyLeaseClient) List(ctx context.Context, opts metav1.ListOptions) (*coordinationv1.LeaseList, error) {
 	list, err := c.LeaseInterface.List(ctx, opts)
 	c.f.mu.Lock()
-	late := c.f.lateList
-	c.f.lateList = 0
+	late, held := c.f.lateList, c.f.listHeldUntil
+	c.f.lateList, c.f.listHeldUntil = 0, nil
 	c.f.mu.Unlock()
 	time.Sleep(late)
+	if held != nil {
+		select {
+		case <-held:
+		case <-ctx.Done():
+		}
+		c.f.set(func(f *faultyLeases) { f.lateAnswers++ })
+	}
 	return list, err
+}
+
+// count reads one of f's counters.
+func (f *faultyLeases) count(counter func(*faultyLeases) int) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return counter(f)
 }
 
 func (c faultyLeaseClient) Update(ctx context.Context, lease *coordinationv1.Lease, opts metav1.UpdateOptions) (*coordinationv1.Lease, error) {

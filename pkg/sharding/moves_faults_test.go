@@ -8,7 +8,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -21,6 +20,7 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 
 	"github.com/metawatch/metawatch/pkg/telemetry"
+	"github.com/metawatch/metawatch/pkg/testing/testkit"
 )
 
 // In process, a fake ListerWatcher feeding a real client-go informer
@@ -36,11 +36,16 @@ const bucketA, bucketC = Bucket(0), Bucket(1)
 type fakeLW struct {
 	objs []*metav1.PartialObjectMetadata
 
-	mu         sync.Mutex
-	watchers   []*watch.RaceFreeFakeWatcher
-	failPages  atomic.Int32 // continue pages to fail with a network error
-	onFullList func()       // called (once) inside the next full list
-	exactLists atomic.Int32
+	mu       sync.Mutex
+	watchers []*watch.RaceFreeFakeWatcher
+	// selectors are the shard selectors each of watchers was asked for.
+	selectors []string
+	failPages atomic.Int32 // continue pages to fail with a network error
+	// beforeRelist is called (once) as the informer's next full list
+	// starts, before the ListWatch reads the Coverage; onFullList (once)
+	// inside that list, after it did.
+	beforeRelist, onFullList func()
+	exactLists               atomic.Int32
 }
 
 func newFake(inA, inC int) *fakeLW {
@@ -96,10 +101,10 @@ func (f *fakeLW) List(o metav1.ListOptions) (runtime.Object, error) {
 	return list, nil
 }
 
-func (f *fakeLW) Watch(metav1.ListOptions) (watch.Interface, error) {
+func (f *fakeLW) Watch(o metav1.ListOptions) (watch.Interface, error) {
 	w := watch.NewRaceFreeFake()
 	f.mu.Lock()
-	f.watchers = append(f.watchers, w)
+	f.watchers, f.selectors = append(f.watchers, w), append(f.selectors, o.ShardSelector)
 	f.mu.Unlock()
 	return w, nil
 }
@@ -110,13 +115,56 @@ func (f *fakeLW) lastWatcher() *watch.RaceFreeFakeWatcher {
 	return f.watchers[len(f.watchers)-1]
 }
 
+// watchesSoFar is how many watches the fake has served.
+func (f *fakeLW) watchesSoFar() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.watchers)
+}
+
+// watchOf returns the newest watch served after the first n, if it is
+// one of exactly buckets.
+func (f *fakeLW) watchOf(n int, buckets []Bucket) (*watch.RaceFreeFakeWatcher, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	last := len(f.watchers) - 1
+	if last < n || f.selectors[last] != Selector(buckets) {
+		return nil, false
+	}
+	return f.watchers[last], true
+}
+
+// hookedListWatch calls the fake's beforeRelist as a full list starts,
+// before the ListWatch reads the Coverage.
+type hookedListWatch struct {
+	*ListWatch
+	f *fakeLW
+}
+
+func (h hookedListWatch) ListWithContext(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+	if o.Continue == "" {
+		h.f.mu.Lock()
+		hook := h.f.beforeRelist
+		h.f.beforeRelist = nil
+		h.f.mu.Unlock()
+		if hook != nil {
+			hook()
+		}
+	}
+	return h.ListWatch.ListWithContext(ctx, o)
+}
+
+func (h hookedListWatch) List(o metav1.ListOptions) (runtime.Object, error) {
+	return h.ListWithContext(context.Background(), o) //nolint:forbidigo // the ListerWatcher's method without a context, which the reflector does not call
+}
+
 func startFakeInformer(t *testing.T, f *fakeLW, cover *Coverage) toolscache.SharedIndexInformer {
 	clientfeaturestesting.SetFeatureDuringTest(t, clientfeatures.WatchListClient, false)
 	if !clientfeatures.FeatureGates().Enabled(clientfeatures.AtomicFIFO) {
 		t.Skip("AtomicFIFO off")
 	}
 	lw := ListerWatcher(f, cover, true)
-	inf := toolscache.NewSharedIndexInformer(lw, &metav1.PartialObjectMetadata{}, 0, toolscache.Indexers{})
+	inf := toolscache.NewSharedIndexInformer(hookedListWatch{ListWatch: lw, f: f}, &metav1.PartialObjectMetadata{}, 0, toolscache.Indexers{})
 	lw.Feeds(inf.GetStore())
 	ctx, cancel := context.WithCancel(t.Context())
 	t.Cleanup(cancel)
@@ -139,13 +187,42 @@ func countAC(inf toolscache.SharedIndexInformer) (a, c int) {
 	return
 }
 
-func waitUpTo(d time.Duration, cond func() bool) bool {
-	for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(5 * time.Millisecond) {
-		if cond() {
-			return true
+// settleTimeout bounds the wait for a store to settle on its buckets: a
+// move may wait up to storeCatchUp for the informer before it relists.
+const settleTimeout = storeCatchUp + testkit.Timeout
+
+// waitSettled waits until the informer's store has applied everything it
+// will get for the buckets covered now, buckets: the fake served a watch of
+// exactly them after its first n (the move, or the relist that stands for
+// one, is over: such a watch starts only once the store's objects are those
+// buckets' once it has processed what it was sent), and an object of A
+// modified through that watch has reached the store, after everything
+// sent before it. No time is assumed: on a slow machine this waits longer.
+func waitSettled(t *testing.T, f *fakeLW, inf toolscache.SharedIndexInformer, n int, buckets []Bucket) {
+	t.Helper()
+	var sentinel *metav1.PartialObjectMetadata
+	for _, o := range f.objs {
+		if BucketOf(o.UID) == bucketA {
+			sentinel = o.DeepCopy()
+			break
 		}
 	}
-	return cond()
+	mark := strconv.Itoa(n)
+	sentinel.Labels = map[string]string{"settled": mark}
+	sentinel.ResourceVersion = "11"
+	var sentTo *watch.RaceFreeFakeWatcher
+	testkit.WaitFor(t, fmt.Sprintf("the store to settle on buckets %v", buckets), settleTimeout, func() bool {
+		w, ok := f.watchOf(n, buckets)
+		if !ok {
+			return false
+		}
+		if w != sentTo {
+			w.Modify(sentinel.DeepCopy())
+			sentTo = w
+		}
+		item, exists, err := inf.GetStore().Get(sentinel)
+		return err == nil && exists && item.(*metav1.PartialObjectMetadata).Labels["settled"] == mark
+	})
 }
 
 // A bucket that came is filled in pages; the second page's list fails on the
@@ -161,12 +238,11 @@ func TestABucketLeftHalfFilledIsEmptiedWhenItGoes(t *testing.T) {
 
 	f.failPages.Store(1)
 	cover.Set([]Bucket{bucketA, bucketC})
-	if !waitUpTo(5*time.Second, func() bool { _, c := countAC(inf); return c >= 450 }) {
-		t.Fatal("first page of C never arrived")
-	}
-	cover.Set([]Bucket{bucketA}) // C goes while the move waits to be retried
+	testkit.WaitFor(t, "the first page of C", testkit.Timeout, func() bool { _, c := countAC(inf); return c >= 450 })
+	watches := f.watchesSoFar()
+	cover.Set([]Bucket{bucketA}) // C goes while the move waits to be retried (moveRetry = 1s)
 
-	time.Sleep(3 * time.Second) // the retry (moveRetry = 1s) and anything after it
+	waitSettled(t, f, inf, watches, []Bucket{bucketA})
 	t.Logf("exact lists %d, failed moves %v", f.exactLists.Load(), testutil.ToFloat64(telemetry.ShardCacheMoves.WithLabelValues(telemetry.MoveFailed)))
 	if a, c := countAC(inf); c != 0 {
 		t.Errorf("store holds %d objects of bucket C, which is not covered (ghosts); %d of A", c, a)
@@ -186,17 +262,14 @@ func TestAMoveRightAfterARelistSeesTheRelist(t *testing.T) {
 		inf := startFakeInformer(t, f, cover)
 
 		f.mu.Lock()
-		f.onFullList = func() { cover.Set([]Bucket{bucketA}) } // after ListWithContext took {A, C}
+		f.beforeRelist = func() { cover.Set([]Bucket{bucketA, bucketC}) } // the relist lists {A, C}
+		f.onFullList = func() { cover.Set([]Bucket{bucketA}) }            // after ListWithContext took {A, C}
 		f.mu.Unlock()
-		w := f.lastWatcher()
+		watches := f.watchesSoFar()
 		gone := apierrors.NewResourceExpired("too old resource version").ErrStatus
-		w.Error(&gone) // the reflector relists (after its backoff)
-		if !waitUpTo(5*time.Second, w.IsStopped) {
-			t.Fatal("the 410 was not consumed")
-		}
-		cover.Set([]Bucket{bucketA, bucketC}) // before the relist starts
+		f.lastWatcher().Error(&gone) // the reflector relists (after its backoff)
 
-		time.Sleep(4 * time.Second)
+		waitSettled(t, f, inf, watches, []Bucket{bucketA})
 		a, c := countAC(inf)
 		t.Logf("moves in place so far %v, objects moved out so far %v, relists %v", testutil.ToFloat64(telemetry.ShardCacheMoves.WithLabelValues(telemetry.MoveInPlace)),
 			testutil.ToFloat64(telemetry.ShardMovedObjects.WithLabelValues(telemetry.MoveOut)), testutil.ToFloat64(telemetry.ShardCacheMoves.WithLabelValues(telemetry.MoveRelisted)))

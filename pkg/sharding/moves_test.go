@@ -16,6 +16,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/metawatch/metawatch/pkg/testing/controlplane"
+	"github.com/metawatch/metawatch/pkg/testing/testkit"
 )
 
 // What a sharded watch sends its reflector as its buckets change, against
@@ -133,8 +134,8 @@ func next(t *testing.T, w watch.Interface) watch.Event {
 			}
 		}
 		return e
-	case <-time.After(20 * time.Second):
-		t.Fatal("no event for 20 s")
+	case <-time.After(testkit.Timeout):
+		t.Fatalf("no event for %s", testkit.Timeout)
 	}
 	return watch.Event{}
 }

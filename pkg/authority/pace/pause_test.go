@@ -59,7 +59,7 @@ func TestA429PausesWritesAtMostTheCap(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			base := time.Now()
 			p := clocked(Limits{Min: 1, Max: 1000, Start: 50, RetryAfterMax: tc.max}, base)
-			resp := throttledBy(tc.header)
+			resp := throttledBy(tc.header) //nolint:bodyclose // a fake answer, its body in memory
 			got, err := transport{pacer: p, next: answering(resp)}.RoundTrip(patch(t.Context()))
 			if err != nil {
 				t.Fatalf("a write without a deadline got %v, want the 429", err)
@@ -128,7 +128,7 @@ func TestAWriteThatWouldWaitPastItsDeadlineFailsAtOnce(t *testing.T) {
 				}
 			}
 			if tc.throttled != nil {
-				p.Observe(answerOf(throttledBy(*tc.throttled), time.Millisecond))
+				p.Observe(answerOf(throttledBy(*tc.throttled), time.Millisecond)) //nolint:bodyclose // a fake answer, its body in memory
 			}
 			ctx := t.Context()
 			if tc.deadline > 0 {
@@ -200,7 +200,7 @@ func TestA429WhosePauseOutlastsTheDeadlineFailsTheWriteAtOnce(t *testing.T) {
 			p := clocked(DefaultLimits(), base)
 			ctx, cancel := context.WithDeadline(t.Context(), base.Add(tc.deadline))
 			defer cancel()
-			resp, err := transport{pacer: p, next: answering(throttledBy(tc.header))}.RoundTrip(patch(ctx))
+			resp, err := transport{pacer: p, next: answering(throttledBy(tc.header))}.RoundTrip(patch(ctx)) //nolint:bodyclose // a fake answer, its body in memory
 			if resp != nil {
 				defer resp.Body.Close()
 			}
@@ -238,7 +238,7 @@ func FuzzRetryAfterNeverPausesPastTheCap(f *testing.F) {
 			ctx, cancel = context.WithDeadline(ctx, base.Add(time.Duration(deadlineNanos)))
 			defer cancel()
 		}
-		resp := throttledBy("")
+		resp := throttledBy("") //nolint:bodyclose // a fake answer, its body in memory
 		resp.Header["Retry-After"] = []string{header}
 		got, err := transport{pacer: p, next: answering(resp)}.RoundTrip(patch(ctx))
 		if got != nil {
