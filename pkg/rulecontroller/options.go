@@ -84,6 +84,9 @@ type Wiring struct {
 	// many objects of a kind the cache holds, for the bound's share.
 	Brake         *brake.Brake
 	CachedObjects func(kind string) int
+	// Relists, when set, says which kinds relist: their removals and
+	// releases wait for the relist's end (relist.go).
+	Relists Relists
 }
 
 // holder is the sharded replica's share as a Holder, nil unsharded.

@@ -68,6 +68,10 @@ type ruleReconciler struct {
 	// is how many objects of a kind the cache holds (Wiring.CachedObjects).
 	brake       *brake.Brake
 	cachedCount func(kind string) int
+	// relists, if not nil, says when the kind relists: its removals and
+	// releases wait, and relistHeld are queued again at its end (relist.go).
+	relists    Relists
+	relistHeld *relistHolds
 	// identity is the installation's write identity (Wiring.Guard's): the
 	// versions its writes made, and another writer under its name.
 	identity *authority.Identity
@@ -126,6 +130,7 @@ func (s setup) ruleReconciler(w config.ResolvedWatch, rs []rules.Rule, mem *memo
 		live:          s.mgr.GetAPIReader(), versions: s.wiring.Versions, eventValues: s.opts.EventValues,
 		ownerKinds: s.owners, copiesFromOwners: rules.CopiesFromOwners(rs), watchedNamespaces: w.Namespaces,
 		packed: metacache.Packed(w), brake: s.wiring.Brake, cachedCount: s.wiring.CachedObjects,
+		relists: s.wiring.Relists, relistHeld: newRelistHolds(),
 		identity: s.wiring.Guard.Identity, removes: removedKeys(rs), writes: writesOf(rs), holder: s.wiring.holder(),
 	}
 }
