@@ -58,24 +58,14 @@ func metawatchMemoryLimit(containerLimit string) Variant {
 // sync's peak there, and what the GC's extra work costs the sync.
 const peakGoalLimit = "850Mi"
 
-// syncGOGC is metawatch-sync-gogc's GC percent while the caches sync.
-const syncGOGC = 25
-
-// metawatchSyncGOGC is metawatch with GOGC=percent until its caches are
-// synced, then the default 100: whether a GC that collects sooner while the
-// initial list streams in brings the sync's peak near the steady resident
-// set, and what it costs in sync time and CPU.
-func metawatchSyncGOGC(percent int) Variant {
-	return Variant{Name: "metawatch-sync-gogc", Description: fmt.Sprintf("metawatch with GOGC=%d until its caches are synced, then 100", percent),
+// metawatchListsAtGOGC is metawatch whose GC stays at GOGC while its lists
+// stream in (memlimit.ProcessLists nil, as where GOGC is set): the before of
+// pacing the GC tighter during lists, in the same run.
+func metawatchListsAtGOGC() Variant {
+	return Variant{Name: "metawatch-lists-at-gogc", Description: "metawatch with the GC at GOGC (100) while lists stream in too, not at the lists' 25",
 		Start: func(ctx context.Context, cfg *rest.Config, spec Spec, counters *Counters) (*Running, error) {
-			before := debug.SetGCPercent(percent)
-			running, err := startMetawatch(ctx, cfg, spec, counters, defaultOptions())
-			if err != nil {
-				debug.SetGCPercent(before)
-				return nil, err
-			}
-			afterSync(running, func(error) { debug.SetGCPercent(before) })
-			return running, nil
+			memlimit.ProcessLists = nil // each variant runs in a process of its own
+			return startMetawatch(ctx, cfg, spec, counters, defaultOptions())
 		}}
 }
 

@@ -115,7 +115,7 @@ func All() []Variant {
 		onOneP(metawatchHTTP2(), "metawatch-http2 with GOMAXPROCS=1: HTTP/2 watches as the chart ran them before #14"),
 		onOneP(metawatchMemoryLimit("256Mi"), "metawatch as the chart runs it with resources.limits.memory 256Mi: GOMAXPROCS=1 and --container-memory-limit=256Mi"),
 		onOneP(metawatchMemoryLimit("1Gi"), "metawatch as the chart runs it by default (resources.limits.memory 1Gi): GOMAXPROCS=1 and --container-memory-limit=1Gi"),
-		metawatchMemoryLimit(peakGoalLimit), metawatchSyncGOGC(syncGOGC), metawatchGOGC(lowGOGC), metawatchFreeAfterSync(), metawatchNoCompression(),
+		metawatchMemoryLimit(peakGoalLimit), metawatchListsAtGOGC(), metawatchGOGC(lowGOGC), metawatchFreeAfterSync(), metawatchNoCompression(),
 		typedCache(), receiveOnly(), receiveOnlyUncompressed()}, shrinkSteps()...)
 }
 

@@ -4,6 +4,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
+	"strconv"
 
 	"github.com/metawatch/metawatch/pkg/memlimit"
 )
@@ -19,7 +20,11 @@ func applyMemoryLimit(containerLimit string) error {
 		debug.SetMemoryLimit(limit)
 	}
 	current := debug.SetMemoryLimit(-1) // -1 reads it
-	setupLog.Info("runtime: the GC paced by GOGC and a soft memory limit near the container's, GOMAXPROCS Ps", "goMemoryLimitBytes", current,
-		"containerMemoryLimit", containerLimit, "GOMEMLIMIT", os.Getenv("GOMEMLIMIT"), "GOGC", os.Getenv("GOGC"), "GOMAXPROCS", runtime.GOMAXPROCS(0))
+	listGCPercent := "as GOGC says"     // memlimit.ProcessLists is nil
+	if memlimit.ProcessLists != nil {
+		listGCPercent = strconv.Itoa(memlimit.ListGCPercent)
+	}
+	setupLog.Info("runtime: the GC paced by GOGC (lower while lists stream in) and a soft memory limit near the container's, GOMAXPROCS Ps", "goMemoryLimitBytes", current,
+		"containerMemoryLimit", containerLimit, "GOMEMLIMIT", os.Getenv("GOMEMLIMIT"), "GOGC", os.Getenv("GOGC"), "listGCPercent", listGCPercent, "GOMAXPROCS", runtime.GOMAXPROCS(0))
 	return nil
 }

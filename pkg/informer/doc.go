@@ -48,6 +48,11 @@
 // and the key map only for objects that are not Marked. There is no temporary
 // store, no slice of every object, no second map.
 //
+// While an attempt receives objects, and while a handler added late is
+// handed the store, Options.Lists is told (Begin, then End when it ends,
+// whatever ends it): metawatch paces its GC tighter then, since both
+// allocate many times what they keep (memlimit.Lists).
+//
 // A list attempt cut short (the stream fails before its end) has stored what
 // it brought; the next attempt of the same list stores over it, and tells the
 // handlers nothing of an object an earlier attempt of that list already

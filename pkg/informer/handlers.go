@@ -97,15 +97,27 @@ func (i *Informer) AddEventHandlerWithOptions(handler toolscache.ResourceEventHa
 		return r, nil // Run starts it; the list hands it everything
 	}
 	i.runHandler(r)
+	i.handStore(r)
+	if i.HasSynced() {
+		i.push(r, notification{kind: syncedMark})
+	} // else the list's end pushes it
+	return r, nil
+}
+
+// handStore pushes r an add of every stored object. For Lists it is a list:
+// the handler does for each object what it would for a listed one (a
+// controller's predicates and queue), and at a hundred thousand objects
+// that, not the list, was the initial sync's peak.
+func (i *Informer) handStore(r *registration) {
+	if i.opts.Lists != nil {
+		i.opts.Lists.Begin()
+		defer i.opts.Lists.End()
+	}
 	i.store.eachKey(func(key string) {
 		if obj, ok, _ := i.store.GetByKey(key); ok {
 			i.push(r, notification{kind: added, obj: obj, initial: true})
 		}
 	})
-	if i.HasSynced() {
-		i.push(r, notification{kind: syncedMark})
-	} // else the list's end pushes it
-	return r, nil
 }
 
 // resyncPeriodOf is the period a handler asking for want gets, as client-go

@@ -30,6 +30,13 @@ type Options struct {
 	Backoff *wait.Backoff
 	// PageSize is the limit of each page of the paged list; 0: 500.
 	PageSize int64
+	// Lists, if not nil, is told when a list begins and when it ends (or
+	// the informer stops before it does): the process's GC is paced
+	// tighter while lists stream in (memlimit.Lists).
+	Lists interface {
+		Begin()
+		End()
+	}
 }
 
 // Informer is a toolscache.SharedIndexInformer that streams lists into its

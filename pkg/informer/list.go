@@ -37,12 +37,14 @@ func (l *loop) watchList(ctx context.Context) (watch.Interface, error) {
 		w, err := l.i.lw.WatchWithContext(ctx, metav1.ListOptions{ResourceVersion: rv, ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan,
 			SendInitialEvents: ptr.To(true), AllowWatchBookmarks: true, TimeoutSeconds: watchListTimeout()})
 		if err == nil {
+			l.streaming(true)
 			var ended bool
 			if ended, err = l.initialEvents(ctx, w, start); ended && err == nil {
 				return w, nil
 			}
 			w.Stop()
 		}
+		l.streaming(false)
 		switch {
 		case err == nil: // ended before its bookmark: again
 		case ctx.Err() != nil:
@@ -109,6 +111,7 @@ func isInitialEventsEnd(obj any) bool {
 // the next, and sweeps after the last. A continue token that expired starts
 // the list again.
 func (l *loop) pagedList(ctx context.Context) error {
+	defer l.streaming(false)
 	l.begin()
 	o := metav1.ListOptions{Limit: l.i.opts.PageSize}
 	objects := 0
@@ -123,6 +126,7 @@ func (l *loop) pagedList(ctx context.Context) error {
 		default:
 			return fmt.Errorf("failed to list %s: %w", l.i.name, err)
 		}
+		l.streaming(true)
 		next, rv, n, err := l.storePage(ctx, list)
 		if err != nil {
 			return err

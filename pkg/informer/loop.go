@@ -52,6 +52,8 @@ type loop struct {
 	listing bool
 	// noWatchList: a stream showed the API server ignores watch-lists.
 	noWatchList bool
+	// paced: Lists has been told of the attempt receiving now.
+	paced bool
 }
 
 func newLoop(i *Informer) *loop {
@@ -68,6 +70,7 @@ func newLoop(i *Informer) *loop {
 // run lists and watches until ctx ends, backing off between rounds as
 // client-go's reflector does (wait.DelayFunc.Until, sliding).
 func (l *loop) run(ctx context.Context) {
+	defer l.streaming(false)
 	_ = l.delay.Until(ctx, true, true, func(ctx context.Context) (bool, error) {
 		if err := l.round(ctx); err != nil && ctx.Err() == nil {
 			l.i.onWatchError(ctx, l.i.reflector, err)
@@ -107,10 +110,26 @@ func (l *loop) begin() {
 	l.listing = true
 }
 
+// streaming tells Lists whether a list attempt is receiving objects: from
+// its stream's or first page's arrival to the attempt's end, whatever ends
+// it. An attempt whose request fails (a kind forbidden, a server down) is
+// not told, so the GC is not paced for a list that brings nothing.
+func (l *loop) streaming(now bool) {
+	if now == l.paced || l.i.opts.Lists == nil {
+		return
+	}
+	if l.paced = now; now {
+		l.i.opts.Lists.Begin()
+	} else {
+		l.i.opts.Lists.End()
+	}
+}
+
 // listEnded sweeps what the list attempt did not bring: the store is now
 // the state at rv.
 func (l *loop) listEnded(ctx context.Context, rv string, objects int) {
 	swept := l.i.sweep(rv)
+	l.streaming(false)
 	l.rv, l.rvGone, l.listed, l.listing = rv, false, true, false
 	klog.FromContext(ctx).V(2).Info("Caches populated", "kind", l.i.name, "resourceVersion", rv, "objects", objects, "swept", swept)
 }

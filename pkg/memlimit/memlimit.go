@@ -1,7 +1,14 @@
-// Package memlimit turns a container's memory limit into the Go runtime's
-// soft memory limit, as metawatch's --container-memory-limit does: one piece
-// of arithmetic, shared by the binary and the bench's variants that run as
-// the chart would, so the bench measures the limit the binary sets.
+// Package memlimit is how metawatch's process asks the Go runtime's GC to
+// use memory: a soft memory limit from the container's, as
+// --container-memory-limit sets it (FromContainer), and a tighter pace while
+// lists stream in and while the controllers are handed what they brought
+// (Lists).
+//
+// Both are shared by the binary and the bench's variants, so the bench
+// measures what the binary does. The pace during lists is there because a
+// container's memory limit is sized by its peak, and a cache's peak is its
+// lists: they allocate many times what they keep, and at GOGC's default
+// the heap may grow to twice what the last GC found live.
 package memlimit
 
 import (

@@ -12,6 +12,7 @@ import (
 	"github.com/metawatch/metawatch/pkg/access"
 	"github.com/metawatch/metawatch/pkg/config"
 	"github.com/metawatch/metawatch/pkg/informer"
+	"github.com/metawatch/metawatch/pkg/memlimit"
 	"github.com/metawatch/metawatch/pkg/sharding"
 	"github.com/metawatch/metawatch/pkg/telemetry"
 )
@@ -94,13 +95,14 @@ func newInformer(watches []config.ResolvedWatch, o Options) func(toolscache.List
 }
 
 // build is the informer itself: client-go's, or the streaming one, which
-// counts its handlers' backlog and tells Relists of its relists.
+// counts its handlers' backlog, tells Relists of its relists and paces the
+// process's GC tighter while it lists (memlimit.ProcessLists).
 func (o Options) build(lw toolscache.ListerWatcher, obj runtime.Object, resync time.Duration, indexers toolscache.Indexers) toolscache.SharedIndexInformer {
 	if o.StockInformers {
 		return toolscache.NewSharedIndexInformer(lw, obj, resync, indexers)
 	}
 	kind := obj.GetObjectKind().GroupVersionKind().GroupKind()
-	inf := informer.New(lw, obj, resync, indexers, informer.Options{Backlog: telemetry.InformerHandlerBacklog.WithLabelValues(kind.String())})
+	inf := informer.New(lw, obj, resync, indexers, informer.Options{Backlog: telemetry.InformerHandlerBacklog.WithLabelValues(kind.String()), Lists: memlimit.ProcessLists})
 	o.Relists.add(kind, inf)
 	return inf
 }

@@ -1,0 +1,90 @@
+package memlimit
+
+import (
+	"os"
+	"runtime/debug"
+	"sync"
+)
+
+// ListGCPercent is the GC percent while a list streams in: the heap may
+// grow to 1.25 times what the last GC found live instead of twice. A list
+// allocates about twelve bytes per byte it keeps (the decoded objects,
+// the stream's buffers), so with the default GOGC a million objects' list
+// peaks near twice the steady heap; with this the peak stays within a
+// quarter of it, for more GC work while the list lasts (measured in
+// bench/results; docs/sizing.md).
+const ListGCPercent = 25
+
+// Lists lowers the GC percent while any list streams in, and gives the
+// previous one back when the last ends. The GC percent is the process's,
+// so one Lists serves every informer: Begin and End count the lists under
+// way, whichever kinds they are. A GC percent already at or below the
+// list's, or off (GOGC=off, a memory limit alone), is left as it is.
+type Lists struct {
+	percent int
+	// set is debug.SetGCPercent (tests give their own).
+	set func(int) int
+
+	mu       sync.Mutex
+	underWay int
+	before   int
+	lowered  bool
+}
+
+// NewLists paces the GC at percent while lists stream in; a percent <= 0
+// leaves the GC as it is.
+func NewLists(percent int) *Lists {
+	return &Lists{percent: percent, set: debug.SetGCPercent}
+}
+
+// ListsFromEnv is NewLists(ListGCPercent), or nil where the operator set
+// GOGC: the runtime honours that itself, and an operator who set it meant
+// it, lists included.
+func ListsFromEnv(gogc string) *Lists {
+	if gogc != "" {
+		return nil
+	}
+	return NewLists(ListGCPercent)
+}
+
+// ProcessLists paces this process's GC while its caches' lists stream in
+// (nil where GOGC is set). It is one for the process because the GC
+// percent is: every cache's informers share it.
+var ProcessLists = ListsFromEnv(os.Getenv("GOGC"))
+
+// Begin counts a list under way; the first lowers the GC percent.
+func (l *Lists) Begin() {
+	if l == nil || l.percent <= 0 {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.underWay++
+	if l.underWay > 1 {
+		return
+	}
+	before := l.set(l.percent)
+	if before < 0 || before <= l.percent {
+		l.set(before) // off, or already as low: as it was
+		return
+	}
+	l.before, l.lowered = before, true
+}
+
+// End counts a list ended (or given up); the last gives the GC percent
+// back. An End without a Begin is ignored.
+func (l *Lists) End() {
+	if l == nil || l.percent <= 0 {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.underWay == 0 {
+		return
+	}
+	l.underWay--
+	if l.underWay == 0 && l.lowered {
+		l.set(l.before)
+		l.lowered = false
+	}
+}
