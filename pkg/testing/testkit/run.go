@@ -68,6 +68,43 @@ func Events(t testing.TB, c client.Client, ns, kind, name, reason string) []even
 	return out
 }
 
+// AggregateEvents lists metawatch's aggregate Events in ns with reason
+// about rule (package eventdigest: one per reason, rule, kind and
+// namespace, regarding the Namespace, or for cluster-scoped objects the
+// selectors ConfigMap): those whose note starts with the rule's name; rule
+// "" matches every one.
+func AggregateEvents(t testing.TB, c client.Client, ns, reason, rule string) []eventsv1.Event {
+	t.Helper()
+	var list eventsv1.EventList
+	if err := c.List(context.Background(), &list, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	var out []eventsv1.Event
+	for _, e := range list.Items {
+		if e.Reason != reason || e.ReportingController != "metawatch" {
+			continue
+		}
+		if rule == "" || strings.HasPrefix(e.Note, "rule "+rule+":") || strings.HasPrefix(e.Note, "rule "+rule+" ") {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// Occurrences is how many objects the aggregate Events count: each one's
+// series count, or 1 for one without a series.
+func Occurrences(events []eventsv1.Event) int {
+	n := 0
+	for _, e := range events {
+		if e.Series != nil {
+			n += int(e.Series.Count)
+		} else {
+			n++
+		}
+	}
+	return n
+}
+
 // MergePatch patches obj with a JSON merge patch as field manager manager, the way kubectl label does.
 func MergePatch(t testing.TB, c client.Client, obj client.Object, manager, patch string) {
 	t.Helper()
