@@ -97,6 +97,13 @@ type series struct {
 	last            time.Time
 }
 
+// Annotations of an aggregate Event: the rule and the kind of the objects
+// it counts, for readers (metawatch check) that should not parse its note.
+const (
+	AnnotationRule = "metawatch.dev/rule"
+	AnnotationKind = "metawatch.dev/kind"
+)
+
 // EventSource is the reportingController of the Events.
 const EventSource = "metawatch"
 
@@ -312,8 +319,9 @@ func (d *Digest) event(k Key, f fold, now time.Time) *eventsv1.Event {
 	h := fnv.New64a()
 	_, _ = fmt.Fprintf(h, "%s\x00%s\x00%s\x00%s\x00%s\x00%s\x00%d", d.Instance, k.Reason, k.Rule, k.Kind, k.Namespace, k.Message, now.UnixNano())
 	e := &eventsv1.Event{
-		ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s.%016x", truncate(regarding.Name, 200), h.Sum64()), Namespace: regarding.Namespace},
-		EventTime:  metav1.NewMicroTime(now), ReportingController: EventSource, ReportingInstance: d.Instance,
+		ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s.%016x", truncate(regarding.Name, 200), h.Sum64()), Namespace: regarding.Namespace,
+			Annotations: map[string]string{AnnotationRule: k.Rule, AnnotationKind: k.Kind}},
+		EventTime: metav1.NewMicroTime(now), ReportingController: EventSource, ReportingInstance: d.Instance,
 		Action: k.Action, Reason: k.Reason, Regarding: regarding, Note: note(k, f), Type: k.Type,
 	}
 	if e.Namespace == "" {

@@ -133,14 +133,8 @@ func gone(t *testing.T, c client.Client, obj client.Object) bool {
 func conflictEvents(t *testing.T, c client.Client, ns string) []string {
 	t.Helper()
 	var out []string
-	var pods corev1.PodList
-	if err := c.List(t.Context(), &pods, client.InNamespace(ns)); err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range pods.Items {
-		for _, e := range testkit.Events(t, c, ns, "Pod", p.Name, rulecontroller.ReasonConflict) {
-			out = append(out, e.Note)
-		}
+	for _, e := range testkit.AggregateEvents(t, c, ns, rulecontroller.ReasonConflict, "") {
+		out = append(out, e.Note)
 	}
 	return out
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/metawatch/metawatch/pkg/eventdigest"
 	"github.com/metawatch/metawatch/pkg/reload"
 	"github.com/metawatch/metawatch/pkg/testing/controlplane"
 )
@@ -16,5 +17,6 @@ func TestMain(m *testing.M) {
 	// A pair whose owner went is reported at the next resync, a minute
 	// later by default (TestPairsGoWithTheirOwner waited it out).
 	reload.AdmissionResync = 2 * time.Second
+	eventdigest.DefaultInterval = time.Second // aggregate Events within a second, not 30
 	os.Exit(controlplane.RunTests(m, &cp))
 }

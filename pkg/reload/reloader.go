@@ -22,6 +22,7 @@ import (
 	"github.com/metawatch/metawatch/pkg/authority/pace"
 	"github.com/metawatch/metawatch/pkg/brake"
 	"github.com/metawatch/metawatch/pkg/config"
+	"github.com/metawatch/metawatch/pkg/eventdigest"
 	"github.com/metawatch/metawatch/pkg/rulecontroller"
 	"github.com/metawatch/metawatch/pkg/telemetry"
 	"github.com/metawatch/metawatch/pkg/wire"
@@ -106,6 +107,12 @@ type Reloader struct {
 	BrakeRecord types.NamespacedName
 	elected     <-chan struct{} // the Manager's: closed once this replica leads
 
+	// Events folds what the controllers of every generation report per
+	// object into aggregate Events, within one bound on Event writes for the
+	// process (package eventdigest); nil: one made by AddTo, whose Events
+	// about cluster-scoped objects regard the selectors ConfigMap.
+	Events *eventdigest.Digest
+
 	// Identity is the installation's write identity (field manager and the
 	// adopted name), shared by every generation's writes; nil: one made
 	// from Controller's names (AddTo).
@@ -156,6 +163,9 @@ func (r *Reloader) AddTo(mgr manager.Manager) error {
 	if r.Mode == authority.WarmStandby {
 		r.Recorder = leaderEvents{EventRecorder: r.Recorder, elected: r.elected}
 	}
+	if err := r.addEvents(mgr); err != nil {
+		return err
+	}
 	if r.Source.ConfigMap != "" {
 		key, err := r.Source.configMapKey()
 		if err != nil {
@@ -182,6 +192,30 @@ func (r *Reloader) AddTo(mgr manager.Manager) error {
 		r.Sharding.watch()
 	}
 	return mgr.Add(r)
+}
+
+// addEvents makes the process's Digest, unless one was given, and runs it
+// with mgr on every replica: one that does not lead has no controller
+// running, or (warm) none watching, so it folds nothing.
+func (r *Reloader) addEvents(mgr manager.Manager) error {
+	if r.Events != nil {
+		return nil
+	}
+	sink, err := eventdigest.NewSink(r.Config)
+	if err != nil {
+		return err
+	}
+	r.Events = eventdigest.New(sink, eventdigest.DefaultInstance(), r.Log.WithName("events"))
+	if key, err := r.Source.configMapKey(); err == nil && key.Name != "" {
+		r.Events.ClusterRegarding = func() *corev1.ObjectReference {
+			ref := &corev1.ObjectReference{APIVersion: "v1", Kind: "ConfigMap", Namespace: key.Namespace, Name: key.Name}
+			if cm := r.configMap(); cm != nil {
+				ref.UID = cm.UID
+			}
+			return ref
+		}
+	}
+	return mgr.Add(r.Events)
 }
 
 // NeedLeaderElection is true unless sharded or warm: generations write, so
@@ -235,7 +269,7 @@ func (r *Reloader) swap(ctx context.Context, res resolved, order uint64, superse
 	}
 	next, err := newGeneration(ctx, r.Config, number, res, generationOptions{controller: r.Controller, mode: r.Mode, guard: r.guard, onLoss: r.reportLoss, shutdownTimeout: r.shutdownTimeout(), limits: r.limits(),
 		sharding: r.Sharding, wire: r.Wire, writes: r.Pacer, installation: r.installation(), policyOwner: r.PolicyOwner, leftovers: r.leftovers, onAdmissionProblem: r.reportAdmissionProblem, log: r.Log,
-		leading: r.notLeadingYet(), brake: r.removalBrake(), ledger: r.ledger, order: order, identity: r.Identity})
+		leading: r.notLeadingYet(), brake: r.removalBrake(), ledger: r.ledger, order: order, identity: r.Identity, events: r.Events})
 	if err != nil {
 		return err
 	}
