@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/metawatch/metawatch/pkg/eventdigest"
@@ -28,8 +29,11 @@ type violators map[types.NamespacedName]map[string]bool
 // the objects of the buckets this replica holds (audit_shard.go).
 type audit struct {
 	kind   string
+	gvk    schema.GroupVersionKind
 	events *eventdigest.Digest
 	owner  *Audits
+	// requires says, per require rule, what it requires (for the reports).
+	requires map[string]string
 
 	mu        sync.Mutex
 	failing   violators
@@ -89,6 +93,9 @@ func (a *audit) forgetLocked(key types.NamespacedName) {
 
 // setLocked moves key from violating before to violating now, counting.
 func (a *audit) setLocked(key types.NamespacedName, before, now map[string]bool) {
+	if !maps.Equal(before, now) {
+		a.owner.changes.Add(1)
+	}
 	for rule := range now {
 		if !before[rule] {
 			a.add(rule, 1)
@@ -151,9 +158,11 @@ type Audits struct {
 	// live is read under an audit's lock, which Publish takes under mu: an
 	// atomic, so that an audit never waits for mu (the buckets held change
 	// at any time, see dropUnheld).
-	live  atomic.Bool
-	mu    sync.Mutex
-	kinds map[string]*audit
+	live atomic.Bool
+	// changes counts the changes of what the audits hold (Version).
+	changes atomic.Uint64
+	mu      sync.Mutex
+	kinds   map[string]*audit
 	// holder, when set (sharding), says which objects this replica audits:
 	// those of the buckets it holds (see Wiring.Share).
 	holder Holder
@@ -166,16 +175,20 @@ func NewAudits(live bool) *Audits {
 	return a
 }
 
-func (a *Audits) forKind(kind string, events *eventdigest.Digest) *audit {
+func (a *Audits) forKind(gvk schema.GroupVersionKind, rs []rules.Rule, events *eventdigest.Digest) *audit {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	au := &audit{kind: kind, events: events, owner: a, holder: a.holder, failing: violators{}, inherited: violators{}, counts: map[string]int{}, off: newOffCounts(),
+	kind := kindLabel(gvk)
+	au := &audit{kind: kind, gvk: gvk, requires: requirements(rs), events: events, owner: a, holder: a.holder, failing: violators{}, inherited: violators{}, counts: map[string]int{}, off: newOffCounts(),
 		left: newLeftKeys(), uids: map[types.NamespacedName]types.UID{}}
 	a.kinds[kind] = au
 	return au
 }
 
 func (a *Audits) isLive() bool { return a.live.Load() }
+
+// Version changes whenever what Findings gives may have changed.
+func (a *Audits) Version() uint64 { return a.changes.Load() }
 
 // Inherit takes, from the audits of the generation this one replaces (stopped
 // by now), the violations already reported, so that they are not reported again.

@@ -141,6 +141,9 @@ func (a *audit) observeLeft(key types.NamespacedName, uid types.UID, now map[str
 			a.addLeft(reason, -n, live)
 		}
 	}
+	if changed {
+		a.owner.changes.Add(1)
+	}
 	if len(now) == 0 {
 		delete(l.objects, key)
 	} else {

@@ -112,7 +112,7 @@ func (s setup) ruleReconciler(w config.ResolvedWatch, rs []rules.Rule, mem *memo
 	return &ruleReconciler{
 		Reader: s.mgr.GetCache(), Writer: authority.NewWriter(s.mgr.GetClient(), s.wiring.Guard),
 		GVK: w.GVK, Rules: rs, DryRun: s.opts.DryRun,
-		audit: s.wiring.Audits.forKind(kindLabel(w.GVK), s.wiring.Events), memory: mem, events: s.wiring.Events,
+		audit: s.wiring.Audits.forKind(w.GVK, rs, s.wiring.Events), memory: mem, events: s.wiring.Events,
 		writesFrozen: s.wiring.WritesFrozen, inScope: s.wiring.InScope,
 		limits: s.wiring.Limits, kindWritable: s.wiring.Limits.AllowsKind(w.GVK.GroupKind(), w.Namespaced),
 		fieldManager: s.wiring.Guard.Identity.FieldManager, adoptFrom: s.wiring.Guard.Identity.Adopted,
