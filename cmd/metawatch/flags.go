@@ -43,6 +43,8 @@ type options struct {
 	containerMemoryLimit string
 	// brakeRecord is --removal-brake-record (brakeRecord).
 	brakeRecord string
+	// openReports is --open-reports (reload.Reloader.OpenReports).
+	openReports bool
 }
 
 // parseFlags parses args on flag.CommandLine, where controller-runtime has
@@ -104,6 +106,9 @@ func bindFlags(fs *flag.FlagSet) *options {
 	fs.BoolVar(&o.controller.DryRun, "dry-run", false, "Compute every rule's writes, log and count them (result=\"dry-run\"), and write nothing: no key, no admission policy, and no delete either. "+
 		"Admission policies an earlier run of this installation left go on writing at creation: metawatch reports them (metawatch_admission_cleanup_blocked{reason=\"dry-run\"}, "+
 		"an Event) with the kubectl line that deletes them.")
+	fs.BoolVar(&o.openReports, "open-reports", false, "Keep what the rules find as OpenReports reports (openreports.io/v1alpha1): one Report per namespace with results and one ClusterReport, "+
+		"current within a minute, at most 1,000 results each (the rest counted in the summary). Needs the CRDs (Kyverno 1.15 and Policy Reporter install them; so does the chart's "+
+		"openReports.installCRDs) and create, patch, delete, list on reports and clusterreports. Sharded, each replica writes its own, named after it.")
 	fs.BoolVar(&o.version, "version", false, "Print the version and exit.")
 	// Errors are explained in their message; stack traces are for panics (--zap-stacktrace-level overrides).
 	o.zap.StacktraceLevel = zapcore.PanicLevel

@@ -113,6 +113,13 @@ type Reloader struct {
 	// about cluster-scoped objects regard the selectors ConfigMap.
 	Events *eventdigest.Digest
 
+	// OpenReports keeps the installation's findings as OpenReports reports
+	// (package reports): --open-reports. ReportResults bounds each report's
+	// results (zero: reports.DefaultMaxResults).
+	OpenReports   bool
+	ReportResults int
+	reportsFence  *authority.WriteFence // the reports' writes
+
 	// Identity is the installation's write identity (field manager and the
 	// adopted name), shared by every generation's writes; nil: one made
 	// from Controller's names (AddTo).
@@ -185,6 +192,9 @@ func (r *Reloader) AddTo(mgr manager.Manager) error {
 	}
 	r.addLedger(fenced)
 	if err := r.addPruner(mgr, fenced); err != nil {
+		return err
+	}
+	if err := r.addReports(mgr); err != nil {
 		return err
 	}
 	telemetry.SetShardingMode(r.shardingMode())
@@ -269,7 +279,7 @@ func (r *Reloader) swap(ctx context.Context, res resolved, order uint64, superse
 	}
 	next, err := newGeneration(ctx, r.Config, number, res, generationOptions{controller: r.Controller, mode: r.Mode, guard: r.guard, onLoss: r.reportLoss, shutdownTimeout: r.shutdownTimeout(), limits: r.limits(),
 		sharding: r.Sharding, wire: r.Wire, writes: r.Pacer, installation: r.installation(), policyOwner: r.PolicyOwner, leftovers: r.leftovers, onAdmissionProblem: r.reportAdmissionProblem, log: r.Log,
-		leading: r.notLeadingYet(), brake: r.removalBrake(), ledger: r.ledger, order: order, identity: r.Identity, events: r.Events})
+		leading: r.notLeadingYet(), brake: r.removalBrake(), ledger: r.ledger, order: order, identity: r.Identity, events: r.Events, reports: r.OpenReports})
 	if err != nil {
 		return err
 	}
@@ -376,6 +386,11 @@ func (r *Reloader) stopCurrent() {
 	if r.pruner != nil { // its deletes are writes too
 		ctx, cancel := context.WithTimeout(context.Background(), r.shutdownTimeout())
 		stopped = r.pruner.Guard.Fence.Close(ctx) && stopped
+		cancel()
+	}
+	if r.reportsFence != nil { // and the reports'
+		ctx, cancel := context.WithTimeout(context.Background(), r.shutdownTimeout())
+		stopped = r.reportsFence.Close(ctx) && stopped
 		cancel()
 	}
 	r.mu.Lock()

@@ -62,6 +62,9 @@ type generationOptions struct {
 	identity *authority.Identity
 	// events folds what the controllers report per object (the process's).
 	events *eventdigest.Digest
+	// reports: the OpenReports writer reads this generation (the cached
+	// objects per namespace, for the passes).
+	reports bool
 }
 
 // wiring is what the generation hands its controllers: one guard, built
