@@ -44,6 +44,9 @@ type options struct {
 	report bool
 	// fieldManager is the --field-manager metawatch runs with: the keys it owns.
 	fieldManager string
+	// openReports is the --open-reports metawatch runs with: --rbac counts
+	// what it writes as needed.
+	openReports bool
 }
 
 // stringList is a flag that may be given several times.
@@ -84,6 +87,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	o.removalBrake = brake.DefaultLimits()
 	o.removalBrake.BindFlags(fs)
 	fs.StringVar(&o.fieldManager, "field-manager", authority.DefaultFieldManager, "The --field-manager metawatch runs with: the keys it would release or adopt are those this name owns.")
+	fs.BoolVar(&o.openReports, "open-reports", false, "The --open-reports metawatch runs with: --rbac counts list, create, patch and delete on reports and clusterreports (openreports.io) as needed.")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: metawatch check -f FILE [--kubeconfig PATH [--live] [--as USER] [--rbac] [--chart-values FILE]] [the guardrail flags metawatch runs with]")
 		fmt.Fprintln(fs.Output(), "       metawatch check -f FILE --objects OBJECTS [OBJECTS...] [-o text|json] [--live [--kubeconfig PATH]] [the guardrail flags]")
@@ -225,7 +229,7 @@ func checkCluster(ctx context.Context, out io.Writer, conf *config.Config, o opt
 		return fmt.Errorf("the identity lacks permissions: %s", strings.Join(denied, "; "))
 	}
 	if o.rbac {
-		return reviewRBAC(ctx, out, cs, reviewNamespace(o.as), policyNeeds(configNeeds(watches, writtenKinds(conf)), conf))
+		return reviewRBAC(ctx, out, cs, reviewNamespace(o.as), reportNeeds(policyNeeds(configNeeds(watches, writtenKinds(conf)), conf), o.openReports))
 	}
 	return nil
 }
