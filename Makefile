@@ -103,7 +103,7 @@ kind:
 kind-test: controlplane
 	$(GO) test -race -count=1 -p 1 -timeout 90m -v -run '^$(KIND_TESTS)$$' ./hack/kindnode ./hack/kind
 
-## fuzz: fuzz the config parser, the guardrails, the rules core, label selectors as admission CEL, the managedFields stripper and its frame reader, the shard selectors, bucket assignment and cache moves, about 10 s each (FUZZTIME=10m make fuzz for a long run).
+## fuzz: fuzz the config parser, the guardrails, the rules core, label selectors as admission CEL, the managedFields stripper and its frame reader, the shard selectors, bucket assignment and cache moves, the streaming informer against client-go's, about 10 s each (FUZZTIME=10m make fuzz for a long run).
 # Each target's budget is a count of inputs, about 10 s of fuzzing each on the 2-core VM, not a
 # duration: with a duration, Go 1.26's fuzz coordinator can fail a clean run with a bare
 # "context deadline exceeded" as the time runs out (golang/go#75804, fixed in Go 1.27; it
@@ -120,6 +120,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzSelectorMatchesItsBuckets -fuzztime $(or $(FUZZTIME),8000x) ./pkg/sharding
 	$(GO) test -run '^$$' -fuzz FuzzMembershipChangeMovesAboutOneNth -fuzztime $(or $(FUZZTIME),4000x) ./pkg/sharding
 	$(GO) test -run '^$$' -fuzz FuzzCoverageMoves -fuzztime $(or $(FUZZTIME),20000x) ./pkg/sharding
+	$(GO) test -run '^$$' -fuzz FuzzStreamingMatchesStock -fuzztime $(or $(FUZZTIME),2000x) ./pkg/informer
 
 ## vet: go vet every module.
 vet:

@@ -45,6 +45,11 @@ func Churn(ctx context.Context, c client.Client, o *Observer, namespace string, 
 	if len(pods) == 0 {
 		return ChurnResult{}, fmt.Errorf("no pods to churn in %s", namespace)
 	}
+	// The requests outlive the churn's duration: one cut off as it ends may
+	// still have landed, and a label change the rule put back but the churn
+	// did not count would be a latency without its change.
+	requests, stop := context.WithTimeout(context.WithoutCancel(ctx), opts.Duration+drainTimeout)
+	defer stop()
 	ctx, cancel := context.WithTimeout(ctx, opts.Duration)
 	defer cancel()
 	var status, labels atomic.Int64
@@ -53,14 +58,14 @@ func Churn(ctx context.Context, c client.Client, o *Observer, namespace string, 
 	inflight := make(chan struct{}, 64)
 	wg.Go(func() {
 		every(ctx, opts.StatusPerSecond, func(i int) {
-			send(ctx, inflight, &wg, &status, func() error { return statusUpdate(ctx, c, namespace, pods[i%len(pods)]) })
+			send(ctx, inflight, &wg, &status, func() error { return statusUpdate(requests, c, namespace, pods[i%len(pods)]) })
 		})
 	})
 	wg.Go(func() {
 		every(ctx, opts.LabelsPerSecond, func(i int) {
 			pod := pods[(i*7919)%len(pods)] // a stride so label and status churn hit different pods
 			if o.track(pod) {
-				send(ctx, inflight, &wg, &labels, func() error { return o.untrackOnError(pod, removeLabel(ctx, c, namespace, pod, o.label)) })
+				send(ctx, inflight, &wg, &labels, func() error { return o.untrackOnError(pod, removeLabel(requests, c, namespace, pod, o.label)) })
 			}
 		})
 	})

@@ -82,7 +82,7 @@ func run(ctx context.Context, opts options) error {
 	}
 	reloader := &reload.Reloader{
 		Config: cfg, Source: opts.source, Controller: opts.controller, Mode: opts.mode, Leader: leader, Initial: conf, ShutdownTimeout: budget.generation, Limits: &opts.limits, RemovalBrake: &opts.removalBrake,
-		Recorder: mgr.GetEventRecorder(rulecontroller.EventSource), Log: ctrl.Log.WithName("reload"), Wire: mgrOpts.Wire,
+		Recorder: mgr.GetEventRecorder(rulecontroller.EventSource), Log: ctrl.Log.WithName("reload"), Wire: mgrOpts.Wire, StockInformers: mgrOpts.StockInformers,
 		Installation: installation(opts), PolicyOwner: opts.policyOwner,
 		Pacer: pacer, BrakeRecord: brakeRecord(opts), OpenReports: opts.openReports,
 	}
@@ -100,7 +100,7 @@ func run(ctx context.Context, opts options) error {
 	setupLog.Info("stage 3/4: reloader and health checks added")
 	setupLog.Info("stage 4/4: starting", "version", version.Version(), "source", opts.source.String(), "dryRun", opts.controller.DryRun, "limits", opts.limits.String(),
 		"mode", opts.mode.String(), "gracefulShutdownTimeout", opts.manager.GracefulShutdownTimeout.String(), "metricsSecure", mgrOpts.MetricsSecure, "metricsCertDir", mgrOpts.MetricsCertDir,
-		"writeRate", opts.writeRate.String(), "decodeUnchangedEvents", mgrOpts.Wire.DecodeUnchanged, "unchangedBookmarkInterval", mgrOpts.Wire.BookmarkInterval.String(), "watchOverHTTP2", mgrOpts.Wire.WatchOverHTTP2)
+		"writeRate", opts.writeRate.String(), "decodeUnchangedEvents", mgrOpts.Wire.DecodeUnchanged, "unchangedBookmarkInterval", mgrOpts.Wire.BookmarkInterval.String(), "watchOverHTTP2", mgrOpts.Wire.WatchOverHTTP2, "streamLists", !mgrOpts.StockInformers)
 	if err := mgr.Start(ctx); err != nil {
 		return err
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"flag"
+	"strconv"
 	"time"
 
 	"go.uber.org/zap/zapcore"
@@ -95,6 +96,9 @@ func bindFlags(fs *flag.FlagSet) *options {
 	fs.IntVar(&o.controller.MaxConcurrentReconciles, "max-concurrent-reconciles", 4, "Reconciles run at once, per kind.")
 	fs.BoolVar(&o.manager.Wire.DecodeUnchanged, "decode-unchanged-events", false, "Decode and deliver to the cache every watch event, status-only updates too. By default an event whose object is unchanged but for its resourceVersion is left out before decoding: the cache keeps the object as it was, and a bookmark carries the newest resourceVersion to the informer (see --unchanged-bookmark-interval).")
 	fs.BoolVar(&o.manager.Wire.WatchOverHTTP2, "watch-http2", false, "List and watch over HTTP/2, multiplexed on the connection the writes use. By default each watch has a connection of its own over HTTP/1.1: a watch event then costs no flow-control write and no hand-off between goroutines, and a dead connection is found by TCP keepalive in about 30 s.")
+	fs.Var(negated{&o.manager.StockInformers}, "stream-lists", "Store each object of a list or relist in the cache as it arrives, marked, and sweep what the list did not bring at its end (package informer), "+
+		"with each event handler's queue bounded: a relist then costs no more memory than the first sync. false uses client-go's informers, which hold a whole list, "+
+		"and a copy of it, before the cache sees any of it, and let handlers' queues grow without bound.")
 	fs.DurationVar(&o.manager.Wire.BookmarkInterval, "unchanged-bookmark-interval", wire.DefaultBookmarkInterval, "The most the bookmark standing for unchanged events left out is held back while events flow: the informer's resourceVersion lags by at most that, and is exact whenever a watch ends (which is when it resumes). 0 sends one per event.")
 	fs.StringVar(&o.containerMemoryLimit, "container-memory-limit", "", "The container's memory limit (bytes, or a quantity such as 1Gi); the Go runtime's soft memory limit is set to 90% of it, so the GC works harder as the heap nears it instead of the container being OOM-killed. The chart sets it from resources.limits.memory. Ignored when GOMEMLIMIT is set.")
 	fs.BoolVar(&o.controller.EventValues, "events-include-values", false, "Let LabelConflict and OwnershipFight Events carry the value another field manager wrote (never for annotations of Secrets). Off, they name that manager only: anyone who may list Events reads them.")
@@ -116,3 +120,25 @@ func bindFlags(fs *flag.FlagSet) *options {
 	fs.Usage = func() { printUsage(fs.Output(), fs) }
 	return o
 }
+
+// negated is a boolean flag that sets *p to the opposite of its value: a
+// flag that is on by default for an option whose zero value is off.
+type negated struct{ p *bool }
+
+func (n negated) String() string {
+	if n.p == nil {
+		return "true"
+	}
+	return strconv.FormatBool(!*n.p)
+}
+
+func (n negated) Set(s string) error {
+	v, err := strconv.ParseBool(s)
+	if err != nil {
+		return err
+	}
+	*n.p = !v
+	return nil
+}
+
+func (n negated) IsBoolFlag() bool { return true }

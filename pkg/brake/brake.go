@@ -83,8 +83,9 @@ type Brake struct {
 // kindState is one kind's objects in this generation.
 type kindState struct {
 	// touched are the objects let through whose removal has not been seen
-	// to land yet: a retry is not counted again.
-	touched map[types.NamespacedName]bool
+	// to land yet, with the keys it removes: a retry (the same keys, or some
+	// of them) is not counted again, a removal of other keys is.
+	touched map[types.NamespacedName][]string
 	held    map[types.NamespacedName]int // held, under which change (0: the record could not be kept)
 	// reserve is how many objects were counted in the record and not used yet.
 	reserve int
@@ -125,16 +126,19 @@ func (b *Brake) OnApproved(kind string, f func([]types.NamespacedName)) {
 }
 
 // Admit reports whether the object key of kind, of which cached objects are
-// in view (the bound's share), may lose keys now. It counts the object if
-// so (in the record, before the write), and holds it if not.
-func (b *Brake) Admit(ctx context.Context, kind string, key types.NamespacedName, cached int) bool {
+// in view (the bound's share), may lose keys (named as the caller likes, the
+// same way each time) now. It counts the object if so (in the record, before
+// the write), and holds it if not. A retry of a removal let through is not
+// counted again until Forget; a removal of a key it did not name is.
+func (b *Brake) Admit(ctx context.Context, kind string, key types.NamespacedName, keys []string, cached int) bool {
 	if b == nil || b.limits.Disabled() {
 		return true
 	}
-	if b.fromReserve(kind, key) {
+	keys = slices.Sorted(slices.Values(keys))
+	if b.fromReserve(kind, key, keys) {
 		return true
 	}
-	granted, change, err := b.count(ctx, kind, key, cached)
+	granted, change, err := b.count(ctx, kind, key, keys, cached)
 	if granted {
 		return true
 	}
@@ -142,26 +146,43 @@ func (b *Brake) Admit(ctx context.Context, kind string, key types.NamespacedName
 	return false
 }
 
-// fromReserve lets key through if it was already, or if objects counted in
-// the record are left to use.
-func (b *Brake) fromReserve(kind string, key types.NamespacedName) bool {
+// fromReserve lets key through if it was already, for keys, or if objects
+// counted in the record are left to use.
+func (b *Brake) fromReserve(kind string, key types.NamespacedName, keys []string) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	k := b.kind(kind)
 	switch {
-	case k.touched[key]:
+	case within(keys, k.touched[key]):
 		return true // counted already: a retry, or a second decision on it
 	case k.reserve > 0:
 		k.reserve--
-		b.letThrough(kind, k, key)
+		b.letThrough(kind, k, key, keys)
 		return true
 	}
 	return false
 }
 
-// letThrough marks key as let through (b.mu held).
-func (b *Brake) letThrough(kind string, k *kindState, key types.NamespacedName) {
-	k.touched[key] = true
+// within reports whether every key of keys is in let (both sorted); nil
+// let: nothing was let through.
+func within(keys, let []string) bool {
+	if let == nil {
+		return false
+	}
+	for _, k := range keys {
+		if _, found := slices.BinarySearch(let, k); !found {
+			return false
+		}
+	}
+	return true
+}
+
+// letThrough marks key as let through for keys (b.mu held).
+func (b *Brake) letThrough(kind string, k *kindState, key types.NamespacedName, keys []string) {
+	if keys == nil {
+		keys = []string{}
+	}
+	k.touched[key] = keys
 	if _, held := k.held[key]; held {
 		delete(k.held, key)
 		b.publishKind(kind, k)
@@ -170,10 +191,10 @@ func (b *Brake) letThrough(kind string, k *kindState, key types.NamespacedName) 
 
 // count counts key in the record, with a few more objects to use next
 // (an eighth of what is left), or reports the change it is held under.
-func (b *Brake) count(ctx context.Context, kind string, key types.NamespacedName, cached int) (granted bool, change int, err error) {
+func (b *Brake) count(ctx context.Context, kind string, key types.NamespacedName, keys []string, cached int) (granted bool, change int, err error) {
 	b.counting.Lock()
 	defer b.counting.Unlock()
-	if b.fromReserve(kind, key) { // counted meanwhile, by the reservation of another
+	if b.fromReserve(kind, key, keys) { // counted meanwhile, by the reservation of another
 		return true, 0, nil
 	}
 	bound := b.limits.Bound(cached)
@@ -199,7 +220,7 @@ func (b *Brake) count(ctx context.Context, kind string, key types.NamespacedName
 	defer b.mu.Unlock()
 	k := b.kind(kind)
 	k.reserve += n - 1
-	b.letThrough(kind, k, key)
+	b.letThrough(kind, k, key, keys)
 	return true, 0, nil
 }
 
@@ -253,7 +274,7 @@ func (b *Brake) Forget(kind string, key types.NamespacedName) {
 func (b *Brake) kind(kind string) *kindState {
 	k, ok := b.kinds[kind]
 	if !ok {
-		k = &kindState{touched: map[types.NamespacedName]bool{}, held: map[types.NamespacedName]int{}}
+		k = &kindState{touched: map[types.NamespacedName][]string{}, held: map[types.NamespacedName]int{}}
 		b.kinds[kind] = k
 	}
 	return k

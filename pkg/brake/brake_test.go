@@ -63,7 +63,7 @@ func (in *installation) start(limits Limits, hash string) *Brake {
 func admitRange(t testing.TB, b *Brake, kind string, from, to int) int {
 	n := 0
 	for i := from; i < to; i++ {
-		if b.Admit(t.Context(), kind, key(i), 0) {
+		if b.Admit(t.Context(), kind, key(i), nil, 0) {
 			n++
 		}
 	}
@@ -105,7 +105,7 @@ func TestAdmit(t *testing.T) {
 			b := in.start(c.limits, hashA)
 			admitted := 0
 			for i := range c.objects {
-				if b.Admit(t.Context(), "Pod", key(i), c.cached) {
+				if b.Admit(t.Context(), "Pod", key(i), nil, c.cached) {
 					admitted++
 				}
 			}
@@ -317,6 +317,33 @@ func TestALaterRemovalOnTheSameObjectsCountsAgain(t *testing.T) {
 	}
 	if n := admitRange(t, b, "Pod", 0, 3); n != 0 {
 		t.Errorf("a second removal on the same objects: %d let through, want none (the bound is used)", n)
+	}
+}
+
+// A removal of other keys from an object let through is counted even if its
+// first removal was never seen to land (no Forget: the event of the write
+// was filtered as no rule reads the removed key): only a retry of the same
+// keys, or some of them, goes on uncounted.
+func TestARemovalOfOtherKeysIsNoRetry(t *testing.T) {
+	in := newInstallation()
+	b := in.start(Limits{Objects: 3, Window: time.Hour}, hashA)
+	admit := func(from, to int, keys ...string) int {
+		n := 0
+		for i := from; i < to; i++ {
+			if b.Admit(t.Context(), "Pod", key(i), keys, 0) {
+				n++
+			}
+		}
+		return n
+	}
+	if n := admit(0, 3, "label marked", "label team"); n != 3 {
+		t.Fatalf("%d let through, want 3", n)
+	}
+	if n := admit(0, 3, "label team"); n != 3 {
+		t.Errorf("retries of some of the same keys: %d let through, want all 3 (counted once)", n)
+	}
+	if n := admit(0, 3, "annotation team"); n != 0 {
+		t.Errorf("a removal of another key on the same objects: %d let through, want none (the bound is used)", n)
 	}
 }
 

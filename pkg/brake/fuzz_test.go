@@ -26,7 +26,7 @@ func FuzzTheBrakeLetsThroughNoMoreThanTheBoundAndApprovals(f *testing.F) {
 			throughBefore, approvedBefore := through, approved
 			switch op % 5 {
 			case 0: // a new object to remove
-				if b.Admit(t.Context(), "Pod", key(next), 0) {
+				if b.Admit(t.Context(), "Pod", key(next), nil, 0) {
 					through++
 				} else {
 					heldNow = append(heldNow, next)
@@ -37,7 +37,7 @@ func FuzzTheBrakeLetsThroughNoMoreThanTheBoundAndApprovals(f *testing.F) {
 				again := heldNow
 				heldNow = nil
 				for _, i := range again {
-					if b.Admit(t.Context(), "Pod", key(i), 0) {
+					if b.Admit(t.Context(), "Pod", key(i), nil, 0) {
 						through++
 					} else {
 						heldNow = append(heldNow, i)

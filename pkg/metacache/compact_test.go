@@ -7,6 +7,7 @@ import (
 	"slices"
 	"testing"
 	"time"
+	"unsafe"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -16,6 +17,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
+
+	"github.com/metawatch/metawatch/pkg/informer"
 )
 
 var podGVK = schema.GroupVersionKind{Version: "v1", Kind: "Pod"}
@@ -274,4 +277,13 @@ func randomOp(rng *rand.Rand) (string, *metav1.PartialObjectMetadata) {
 		p.Finalizers = []string{"example.com/keep"}
 	}
 	return pick(rng, []string{"add", "update"}), p
+}
+
+// The streaming informer's mark fits in what a packed object's size class
+// leaves: 128 bytes, as before it.
+func TestCompactKeepsItsSizeClassWithTheListMark(t *testing.T) {
+	if size := unsafe.Sizeof(compact{}); size > 128 {
+		t.Errorf("a packed object takes %d bytes, past its 128-byte size class", size)
+	}
+	var _ informer.Marked = &compact{}
 }

@@ -21,6 +21,12 @@
 // shard selector). Cluster-scoped kinds, Namespaces and Nodes, are few and
 // stay whole on every replica, so the Namespace fan-out still reads its cache.
 //
+// Every informer is built here (cache.Options' NewInformer): the streaming
+// one of package informer by default, which stores each object of a list or
+// relist as it arrives and sweeps what the list did not bring at its end,
+// with bounded handler queues (Options.StockInformers: client-go's). Relists
+// knows them by kind, to say which kinds relist.
+//
 // # What an object keeps
 //
 // The transform (shrinkFor, Shrink) keeps only metawatch's own managedFields

@@ -11,7 +11,9 @@ import (
 
 	"github.com/metawatch/metawatch/pkg/access"
 	"github.com/metawatch/metawatch/pkg/config"
+	"github.com/metawatch/metawatch/pkg/informer"
 	"github.com/metawatch/metawatch/pkg/sharding"
+	"github.com/metawatch/metawatch/pkg/telemetry"
 )
 
 // ShardFilter restricts a sharded replica's cache to its share of the
@@ -38,6 +40,13 @@ type Options struct {
 	// their objects. Cluster-scoped kinds (Namespaces, Nodes) are few: every
 	// replica holds all of them.
 	ShardFilter *ShardFilter
+	// StockInformers builds client-go's informers instead of the streaming
+	// ones (package informer), which store each listed object as it comes
+	// (--stream-lists=false: for measuring both).
+	StockInformers bool
+	// Relists, if not nil, learns the streaming informers built, by kind,
+	// to say which kinds relist.
+	Relists *Relists
 }
 
 // CacheOptions is one ByObject entry per watch, keyed by a metadata-only object
@@ -53,15 +62,15 @@ func CacheOptions(watches []config.ResolvedWatch, o Options) cache.Options {
 		// Every watch sets its own; this covers any other informer.
 		DefaultTransform: shrinkFor(o.FieldManager, o.AdoptFieldManager, nil).Transform(),
 	}
-	if o.AccessLoss != nil || o.ShardFilter != nil {
-		opts.NewInformer = newInformer(watches, o.AccessLoss, o.ShardFilter)
-	}
+	opts.NewInformer = newInformer(watches, o)
 	return opts
 }
 
-// newInformer is the stock informer, its list and watch restricted to the
-// share (namespaced kinds) and reported to loss, either of which may be nil.
-func newInformer(watches []config.ResolvedWatch, loss *access.AccessLoss, shards *ShardFilter) func(toolscache.ListerWatcher, runtime.Object, time.Duration, toolscache.Indexers) toolscache.SharedIndexInformer {
+// newInformer is the informer o chooses, its list and watch restricted to
+// the share (namespaced kinds, if o.ShardFilter) and reported to the access
+// loss (if o.AccessLoss).
+func newInformer(watches []config.ResolvedWatch, o Options) func(toolscache.ListerWatcher, runtime.Object, time.Duration, toolscache.Indexers) toolscache.SharedIndexInformer {
+	loss, shards := o.AccessLoss, o.ShardFilter
 	// Owners are cached whole on every replica: a pod's owner may be in any shard.
 	namespaced := map[schema.GroupVersionKind]bool{}
 	for _, w := range watches {
@@ -76,12 +85,24 @@ func newInformer(watches []config.ResolvedWatch, loss *access.AccessLoss, shards
 		if loss != nil {
 			lw = loss.ListerWatcher(lw, obj)
 		}
-		informer := toolscache.NewSharedIndexInformer(lw, obj, resync, indexers)
+		inf := o.build(lw, obj, resync, indexers)
 		if sharded != nil {
-			sharded.Feeds(informer.GetStore())
+			sharded.Feeds(inf.GetStore())
 		}
-		return informer
+		return inf
 	}
+}
+
+// build is the informer itself: client-go's, or the streaming one, which
+// counts its handlers' backlog and tells Relists of its relists.
+func (o Options) build(lw toolscache.ListerWatcher, obj runtime.Object, resync time.Duration, indexers toolscache.Indexers) toolscache.SharedIndexInformer {
+	if o.StockInformers {
+		return toolscache.NewSharedIndexInformer(lw, obj, resync, indexers)
+	}
+	kind := obj.GetObjectKind().GroupVersionKind().GroupKind()
+	inf := informer.New(lw, obj, resync, indexers, informer.Options{Backlog: telemetry.InformerHandlerBacklog.WithLabelValues(kind.String())})
+	o.Relists.add(kind, inf)
+	return inf
 }
 
 func byObjectFor(w config.ResolvedWatch, fieldManager, adopted string) cache.ByObject {

@@ -58,6 +58,14 @@ type Options struct {
 	// Wire is how the cache fetches: status-only updates left out or not,
 	// bookmarks, connections (wire.Options, as the flags say).
 	Wire wire.Options
+	// StockInformers makes the cache's informers client-go's, which buffer
+	// each list whole, instead of the streaming ones (package informer),
+	// which store each listed object as it comes and bound their handlers'
+	// queues (--stream-lists=false).
+	StockInformers bool
+	// Relists, if not nil, learns the cache's streaming informers, to say
+	// which kinds relist (metacache.Relists).
+	Relists *metacache.Relists
 	// Versions, if not nil, learns the newest resourceVersion of the cached
 	// objects whose watch events were left out (wire.ResourceVersions).
 	Versions *wire.ResourceVersions
@@ -96,7 +104,8 @@ func New(cfg *rest.Config, watches []config.ResolvedWatch, opts Options) (manage
 		keep = append(keep, opts.AdoptFieldManager)
 	}
 	stripped := wire.StripManagedFields(authority.Wrap(cfg), keep, opts.Wire, opts.Versions)
-	cacheOpts := metacache.CacheOptions(watches, metacache.Options{FieldManager: fieldManager, AdoptFieldManager: opts.AdoptFieldManager, AccessLoss: opts.AccessLoss, ShardFilter: opts.ShardFilter})
+	cacheOpts := metacache.CacheOptions(watches, metacache.Options{FieldManager: fieldManager, AdoptFieldManager: opts.AdoptFieldManager, AccessLoss: opts.AccessLoss, ShardFilter: opts.ShardFilter,
+		StockInformers: opts.StockInformers, Relists: opts.Relists})
 	var err error
 	if cacheOpts.HTTPClient, err = cacheHTTPClient(stripped, opts.Wire.WatchOverHTTP2); err != nil {
 		return nil, fmt.Errorf("creating the cache's HTTP client: %w", err)

@@ -37,12 +37,17 @@ func TestBadEditsKeepTheLastGoodGeneration(t *testing.T) {
 			if got := testkit.Metric(t, "metawatch_config_last_reload_successful", nil); got != 0 {
 				t.Errorf("metawatch_config_last_reload_successful = %v after a bad edit, want 0", got)
 			}
-			// A label change made while the bad configuration sits in the ConfigMap:
-			// the running generation puts back the tier label removed by hand.
-			color := fmt.Sprintf("c%d", i)
-			testkit.MergePatch(t, c, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "live", Name: "p-start"}}, "kubectl-label", fmt.Sprintf(`{"metadata":{"labels":{"tier":null,"color":%q}}}`, color))
+			// A pod created and a label change made while the bad configuration
+			// sits in the ConfigMap: the running generation labels the pod, then
+			// puts back the tier label removed by hand (on a pod of its own each
+			// time: a key removed again and again on one object is a fight,
+			// which metawatch leaves to the other side).
+			pod, color := fmt.Sprintf("p-%d", i), fmt.Sprintf("c%d", i)
+			testkit.Pod(t, c, "live", pod, nil)
+			testkit.WaitFor(t, "the running generation to label "+pod, testkit.Timeout, func() bool { return podLabel(t, c, "live", pod, "tier") == "gold" })
+			testkit.MergePatch(t, c, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "live", Name: pod}}, "kubectl-label", fmt.Sprintf(`{"metadata":{"labels":{"tier":null,"color":%q}}}`, color))
 			testkit.WaitFor(t, "the running generation to handle the label change", testkit.Timeout, func() bool {
-				return podLabel(t, c, "live", "p-start", "color") == color && podLabel(t, c, "live", "p-start", "tier") == "gold"
+				return podLabel(t, c, "live", pod, "color") == color && podLabel(t, c, "live", pod, "tier") == "gold"
 			})
 		})
 	}

@@ -199,21 +199,25 @@ func TestRestartsDuringAHeldRemovalGrantNoSecondBound(t *testing.T) {
 // is not ignored: it lets the running configuration's held change go on,
 // and says so.
 func TestAnApprovalBesideAnInvalidEditIsUsedAndSaid(t *testing.T) {
-	kt := testkit.KeyTypes["annotations"]
-	b := &brakeCase{t: t, kt: kt, c: testkit.Populated(t, cp, "approve-invalid", nil, 300), ns: "approve-invalid", pods: 300}
-	kept := fmt.Sprintf("watches:\n- kind: Pod\n  namespaces: [%s]\nrules:\n- {name: tier, kinds: [Pod], %s: {tier: gold}}\n", b.ns, kt.Set)
-	kubectlApply(t, selectors(b.ns, kept+fmt.Sprintf("- {name: mark, kinds: [Pod], %s: {example.com/marked: \"yes\"}}\n", kt.Set)))
-	startInstance(t, cp.Config, b.ns+"/selectors")
-	waitEvery(t, "every pod marked", brakeWait, func() bool { return b.with("example.com/marked", "yes") == b.pods })
-	kubectlApply(t, selectors(b.ns, kept))
-	waitEvery(t, "the brake to hold every pod beyond the bound", brakeWait, func() bool { return b.held() == float64(b.pods-100) })
-	_, token := b.approveLine()
-	invalid := strings.Replace(selectors(b.ns, kept+"- {name: broken, kinds: [Pod], setLabels: {\"bad key!\": x}}\n"), "metadata: {name: selectors,",
-		fmt.Sprintf("metadata: {annotations: {%s: %s}, name: selectors,", brake.AllowRemovals, token), 1)
-	kubectlApply(t, invalid)
-	waitEvery(t, "every pod unmarked", brakeWait, func() bool { return b.with("example.com/marked", "") == 0 })
-	if !eventWith(t, b.c, b.ns, "RemovalsApproved", "newer edit is invalid") {
-		t.Errorf("no RemovalsApproved Event saying the approval was used beside the invalid edit")
+	for name, kt := range testkit.KeyTypes {
+		t.Run(name, func(t *testing.T) {
+			ns := "approve-invalid-" + name
+			b := &brakeCase{t: t, kt: kt, c: testkit.Populated(t, cp, ns, nil, 300), ns: ns, pods: 300}
+			kept := fmt.Sprintf("watches:\n- kind: Pod\n  namespaces: [%s]\nrules:\n- {name: tier, kinds: [Pod], %s: {tier: gold}}\n", b.ns, kt.Set)
+			kubectlApply(t, selectors(b.ns, kept+fmt.Sprintf("- {name: mark, kinds: [Pod], %s: {example.com/marked: \"yes\"}}\n", kt.Set)))
+			startInstance(t, cp.Config, b.ns+"/selectors")
+			waitEvery(t, "every pod marked", brakeWait, func() bool { return b.with("example.com/marked", "yes") == b.pods })
+			kubectlApply(t, selectors(b.ns, kept))
+			waitEvery(t, "the brake to hold every pod beyond the bound", brakeWait, func() bool { return b.held() == float64(b.pods-100) })
+			_, token := b.approveLine()
+			invalid := strings.Replace(selectors(b.ns, kept+"- {name: broken, kinds: [Pod], setLabels: {\"bad key!\": x}}\n"), "metadata: {name: selectors,",
+				fmt.Sprintf("metadata: {annotations: {%s: %s}, name: selectors,", brake.AllowRemovals, token), 1)
+			kubectlApply(t, invalid)
+			waitEvery(t, "every pod unmarked", brakeWait, func() bool { return b.with("example.com/marked", "") == 0 })
+			if !eventWith(t, b.c, b.ns, "RemovalsApproved", "newer edit is invalid") {
+				t.Errorf("no RemovalsApproved Event saying the approval was used beside the invalid edit")
+			}
+		})
 	}
 }
 

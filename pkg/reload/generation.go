@@ -42,7 +42,9 @@ type generation struct {
 	watches   []config.ResolvedWatch
 	forbidden []access.Forbidden // at build time
 	lost      *access.AccessLoss // since then
-	copiers   sets.Set[schema.GroupKind]
+	// relists says which of the cache's kinds relist (their removals wait).
+	relists *metacache.Relists
+	copiers sets.Set[schema.GroupKind]
 	// ownerCopiers are the kinds whose rules copy from owners, ownerKinds
 	// the kinds of the owner chains they read.
 	ownerCopiers, ownerKinds sets.Set[schema.GroupKind]
@@ -113,7 +115,7 @@ func limitsOrDefault(limits *config.Limits) *config.Limits {
 
 func newGeneration(ctx context.Context, cfg *rest.Config, number int64, r resolved, opts generationOptions) (*generation, error) {
 	g := &generation{number: number, watches: r.watches, forbidden: r.forbidden, gate: make(chan struct{}), stopping: make(chan struct{}), done: make(chan error, 1),
-		audits: rulecontroller.NewAudits(false), fence: authority.NewWriteFence()}
+		audits: rulecontroller.NewAudits(false), fence: authority.NewWriteFence(), relists: metacache.NewRelists()}
 	g.hash, g.hashValue = config.Hash(r.conf)
 	g.lost = access.NewAccessLoss(func(kind schema.GroupKind, err error) {
 		if opts.onLoss != nil {
@@ -123,7 +125,7 @@ func newGeneration(ctx context.Context, cfg *rest.Config, number int64, r resolv
 	versions := wire.NewResourceVersions()
 	mopts := metamanager.Options{MetricsBindAddress: "0",
 		GracefulShutdownTimeout: opts.shutdownTimeout, AccessLoss: g.lost, Wire: opts.wire, Versions: versions, FieldManager: opts.controller.FieldManager,
-		AdoptFieldManager: opts.controller.AdoptFieldManager, Writes: opts.writes}
+		AdoptFieldManager: opts.controller.AdoptFieldManager, Writes: opts.writes, StockInformers: opts.stockInformers, Relists: g.relists}
 	if opts.mode == authority.Sharded {
 		mopts.ShardFilter = opts.sharding.cacheFilter()
 	}

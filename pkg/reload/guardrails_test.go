@@ -49,11 +49,15 @@ func TestGuardrailsRejectEditsThatAskForMore(t *testing.T) {
 		t.Run(edit.name, func(t *testing.T) {
 			kubectlApply(t, selectors("guard", guardWatches+"- "+edit.rule+"\n"))
 			testkit.WaitFor(t, "an InvalidConfig Event with "+edit.want, testkit.Timeout, func() bool { return eventWith(t, c, "guard", reload.ReasonInvalidConfig, edit.want) })
-			color := fmt.Sprintf("c%d", i)
-			testkit.MergePatch(t, c, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "guard", Name: "web"}}, "kubectl-label",
+			// A hand edit on a pod of its own each time: a key removed again
+			// and again on one object is a fight, left to the other side.
+			pod, color := fmt.Sprintf("hand-%d", i), fmt.Sprintf("c%d", i)
+			testkit.Pod(t, c, "guard", pod, nil)
+			testkit.WaitFor(t, "the running configuration to label "+pod, testkit.Timeout, func() bool { return podLabel(t, c, "guard", pod, "tier") == "gold" })
+			testkit.MergePatch(t, c, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "guard", Name: pod}}, "kubectl-label",
 				fmt.Sprintf(`{"metadata":{"labels":{"tier":null,"color":%q}}}`, color))
 			testkit.WaitFor(t, "the running configuration to put the tier back", testkit.Timeout, func() bool {
-				return podLabel(t, c, "guard", "web", "color") == color && podLabel(t, c, "guard", "web", "tier") == "gold"
+				return podLabel(t, c, "guard", pod, "color") == color && podLabel(t, c, "guard", pod, "tier") == "gold"
 			})
 			assertUntouched(t, c)
 		})

@@ -79,12 +79,16 @@ func TestReloadUnderChurnLosesNothing(t *testing.T) {
 	t.Logf("%d pods converged after %d label changes in 20s (%.0f/s) with a reload in the middle; 0 lost", pods, changes, float64(changes)/20)
 }
 
-// churn changes a random pod's color label and removes its tier label (a hand
-// edit the rules must undo) rate times a second for d; halfway it calls reload.
-// It returns the last color each pod was given, and how many changes it made.
+// churn changes a random pod's color label rate times a second for d, and
+// with it removes the pod's tier label (a hand edit the rules must undo) the
+// first tierRemovals times it picks the pod: more on one pod would be a
+// fight, which metawatch leaves to the other side (its own tests);
+// halfway it calls reload. It returns the last color each pod was given,
+// and how many changes it made.
 func churn(t *testing.T, c client.Client, pods int, d time.Duration, rate int, reload func()) (map[string]string, int) {
 	t.Helper()
-	last := map[string]string{}
+	const tierRemovals = 2
+	last, removals := map[string]string{}, map[string]int{}
 	var once sync.Once
 	tick := time.NewTicker(time.Second / time.Duration(rate))
 	defer tick.Stop()
@@ -94,7 +98,11 @@ func churn(t *testing.T, c client.Client, pods int, d time.Duration, rate int, r
 		<-tick.C
 		name := fmt.Sprintf("p-%d", rand.IntN(pods))
 		color := fmt.Sprintf("c%d", n)
-		patch := fmt.Sprintf(`{"metadata":{"labels":{"color":%q,"tier":null}}}`, color)
+		patch := fmt.Sprintf(`{"metadata":{"labels":{"color":%q}}}`, color)
+		if removals[name] < tierRemovals {
+			removals[name]++
+			patch = fmt.Sprintf(`{"metadata":{"labels":{"color":%q,"tier":null}}}`, color)
+		}
 		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "churn", Name: name}}
 		testkit.MergePatch(t, c, pod, "kubectl-label", patch)
 		last[name] = color

@@ -95,6 +95,9 @@ type Reloader struct {
 	// Wire is how the generations' caches fetch (status-only updates,
 	// connections), as the flags say; every generation gets it unchanged.
 	Wire wire.Options
+	// StockInformers gives the generations' caches client-go's informers
+	// instead of the streaming ones (metamanager.Options.StockInformers).
+	StockInformers bool
 	// Pacer paces the writes of every generation and of the Pruner, one
 	// rate for the process (package pace). Nil: client-go's rate limit.
 	Pacer *pace.Pacer
@@ -278,7 +281,7 @@ func (r *Reloader) swap(ctx context.Context, res resolved, order uint64, superse
 		number = old.number + 1
 	}
 	next, err := newGeneration(ctx, r.Config, number, res, generationOptions{controller: r.Controller, mode: r.Mode, guard: r.guard, onLoss: r.reportLoss, shutdownTimeout: r.shutdownTimeout(), limits: r.limits(),
-		sharding: r.Sharding, wire: r.Wire, writes: r.Pacer, installation: r.installation(), policyOwner: r.PolicyOwner, leftovers: r.leftovers, onAdmissionProblem: r.reportAdmissionProblem, log: r.Log,
+		sharding: r.Sharding, wire: r.Wire, stockInformers: r.StockInformers, writes: r.Pacer, installation: r.installation(), policyOwner: r.PolicyOwner, leftovers: r.leftovers, onAdmissionProblem: r.reportAdmissionProblem, log: r.Log,
 		leading: r.notLeadingYet(), brake: r.removalBrake(), ledger: r.ledger, order: order, identity: r.Identity, events: r.Events, reports: r.OpenReports})
 	if err != nil {
 		return err

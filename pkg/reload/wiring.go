@@ -35,6 +35,8 @@ type generationOptions struct {
 	guard    func(*authority.WriteFence) (authority.Guard, error)
 	// wire is how the cache fetches (status-only updates, connections).
 	wire wire.Options
+	// stockInformers: client-go's informers, not the streaming ones.
+	stockInformers bool
 	// writes paces the generation's writes (nil: client-go's rate limit).
 	writes *pace.Pacer
 	// installation names the configuration's source on the admission
@@ -76,7 +78,7 @@ func (g *generation) wiring(r resolved, opts generationOptions, versions rulecon
 	}
 	guard.Identity = opts.identity
 	w := rulecontroller.Wiring{Mode: opts.mode, Guard: guard, Gate: g.gate, Leading: opts.leading, Audits: g.audits,
-		WritesFrozen: g.writesFrozen, Versions: versions, Brake: g.brake, CachedObjects: g.brakeCount(r, opts), Limits: opts.limits,
+		WritesFrozen: g.writesFrozen, Versions: versions, Brake: g.brake, CachedObjects: g.brakeCount(r, opts), Limits: opts.limits, Relists: g.relists,
 		NamespacesUnreadable: g.forbiddenAtStart(namespaceKind) != nil, Events: opts.events,
 		InScope: func(ns string) bool { return opts.limits.WriteScope.Allows(ns) && r.conf.WriteScope.Allows(ns) }}
 	if opts.mode == authority.Sharded {

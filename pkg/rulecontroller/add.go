@@ -104,7 +104,7 @@ func (s setup) kind(w config.ResolvedWatch, rs []rules.Rule) error {
 		return err
 	}
 	if ruler != nil {
-		if err := s.requeues(c, w, rs); err != nil {
+		if err := s.requeues(c, w, rs, ruler); err != nil {
 			return err
 		}
 	}
@@ -116,10 +116,16 @@ func (s setup) kind(w config.ResolvedWatch, rs []rules.Rule) error {
 }
 
 // requeues adds what queues the kind's objects again besides their events:
-// buckets moving to this replica (sharded), and the removal brake's approval.
-func (s setup) requeues(c controller.Controller, w config.ResolvedWatch, rs []rules.Rule) error {
+// buckets moving to this replica (sharded), the end of a relist that held
+// removals, and the removal brake's approval.
+func (s setup) requeues(c controller.Controller, w config.ResolvedWatch, rs []rules.Rule, ruler *ruleReconciler) error {
 	if s.wiring.Mode == authority.Sharded {
 		if err := requeueOnMoves(s.mgr, c, w, rs, s.wiring.Share); err != nil {
+			return err
+		}
+	}
+	if s.wiring.Relists != nil {
+		if err := requeueAfterRelists(s.mgr, c, w.GVK, s.wiring.Relists, ruler.relistHeld); err != nil {
 			return err
 		}
 	}

@@ -21,12 +21,13 @@ import (
 )
 
 // braked is res, unless the removal brake holds obj's removals and releases
-// (package brake): then the keys rules remove are left out of the removal
-// and the keys metawatch would release are kept at their current value
-// (Owned.Keep, as the guardrails keep keys), so the object is left as it is
-// but for its sets and copies, which the brake never holds.
+// (package brake), or a relist of its kind does (relist.go): then the keys
+// rules remove are left out of the removal and the keys metawatch would
+// release are kept at their current value (Owned.Keep, as the guardrails
+// keep keys), so the object is left as it is but for its sets and copies,
+// which neither ever holds.
 func (r *ruleReconciler) braked(ctx context.Context, key types.NamespacedName, obj *metav1.PartialObjectMetadata, res rules.Result) rules.Result {
-	if r.brake == nil {
+	if r.brake == nil && r.relists == nil {
 		return res
 	}
 	kind := kindLabel(r.GVK)
@@ -39,15 +40,34 @@ func (r *ruleReconciler) braked(ctx context.Context, key types.NamespacedName, o
 		r.brake.Forget(kind, key)
 		return res
 	}
-	if r.brake.Admit(ctx, kind, key, r.cachedObjects()) {
-		return res
+	// A relist of the kind holds them without counting them (relist.go).
+	holder := "a relist of the kind"
+	if !r.heldByRelist(key) {
+		if r.brake.Admit(ctx, kind, key, brakeKeys(removeLabels, removeAnnotations, releaseLabels, releaseAnnotations), r.cachedObjects()) {
+			return res
+		}
+		holder = "the removal brake"
 	}
-	logr.FromContextOrDiscard(ctx).V(1).Info("removals held by the removal brake", "remove", append(removeLabels, removeAnnotations...),
+	logr.FromContextOrDiscard(ctx).V(1).Info("removals held by "+holder, "remove", append(removeLabels, removeAnnotations...),
 		"release", append(releaseLabels, releaseAnnotations...))
 	res.RemoveLabels, res.RemoveAnnotations = nil, nil
 	res.Labels = kept(res.Labels, obj.Labels, releaseLabels)
 	res.Annotations = kept(res.Annotations, obj.Annotations, releaseAnnotations)
 	return res
+}
+
+// brakeKeys names the keys a removal takes off an object, for the brake to
+// tell a retry of it from a removal of other keys (a Namespace relabelled
+// after an approved change is a new change on the same objects).
+func brakeKeys(removeLabels, removeAnnotations, releaseLabels, releaseAnnotations []string) []string {
+	out := make([]string, 0, len(removeLabels)+len(removeAnnotations)+len(releaseLabels)+len(releaseAnnotations))
+	for _, k := range append(removeLabels, releaseLabels...) {
+		out = append(out, "label "+k)
+	}
+	for _, k := range append(removeAnnotations, releaseAnnotations...) {
+		out = append(out, "annotation "+k)
+	}
+	return out
 }
 
 // cachedObjects is how many objects of the kind the cache holds (the bound's share).

@@ -41,7 +41,7 @@ func TestBrakedHoldsRemovalsAndReleasesNeverSets(t *testing.T) {
 				t.Run(name, func(t *testing.T) {
 					b := brake.New(brake.Limits{Objects: 1, Window: time.Hour}, "h", 0, nil)
 					if c.admitFirst {
-						b.Admit(t.Context(), "Pod", types.NamespacedName{Namespace: "ns", Name: "other"}, 0)
+						b.Admit(t.Context(), "Pod", types.NamespacedName{Namespace: "ns", Name: "other"}, nil, 0)
 					}
 					r := &ruleReconciler{GVK: corev1.SchemeGroupVersion.WithKind("Pod"), fieldManager: authority.DefaultFieldManager, brake: b}
 					got := r.braked(t.Context(), types.NamespacedName{Namespace: "ns", Name: "p"}, pod, wanted)

@@ -1,7 +1,6 @@
 package rulecontroller
 
 import (
-	"context"
 	"fmt"
 	"time"
 
@@ -11,7 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/metawatch/metawatch/pkg/config"
-	"github.com/metawatch/metawatch/pkg/metacache"
+	"github.com/metawatch/metawatch/pkg/ownership"
 	"github.com/metawatch/metawatch/pkg/rules"
 	"github.com/metawatch/metawatch/pkg/telemetry"
 )
@@ -20,10 +19,14 @@ import (
 // something else removed, or a key a rule removes that something else put
 // back, is one undo of metawatch's write; past a few on one object, the key
 // is a fight there (memory_fights.go). A change this process's own writes
-// made (its releases, its removals) is none.
+// made (its releases, its removals) is none, nor, sharded, a change to an
+// object of a bucket another replica holds.
 func (r *ruleReconciler) noteUndone(oldObj, newObj metav1.Object) {
 	if r.identity == nil || r.identity.WroteVersion(newObj.GetUID(), newObj.GetResourceVersion()) {
 		return
+	}
+	if r.holder != nil && !r.holder.Holds(newObj.GetUID()) {
+		return // another replica writes it: its own releases are no undo
 	}
 	key := types.NamespacedName{Namespace: newObj.GetNamespace(), Name: newObj.GetName()}
 	was := ownedKeys(oldObj, r.fieldManager)
@@ -104,39 +107,75 @@ func (r *ruleReconciler) tellFight(obj *metav1.PartialObjectMetadata, first bool
 }
 
 // noteForeignApply is called on every update event: a change to the keys
-// of metawatch's field manager (a key its entry gained, or an owned key's
-// value) that no write of this process made, and that the rules would not
-// have made, is another writer applying as the same name (Identity).
-func (r *ruleReconciler) noteForeignApply(ctx context.Context, oldObj, newObj client.Object) {
+// of metawatch's field manager that no write of this process made and that
+// no rule of this configuration could make is another writer applying as
+// the same name (Identity): a key the name's entry gained that no rule
+// writes, or a key a rule sets to a fixed value whose value changed to
+// another. Anything a rule could make is no evidence, whatever it is now: a
+// copied value follows its source, which may have moved on since this
+// process (or, sharded, the replica that held the object's bucket then)
+// wrote it. Sharded, only objects whose bucket this replica holds count:
+// its cache follows buckets before it holds them, and sees the writes of
+// the replica that still does.
+func (r *ruleReconciler) noteForeignApply(oldObj, newObj client.Object) {
 	if r.identity == nil || r.identity.WroteVersion(newObj.GetUID(), newObj.GetResourceVersion()) {
 		return
 	}
-	changed := appliedChanges(oldObj, newObj, r.fieldManager)
-	if len(changed) == 0 {
+	if r.holder != nil && !r.holder.Holds(newObj.GetUID()) {
 		return
 	}
-	obj, ok := metacache.View(newObj)
-	if !ok {
-		return
-	}
-	src, missing, err := r.sourcesOf(ctx, obj)
-	if err != nil || missing != "" {
-		return // cannot tell what the rules want
-	}
-	want := rules.Evaluate(r.Rules, rules.Metadata{Labels: obj.Labels, Annotations: obj.Annotations}, src)
 	adopted := ownedKeys(oldObj, r.adoptFrom)
-	for _, c := range changed {
-		desired := want.Labels
-		fromAdopted := adopted.Labels
-		if c.what == config.Annotations {
-			desired, fromAdopted = want.Annotations, adopted.Annotations
+	for _, c := range appliedChanges(oldObj, newObj, r.fieldManager) {
+		if r.couldWrite(c) || (c.what == config.Labels && adopted.Labels.Has(c.key)) || (c.what == config.Annotations && adopted.Annotations.Has(c.key)) {
+			continue
 		}
-		if o, wanted := desired[c.key]; (wanted && o.Value == c.value) || fromAdopted.Has(c.key) {
-			continue // what the rules want, or adoption's: nothing another writer did
-		}
-		r.identity.ForeignApply(fmt.Sprintf("%s %s: %s %s=%q", kindLabel(r.GVK), types.NamespacedName{Namespace: obj.Namespace, Name: obj.Name}, c.what, c.key, c.value))
+		r.identity.ForeignApply(fmt.Sprintf("%s %s: %s %s=%q", kindLabel(r.GVK), client.ObjectKeyFromObject(newObj), c.what, c.key, c.value))
 		return
 	}
+}
+
+// couldWrite reports whether a rule of the kind could have applied c: it
+// copies the key (any value), or sets it to c's value.
+func (r *ruleReconciler) couldWrite(c appliedChange) bool {
+	fixed, copied := r.writes.fixed.Labels, r.writes.copied.Labels
+	if c.what == config.Annotations {
+		fixed, copied = r.writes.fixed.Annotations, r.writes.copied.Annotations
+	}
+	if copied.Has(c.key) {
+		return true
+	}
+	for _, v := range fixed[c.key] {
+		if v == c.value {
+			return true
+		}
+	}
+	return false
+}
+
+// ruleWrites are the keys the rules of a kind write: those set to fixed
+// values (every value a rule sets), and those copied (any value).
+type ruleWrites struct {
+	fixed  struct{ Labels, Annotations map[string][]string }
+	copied ownership.Keys
+}
+
+// writesOf is what rs write.
+func writesOf(rs []rules.Rule) ruleWrites {
+	w := ruleWrites{copied: ownership.NewKeys()}
+	w.fixed.Labels, w.fixed.Annotations = map[string][]string{}, map[string][]string{}
+	for _, r := range rs {
+		for k, v := range r.SetLabels {
+			w.fixed.Labels[k] = append(w.fixed.Labels[k], v)
+		}
+		for k, v := range r.SetAnnotations {
+			w.fixed.Annotations[k] = append(w.fixed.Annotations[k], v)
+		}
+		w.copied.Labels.Insert(r.CopyLabels...)
+		w.copied.Labels.Insert(r.OwnerLabels...)
+		w.copied.Annotations.Insert(r.CopyAnnotations...)
+		w.copied.Annotations.Insert(r.OwnerAnnotations...)
+	}
+	return w
 }
 
 // appliedChange is a key whose value an apply as the field manager set.

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/metawatch/metawatch/pkg/config"
+	"github.com/metawatch/metawatch/pkg/rules"
 )
 
 // A key undone more than maxTakeovers times within the window is left for
@@ -83,6 +84,36 @@ func TestAppliedChanges(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			if got := appliedChanges(before, c.after, "metawatch"); !reflect.DeepEqual(got, c.want) {
 				t.Errorf("appliedChanges = %+v, want %+v", got, c.want)
+			}
+		})
+	}
+}
+
+// What a rule could have applied is no evidence of another writer: a copied
+// key whatever its value (its source may have moved on since), a key set
+// to a fixed value at that value; a key no rule writes, or a fixed key at
+// another value, is.
+func TestOnlyWhatNoRuleCouldWriteIsAnotherWriters(t *testing.T) {
+	r := &ruleReconciler{writes: writesOf([]rules.Rule{
+		{Name: "team", CopyLabels: []string{"team"}, OwnerAnnotations: []string{"example.com/cost"}},
+		{Name: "tier", SetLabels: map[string]string{"tier": "gold"}, SetAnnotations: map[string]string{"example.com/by": "metawatch"}},
+	})}
+	cases := map[string]struct {
+		change appliedChange
+		could  bool
+	}{
+		"a copied label, any value":                      {appliedChange{config.Labels, "team", "anything"}, true},
+		"an annotation copied from the owner, any value": {appliedChange{config.Annotations, "example.com/cost", "x"}, true},
+		"a set label at its value":                       {appliedChange{config.Labels, "tier", "gold"}, true},
+		"a set label at another value":                   {appliedChange{config.Labels, "tier", "silver"}, false},
+		"a set annotation at another value":              {appliedChange{config.Annotations, "example.com/by", "someone"}, false},
+		"a label no rule writes":                         {appliedChange{config.Labels, "example.com/team-b", "yes"}, false},
+		"a label set, but asked as an annotation":        {appliedChange{config.Annotations, "tier", "gold"}, false},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			if got := r.couldWrite(c.change); got != c.could {
+				t.Errorf("couldWrite(%+v) = %v, want %v", c.change, got, c.could)
 			}
 		})
 	}

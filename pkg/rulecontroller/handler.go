@@ -36,13 +36,13 @@ func enqueueWithSnapshot(mem *memory, ruler *ruleReconciler) handler.EventHandle
 			}
 		},
 		DeleteFunc: func(_ context.Context, e event.DeleteEvent, q queue) { q.Add(requestFor(e.Object)) },
-		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q queue) {
+		UpdateFunc: func(_ context.Context, e event.UpdateEvent, q queue) {
 			req := requestFor(e.ObjectNew)
 			mem.snapshots.remember(req.NamespacedName, snapshot{labels: e.ObjectOld.GetLabels(), annotations: e.ObjectOld.GetAnnotations()})
 			if ruler != nil {
 				ruler.noteTakenKeys(e.ObjectOld, e.ObjectNew)
 				ruler.noteUndone(e.ObjectOld, e.ObjectNew)
-				ruler.noteForeignApply(ctx, e.ObjectOld, e.ObjectNew)
+				ruler.noteForeignApply(e.ObjectOld, e.ObjectNew)
 			}
 			q.Add(req)
 		},

@@ -91,6 +91,17 @@ type Wiring struct {
 	// namespace (package eventdigest): the process's one, so that one bound
 	// holds for its Event writes. Nil: Setup makes one for mgr.
 	Events *eventdigest.Digest
+	// Relists, when set, says which kinds relist: their removals and
+	// releases wait for the relist's end (relist.go).
+	Relists Relists
+}
+
+// holder is the sharded replica's share as a Holder, nil unsharded.
+func (w Wiring) holder() Holder {
+	if w.Mode != authority.Sharded || w.Share == nil {
+		return nil
+	}
+	return w.Share
 }
 
 // Share is a sharded replica's part of the objects: the objects it audits

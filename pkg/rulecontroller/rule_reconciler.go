@@ -68,12 +68,21 @@ type ruleReconciler struct {
 	// is how many objects of a kind the cache holds (Wiring.CachedObjects).
 	brake       *brake.Brake
 	cachedCount func(kind string) int
+	// relists, if not nil, says when the kind relists: its removals and
+	// releases wait, and relistHeld are queued again at its end (relist.go).
+	relists    Relists
+	relistHeld *relistHolds
 	// identity is the installation's write identity (Wiring.Guard's): the
 	// versions its writes made, and another writer under its name.
 	identity *authority.Identity
 	// removes are the keys some rule of the kind removes: one coming back
-	// is an undo of metawatch's write (noteUndone).
+	// is an undo of metawatch's write (noteUndone); writes, those the rules
+	// set or copy (noteForeignApply).
 	removes ownership.Keys
+	writes  ruleWrites
+	// holder, sharded, says whether this replica holds an object's bucket;
+	// nil otherwise.
+	holder Holder
 }
 
 // noCopy is client.UnsafeDisableDeepCopy for reads of the kind's objects
@@ -120,7 +129,8 @@ func (s setup) ruleReconciler(w config.ResolvedWatch, rs []rules.Rule, mem *memo
 		live:          s.mgr.GetAPIReader(), versions: s.wiring.Versions, eventValues: s.opts.EventValues,
 		ownerKinds: s.owners, copiesFromOwners: rules.CopiesFromOwners(rs), watchedNamespaces: w.Namespaces,
 		packed: metacache.Packed(w), brake: s.wiring.Brake, cachedCount: s.wiring.CachedObjects,
-		identity: s.wiring.Guard.Identity, removes: removedKeys(rs),
+		relists: s.wiring.Relists, relistHeld: newRelistHolds(),
+		identity: s.wiring.Guard.Identity, removes: removedKeys(rs), writes: writesOf(rs), holder: s.wiring.holder(),
 	}
 }
 

@@ -266,7 +266,7 @@ func (w *coverWatch) fill(came bucketSet, rv string) (int, error) {
 func (w *coverWatch) storeAt(rv string) (toolscache.Store, error) {
 	store := w.l.fed()
 	versioned, ok := store.(interface{ LastStoreSyncResourceVersion() string })
-	if !ok || !clientfeatures.FeatureGates().Enabled(clientfeatures.AtomicFIFO) {
+	if !ok || !tracksProcessed(store) {
 		return nil, &relistNeeded{"the informer's store cannot say what it has processed (client-go's AtomicFIFO feature is off)"}
 	}
 	marker := w.l.nextMarker(rv)
@@ -288,6 +288,17 @@ func (w *coverWatch) storeAt(rv string) (toolscache.Store, error) {
 		return nil, err
 	}
 	return store, w.sendBookmark(rv)
+}
+
+// tracksProcessed reports whether store's LastStoreSyncResourceVersion
+// follows what its informer processed, bookmarks included: the streaming
+// informer's store (package informer) says so itself, whatever the feature
+// gates; client-go's does only with its AtomicFIFO feature on.
+func tracksProcessed(store toolscache.Store) bool {
+	if s, ok := store.(interface{ TracksLastResourceVersion() bool }); ok {
+		return s.TracksLastResourceVersion()
+	}
+	return clientfeatures.FeatureGates().Enabled(clientfeatures.AtomicFIFO)
 }
 
 // fail ends a move that could not finish. What the store was sent so far is

@@ -27,6 +27,15 @@ var (
 		Name: "metawatch_cached_objects",
 		Help: "Objects of each watched kind held in the metadata cache.",
 	}, []string{"kind"})
+
+	// InformerHandlerBacklog is the number of notifications queued for the
+	// event handlers of each kind's streaming informer (package informer):
+	// each handler's queue is bounded, and a full one holds the watch stream
+	// back instead of growing.
+	InformerHandlerBacklog = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "metawatch_informer_handler_backlog",
+		Help: "Notifications queued for the event handlers of each kind's informer, not yet handled (each handler's queue holds at most 1024; a full one holds the watch back).",
+	}, []string{"kind"})
 )
 
 // Results of a rule's write.
@@ -226,7 +235,7 @@ func SetShardingMode(mode string) {
 }
 
 func init() {
-	ctrlmetrics.Registry.MustRegister(Events, CachedObjects, RuleWrites, RuleConflicts, OwnershipFights, RuleViolations,
+	ctrlmetrics.Registry.MustRegister(Events, CachedObjects, InformerHandlerBacklog, RuleWrites, RuleConflicts, OwnershipFights, RuleViolations,
 		ObjectsOff, ConfigGeneration, ConfigLastReloadSuccessful, ConfigHash, ConfigReloadRetries, WritesFrozen, WatchReady, AdmissionPolicyReady, AdmissionCleanupBlocked,
 		ShardingMode, ShardDropped, ShardCacheMoves, ShardMovedObjects, BucketsOwned, BucketsUnwritable, WritesFenced, UnchangedEvents)
 }

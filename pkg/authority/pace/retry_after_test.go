@@ -45,6 +45,7 @@ func TestARetryAfterOfAnHourPausesWritesForTheCapOnly(t *testing.T) {
 
 		// cm-0 is answered 429 with Retry-After: 3600 once; client-go
 		// retries it after the Retry-After it reads.
+		throttled := testkit.Metric(t, "metawatch_writes_throttled_total", nil)
 		retried := make(chan error, 1)
 		go func() { retried <- labelWithin(t, writer, ns, "cm-0", testkit.Timeout) }()
 		select {
@@ -52,6 +53,11 @@ func TestARetryAfterOfAnHourPausesWritesForTheCapOnly(t *testing.T) {
 		case err := <-retried:
 			t.Fatalf("cm-0's write ended (%v) before it was answered 429", err)
 		}
+		// The pause begins once the pacer has read the 429, a moment after
+		// the throttle answered it: only a write sent after that must wait.
+		testkit.WaitFor(t, "the pacer to read the 429", testkit.Timeout, func() bool {
+			return testkit.Metric(t, "metawatch_writes_throttled_total", nil) > throttled
+		})
 		// A write sent during the pause waits for it.
 		if err := labelWithin(t, writer, ns, "cm-1", testkit.Timeout); err != nil {
 			t.Errorf("a write sent during the pause, with a deadline of %s: %v; want it to wait for the pause, cut to %s, and land", testkit.Timeout, err, limit)
