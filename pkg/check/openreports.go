@@ -107,15 +107,9 @@ func findingsOf(obj preview.Object, r preview.Report) []reports.Finding {
 		left[l.Rule] = append(left[l.Rule], l)
 	}
 	for rule, ls := range left {
-		var keys, reasons []string
-		for _, l := range ls {
-			keys = append(keys, fmt.Sprintf("%s %s %s", l.Action, l.Map, l.Key))
-			reasons = append(reasons, l.Reason)
-		}
-		sort.Strings(keys)
-		sort.Strings(reasons)
-		out = append(out, finding(rule, reports.CheckGuardrail, reports.Warn, fmt.Sprintf("keys left as they are: the guardrail %s forbids writing them", strings.Join(reasons, ", ")),
-			map[string]string{"action": "leave", "keys": strings.Join(keys, ", "), "guardrail": strings.Join(reasons, ", ")}))
+		keys, guardrails := reports.LeftKeys(ls)
+		out = append(out, finding(rule, reports.CheckGuardrail, reports.Warn, fmt.Sprintf("keys left as they are: the guardrail %s forbids writing them", guardrails),
+			map[string]string{"action": "leave", "keys": keys, "guardrail": guardrails}))
 	}
 	return out
 }

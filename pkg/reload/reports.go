@@ -117,11 +117,14 @@ func (s reportSource) Collect(b *reports.Builder) bool {
 		gvks[w.GVK.GroupKind().String()] = w.GVK
 	}
 	change := g.brake.HeldChange() // not under EachHeld: it takes the brake's lock
+	held := fmt.Sprintf("the removal brake holds this object's key removals and releases (change %s); %s", change, s.r.approveHint(change))
 	g.brake.EachHeld(func(kind string, key types.NamespacedName) {
 		gvk := gvks[kind]
+		if !g.audits.HasFinding(kind, key) { // an object with results passes nothing
+			objects[key.Namespace]++
+		}
 		b.Add(reports.Finding{APIVersion: gvk.GroupVersion().String(), Kind: gvk.Kind, Namespace: key.Namespace, Name: key.Name,
-			Check: reports.CheckRemovalHeld, Result: reports.Warn,
-			Message: fmt.Sprintf("the removal brake holds this object's key removals and releases until the change %s is approved", change)})
+			Check: reports.CheckRemovalHeld, Result: reports.Warn, Message: held, Properties: map[string]string{"change": change}})
 	})
 	g.reportCounts.Each(func(ns string, n int) { b.Passed(ns, n-objects[ns]) })
 	return true

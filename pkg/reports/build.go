@@ -14,6 +14,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/metawatch/metawatch/pkg/rules"
 )
 
 // Source is the source of every result: what Policy Reporter groups by.
@@ -76,6 +78,20 @@ type Finding struct {
 	Message string
 	// Properties say more: which keys, the action, the guardrail.
 	Properties map[string]string
+}
+
+// LeftKeys describes the keys a guardrail leaves on one object, for a
+// CheckGuardrail result: the keys as "action map key" and the guardrails,
+// each sorted and once.
+func LeftKeys(ls []rules.Left) (keys, guardrails string) {
+	var k, g []string
+	for _, l := range ls {
+		k = append(k, fmt.Sprintf("%s %s %s", l.Action, l.Map, l.Key))
+		g = append(g, l.Reason)
+	}
+	slices.Sort(k)
+	slices.Sort(g)
+	return strings.Join(slices.Compact(k), ", "), strings.Join(slices.Compact(g), ", ")
 }
 
 // Identity names an installation's reports: Name is the reports' name in

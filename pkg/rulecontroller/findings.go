@@ -2,7 +2,8 @@ package rulecontroller
 
 import (
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -31,6 +32,29 @@ func (a *Audits) Findings(each func(reports.Finding)) map[string]int {
 	return objects
 }
 
+// HasFinding reports whether Findings gives something of the object keyed
+// key of kind (a GroupKind's string, as the removal brake names kinds).
+func (a *Audits) HasFinding(kind string, key types.NamespacedName) bool {
+	a.mu.Lock()
+	au := a.kinds[kind]
+	a.mu.Unlock()
+	if au == nil {
+		return false
+	}
+	au.mu.Lock()
+	_, failing := au.failing[key]
+	_, inherited := au.inherited[key]
+	_, held := au.off.held[key]
+	au.mu.Unlock()
+	if failing || inherited || held {
+		return true
+	}
+	au.left.mu.Lock()
+	defer au.left.mu.Unlock()
+	_, left := au.left.objects[key]
+	return left
+}
+
 // findings gives each of this kind's findings, counting their objects.
 func (a *audit) findings(each func(reports.Finding), objects map[string]int) {
 	a.mu.Lock()
@@ -42,7 +66,7 @@ func (a *audit) findings(each func(reports.Finding), objects map[string]int) {
 	for _, m := range []violators{a.failing, a.inherited} {
 		for key, rs := range m {
 			objects[key.Namespace]++
-			for _, rule := range sortedRules(rs) {
+			for _, rule := range slices.Sorted(maps.Keys(rs)) {
 				f := a.finding(key, a.uids[key], rule, reports.CheckRequired, reports.Fail, a.requirement(rule))
 				f.Properties = map[string]string{"requires": a.requires[rule]}
 				each(f)
@@ -53,7 +77,7 @@ func (a *audit) findings(each func(reports.Finding), objects map[string]int) {
 		if !seen(key) {
 			objects[key.Namespace]++
 		}
-		for _, rule := range sortedRules(rs) {
+		for _, rule := range slices.Sorted(maps.Keys(rs)) {
 			each(a.finding(key, a.uids[key], rule, reports.CheckConflict, reports.Warn,
 				fmt.Sprintf("rule %s wants keys another field manager owns with another value: not overwritten (set force: true on the rule to take them)", rule)))
 		}
@@ -79,17 +103,10 @@ func (a *audit) findings(each func(reports.Finding), objects map[string]int) {
 		for _, l := range on.keys {
 			byRule[l.Rule] = append(byRule[l.Rule], l)
 		}
-		for _, rule := range sortedNames(byRule) {
-			ls := byRule[rule]
-			var keys, reasons []string
-			for _, l := range ls {
-				keys = append(keys, fmt.Sprintf("%s %s %s", l.Action, l.Map, l.Key))
-				reasons = append(reasons, l.Reason)
-			}
-			sort.Strings(keys)
-			sort.Strings(reasons)
-			f := a.finding(key, on.uid, rule, reports.CheckGuardrail, reports.Warn, leftMessage(rule, strings.Join(compact(reasons), ", ")))
-			f.Properties = map[string]string{"keys": strings.Join(keys, ", "), "guardrail": strings.Join(compact(reasons), ", ")}
+		for _, rule := range slices.Sorted(maps.Keys(byRule)) {
+			keys, guardrails := reports.LeftKeys(byRule[rule])
+			f := a.finding(key, on.uid, rule, reports.CheckGuardrail, reports.Warn, leftMessage(rule, guardrails))
+			f.Properties = map[string]string{"keys": keys, "guardrail": guardrails}
 			each(f)
 		}
 	}
@@ -123,34 +140,6 @@ func requirements(rs []rules.Rule) map[string]string {
 		}
 		if len(parts) > 0 {
 			out[r.Name] = strings.Join(parts, "; ")
-		}
-	}
-	return out
-}
-
-func sortedRules(rs map[string]bool) []string {
-	out := make([]string, 0, len(rs))
-	for r := range rs {
-		out = append(out, r)
-	}
-	sort.Strings(out)
-	return out
-}
-
-func sortedNames[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}
-
-func compact(s []string) []string {
-	out := s[:0:0]
-	for i, v := range s {
-		if i == 0 || v != s[i-1] {
-			out = append(out, v)
 		}
 	}
 	return out
