@@ -21,6 +21,7 @@ import (
 	"github.com/metawatch/metawatch/pkg/authority"
 	"github.com/metawatch/metawatch/pkg/brake"
 	"github.com/metawatch/metawatch/pkg/config"
+	"github.com/metawatch/metawatch/pkg/reports"
 )
 
 // options are metawatch check's flags.
@@ -47,6 +48,9 @@ type options struct {
 	// openReports is the --open-reports metawatch runs with: --rbac counts
 	// what it writes as needed.
 	openReports bool
+	// reportResults is the --open-reports-max-results metawatch runs with:
+	// -o openreports lists as many results per report.
+	reportResults int
 }
 
 // stringList is a flag that may be given several times.
@@ -89,6 +93,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	o.removalBrake.BindFlags(fs)
 	fs.StringVar(&o.fieldManager, "field-manager", authority.DefaultFieldManager, "The --field-manager metawatch runs with: the keys it would release or adopt are those this name owns.")
 	fs.BoolVar(&o.openReports, "open-reports", false, "The --open-reports metawatch runs with: --rbac counts list, create, patch and delete on reports and clusterreports (openreports.io) as needed.")
+	fs.IntVar(&o.reportResults, "open-reports-max-results", reports.DefaultMaxResults, fmt.Sprintf("The --open-reports-max-results metawatch runs with: -o openreports lists as many results per report (1 to %d).", reports.MaxResultsLimit))
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: metawatch check -f FILE [--kubeconfig PATH [--live] [--as USER] [--rbac] [--chart-values FILE]] [the guardrail flags metawatch runs with]")
 		fmt.Fprintln(fs.Output(), "       metawatch check -f FILE --objects OBJECTS [OBJECTS...] [-o text|json|openreports] [--live [--kubeconfig PATH]] [the guardrail flags]")
@@ -143,6 +148,8 @@ func (o options) usageError(args []string) string {
 		return fmt.Sprintf("-o %s: want text, json or openreports", o.output)
 	case len(o.objects) == 0 && len(args) > 0:
 		return fmt.Sprintf("unexpected arguments %v: files of objects follow --objects", args)
+	case o.reportResults < 1 || o.reportResults > reports.MaxResultsLimit:
+		return fmt.Sprintf("--open-reports-max-results=%d: want 1 to %d, as metawatch takes it", o.reportResults, reports.MaxResultsLimit)
 	case o.report && !o.live:
 		return "--report reads the cluster: add --live"
 	case o.report && len(o.objects) > 0:

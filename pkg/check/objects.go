@@ -96,7 +96,7 @@ func checkObjects(ctx context.Context, out io.Writer, o options) (int, error) {
 		return 1, fmt.Errorf("--objects: %w", err)
 	}
 	if o.output == outputOpenReports {
-		reps := newOpenReports(o.fieldManager, time.Now())
+		reps := newOpenReports(o.fieldManager, o.reportResults, time.Now())
 		err = inputs.Each(selected, func(obj *unstructured.Unstructured) error {
 			r, err := p.Report(ctx, obj)
 			reps.add(obj, r)

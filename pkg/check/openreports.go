@@ -29,8 +29,8 @@ type openReports struct {
 	summary preview.Summary
 }
 
-func newOpenReports(fieldManager string, now time.Time) *openReports {
-	return &openReports{b: &reports.Builder{Identity: reports.Identity{FieldManager: fieldManager}, Now: now}}
+func newOpenReports(fieldManager string, maxResults int, now time.Time) *openReports {
+	return &openReports{b: &reports.Builder{Identity: reports.Identity{FieldManager: fieldManager}, MaxResults: maxResults, Now: now}}
 }
 
 // add folds r, the preview of obj.

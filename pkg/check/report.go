@@ -57,7 +57,7 @@ func checkReport(ctx context.Context, out io.Writer, o options) (int, error) {
 	tally := &preview.Tally{}
 	var reps *openReports
 	if o.output == outputOpenReports {
-		reps = newOpenReports(o.fieldManager, time.Now())
+		reps = newOpenReports(o.fieldManager, o.reportResults, time.Now())
 	}
 	for _, w := range watches { // the sources first: the Namespaces and owners copied from
 		if w.Owner || (w.GVK.Kind == "Namespace" && config.CopiesFromNamespaces(conf)) {

@@ -10,7 +10,6 @@ import (
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/events"
@@ -115,6 +114,9 @@ type Reloader struct {
 	// process (package eventdigest); nil: one made by AddTo, whose Events
 	// about cluster-scoped objects regard the selectors ConfigMap.
 	Events *eventdigest.Digest
+	// EventWritesPerMinute bounds the Event writes of the Digest AddTo
+	// makes (--event-writes-per-minute; zero: the default).
+	EventWritesPerMinute int
 
 	// OpenReports keeps the installation's findings as OpenReports reports
 	// (package reports): --open-reports. ReportResults bounds each report's
@@ -205,30 +207,6 @@ func (r *Reloader) AddTo(mgr manager.Manager) error {
 		r.Sharding.watch()
 	}
 	return mgr.Add(r)
-}
-
-// addEvents makes the process's Digest, unless one was given, and runs it
-// with mgr on every replica: one that does not lead has no controller
-// running, or (warm) none watching, so it folds nothing.
-func (r *Reloader) addEvents(mgr manager.Manager) error {
-	if r.Events != nil {
-		return nil
-	}
-	sink, err := eventdigest.NewSink(r.Config)
-	if err != nil {
-		return err
-	}
-	r.Events = eventdigest.New(sink, eventdigest.DefaultInstance(), r.Log.WithName("events"))
-	if key, err := r.Source.configMapKey(); err == nil && key.Name != "" {
-		r.Events.ClusterRegarding = func() *corev1.ObjectReference {
-			ref := &corev1.ObjectReference{APIVersion: "v1", Kind: "ConfigMap", Namespace: key.Namespace, Name: key.Name}
-			if cm := r.configMap(); cm != nil {
-				ref.UID = cm.UID
-			}
-			return ref
-		}
-	}
-	return mgr.Add(r.Events)
 }
 
 // NeedLeaderElection is true unless sharded or warm: generations write, so
@@ -440,20 +418,4 @@ func (r *Reloader) setWaiting(why string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.started, r.waiting = true, why
-}
-
-// leaderEvents records only once this replica leads: a warm standby runs
-// the same generations as the leader and would otherwise say everything
-// the leader says a second time, on the same ConfigMap.
-type leaderEvents struct {
-	events.EventRecorder
-	elected <-chan struct{}
-}
-
-func (l leaderEvents) Eventf(regarding, related runtime.Object, eventtype, reason, action, note string, args ...any) {
-	select {
-	case <-l.elected:
-		l.EventRecorder.Eventf(regarding, related, eventtype, reason, action, note, args...)
-	default:
-	}
 }

@@ -25,6 +25,11 @@ const Source = "metawatch"
 // in its summary and in AnnotationOmitted.
 const DefaultMaxResults = 1000
 
+// MaxResultsLimit is the most results a report may be made to list: a
+// result is about 430 bytes (a pod's, measured), and a report is one object,
+// which the API server refuses over 1.5 MiB.
+const MaxResultsLimit = 2000
+
 // Labels and annotations of the reports metawatch writes.
 const (
 	LabelManagedBy = "app.kubernetes.io/managed-by"
@@ -34,7 +39,8 @@ const (
 	// LabelMember is, sharded, the ring member (replica) that writes it.
 	LabelMember = "metawatch.dev/ring-member"
 	// AnnotationOmitted is how many results beyond the report's bound
-	// (configuration.limits.maxResults) it does not list; its summary counts them.
+	// (its configuration.limits.maxResults, --open-reports-max-results) it
+	// does not list; its summary counts them.
 	AnnotationOmitted = "metawatch.dev/results-omitted"
 	// AnnotationFieldManager names the installation in words.
 	AnnotationFieldManager = "metawatch.dev/field-manager"
