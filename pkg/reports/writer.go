@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"sync"
 	"time"
 
@@ -339,64 +338,4 @@ func emptyLike(obj client.Object) client.Object {
 		return &openreports.ClusterReport{ObjectMeta: metav1.ObjectMeta{Name: obj.GetName()}}
 	}
 	return &openreports.Report{ObjectMeta: metav1.ObjectMeta{Namespace: obj.GetNamespace(), Name: obj.GetName()}}
-}
-
-// contentHash is the hash of a report's content but its results'
-// timestamps (the time it was built): an unchanged report is not written.
-func contentHash(obj client.Object) uint64 {
-	var results []openreports.ReportResult
-	var rest any
-	switch r := obj.(type) {
-	case *openreports.Report:
-		c := *r
-		results, c.Results = r.Results, nil
-		rest = c
-	case *openreports.ClusterReport:
-		c := *r
-		results, c.Results = r.Results, nil
-		rest = c
-	}
-	h := fnv.New64a()
-	enc := json.NewEncoder(h)
-	_ = enc.Encode(rest)
-	for _, res := range results {
-		res.Timestamp = metav1.Timestamp{}
-		_ = enc.Encode(res)
-	}
-	return h.Sum64() | 1 // never 0: 0 marks a report to write again
-}
-
-func (w *Writer) writtenHash(ns string) uint64 {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	h, ok := w.written[ns]
-	if !ok {
-		return 0
-	}
-	return h
-}
-
-func (w *Writer) setWritten(ns string, h uint64) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.written == nil {
-		w.written = map[string]uint64{}
-	}
-	w.written[ns] = h
-}
-
-func (w *Writer) forget(ns string) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	delete(w.written, ns)
-}
-
-func (w *Writer) writtenNamespaces() []string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	out := make([]string, 0, len(w.written))
-	for ns := range w.written {
-		out = append(out, ns)
-	}
-	return out
 }

@@ -1,17 +1,19 @@
 package reports_test
 
 import (
+	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/go-logr/logr/testr"
 	openreports "github.com/openreports/reports-api/apis/openreports.io/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/metawatch/metawatch/pkg/authority"
@@ -55,21 +57,6 @@ func (f *findings) set(fs []reports.Finding, passed map[string]int) {
 	f.version++
 }
 
-func reportsClient(t *testing.T) client.Client {
-	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
-	if err := openreports.Install(scheme); err != nil {
-		t.Fatal(err)
-	}
-	c, err := client.New(cp.Config, client.Options{Scheme: scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
-}
-
 func violations(ns string, n int) []reports.Finding {
 	var out []reports.Finding
 	for i := range n {
@@ -87,7 +74,7 @@ func violations(ns string, n int) []reports.Finding {
 func TestTheWriterKeepsTheReports(t *testing.T) {
 	controlplane.SkipIfShort(t)
 	ctx := t.Context()
-	c := reportsClient(t)
+	c := testkit.OpenReportsClient(t, cp.Config)
 	for _, ns := range []string{"reports-a", "reports-b"} {
 		if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
 			t.Fatal(err)
@@ -164,5 +151,60 @@ func TestTheWriterKeepsTheReports(t *testing.T) {
 	}
 	if err := c.Get(ctx, client.ObjectKey{Namespace: "reports-a", Name: id.Name()}, &a); !apierrors.IsNotFound(err) {
 		t.Errorf("Report reports-a left by an earlier process: %v; want it deleted", err)
+	}
+}
+
+// claim is a leader's or ring member's claim the test takes and gives up.
+type claim struct{ held atomic.Bool }
+
+func (c *claim) Until(types.UID) (time.Time, bool) {
+	return time.Now().Add(time.Minute), c.held.Load()
+}
+
+// Only the replica that holds the claim (the leader, or sharded the ring
+// member) writes reports, and none once its fence is closed (it stops):
+// a report is written once the claim is taken, and a Writer whose fence
+// closed neither writes nor deletes one.
+func TestOnlyTheClaimHolderWritesReports(t *testing.T) {
+	controlplane.SkipIfShort(t)
+	ctx := t.Context()
+	c := testkit.OpenReportsClient(t, cp.Config)
+	testkit.InstallOpenReports(t, cp.Config, "../..")
+	const ns = "reports-claim"
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		t.Fatal(err)
+	}
+	src := &findings{}
+	src.set(violations(ns, 2), nil)
+	id := reports.Identity{FieldManager: "metawatch-claim"}
+	lease := &claim{}
+	fence := authority.NewWriteFence()
+	w := &reports.Writer{Client: c, Guard: authority.Guard{Identity: authority.NewIdentity(id.FieldManager, ""), Fence: fence, Claim: lease},
+		Identity: id, Collector: src, Log: testr.New(t)}
+	key := client.ObjectKey{Namespace: ns, Name: id.Name()}
+	var r openreports.Report
+
+	if err := w.Sync(ctx); !errors.Is(err, authority.ErrLapsed) {
+		t.Errorf("Sync without the claim: %v, want %v", err, authority.ErrLapsed)
+	}
+	if err := c.Get(ctx, key, &r); !apierrors.IsNotFound(err) {
+		t.Fatalf("Report written without the claim: %v", err)
+	}
+
+	lease.held.Store(true)
+	if err := w.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Get(ctx, key, &r); err != nil || r.Summary.Fail != 2 {
+		t.Fatalf("Report once the claim is held: %v, summary %+v; want 2 fails", err, r.Summary)
+	}
+
+	fence.Close(ctx)
+	src.set(nil, nil)
+	if err := w.Sync(ctx); err == nil {
+		t.Errorf("Sync after the fence closed deleted the Report it had nothing left for; want it refused")
+	}
+	if err := c.Get(ctx, key, &r); err != nil {
+		t.Errorf("Report after the fence closed: %v; want it left as it was", err)
 	}
 }

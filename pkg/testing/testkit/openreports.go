@@ -5,8 +5,12 @@ import (
 	"path/filepath"
 	"testing"
 
+	openreports "github.com/openreports/reports-api/apis/openreports.io/v1alpha1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/yaml"
 )
@@ -40,4 +44,22 @@ func InstallOpenReports(t testing.TB, cfg *rest.Config, root string) {
 	if _, err := envtest.InstallCRDs(cfg, envtest.CRDInstallOptions{CRDs: crds}); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// OpenReportsClient is a client of cfg that knows the OpenReports kinds
+// besides the built-in ones.
+func OpenReportsClient(t testing.TB, cfg *rest.Config) client.Client {
+	t.Helper()
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	if err := openreports.Install(scheme); err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }
