@@ -1,6 +1,7 @@
 package reload_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
@@ -11,8 +12,6 @@ import (
 	"time"
 
 	openreports "github.com/openreports/reports-api/apis/openreports.io/v1alpha1"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -24,18 +23,25 @@ import (
 )
 
 // resultsScale is the violating pods and their namespaces of
-// TestResultsStayBoundedAtAnyScale: 300 pods in 3 namespaces in make test;
-// METAWATCH_RESULTS_PODS and METAWATCH_RESULTS_NAMESPACES for the figures
-// (3,000 and 100,000 pods: bench/results/2026-11-27-reports).
-func resultsScale() (pods, namespaces int) {
+// TestResultsStayBoundedAtAnyScale, and whether it runs at the production
+// intervals: 300 pods in 3 namespaces at the short intervals of TestMain
+// in make test; METAWATCH_RESULTS_PODS (and METAWATCH_RESULTS_NAMESPACES)
+// for the figures, at the production intervals (docs/results.md).
+func resultsScale(t *testing.T) (pods, namespaces int, production bool) {
+	t.Helper()
 	pods, namespaces = 300, 3
-	if n, err := strconv.Atoi(os.Getenv("METAWATCH_RESULTS_PODS")); err == nil && n > 0 {
-		pods = n
+	for name, n := range map[string]*int{"METAWATCH_RESULTS_PODS": &pods, "METAWATCH_RESULTS_NAMESPACES": &namespaces} {
+		v := os.Getenv(name)
+		if v == "" {
+			continue
+		}
+		i, err := strconv.Atoi(v)
+		if err != nil || i < 1 {
+			t.Fatalf("%s=%q: want a positive number", name, v)
+		}
+		*n, production = i, true
 	}
-	if n, err := strconv.Atoi(os.Getenv("METAWATCH_RESULTS_NAMESPACES")); err == nil && n > 0 {
-		namespaces = n
-	}
-	return pods, namespaces
+	return pods, namespaces, production
 }
 
 // writeCounter counts the writes of Events and of OpenReports reports that
@@ -66,15 +72,16 @@ type roundTrip func(*http.Request) (*http.Response, error)
 
 func (f roundTrip) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
 
-// A new require rule that every pod fails, with the production intervals:
-// the violations are told by one Event per namespace, whose series counts
-// every pod, and kept in one Report per namespace, whose summary counts
-// them; the Event writes stay within one per namespace per interval (and
-// the bound per minute), the report writes within one per namespace per
-// minute, whatever the pods. METAWATCH_RESULTS_PODS sizes it.
+// A new require rule that every pod fails: the violations are told by one
+// Event per namespace, whose series counts every pod, and kept in one
+// Report per namespace, whose summary counts them. The Event writes stay
+// within one per namespace per interval (and the bound per minute), the
+// report writes within one per namespace per report interval, whatever the
+// pods. METAWATCH_RESULTS_PODS sizes it, and runs it at the production
+// intervals (Events every 30 s, reports at most once a minute).
 func TestResultsStayBoundedAtAnyScale(t *testing.T) {
 	controlplane.SkipIfShort(t)
-	pods, namespaces := resultsScale()
+	pods, namespaces, production := resultsScale(t)
 	c := testkit.Client(t, cp.Config)
 	testkit.InstallOpenReports(t, cp.Config, "../..")
 	var names []string
@@ -87,9 +94,14 @@ func TestResultsStayBoundedAtAnyScale(t *testing.T) {
 	}
 	t.Logf("%d pods in %d namespaces created in %s", pods, namespaces, time.Since(created).Round(time.Second))
 
-	// The production intervals: Events every 30 s, reports at most once a minute.
-	defer func(events time.Duration) { eventdigest.DefaultInterval = events }(eventdigest.DefaultInterval)
-	eventdigest.DefaultInterval = 30 * time.Second
+	if production {
+		defer func(events, interval, poll time.Duration) {
+			eventdigest.DefaultInterval, reports.DefaultInterval, reports.DefaultPoll = events, interval, poll
+		}(eventdigest.DefaultInterval, reports.DefaultInterval, reports.DefaultPoll)
+		eventdigest.DefaultInterval, reports.DefaultInterval, reports.DefaultPoll = 30*time.Second, time.Minute, 5*time.Second
+	}
+	eventInterval, reportInterval := eventdigest.DefaultInterval, reports.DefaultInterval
+	foldedBefore := testkit.Metric(t, "metawatch_events_folded_total", map[string]string{"reason": "MissingRequiredMetadata"})
 	counter := &writeCounter{}
 	rule := fmt.Sprintf("watches:\n- kind: Pod\n  namespaces: [%s]\nrules:\n- {name: require-team, kinds: [Pod], requireLabels: [team]}\n", strings.Join(names, ", "))
 	kubectlApply(t, selectors(names[0], rule))
@@ -99,31 +111,57 @@ func TestResultsStayBoundedAtAnyScale(t *testing.T) {
 		r.OpenReports = true
 	})
 
-	rc := reportsReader(t)
-	told, reported := 0, 0
-	testkit.WaitFor(t, fmt.Sprintf("%d violations told by Events and kept in reports", pods), 30*time.Minute, func() bool {
-		told, reported = 0, 0
+	rc := testkit.OpenReportsClient(t, cp.Config)
+	name := reports.Identity{FieldManager: "metawatch"}.Name()
+	deadline := testkit.Timeout + 2*reportInterval
+	if production {
+		deadline = 30 * time.Minute
+	}
+	var kept []openreports.Report
+	testkit.WaitFor(t, fmt.Sprintf("%d violations told by Events and kept in reports", pods), deadline, func() bool {
+		told, reported := 0, 0
+		kept = kept[:0]
 		for _, ns := range names {
 			told += testkit.Occurrences(testkit.AggregateEvents(t, c, ns, "MissingRequiredMetadata", "require-team"))
 			var r openreports.Report
-			if err := rc.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: reports.Identity{FieldManager: "metawatch"}.Name()}, &r); err == nil {
+			if err := rc.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: name}, &r); err == nil {
 				reported += r.Summary.Fail
+				kept = append(kept, r)
 			}
 		}
 		return told == pods && reported == pods
 	})
 	elapsed := time.Since(start)
 	events, written := int(counter.events.Load()), int(counter.reports.Load())
-	t.Logf("%d violating pods in %d namespaces: told in %s by %d Event writes, kept by %d report writes (each report lists at most %d results)",
-		pods, namespaces, elapsed.Round(time.Second), events, written, reports.DefaultMaxResults)
+	largest := 0
+	for _, r := range kept {
+		raw, err := json.Marshal(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		largest = max(largest, len(raw))
+		if len(r.Results) != min(r.Summary.Fail, reports.DefaultMaxResults) {
+			t.Errorf("Report %s lists %d results of %d fails, want %d (the bound)", r.Namespace, len(r.Results), r.Summary.Fail, min(r.Summary.Fail, reports.DefaultMaxResults))
+		}
+	}
+	t.Logf("%d violating pods in %d namespaces: told in %s by %d Event writes, kept by %d report writes (each report lists at most %d results; the largest is %d bytes)",
+		pods, namespaces, elapsed.Round(time.Second), events, written, reports.DefaultMaxResults, largest)
 
-	intervals := int(elapsed/(30*time.Second)) + 1
+	for _, ns := range names {
+		if n := len(testkit.AggregateEvents(t, c, ns, "MissingRequiredMetadata", "require-team")); n != 1 {
+			t.Errorf("%d MissingRequiredMetadata Events in %s, want 1 whose series counts its pods", n, ns)
+		}
+	}
+	if n := testkit.Metric(t, "metawatch_events_folded_total", map[string]string{"reason": "MissingRequiredMetadata"}) - foldedBefore; int(n) != pods {
+		t.Errorf("metawatch_events_folded_total{reason=MissingRequiredMetadata} grew by %v, want %d (one occurrence per pod)", n, pods)
+	}
+	intervals := int(elapsed/eventInterval) + 1
 	minutes := int(elapsed/time.Minute) + 1
 	if bound := min(namespaces*intervals, eventdigest.DefaultWritesPerMinute*minutes); events > bound {
-		t.Errorf("%d Event writes in %s, want at most %d (one per namespace per 30 s, at most %d a minute)", events, elapsed, bound, eventdigest.DefaultWritesPerMinute)
+		t.Errorf("%d Event writes in %s, want at most %d (one per namespace per %s, at most %d a minute)", events, elapsed, bound, eventInterval, eventdigest.DefaultWritesPerMinute)
 	}
-	if bound := namespaces * (minutes + 1); written > bound {
-		t.Errorf("%d report writes in %s, want at most %d (one per namespace per minute)", written, elapsed, bound)
+	if bound := namespaces * (int(elapsed/reportInterval) + 2); written > bound {
+		t.Errorf("%d report writes in %s, want at most %d (one per namespace per %s)", written, elapsed, bound, reportInterval)
 	}
 }
 
@@ -132,21 +170,4 @@ func boolInt(b bool) int {
 		return 1
 	}
 	return 0
-}
-
-// reportsReader is a client that reads the OpenReports kinds.
-func reportsReader(t *testing.T) client.Client {
-	t.Helper()
-	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
-	if err := openreports.Install(scheme); err != nil {
-		t.Fatal(err)
-	}
-	c, err := client.New(cp.Config, client.Options{Scheme: scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
 }
