@@ -32,6 +32,18 @@ func receiveOnly() Variant {
 		Start: startReceiveOnly}
 }
 
+// receiveOnlyUncompressed is receiveOnly asking the API server not to gzip
+// the stream, as metawatch-no-compression does: the floor without gzip.
+func receiveOnlyUncompressed() Variant {
+	return Variant{Name: "receive-only-no-compression", CacheOnly: true,
+		Description: "receive-only with the client's compression off: the floor under an event's cost without gzip",
+		Start: func(ctx context.Context, cfg *rest.Config, spec Spec, counters *Counters) (*Running, error) {
+			cfg = rest.CopyConfig(cfg)
+			cfg.DisableCompression = true
+			return startReceiveOnly(ctx, cfg, spec, counters)
+		}}
+}
+
 // receiveTimeoutSeconds asks the API server to keep the one watch open for
 // the whole run: the variant does not resume one that ends.
 const receiveTimeoutSeconds = "21600"

@@ -107,7 +107,7 @@ func All() []Variant {
 		onOneP(metawatchMemoryLimit("256Mi"), "metawatch as the chart runs it with resources.limits.memory 256Mi: GOMAXPROCS=1 and --container-memory-limit=256Mi"),
 		onOneP(metawatchMemoryLimit("1Gi"), "metawatch as the chart runs it by default (resources.limits.memory 1Gi): GOMAXPROCS=1 and --container-memory-limit=1Gi"),
 		metawatchMemoryLimit(peakGoalLimit), metawatchSyncGOGC(syncGOGC), metawatchGOGC(lowGOGC), metawatchFreeAfterSync(), metawatchNoCompression(),
-		typedCache(), receiveOnly()}, shrinkSteps()...)
+		typedCache(), receiveOnly(), receiveOnlyUncompressed()}, shrinkSteps()...)
 }
 
 // Names returns the names of vs.

@@ -100,7 +100,7 @@ func run(ctx context.Context, opts options) error {
 	setupLog.Info("stage 3/4: reloader and health checks added")
 	setupLog.Info("stage 4/4: starting", "version", version.Version(), "source", opts.source.String(), "dryRun", opts.controller.DryRun, "limits", opts.limits.String(),
 		"mode", opts.mode.String(), "gracefulShutdownTimeout", opts.manager.GracefulShutdownTimeout.String(), "metricsSecure", mgrOpts.MetricsSecure, "metricsCertDir", mgrOpts.MetricsCertDir,
-		"writeRate", opts.writeRate.String(), "decodeUnchangedEvents", mgrOpts.Wire.DecodeUnchanged, "unchangedBookmarkInterval", mgrOpts.Wire.BookmarkInterval.String(), "watchOverHTTP2", mgrOpts.Wire.WatchOverHTTP2, "streamLists", !mgrOpts.StockInformers)
+		"writeRate", opts.writeRate.String(), "decodeUnchangedEvents", mgrOpts.Wire.DecodeUnchanged, "unchangedBookmarkInterval", mgrOpts.Wire.BookmarkInterval.String(), "watchOverHTTP2", mgrOpts.Wire.WatchOverHTTP2, "listWatchCompression", !mgrOpts.Wire.Uncompressed, "streamLists", !mgrOpts.StockInformers)
 	if err := mgr.Start(ctx); err != nil {
 		return err
 	}

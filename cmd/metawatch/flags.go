@@ -103,6 +103,8 @@ func bindFlags(fs *flag.FlagSet) *options {
 	fs.IntVar(&o.controller.MaxConcurrentReconciles, "max-concurrent-reconciles", 4, "Reconciles run at once, per kind.")
 	fs.BoolVar(&o.manager.Wire.DecodeUnchanged, "decode-unchanged-events", false, "Decode and deliver to the cache every watch event, status-only updates too. By default an event whose object is unchanged but for its resourceVersion is left out before decoding: the cache keeps the object as it was, and a bookmark carries the newest resourceVersion to the informer (see --unchanged-bookmark-interval).")
 	fs.BoolVar(&o.manager.Wire.WatchOverHTTP2, "watch-http2", false, "List and watch over HTTP/2, multiplexed on the connection the writes use. By default each watch has a connection of its own over HTTP/1.1: a watch event then costs no flow-control write and no hand-off between goroutines, and a dead connection is found by TCP keepalive in about 30 s.")
+	fs.Var(negated{&o.manager.Wire.Uncompressed}, "list-watch-compression", "Ask the API server to gzip the cache's lists and watches. "+
+		"gzip costs CPU on both sides for every watch event, against the bytes it saves (docs/sizing.md has the figures); the writes are not affected.")
 	fs.Var(negated{&o.manager.StockInformers}, "stream-lists", "Store each object of a list or relist in the cache as it arrives, marked, and sweep what the list did not bring at its end (package informer), "+
 		"with each event handler's queue bounded: a relist then costs no more memory than the first sync. false uses client-go's informers, which hold a whole list, "+
 		"and a copy of it, before the cache sees any of it, and let handlers' queues grow without bound.")

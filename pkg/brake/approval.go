@@ -31,7 +31,7 @@ func parseApproval(value string) (approvalValue, error) {
 	if withCount {
 		n, found := strings.CutPrefix(strings.TrimSpace(rest), "objects=")
 		if v.objects, err = strconv.Atoi(n); !found || err != nil || v.objects < 1 {
-			return approvalValue{}, fmt.Errorf("%s=%q: after the token, expected objects=N with N a positive number of objects per kind to let go on, such as %s,objects=5000", AllowRemovals, value, token)
+			return approvalValue{}, fmt.Errorf("%s=%q: after the token, expected objects=N with N a positive number of the held objects per kind to let go on, such as %s,objects=5000", AllowRemovals, value, token)
 		}
 	}
 	return v, nil
@@ -79,26 +79,30 @@ func (b *Brake) Approve(ctx context.Context, value string) Verdict {
 		counts[kind] = len(ks)
 	}
 	b.counting.Lock()
-	applied := false
+	var granted map[string]int
 	err = b.ledger.update(ctx, func(r *Record) bool {
+		granted = nil
 		if !r.claim(b.hash, b.order) {
-			applied = false
 			return false
 		}
-		applied = r.approve(v.token, v.change, counts, v.objects, b.ledger.window(b.limits.Window))
-		return applied
+		granted = r.approve(v.token, v.change, counts, v.objects, b.ledger.window(b.limits.Window))
+		return granted != nil
 	})
 	b.counting.Unlock()
 	switch {
 	case err != nil:
 		verdict.Problem = fmt.Sprintf("approval %s not used yet: %v; it is tried again at the next change of the ConfigMap", v.token, err)
 		return verdict
-	case !applied:
+	case granted == nil:
 		verdict.Problem = fmt.Sprintf("approval %s names change %d, which is no longer held (approved, or its configuration replaced)%s", v.token, v.change, b.heldNowHint())
 		return verdict
 	}
-	verdict.Released = counts
-	b.release(keys)
+	released := map[string][]types.NamespacedName{}
+	for kind, n := range granted {
+		released[kind] = keys[kind][:n] // fewer: other replicas used some of the operator's count
+	}
+	verdict.Released = granted
+	b.release(released)
 	for _, kind := range b.stillHeldUnder(v.change) {
 		b.push(ctx, kind) // beyond the operator's count: held again, under a new change
 	}
@@ -111,8 +115,8 @@ func (b *Brake) stillHeldUnder(change int) []string {
 	defer b.mu.Unlock()
 	var out []string
 	for kind, k := range b.kinds {
-		for _, c := range k.held {
-			if c == change {
+		for _, h := range k.held {
+			if h.change == change {
 				out = append(out, kind)
 				break
 			}
@@ -128,8 +132,8 @@ func (b *Brake) heldUnder(change, objects int) map[string][]types.NamespacedName
 	defer b.mu.Unlock()
 	out := map[string][]types.NamespacedName{}
 	for kind, k := range b.kinds {
-		for key, c := range k.held {
-			if c == change && (objects == 0 || len(out[kind]) < objects) {
+		for key, h := range k.held {
+			if h.change == change && (objects == 0 || len(out[kind]) < objects) {
 				out[kind] = append(out[kind], key)
 			}
 		}
@@ -144,6 +148,9 @@ func (b *Brake) release(keys map[string][]types.NamespacedName) {
 	for kind, ks := range keys {
 		k := b.kind(kind)
 		for _, key := range ks {
+			// Let through with the keys it was held for: counted in the
+			// record by the approval, its write is not counted again.
+			k.touched[key] = k.held[key].keys
 			delete(k.held, key)
 		}
 		b.publishKind(kind, k)

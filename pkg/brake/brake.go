@@ -16,17 +16,17 @@
 // The count lives in a Record the installation keeps in the cluster (Store,
 // Ledger), counted before each write is sent: a restart, a crash loop, a
 // failover or a rolling update goes on from it, so N restarts do not grant N
-// bounds, and sharded replicas share one bound. A configuration change
-// begins a new count; within one configuration the count begins again every
-// Window while nothing is held, so that a steady trickle of legitimate
-// removals (objects that stop matching a rule one by one, over days) is
-// never held. Once it holds, the held change stays until approved, or the
-// configuration changes.
+// bounds, and sharded replicas share one bound. A newer configuration
+// begins a new count, unless a change is held: that count goes on until it
+// is approved. Within one configuration the count begins again every Window
+// while nothing is held, so that a steady trickle of legitimate removals
+// (objects that stop matching a rule one by one, over days) is never held.
 //
 // An approval lets one change go on, once: it covers the objects held when
-// it is used (or a count the operator names), is recorded as used, and never
-// approves anything before it: a later mass removal, a rollback, a restart
-// hold again, under a new change with a new token.
+// it is used (or as many of them as the operator names), counts them at
+// once, is recorded as used, and never approves anything before or after
+// it: a later mass removal, a rollback, a restart hold again, under a new
+// change with a new token.
 package brake
 
 import (
@@ -49,7 +49,8 @@ import (
 // AllowRemovals is the ConfigMap annotation that approves one held change:
 // its value is the change's Token (as the RemovalsHeld Event and
 // /readyz/configuration say it), optionally followed by ",objects=N" to let
-// up to N objects per kind of that change go on.
+// up to N of the objects held under that change go on, per kind, over every
+// replica.
 const AllowRemovals = "metawatch.dev/allow-removals"
 
 // Brake is one generation's (one configuration's) view of the brake: the
@@ -78,19 +79,6 @@ type Brake struct {
 	// onApproved is told, per kind, which held objects an approval let go:
 	// they are queued to be written now.
 	onApproved map[string]func([]types.NamespacedName)
-}
-
-// kindState is one kind's objects in this generation.
-type kindState struct {
-	// touched are the objects let through whose removal has not been seen
-	// to land yet, with the keys it removes: a retry (the same keys, or some
-	// of them) is not counted again, a removal of other keys is.
-	touched map[types.NamespacedName][]string
-	held    map[types.NamespacedName]int // held, under which change (0: the record could not be kept)
-	// reserve is how many objects were counted in the record and not used yet.
-	reserve int
-	// pushed is when this generation last pushed the record's HeldUntil.
-	pushed time.Time
 }
 
 // New returns the brake of the configuration hash, from a version ordered
@@ -142,51 +130,8 @@ func (b *Brake) Admit(ctx context.Context, kind string, key types.NamespacedName
 	if granted {
 		return true
 	}
-	b.hold(kind, key, change, err)
+	b.hold(kind, key, keys, change, err)
 	return false
-}
-
-// fromReserve lets key through if it was already, for keys, or if objects
-// counted in the record are left to use.
-func (b *Brake) fromReserve(kind string, key types.NamespacedName, keys []string) bool {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	k := b.kind(kind)
-	switch {
-	case within(keys, k.touched[key]):
-		return true // counted already: a retry, or a second decision on it
-	case k.reserve > 0:
-		k.reserve--
-		b.letThrough(kind, k, key, keys)
-		return true
-	}
-	return false
-}
-
-// within reports whether every key of keys is in let (both sorted); nil
-// let: nothing was let through.
-func within(keys, let []string) bool {
-	if let == nil {
-		return false
-	}
-	for _, k := range keys {
-		if _, found := slices.BinarySearch(let, k); !found {
-			return false
-		}
-	}
-	return true
-}
-
-// letThrough marks key as let through for keys (b.mu held).
-func (b *Brake) letThrough(kind string, k *kindState, key types.NamespacedName, keys []string) {
-	if keys == nil {
-		keys = []string{}
-	}
-	k.touched[key] = keys
-	if _, held := k.held[key]; held {
-		delete(k.held, key)
-		b.publishKind(kind, k)
-	}
 }
 
 // count counts key in the record, with a few more objects to use next
@@ -199,6 +144,7 @@ func (b *Brake) count(ctx context.Context, kind string, key types.NamespacedName
 	}
 	bound := b.limits.Bound(cached)
 	n := 0
+	var since time.Time
 	err = b.ledger.update(ctx, func(r *Record) bool {
 		before := r.clone()
 		n, change = 0, 0
@@ -207,7 +153,7 @@ func (b *Brake) count(ctx context.Context, kind string, key types.NamespacedName
 		}
 		w := b.ledger.window(b.limits.Window)
 		if k := r.kind(kind, w); k.remaining(bound) > 0 {
-			n = r.reserve(kind, bound, max(1, k.remaining(bound)/8), w)
+			n, since = r.reserve(kind, bound, max(1, k.remaining(bound)/8), w), k.Since
 		} else {
 			change = r.hold(kind, w)
 		}
@@ -219,6 +165,9 @@ func (b *Brake) count(ctx context.Context, kind string, key types.NamespacedName
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	k := b.kind(kind)
+	if until := since.Add(b.limits.Window); !until.Equal(k.reserveUntil) {
+		k.reserve, k.reserveUntil = 0, until // what is left of an earlier window's count is not this one's
+	}
 	k.reserve += n - 1
 	b.letThrough(kind, k, key, keys)
 	return true, 0, nil
@@ -226,10 +175,10 @@ func (b *Brake) count(ctx context.Context, kind string, key types.NamespacedName
 
 // hold holds key under change (0 with err: the record could not be kept),
 // and tells onHeld once per kind and change.
-func (b *Brake) hold(kind string, key types.NamespacedName, change int, err error) {
+func (b *Brake) hold(kind string, key types.NamespacedName, keys []string, change int, err error) {
 	b.mu.Lock()
 	k := b.kind(kind)
-	k.held[key] = change
+	k.held[key] = heldObject{change: change, keys: k.intern(keys)}
 	if change > 0 {
 		k.pushed = b.ledger.now()
 	}
@@ -269,15 +218,6 @@ func (b *Brake) Forget(kind string, key types.NamespacedName) {
 			b.publishKind(kind, k)
 		}
 	}
-}
-
-func (b *Brake) kind(kind string) *kindState {
-	k, ok := b.kinds[kind]
-	if !ok {
-		k = &kindState{touched: map[types.NamespacedName][]string{}, held: map[types.NamespacedName]int{}}
-		b.kinds[kind] = k
-	}
-	return k
 }
 
 // Held is, per kind, how many objects are held now.
@@ -320,8 +260,8 @@ func (b *Brake) HeldChange() string {
 	defer b.mu.Unlock()
 	newest := 0
 	for _, k := range b.kinds {
-		for _, c := range k.held {
-			newest = max(newest, c)
+		for _, h := range k.held {
+			newest = max(newest, h.change)
 		}
 	}
 	if newest == 0 {
@@ -451,8 +391,9 @@ func (b *Brake) retag(kind string, change int) {
 	b.mu.Lock()
 	k := b.kind(kind)
 	k.pushed = b.ledger.now()
-	for key := range k.held {
-		k.held[key] = change
+	for key, h := range k.held {
+		h.change = change
+		k.held[key] = h
 	}
 	tell := b.told[kind] != change && len(k.held) > 0
 	b.told[kind] = change

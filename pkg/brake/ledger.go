@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"sync"
 	"time"
 )
@@ -44,6 +45,10 @@ type Ledger struct {
 	// started is when this process began to watch: it may end a held change
 	// that nobody refreshes only a Window later (see window.watched).
 	started time.Time
+	// firstChange is the number a record never stored begins its changes
+	// after: a random one, so that an approval left on the ConfigMap from
+	// before the record was deleted names no change of the new record.
+	firstChange func() int
 
 	mu      sync.Mutex
 	rec     Record
@@ -57,8 +62,11 @@ func NewLedger(store Store, now func() time.Time) *Ledger {
 	if now == nil {
 		now = time.Now
 	}
-	return &Ledger{store: store, now: now, started: now()}
+	return &Ledger{store: store, now: now, started: now(), firstChange: randomFirstChange}
 }
+
+// randomFirstChange is a number from 1,000 to 999,999.
+func randomFirstChange() int { return 1000 + rand.IntN(999_000) }
 
 // Where names where the record is kept.
 func (l *Ledger) Where() string { return l.store.String() }
@@ -126,6 +134,9 @@ func (l *Ledger) loadLocked(ctx context.Context) error {
 	if err != nil {
 		l.err = fmt.Errorf("reading the removal brake's record (%s): %w", l.store, err)
 		return l.err
+	}
+	if version == "" && rec.Change == 0 {
+		rec.Change = l.firstChange()
 	}
 	l.rec, l.version, l.loaded, l.err = rec, version, l.now(), nil
 	return nil

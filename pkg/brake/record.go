@@ -50,9 +50,10 @@ type KindCount struct {
 type Approval struct {
 	Token string    `json:"token"`
 	At    time.Time `json:"at"`
-	// Objects is how many held objects it let go on (over the replicas),
-	// or the count the operator named.
-	Objects int `json:"objects"`
+	// Objects is how many held objects it let go on, over the replicas;
+	// Kinds the same per kind (an operator's count bounds each kind).
+	Objects int            `json:"objects"`
+	Kinds   map[string]int `json:"kinds,omitempty"`
 }
 
 // maxApprovals bounds Record.Approvals.
@@ -67,6 +68,9 @@ func (r Record) clone() Record {
 		out.Kinds[k] = &cc
 	}
 	out.Approvals = slices.Clone(r.Approvals)
+	for i := range out.Approvals {
+		out.Approvals[i].Kinds = maps.Clone(out.Approvals[i].Kinds)
+	}
 	return out
 }
 
@@ -82,16 +86,23 @@ func shortHash(hash string) string { return hash[:min(12, len(hash))] }
 // order, and reports whether it is: a record of another configuration
 // begins again (its counts are another change's), unless it comes from a
 // newer version (order larger; 0 on either side: not known), which this
-// replica will run soon too.
+// replica will run soon too. The counts go on instead while a change is
+// held (one mistake is one bound, whatever is edited before it is
+// approved), and when either version is not known: replicas of a rolling
+// update, on a file each, cannot tell the newer, and would otherwise begin
+// the count again at each other's every write.
 func (r *Record) claim(hash string, order uint64) bool {
 	if r.Configuration == hash {
 		return true
 	}
-	if r.Configuration != "" && order != 0 && r.Order != 0 && order < r.Order {
+	ordered := r.Configuration != "" && order != 0 && r.Order != 0
+	if ordered && order < r.Order {
 		return false
 	}
-	r.Configuration, r.Order, r.Open = hash, order, false
-	r.Kinds = map[string]*KindCount{}
+	r.Configuration, r.Order = hash, order
+	if ordered && !r.Open {
+		r.Kinds = map[string]*KindCount{}
+	}
 	return true
 }
 
@@ -166,34 +177,47 @@ func (r *Record) hold(kind string, w window) int {
 }
 
 // approve uses the approval of change for the objects of each kind in
-// released (held by this replica when it was given): it adds them (or
-// objects per kind, the operator's count, if larger) to the bound and
-// closes the change. Another replica may have used it already: then only
-// this replica's objects are added. It reports whether it applied.
-func (r *Record) approve(token string, change int, released map[string]int, objects int, w window) bool {
+// released (held by this replica when it was given), at most objects per
+// kind over every replica if the operator named a count, and closes the
+// change. It returns how many it let go per kind (nil: it does not apply).
+// They are counted as removed and as approved at once: the approval covers
+// those objects, and leaves no room a later change could use. Another
+// replica may have used it already: then this replica's objects are added,
+// within the operator's count.
+func (r *Record) approve(token string, change int, released map[string]int, objects int, w window) map[string]int {
 	used := slices.IndexFunc(r.Approvals, func(a Approval) bool { return a.Token == token })
-	if used < 0 && (!r.Open || r.Change != change) {
-		return false
+	if used < 0 {
+		if !r.Open || r.Change != change {
+			return nil
+		}
+		r.Open = false
+		r.Approvals = append(r.Approvals, Approval{Token: token, At: w.now})
+		if len(r.Approvals) > maxApprovals {
+			r.Approvals = r.Approvals[len(r.Approvals)-maxApprovals:]
+		}
+		used = len(r.Approvals) - 1
 	}
-	total := 0
+	a := &r.Approvals[used]
+	granted := map[string]int{}
 	for _, kind := range slices.Sorted(maps.Keys(released)) {
 		n := released[kind]
-		if used < 0 {
-			n = max(n, objects)
+		if objects > 0 {
+			n = min(n, objects-a.Kinds[kind])
 		}
-		r.kind(kind, w).Approved += n
-		total += n
+		if n <= 0 {
+			continue
+		}
+		k := r.kind(kind, w)
+		k.Approved += n
+		k.Removed += n
+		if a.Kinds == nil {
+			a.Kinds = map[string]int{}
+		}
+		a.Kinds[kind] += n
+		a.Objects += n
+		granted[kind] = n
 	}
-	if used >= 0 {
-		r.Approvals[used].Objects += total
-		return true
-	}
-	r.Open = false
-	r.Approvals = append(r.Approvals, Approval{Token: token, At: w.now, Objects: total})
-	if len(r.Approvals) > maxApprovals {
-		r.Approvals = r.Approvals[len(r.Approvals)-maxApprovals:]
-	}
-	return true
+	return granted
 }
 
 // used is the approval of token, if it was used.

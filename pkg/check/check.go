@@ -236,6 +236,9 @@ func checkCluster(ctx context.Context, out io.Writer, conf *config.Config, o opt
 	if len(denied) > 0 {
 		return fmt.Errorf("the identity lacks permissions: %s", strings.Join(denied, "; "))
 	}
+	if err := recommendSizing(ctx, out, cfg, watches); err != nil {
+		return err
+	}
 	if o.rbac {
 		return reviewRBAC(ctx, out, cs, reviewNamespace(o.as), reportNeeds(policyNeeds(configNeeds(watches, writtenKinds(conf)), conf), o.openReports))
 	}

@@ -107,7 +107,7 @@ func New(cfg *rest.Config, watches []config.ResolvedWatch, opts Options) (manage
 	cacheOpts := metacache.CacheOptions(watches, metacache.Options{FieldManager: fieldManager, AdoptFieldManager: opts.AdoptFieldManager, AccessLoss: opts.AccessLoss, ShardFilter: opts.ShardFilter,
 		StockInformers: opts.StockInformers, Relists: opts.Relists})
 	var err error
-	if cacheOpts.HTTPClient, err = cacheHTTPClient(stripped, opts.Wire.WatchOverHTTP2); err != nil {
+	if cacheOpts.HTTPClient, err = cacheHTTPClient(stripped, opts.Wire); err != nil {
 		return nil, fmt.Errorf("creating the cache's HTTP client: %w", err)
 	}
 	mgr, err := manager.New(stripped, manager.Options{

@@ -6,10 +6,12 @@ import (
 	"time"
 
 	"k8s.io/client-go/rest"
+
+	"github.com/metawatch/metawatch/pkg/wire"
 )
 
 // cacheHTTPClient is the HTTP client of the cache's lists and watches: a
-// connection of their own each, over HTTP/1.1, unless overHTTP2 (the writes,
+// connection of their own each, over HTTP/1.1, unless o.WatchOverHTTP2 (the writes,
 // discovery and the Lease keep HTTP/2 either way).
 //
 // Why (#14): on HTTP/2, every watch event costs the client more than the
@@ -28,12 +30,16 @@ import (
 // without a frame, 15 s for the answer). A watch over HTTP/1.1 has only TCP
 // keepalive for that, which client-go's own dialer would let run for five
 // minutes; deadConnection finds it in about as long as the pings do.
-func cacheHTTPClient(cfg *rest.Config, overHTTP2 bool) (*http.Client, error) {
-	if overHTTP2 || cfg.Transport != nil {
+//
+// With o.Uncompressed, the cache's connections ask for no gzip (a transport
+// given by the caller decides that too).
+func cacheHTTPClient(cfg *rest.Config, o wire.Options) (*http.Client, error) {
+	cfg = rest.CopyConfig(cfg)
+	cfg.DisableCompression = cfg.DisableCompression || o.Uncompressed
+	if o.WatchOverHTTP2 || cfg.Transport != nil {
 		// A transport given by the caller decides its own protocols.
 		return rest.HTTPClientFor(cfg)
 	}
-	cfg = rest.CopyConfig(cfg)
 	cfg.NextProtos = []string{"http/1.1"}
 	if cfg.Dial == nil {
 		// A Dial of its own gives each generation's cache a transport of its

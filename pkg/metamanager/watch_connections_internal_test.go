@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"k8s.io/client-go/rest"
+
+	"github.com/metawatch/metawatch/pkg/wire"
 )
 
 // A watch over HTTP/1.1 has no pings: TCP keepalive is what finds its
@@ -79,18 +81,51 @@ func TestTheCacheClientSpeaksHTTP1OverItsOwnDialer(t *testing.T) {
 				dials++
 				return dial(ctx, network, address)
 			}
-			c, err := cacheHTTPClient(&rest.Config{Host: srv.URL, TLSClientConfig: rest.TLSClientConfig{Insecure: true}}, tc.overHTTP2)
-			if err != nil {
-				t.Fatal(err)
-			}
-			resp, err := c.Get(srv.URL)
-			if err != nil {
-				t.Fatal(err)
-			}
-			_ = resp.Body.Close()
+			resp := getThroughCacheClient(t, srv.URL, wire.Options{WatchOverHTTP2: tc.overHTTP2})
 			if resp.Proto != tc.wantProtocol || dials != tc.wantDials {
 				t.Errorf("%s after %d dials of the cache's dialer, want %s after %d", resp.Proto, dials, tc.wantProtocol, tc.wantDials)
 			}
 		})
 	}
+}
+
+// The cache's lists and watches ask for gzip unless --list-watch-compression
+// is off, over either protocol.
+func TestTheCacheClientAsksForGzipUnlessUncompressed(t *testing.T) {
+	var got string
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) { got = r.Header.Get("Accept-Encoding") }))
+	srv.EnableHTTP2 = true
+	srv.StartTLS()
+	defer srv.Close()
+	cases := map[string]struct {
+		o    wire.Options
+		want string
+	}{
+		"by default: gzip":                      {want: "gzip"},
+		"uncompressed: none":                    {o: wire.Options{Uncompressed: true}},
+		"uncompressed over HTTP/2: none either": {o: wire.Options{Uncompressed: true, WatchOverHTTP2: true}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			getThroughCacheClient(t, srv.URL, tc.o)
+			if got != tc.want {
+				t.Errorf("Accept-Encoding %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// getThroughCacheClient GETs url through the cache's HTTP client for o.
+func getThroughCacheClient(t *testing.T, url string, o wire.Options) *http.Response {
+	t.Helper()
+	c, err := cacheHTTPClient(&rest.Config{Host: url, TLSClientConfig: rest.TLSClientConfig{Insecure: true}}, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := c.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	return resp
 }

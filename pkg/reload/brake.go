@@ -109,7 +109,7 @@ func (r *Reloader) approveHint(token string) string {
 		return "to let them go on, raise --removal-brake-objects or --removal-brake-share and restart"
 	}
 	return "to let them go on: " + brake.ApproveCommand(key.Namespace, key.Name, token) +
-		" (or " + token + ",objects=N to let up to N objects per kind go on)"
+		" (or " + token + ",objects=N to let up to N of them per kind go on)"
 }
 
 // approveRemovals uses the ConfigMap's approval (brake.AllowRemovals) for

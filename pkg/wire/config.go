@@ -25,6 +25,11 @@ type Options struct {
 	// instead of a connection each over HTTP/1.1. The transport does not read
 	// it: the Manager builds the caches' HTTP client by it.
 	WatchOverHTTP2 bool
+	// Uncompressed asks the API server not to gzip the cache's lists and
+	// watches (rest.Config.DisableCompression on their connections only):
+	// gzip costs CPU on both sides for every event, against the bytes it
+	// saves. The Manager builds the caches' HTTP client by it.
+	Uncompressed bool
 }
 
 // DefaultBookmarkInterval is --unchanged-bookmark-interval's default: during

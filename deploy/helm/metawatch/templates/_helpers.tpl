@@ -206,3 +206,25 @@ beside the selectors ConfigMap, named after it, as the binary's default is.
 {{- define "metawatch.brakeRecordName" -}}
 {{- printf "%s-removal-brake" .Values.selectors.name }}
 {{- end }}
+
+{{/*
+The container's resources: .Values.resources, with the memory request and
+limit computed from sizing.expectedObjects when it is set. The arithmetic is
+pkg/sizing's (For), in integers: a base and a cost per object, steady and at
+the peak of a list, the limit a quarter over the peak; a test holds the two
+equal.
+*/}}
+{{- define "metawatch.resources" -}}
+{{- $r := deepCopy (.Values.resources | default dict) -}}
+{{- $n := int64 (.Values.sizing.expectedObjects | default 0) -}}
+{{- if gt $n 0 -}}
+{{- $mib := 1048576 -}}
+{{- $steady := add 48 (div (sub (add (mul $n 512) $mib) 1) $mib) -}}
+{{- $peak := add 48 (div (sub (add (mul $n 640) $mib) 1) $mib) -}}
+{{- $request := max 64 (mul (div (add $steady 15) 16) 16) -}}
+{{- $limit := max 256 (mul (div (add (div (add (mul $peak 125) 99) 100) 63) 64) 64) -}}
+{{- $_ := set $r "requests" (merge (dict "memory" (printf "%dMi" $request)) ($r.requests | default dict)) -}}
+{{- $_ := set $r "limits" (merge (dict "memory" (printf "%dMi" $limit)) ($r.limits | default dict)) -}}
+{{- end -}}
+{{- toYaml $r -}}
+{{- end -}}
