@@ -148,8 +148,8 @@ func (o options) usageError(args []string) string {
 		return fmt.Sprintf("-o %s: want text, json or openreports", o.output)
 	case len(o.objects) == 0 && len(args) > 0:
 		return fmt.Sprintf("unexpected arguments %v: files of objects follow --objects", args)
-	case o.reportResults < 1 || o.reportResults > reports.MaxResultsLimit:
-		return fmt.Sprintf("--open-reports-max-results=%d: want 1 to %d, as metawatch takes it", o.reportResults, reports.MaxResultsLimit)
+	case o.output == outputOpenReports && (o.reportResults < 1 || o.reportResults > reports.MaxResultsLimit):
+		return fmt.Sprintf("--open-reports-max-results=%d: want 1 to %d, the range metawatch's flag of that name takes", o.reportResults, reports.MaxResultsLimit)
 	case o.report && !o.live:
 		return "--report reads the cluster: add --live"
 	case o.report && len(o.objects) > 0:
