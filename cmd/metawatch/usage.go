@@ -33,7 +33,7 @@ var flagGroups = []struct {
 	{"Leader election and sharding", []string{"leader-elect", "warm-standby", "leader-election-id", "leader-election-namespace", "leader-election-lease-duration",
 		"leader-election-renew-deadline", "leader-election-retry-period", "sharding", "sharding-ring", "graceful-shutdown-timeout"}},
 	{"Metrics and probes", []string{"metrics-bind-address", "metrics-secure", "metrics-cert-dir", "health-probe-bind-address"}},
-	{"Performance", []string{"max-concurrent-reconciles", "container-memory-limit", "decode-unchanged-events", "watch-http2", "unchanged-bookmark-interval", "stream-lists"}},
+	{"Performance", []string{"max-concurrent-reconciles", "container-memory-limit", "decode-unchanged-events", "watch-http2", "unchanged-bookmark-interval", "stream-lists", "list-watch-compression"}},
 	{"Logging", []string{"zap-log-level", "zap-encoder", "zap-devel", "zap-stacktrace-level", "zap-time-encoding"}},
 	{"Other", []string{"version"}},
 }
