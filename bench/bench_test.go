@@ -169,6 +169,12 @@ func ownControlPlane(t *testing.T) *controlplane.ControlPlane {
 	return own
 }
 
+// withoutKubeconfig is this process's environment without $KUBECONFIG: a
+// harness run with it starts a local control plane of its own.
+func withoutKubeconfig() []string {
+	return slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "KUBECONFIG=") })
+}
+
 func runBench(t *testing.T, env []string, args ...string) (report.Run, string) {
 	t.Helper()
 	bin, remove, err := testkit.Build(".", "bench")

@@ -58,6 +58,12 @@ type snapshot struct {
 	// PodUIDs are the cached pods' uids, when asked for ("uids"): last, as a
 	// million of them would weigh on any memory figure taken after.
 	PodUIDs []string `json:",omitempty"`
+	// Relists are the relists of the pods the variant counted itself, where
+	// it can tell (variant.Running.Relists).
+	Relists *int64 `json:",omitempty"`
+	// RelistPeakLiveHeapBytes is the most live heap from relist-begin, in
+	// the answer to relist-end.
+	RelistPeakLiveHeapBytes uint64 `json:",omitempty"`
 }
 
 // processStarted is about when this process started: package variables are
@@ -98,7 +104,7 @@ func runChild(ctx context.Context, o options) error {
 	if err := json.NewEncoder(os.Stdout).Encode(s); err != nil {
 		return err
 	}
-	return serveSnapshots(ctx, os.Stdin, running, counters, wire)
+	return serveSnapshots(ctx, os.Stdin, running, counters, wire, &relistWatch{o: o, v: v, running: running})
 }
 
 // parseShard reads --shard I/N; "" is not sharded.
@@ -173,14 +179,20 @@ func settle(ctx context.Context, counters *variant.Counters, pods int) {
 
 // serveSnapshots answers every line with a snapshot; a line "profile FILE"
 // first starts a CPU profile into FILE, a line "stop-profile" first ends it,
-// a line "uids" adds the cached pods' uids to it.
-func serveSnapshots(ctx context.Context, in io.Reader, running *variant.Running, counters *variant.Counters, wire *probe.Wire) error {
+// a line "uids" adds the cached pods' uids to it, "relist-begin" and
+// "relist-end" begin and end the relist scenario's watch (relistWatch).
+func serveSnapshots(ctx context.Context, in io.Reader, running *variant.Running, counters *variant.Counters, wire *probe.Wire, relist *relistWatch) error {
 	lines := bufio.NewScanner(in)
 	var profile *os.File
 	for lines.Scan() {
 		var err error
 		var uids []string
+		var relistPeak uint64
 		switch line := lines.Text(); {
+		case line == "relist-begin":
+			err = relist.begin()
+		case line == "relist-end":
+			relistPeak, err = relist.end()
 		case line == "uids":
 			if uids, err = running.CachedPodUIDs(ctx); err != nil {
 				return fmt.Errorf("cached pods' uids: %w", err)
@@ -189,18 +201,23 @@ func serveSnapshots(ctx context.Context, in io.Reader, running *variant.Running,
 			if profile, err = os.Create(strings.TrimPrefix(line, "profile ")); err == nil {
 				err = pprof.StartCPUProfile(profile)
 			}
+			err = cpuProfileErr(err)
 		case line == "stop-profile" && profile != nil:
 			pprof.StopCPUProfile()
-			err, profile = profile.Close(), nil
+			err, profile = cpuProfileErr(profile.Close()), nil
 		}
 		if err != nil {
-			return fmt.Errorf("CPU profile: %w", err)
+			return err
 		}
 		var m runtime.MemStats
 		runtime.ReadMemStats(&m)
 		s := snapshot{Events: counters.Received(), Reconciles: counters.Reconciles(), Requests: wire.Requests(), Bytes: wire.Bytes(),
 			CPUSeconds: probe.CPUSeconds(), PeakRSSBytes: probe.PeakRSS(), RSSBytes: probe.RSS(), Mallocs: m.Mallocs, AllocatedBytes: m.TotalAlloc, GCCycles: m.NumGC,
-			Memory: probe.MemoryClasses(), PodUIDs: uids}
+			Memory: probe.MemoryClasses(), PodUIDs: uids, RelistPeakLiveHeapBytes: relistPeak}
+		if running.Relists != nil {
+			relists := running.Relists()
+			s.Relists = &relists
+		}
 		if err := json.NewEncoder(os.Stdout).Encode(s); err != nil {
 			return err
 		}
@@ -307,6 +324,13 @@ func (c *child) failed(during string, err error) error {
 	_ = c.cmd.Process.Kill()
 	_ = c.cmd.Wait()
 	return fmt.Errorf("variant process during %s: %w (its stderr is above)", during, err)
+}
+
+func cpuProfileErr(err error) error {
+	if err != nil {
+		return fmt.Errorf("CPU profile: %w", err)
+	}
+	return nil
 }
 
 func totalAlloc() uint64 {

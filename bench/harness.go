@@ -130,6 +130,9 @@ func newHarness(ctx context.Context, o options, tgt *target.Cluster, variants []
 			return nil, err
 		}
 	}
+	if o.has("relist") && tgt.ControlPlane == nil {
+		return nil, errRelistNotLocal
+	}
 	via, err := seedVia(o, tgt)
 	if err != nil {
 		return nil, err

@@ -100,7 +100,9 @@ func parseFlags() options {
 		"failover (two metawatch processes with leader election, cold then --warm-standby: the leader killed, the time to the first write), "+
 		"fanout (every bench namespace relabelled until every pod carries the new value: the metawatch binary as it runs by default, then at a fixed 50 writes/s, then the bare client; "+
 		"time, writes/s, a probe client's GET and another writer's patch p99, the API server's CPU; alone, it runs none of --variants), "+
-		"bill (what each variant costs the local API server beyond the same work unwatched: bytes per cached pod and per status event, its CPU in the sync and per status update, its memory; runs the firehose too).")
+		"bill (what each variant costs the local API server beyond the same work unwatched: bytes per cached pod and per status event, its CPU in the sync and per status update, its memory; runs the firehose too), "+
+		"relist (after each variant's steady window, the local kube-apiserver restarted past the variant's resourceVersion, so that it lists every pod again: "+
+		"its peak and live heap during the relist, the time to every pod received, its steady RSS after; the local control plane only, not with bill).")
 	variants := flag.String("variants", strings.Join(variant.Names(variant.All()), ","), "Variants to run, each in its own process; the first is the baseline of the ratios.")
 	flag.IntVar(&o.perNamespace, "pods-per-namespace", 10000, "Pods per namespace; converge and churn use the first namespace's.")
 	flag.IntVar(&o.concurrency, "concurrency", 16, "Concurrent reconciles of every variant, and workers of the bare client.")
@@ -143,6 +145,10 @@ func parseFlags() options {
 			fmt.Fprintf(os.Stderr, "bench: --scenarios: %q is not a scenario: give some of %s, comma-separated\n", s, strings.Join(knownScenarios, ","))
 			os.Exit(2)
 		}
+	}
+	if o.has("relist") && o.has("bill") {
+		fmt.Fprintln(os.Stderr, "bench: --scenarios: relist and bill cannot run together: the relist restarts the API server whose CPU and memory the bill reads")
+		os.Exit(2)
 	}
 	o.shardReplicas = mustInts("shard-replicas", *shardReplicas, "a positive number of replicas")
 	o.reportBinaries = mustNamedBinaries("report-binaries", *reportBinaries)
@@ -249,7 +255,7 @@ func knownVariant(name string) bool {
 }
 
 // knownScenarios are the names --scenarios takes.
-var knownScenarios = []string{"sync", "converge", "churn", "firehose", "shards", "report", "failover", "fanout", "bill"}
+var knownScenarios = []string{"sync", "converge", "churn", "firehose", "shards", "report", "failover", "fanout", "bill", "relist"}
 
 // fanOutOnly reports whether fanout is the only scenario asked for: its
 // variants are its own, and none of --variants runs.

@@ -12,8 +12,9 @@ import (
 	"github.com/metawatch/metawatch/bench/variant"
 )
 
-// measureVariant runs v in its own process on n pods: sync, then (unless it
-// only caches) converge and churn on the first namespace, as selected.
+// measureVariant runs v in its own process on n pods: sync, then a forced
+// relist and (unless it only caches) converge and churn on the first
+// namespace, as selected.
 func (h *harness) measureVariant(ctx context.Context, v variant.Variant, n int) (report.Result, error) {
 	bill, err := h.startBill(ctx)
 	if err != nil {
@@ -37,6 +38,12 @@ func (h *harness) measureVariant(ctx context.Context, v variant.Variant, n int) 
 	if h.o.steadyWindow > 0 {
 		bill.steady()
 	}
+	if h.o.has("relist") {
+		if err := h.relist(ctx, c, v, n, &r); err != nil {
+			_, _ = c.stop()
+			return r, err
+		}
+	}
 	if !v.CacheOnly {
 		if err := h.scenarios(ctx, c, v, &r); err != nil {
 			_, _ = c.stop()
@@ -53,7 +60,8 @@ func (h *harness) measureVariant(ctx context.Context, v variant.Variant, n int) 
 	// The kernel's high-water mark (VmHWM) trails the resident set by a few
 	// pages (its per-thread counters are folded in lazily): a resident set
 	// read earlier can be above it. The peak is at least any of them.
-	r.PeakRSSBytes, r.CPUSeconds = max(final.PeakRSSBytes, final.RSSBytes, r.SteadyRSSBytes), final.CPUSeconds
+	// The relist scenario reset it: the sync's peak is the one before.
+	r.PeakRSSBytes, r.CPUSeconds = max(final.PeakRSSBytes, final.RSSBytes, r.SteadyRSSBytes, r.SyncPeakRSS()), final.CPUSeconds
 	bill.into(&r)
 	return r, err
 }
@@ -62,15 +70,22 @@ func (h *harness) measureVariant(ctx context.Context, v variant.Variant, n int) 
 // takes its resident set: what it holds once the sync's garbage is collected
 // and returned to the kernel, the figure a container's memory limit is set by.
 func (h *harness) steady(ctx context.Context, c measured, r *report.Result) error {
+	var err error
+	r.SteadyRSSBytes, r.SteadyMemory, err = h.steadySet(ctx, c)
+	return err
+}
+
+// steadySet is c's resident set after --steady-window idle, and the Go
+// runtime's account of it (0 and nil: no window).
+func (h *harness) steadySet(ctx context.Context, c measured) (int64, map[string]uint64, error) {
 	if h.o.steadyWindow <= 0 {
-		return nil
+		return 0, nil, nil
 	}
 	if err := scenario.Sleep(ctx, h.o.steadyWindow); err != nil {
-		return err
+		return 0, nil, err
 	}
 	s, err := c.snapshot()
-	r.SteadyRSSBytes, r.SteadyMemory = s.RSSBytes, s.Memory
-	return err
+	return s.RSSBytes, s.Memory, err
 }
 
 // start starts v at size n: in a process of its own, or from the chart.

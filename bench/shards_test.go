@@ -3,7 +3,6 @@ package main_test
 import (
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 
@@ -23,8 +22,7 @@ import (
 func TestHarnessShards(t *testing.T) {
 	controlplane.SkipIfShort(t)
 	t.Parallel()
-	withoutKubeconfig := slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "KUBECONFIG=") }) // its own control plane
-	run, out := runBench(t, withoutKubeconfig, "--sizes", "200", "--pods-per-namespace", "100", "--scenarios", "shards", "--variants", "metawatch",
+	run, out := runBench(t, withoutKubeconfig(), "--sizes", "200", "--pods-per-namespace", "100", "--scenarios", "shards", "--variants", "metawatch",
 		"--kwok-nodes", "2", "--churn-duration", "3s", "--churn-status-rate", "20", "--steady-window", "1s")
 	if len(run.Shards) != 6 {
 		t.Fatalf("%d shard runs, want 1, 2 and 3 replicas in two modes", len(run.Shards))

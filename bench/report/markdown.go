@@ -17,6 +17,7 @@ func Markdown(run Run) string {
 		syncTable(&b, run, true)
 	}
 	receivedTable(&b, run)
+	relistTable(&b, run)
 	churnTable(&b, run)
 	convergeTable(&b, run)
 	fanOutTable(&b, run)
@@ -142,7 +143,7 @@ func syncTable(b *strings.Builder, run Run, cacheOnly bool) {
 		base := run.find(run.Baseline, r.N)
 		fmt.Fprintf(b, "| %d | %s | %d | %s | %s | %s | %s | %.2f | %s | %.2f | %d MiB | %s | %.1f |\n", r.N, r.Variant, r.Objects,
 			bytes(r, r.Sync.RetainedBytesPerObject), ratio(base, r), bytes(r, r.Sync.AllocatedBytesPerObject), bytes(r, r.Sync.ReceivedBytesPerObject),
-			r.Sync.Seconds, orDash(r.Sync.ReadySeconds, "%.2f"), r.Sync.CPUSeconds, r.PeakRSSBytes>>20, orDash(float64(r.SteadyRSSBytes>>20), "%.0f MiB"), r.CPUSeconds)
+			r.Sync.Seconds, orDash(r.Sync.ReadySeconds, "%.2f"), r.Sync.CPUSeconds, r.SyncPeakRSS()>>20, orDash(float64(r.SteadyRSSBytes>>20), "%.0f MiB"), r.CPUSeconds)
 	}
 }
 

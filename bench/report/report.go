@@ -119,7 +119,10 @@ type Result struct {
 	Converge *Converge `json:"converge,omitempty"`
 	Churn    *Churn    `json:"churn,omitempty"`
 	Firehose *Firehose `json:"firehose,omitempty"`
-	// PeakRSSBytes and CPUSeconds are the whole process's, at its end.
+	// Relist is the relist scenario's: the API server restarted, every pod listed again.
+	Relist *Relist `json:"relist,omitempty"`
+	// PeakRSSBytes and CPUSeconds are the whole process's, at its end
+	// (SyncPeakRSS is the initial sync's where a relist came after it).
 	PeakRSSBytes int64   `json:"peakRSSBytes"`
 	CPUSeconds   float64 `json:"cpuSeconds"`
 	// SteadyRSSBytes is the process's resident set after it ran idle for

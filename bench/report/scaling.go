@@ -25,7 +25,7 @@ var scalingFigures = []figure{
 	{"sync", "s", "%.1f", func(r Result) float64 { return r.Sync.Seconds }},
 	{"ready", "s", "%.1f", func(r Result) float64 { return r.Sync.ReadySeconds }},
 	{"sync CPU", "s", "%.1f", func(r Result) float64 { return r.Sync.CPUSeconds }},
-	{"peak RSS", "MiB", "%.0f", func(r Result) float64 { return inMiB(r.PeakRSSBytes) }},
+	{"peak RSS", "MiB", "%.0f", func(r Result) float64 { return inMiB(r.SyncPeakRSS()) }},
 	{"steady RSS", "MiB", "%.0f", func(r Result) float64 { return inMiB(r.SteadyRSSBytes) }},
 	{"retained heap", "MiB", "%.0f", func(r Result) float64 {
 		return r.Sync.RetainedBytesPerObject * float64(r.Objects) / (1 << 20)

@@ -18,6 +18,9 @@ func steadyMemoryTable(b *strings.Builder, run Run) {
 	var rows strings.Builder
 	for _, r := range run.Results {
 		steadyMemoryRow(&rows, r.N, r.Variant, r.SteadyRSSBytes, r.SteadyMemory)
+		if l := r.Relist; l != nil {
+			steadyMemoryRow(&rows, r.N, r.Variant+", after its relist", l.SteadyRSSBytes, l.SteadyMemory)
+		}
 	}
 	for _, s := range run.Shards {
 		for i, r := range s.Replicas {

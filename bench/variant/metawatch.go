@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
@@ -29,6 +30,20 @@ func metawatch() Variant {
 	return Variant{Name: "metawatch", Description: "metawatch: its Manager and controllers, configured by the ConfigMap below",
 		Start: func(ctx context.Context, cfg *rest.Config, spec Spec, counters *Counters) (*Running, error) {
 			return startMetawatch(ctx, cfg, spec, counters, defaultOptions())
+		}}
+}
+
+// metawatchStockInformer is metawatch with --stream-lists=false: its cache's
+// informers are client-go's, which buffer each list and relist whole before
+// the store sees any of it, where metawatch's own (package informer) store
+// each object as it comes. The before of the streaming informer's after,
+// in the same run.
+func metawatchStockInformer() Variant {
+	return Variant{Name: "metawatch-stock-informer", Description: "metawatch with --stream-lists=false: client-go's informers, which buffer each list and relist whole, instead of the streaming ones",
+		Start: func(ctx context.Context, cfg *rest.Config, spec Spec, counters *Counters) (*Running, error) {
+			opts := defaultOptions()
+			opts.StockInformers = true
+			return startMetawatch(ctx, cfg, spec, counters, opts)
 		}}
 }
 
@@ -115,6 +130,11 @@ func startMetawatch(ctx context.Context, cfg *rest.Config, spec Spec, counters *
 		return nil, err
 	}
 	opts.MetricsBindAddress = "0"
+	var relists atomic.Int64
+	if !opts.StockInformers {
+		opts.Relists = metacache.NewRelists()
+		opts.Relists.OnRelisted(podGVK.GroupKind(), func() { relists.Add(1) })
+	}
 	if spec.Shard != nil {
 		opts.ShardFilter = &metacache.ShardFilter{Cover: sharding.NewCoverage(spec.Shard.Buckets()), ServerSide: spec.Shard.ServerSide}
 	}
@@ -126,7 +146,11 @@ func startMetawatch(ctx context.Context, cfg *rest.Config, spec Spec, counters *
 		return nil, err
 	}
 	counters.readReconciles = reconcileTotal
-	return startCounted(ctx, mgr.GetCache(), mgr.Start, counters, metacache.NewObject(podGVK), metacache.NewObject(namespaceGVK))
+	running, err := startCounted(ctx, mgr.GetCache(), mgr.Start, counters, metacache.NewObject(podGVK), metacache.NewObject(namespaceGVK))
+	if err == nil && opts.Relists != nil {
+		running.Relists = relists.Load
+	}
+	return running, err
 }
 
 // reconcileTotal is controller_runtime_reconcile_total summed over metawatch's controllers.

@@ -12,6 +12,7 @@ import (
 	"os"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"google.golang.org/protobuf/encoding/protowire"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -78,6 +79,8 @@ func startReceiveOnly(ctx context.Context, cfg *rest.Config, spec Spec, counters
 		},
 		CachedPods:    func(context.Context) (int, error) { return int(w.added.Load()), nil },
 		CachedPodUIDs: func(context.Context) ([]string, error) { return nil, errors.New("receive-only keeps no pods") },
+		Relists:       w.relists.Load,
+		ExpectRelist:  func() { w.reopen.Store(true) },
 	}, nil
 }
 
@@ -98,16 +101,35 @@ type frameCounter struct {
 	added    atomic.Int64 // pods before the initial events' end
 	synced   chan struct{}
 	failed   chan error
+	// reopen: once the watch ends, open it again from the start (a
+	// relist: every pod's initial event again) instead of stopping.
+	reopen atomic.Bool
+	// relists are the initial events' ends after the first.
+	relists atomic.Int64
 }
 
+// reopenEvery is how soon receive-only tries its watch again, once told to
+// expect its end: the API server it is restarted on refuses it meanwhile.
+const reopenEvery = time.Second
+
 func (w *frameCounter) watch(ctx context.Context, client *http.Client, target string) {
-	err := w.read(ctx, client, target)
-	if ctx.Err() != nil {
-		return
+	for {
+		err := w.read(ctx, client, target)
+		if ctx.Err() != nil {
+			return
+		}
+		if !w.reopen.Load() {
+			// The counts stop here: a firehose after this would be short of events.
+			fmt.Fprintf(os.Stderr, "receive-only: the watch ended: %v\n", err)
+			w.failed <- fmt.Errorf("receive-only: the watch ended: %w", err)
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(reopenEvery):
+		}
 	}
-	// The counts stop here: a firehose after this would be short of events.
-	fmt.Fprintf(os.Stderr, "receive-only: the watch ended: %v\n", err)
-	w.failed <- fmt.Errorf("receive-only: the watch ended: %w", err)
 }
 
 func (w *frameCounter) read(ctx context.Context, client *http.Client, target string) error {
@@ -154,9 +176,14 @@ func (w *frameCounter) count(frame []byte) {
 		}
 		return
 	}
-	if !isClosed(w.synced) && bytes.Contains(frame, initialEventsEnd) {
-		close(w.synced)
+	if !bytes.Contains(frame, initialEventsEnd) {
+		return
 	}
+	if isClosed(w.synced) {
+		w.relists.Add(1)
+		return
+	}
+	close(w.synced)
 }
 
 // eventType reads a watch frame's event type, and nothing else. The API

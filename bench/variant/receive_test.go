@@ -38,13 +38,14 @@ func watchFrame(t *testing.T, eventType string, annotations map[string]string) [
 func TestFrameCounterCountsPodsUntilTheInitialEventsEnd(t *testing.T) {
 	end := map[string]string{metav1.InitialEventsAnnotationKey: "true"}
 	for name, tc := range map[string]struct {
-		frames                []string // event types; "END" is the initial events' end
-		wantEvents, wantAdded int64
-		wantSynced            bool
+		frames                             []string // event types; "END" is the initial events' end
+		wantEvents, wantAdded, wantRelists int64
+		wantSynced                         bool
 	}{
 		"pods before the end are cached and counted":     {frames: []string{"ADDED", "ADDED", "END"}, wantEvents: 2, wantAdded: 2, wantSynced: true},
 		"a bookmark that is not the end is not an event": {frames: []string{"ADDED", "BOOKMARK", "ADDED"}, wantEvents: 2, wantAdded: 2},
-		"events after the end are counted, not cached":   {frames: []string{"ADDED", "END", "MODIFIED", "MODIFIED", "BOOKMARK", "END"}, wantEvents: 3, wantAdded: 1, wantSynced: true},
+		"events after the end are counted, not cached":   {frames: []string{"ADDED", "END", "MODIFIED", "MODIFIED", "BOOKMARK"}, wantEvents: 3, wantAdded: 1, wantSynced: true},
+		"another end is a relist, its pods events":       {frames: []string{"ADDED", "END", "ADDED", "END", "ADDED", "END"}, wantEvents: 3, wantAdded: 1, wantRelists: 2, wantSynced: true},
 		"nothing before the end is an empty cache":       {frames: []string{"END"}, wantSynced: true},
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -62,6 +63,9 @@ func TestFrameCounterCountsPodsUntilTheInitialEventsEnd(t *testing.T) {
 			}
 			if got := w.added.Load(); got != tc.wantAdded {
 				t.Errorf("%d pods cached, want %d", got, tc.wantAdded)
+			}
+			if got := w.relists.Load(); got != tc.wantRelists {
+				t.Errorf("%d relists, want %d", got, tc.wantRelists)
 			}
 			if got := isClosed(w.synced); got != tc.wantSynced {
 				t.Errorf("synced %t, want %t", got, tc.wantSynced)

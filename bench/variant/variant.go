@@ -78,6 +78,15 @@ type Running struct {
 	CachedPods func(context.Context) (int, error)
 	// CachedPodUIDs are the uids of the pods in the variant's cache.
 	CachedPodUIDs func(context.Context) ([]string, error)
+	// Relists, if not nil, is the number of lists of the pods the variant
+	// has completed after its first sync, by its own account (metawatch's
+	// streaming informers, receive-only's initial-events bookmarks); nil
+	// where the variant cannot tell (client-go's informers).
+	Relists func() int64
+	// ExpectRelist, if not nil, tells a variant that would otherwise stop
+	// at the end of its watch (receive-only) to open it again from the
+	// start, as a relist: the relist scenario is about to end it.
+	ExpectRelist func()
 }
 
 // Variant is one way to run the rule (or, CacheOnly, to cache the pods).
@@ -101,7 +110,7 @@ var (
 
 // All is every variant: the controllers first, typed (the baseline) at the head.
 func All() []Variant {
-	return append([]Variant{typed(), metadataOnly(), metadataInformer(), metawatch(), metawatchHTTP2(), metawatchBookmarkEach(), metawatchDecodeAll(), metawatchGCByLimit(),
+	return append([]Variant{typed(), metadataOnly(), metadataInformer(), metawatch(), metawatchStockInformer(), metawatchHTTP2(), metawatchBookmarkEach(), metawatchDecodeAll(), metawatchGCByLimit(),
 		onOneP(metawatch(), "metawatch with GOMAXPROCS=1, as the chart runs it"),
 		onOneP(metawatchHTTP2(), "metawatch-http2 with GOMAXPROCS=1: HTTP/2 watches as the chart ran them before #14"),
 		onOneP(metawatchMemoryLimit("256Mi"), "metawatch as the chart runs it with resources.limits.memory 256Mi: GOMAXPROCS=1 and --container-memory-limit=256Mi"),

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
 )
 
 // fakeAPI is an API server of metadata objects for the tests: a resourceVersion
@@ -40,6 +41,8 @@ type fakeAPI struct {
 	// requests lists them with their resourceVersion.
 	opened   map[string]int
 	requests []string
+	// timeouts are the timeoutSeconds of the watch-lists and the watches.
+	timeouts map[string][]int64
 	// fail answers the next watches of a client with these errors.
 	fail map[string][]error
 }
@@ -47,7 +50,7 @@ type fakeAPI struct {
 var podGVK = schema.GroupVersionKind{Version: "v1", Kind: "Pod"}
 
 func newFakeAPI() *fakeAPI {
-	return &fakeAPI{objects: map[string]*metav1.PartialObjectMetadata{}, cut: map[string]int{}, pages: map[string][]*metav1.PartialObjectMetadata{}, opened: map[string]int{}, fail: map[string][]error{}}
+	return &fakeAPI{objects: map[string]*metav1.PartialObjectMetadata{}, cut: map[string]int{}, pages: map[string][]*metav1.PartialObjectMetadata{}, opened: map[string]int{}, fail: map[string][]error{}, timeouts: map[string][]int64{}}
 }
 
 // set creates or updates the object ns/name with labels.
@@ -177,6 +180,7 @@ func (f *fakeAPI) watch(client string, o metav1.ListOptions) (watch.Interface, e
 	if o.SendInitialEvents != nil && *o.SendInitialEvents {
 		f.opened[client+" watch-list"]++
 		f.requests = append(f.requests, "watch-list rv="+o.ResourceVersion)
+		f.timeouts["watch-list"] = append(f.timeouts["watch-list"], ptr.Deref(o.TimeoutSeconds, 0))
 		if f.noWatchList {
 			return nil, apierrors.NewInvalid(schema.GroupKind{Kind: "ListOptions"}, "", nil)
 		}
@@ -189,6 +193,7 @@ func (f *fakeAPI) watch(client string, o metav1.ListOptions) (watch.Interface, e
 	}
 	f.opened[client+" watch"]++
 	f.requests = append(f.requests, "watch rv="+o.ResourceVersion)
+	f.timeouts["watch"] = append(f.timeouts["watch"], ptr.Deref(o.TimeoutSeconds, 0))
 	from, err := strconv.ParseUint(o.ResourceVersion, 10, 64)
 	if err != nil {
 		return nil, apierrors.NewBadRequest("a watch needs a resourceVersion here")

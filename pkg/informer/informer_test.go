@@ -99,6 +99,35 @@ func TestWatchListThenWatch(t *testing.T) {
 	})
 }
 
+// A watch-list asks for an hour or two, a watch for 5 to 10 minutes: the
+// initial events of a million objects from a busy API server take longer
+// than a watch's timeout, and a list cut by it begins again from nothing.
+func TestAWatchListHasTimeToStreamAMillionObjects(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		api := newFakeAPI()
+		pods(api, 3)
+		inf, stop := run(t, api, informer.Options{}, newRecorder())
+		defer stop()
+		settle(t, api, inf)
+		api.endWatches(false) // a watch from the last resourceVersion
+		settle(t, api, inf)
+		api.endWatches(true) // a 410: a relist, another watch-list
+		settle(t, api, inf)
+		api.mu.Lock()
+		defer api.mu.Unlock()
+		for kind, least := range map[string]int64{"watch-list": 3600, "watch": 300} {
+			for _, s := range api.timeouts[kind] {
+				if s < least || s > 2*least {
+					t.Errorf("a %s asked for a timeout of %d s, want %d to %d", kind, s, least, 2*least)
+				}
+			}
+		}
+		if len(api.timeouts["watch-list"]) < 2 || len(api.timeouts["watch"]) == 0 {
+			t.Errorf("requests %v, want two watch-lists and a watch", api.requests)
+		}
+	})
+}
+
 // A relist (the watch expired) stores over what the informer holds, and
 // sweeps what it did not bring, marked or not, with a delete of a
 // DeletedFinalStateUnknown; Relisting is true meanwhile, and the relist's

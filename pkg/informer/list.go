@@ -35,7 +35,7 @@ func (l *loop) watchList(ctx context.Context) (watch.Interface, error) {
 		l.begin()
 		start := time.Now()
 		w, err := l.i.lw.WatchWithContext(ctx, metav1.ListOptions{ResourceVersion: rv, ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan,
-			SendInitialEvents: ptr.To(true), AllowWatchBookmarks: true, TimeoutSeconds: watchTimeout()})
+			SendInitialEvents: ptr.To(true), AllowWatchBookmarks: true, TimeoutSeconds: watchListTimeout()})
 		if err == nil {
 			var ended bool
 			if ended, err = l.initialEvents(ctx, w, start); ended && err == nil {

@@ -28,6 +28,12 @@ const (
 	backoffMax      = 30 * time.Second
 	backoffReset    = 2 * time.Minute
 	minWatchTimeout = 5 * time.Minute
+	// minWatchListTimeout is a watch-list's, random in [1h, 2h]: its
+	// initial events must all come before its timeout, or the list begins
+	// again from nothing. A million objects from a busy API server take
+	// longer than a watch's 5-10 minutes (the list never ended); the
+	// stream goes on as the watch after the bookmark.
+	minWatchListTimeout = time.Hour
 )
 
 // loop is the informer's list/watch loop and its state between attempts.
@@ -221,8 +227,13 @@ func (l *loop) backOff(ctx context.Context) {
 	}
 }
 
-func watchTimeout() *int64 {
-	s := int64(minWatchTimeout.Seconds() * (1 + rand.Float64()))
+func watchTimeout() *int64 { return randomTimeout(minWatchTimeout) }
+
+func watchListTimeout() *int64 { return randomTimeout(minWatchListTimeout) }
+
+// randomTimeout is a timeout in seconds, random in [least, 2*least].
+func randomTimeout(least time.Duration) *int64 {
+	s := int64(least.Seconds() * (1 + rand.Float64()))
 	return &s
 }
 

@@ -81,9 +81,9 @@ func TestTheCacheClientSpeaksHTTP1OverItsOwnDialer(t *testing.T) {
 				dials++
 				return dial(ctx, network, address)
 			}
-			resp := getThroughCacheClient(t, srv.URL, wire.Options{WatchOverHTTP2: tc.overHTTP2})
-			if resp.Proto != tc.wantProtocol || dials != tc.wantDials {
-				t.Errorf("%s after %d dials of the cache's dialer, want %s after %d", resp.Proto, dials, tc.wantProtocol, tc.wantDials)
+			proto := getThroughCacheClient(t, srv.URL, wire.Options{WatchOverHTTP2: tc.overHTTP2})
+			if proto != tc.wantProtocol || dials != tc.wantDials {
+				t.Errorf("%s after %d dials of the cache's dialer, want %s after %d", proto, dials, tc.wantProtocol, tc.wantDials)
 			}
 		})
 	}
@@ -115,8 +115,9 @@ func TestTheCacheClientAsksForGzipUnlessUncompressed(t *testing.T) {
 	}
 }
 
-// getThroughCacheClient GETs url through the cache's HTTP client for o.
-func getThroughCacheClient(t *testing.T, url string, o wire.Options) *http.Response {
+// getThroughCacheClient GETs url through the cache's HTTP client for o, and
+// returns the protocol of the response.
+func getThroughCacheClient(t *testing.T, url string, o wire.Options) string {
 	t.Helper()
 	c, err := cacheHTTPClient(&rest.Config{Host: url, TLSClientConfig: rest.TLSClientConfig{Insecure: true}}, o)
 	if err != nil {
@@ -127,5 +128,5 @@ func getThroughCacheClient(t *testing.T, url string, o wire.Options) *http.Respo
 		t.Fatal(err)
 	}
 	_ = resp.Body.Close()
-	return resp
+	return resp.Proto
 }

@@ -14,10 +14,13 @@ import (
 // time metawatch puts it back) would fight forever, each write undoing the
 // other. takeovers counts, per object and key, how often another manager took
 // a key metawatch owned; past maxTakeovers within takeoverWindow, metawatch
-// stops taking that key back (see ruleReconciler.yield).
+// stops taking that key back (see ruleReconciler.yield). The window is long
+// enough for a slow undoer: a controller that strips a key from 10,000
+// objects takes minutes a round, and undos spread over a window of five
+// minutes never met, so the two wrote for ever.
 const (
 	maxTakeovers   = 3
-	takeoverWindow = 5 * time.Minute
+	takeoverWindow = 30 * time.Minute
 )
 
 type takeovers struct {

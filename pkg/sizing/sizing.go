@@ -16,13 +16,13 @@ import "fmt"
 
 const (
 	// BaseMiB is the resident set with no object cached.
-	BaseMiB = 48
+	BaseMiB = 64
 	// SteadyBytesPerObject is what each cached object adds to the steady
 	// resident set.
 	SteadyBytesPerObject = 512
 	// PeakBytesPerObject is what each object adds to the resident set at
 	// the peak of a list or relist.
-	PeakBytesPerObject = 640
+	PeakBytesPerObject = 1000
 	// LimitPercent is the limit against the peak: the Go runtime's soft
 	// memory limit is 90% of the container's (memlimit.Share), and the GC
 	// works hard as the heap nears it, so the peak must sit well below.

@@ -7,12 +7,12 @@ func TestFor(t *testing.T) {
 		objects int64
 		want    Resources
 	}{
-		"no objects get the floors":            {0, Resources{RequestMiB: 64, LimitMiB: 256}},
-		"a negative count is taken for none":   {-5, Resources{RequestMiB: 64, LimitMiB: 256}},
-		"ten thousand objects are the floors":  {10_000, Resources{RequestMiB: 64, LimitMiB: 256}},
-		"a hundred thousand":                   {100_000, Resources{RequestMiB: 112, LimitMiB: 256}},
-		"a million: the limit over the peak":   {1_000_000, Resources{RequestMiB: 544, LimitMiB: 832}},
-		"five million, past what was measured": {5_000_000, Resources{RequestMiB: 2496, LimitMiB: 3904}},
+		"no objects get the floors":               {0, Resources{RequestMiB: 64, LimitMiB: 256}},
+		"a negative count is taken for none":      {-5, Resources{RequestMiB: 64, LimitMiB: 256}},
+		"ten thousand objects: the limit's floor": {10_000, Resources{RequestMiB: 80, LimitMiB: 256}},
+		"a hundred thousand":                      {100_000, Resources{RequestMiB: 128, LimitMiB: 256}},
+		"a million: the limit over the peak":      {1_000_000, Resources{RequestMiB: 560, LimitMiB: 1280}},
+		"five million, past what was measured":    {5_000_000, Resources{RequestMiB: 2512, LimitMiB: 6080}},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -219,8 +219,8 @@ equal.
 {{- $n := int64 (.Values.sizing.expectedObjects | default 0) -}}
 {{- if gt $n 0 -}}
 {{- $mib := 1048576 -}}
-{{- $steady := add 48 (div (sub (add (mul $n 512) $mib) 1) $mib) -}}
-{{- $peak := add 48 (div (sub (add (mul $n 640) $mib) 1) $mib) -}}
+{{- $steady := add 64 (div (sub (add (mul $n 512) $mib) 1) $mib) -}}
+{{- $peak := add 64 (div (sub (add (mul $n 1000) $mib) 1) $mib) -}}
 {{- $request := max 64 (mul (div (add $steady 15) 16) 16) -}}
 {{- $limit := max 256 (mul (div (add (div (add (mul $peak 125) 99) 100) 63) 64) 64) -}}
 {{- $_ := set $r "requests" (merge (dict "memory" (printf "%dMi" $request)) ($r.requests | default dict)) -}}

@@ -1,0 +1,221 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/metawatch/metawatch/bench/probe"
+	"github.com/metawatch/metawatch/bench/report"
+	"github.com/metawatch/metawatch/bench/scenario"
+	"github.com/metawatch/metawatch/bench/variant"
+)
+
+// The relist scenario: after a variant's sync and steady window, the local
+// kube-apiserver is stopped, etcd's revision is moved on past anything the
+// variant's watch has seen, and the API server is started again. Its watch
+// cache then begins after the variant's last resourceVersion, so the
+// variant's resumed watch is answered 410 Gone and it lists every pod again:
+// what an informer meets in production after an API server restart or an
+// etcd compaction. The child's peak resident set is reset just before, and
+// its live heap followed, until it has every pod again.
+
+// relistRevisions is how many revisions etcd is moved on while the API
+// server is stopped. One is not enough: a watch cache that starts at
+// revision R serves a watch from R-1 (it has every event after it: none).
+const relistRevisions = 10
+
+// relistKey is where the revisions are written: outside the API server's
+// prefix (/registry), so that no API object changes.
+const relistKey = "/metawatch-bench/relist"
+
+// relistTimeout bounds a variant's relist, from the API server's start:
+// at a million pods a sync took about 260 s here, and client-go backs off
+// for up to 30 s between tries while the API server is down.
+const relistTimeout = 20 * time.Minute
+
+// relistBytesShare is the least share of its sync's bytes of pods a variant
+// must receive again for its relist to count: a resumed watch brings none.
+const relistBytesShare = 0.9
+
+// errRelistNotLocal: the harness restarts only a kube-apiserver it runs.
+var errRelistNotLocal = errors.New("the relist scenario restarts kube-apiserver, which the harness can do only on the local control plane it starts itself " +
+	"(no --kind, --kubeconfig, $KUBECONFIG or --local-cluster)")
+
+// relist runs the relist scenario on the variant c at n pods and adds its
+// figures to r.
+func (h *harness) relist(ctx context.Context, c measured, v variant.Variant, n int, r *report.Result) error {
+	ch, ok := c.(*child)
+	if !ok || h.controlPlane == nil {
+		fmt.Fprintf(os.Stderr, "bench: %d pods: %s: no relist (%v)\n", n, v.Name, errRelistNotLocal)
+		return nil
+	}
+	before, err := ch.snapshot()
+	if err != nil {
+		return err
+	}
+	l := &report.Relist{PeakBeforeRSSBytes: max(before.PeakRSSBytes, before.RSSBytes, r.SteadyRSSBytes)}
+	r.Relist = l
+	start, err := ch.ask("relist-begin")
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "bench: %d pods: %s: restarting kube-apiserver past its resourceVersion to make it relist\n", n, v.Name)
+	stopped := time.Now()
+	if err := h.restartPastRevision(ctx); err != nil {
+		return fmt.Errorf("relist: %w", err)
+	}
+	served := time.Now()
+	l.RestartSeconds = served.Sub(stopped).Seconds()
+	minBytes := int64(relistBytesShare * syncPodBytes(r))
+	relisted, err := waitRelisted(ctx, ch, start, n, minBytes)
+	if err != nil {
+		return fmt.Errorf("relist: %w", err)
+	}
+	l.Seconds = relisted.Sub(served).Seconds()
+	if err := relistEnd(ch, start, l); err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "bench: %d pods: %s relisted %.1f s after the API server was ready again: peak %.0f MiB (before: %.0f MiB)\n",
+		n, v.Name, l.Seconds, float64(l.PeakRSSBytes)/(1<<20), float64(l.PeakBeforeRSSBytes)/(1<<20))
+	l.SteadyRSSBytes, l.SteadyMemory, err = h.steadySet(ctx, ch)
+	return err
+}
+
+// relistEnd waits for the variant to go quiet, ends the child's watch of
+// its peak and records what the relist cost in l; a variant that counts its
+// relists must have counted one.
+func relistEnd(ch *child, start snapshot, l *report.Relist) error {
+	quiet, err := quietSnapshot(ch)
+	if err != nil {
+		return err
+	}
+	for deadline := time.Now().Add(30 * time.Second); quiet.Relists != nil && *quiet.Relists <= relistsOf(start) && time.Now().Before(deadline); {
+		time.Sleep(250 * time.Millisecond)
+		if quiet, err = ch.snapshot(); err != nil {
+			return err
+		}
+	}
+	end, err := ch.ask("relist-end")
+	if err != nil {
+		return err
+	}
+	l.Events, l.PodBytes, l.CPUSeconds = quiet.Events-start.Events, podBytes(quiet.Bytes)-podBytes(start.Bytes), quiet.CPUSeconds-start.CPUSeconds
+	l.PeakRSSBytes, l.PeakLiveHeapBytes = max(end.PeakRSSBytes, end.RSSBytes), end.RelistPeakLiveHeapBytes
+	if quiet.Relists != nil {
+		counted := *quiet.Relists - relistsOf(start)
+		l.Relists = &counted
+		if counted < 1 {
+			return fmt.Errorf("relist: the variant received every pod again but counted no relist of its own")
+		}
+	}
+	return nil
+}
+
+func relistsOf(s snapshot) int64 {
+	if s.Relists == nil {
+		return 0
+	}
+	return *s.Relists
+}
+
+// restartPastRevision stops the local kube-apiserver, moves etcd's
+// revision on by relistRevisions and starts the API server again (until it
+// is ready; the variant's relist is what shows it serves every pod).
+func (h *harness) restartPastRevision(ctx context.Context) error {
+	cp := h.controlPlane
+	etcd, err := clientv3.New(clientv3.Config{Endpoints: []string{cp.EtcdURL()}, DialTimeout: 10 * time.Second, Context: ctx})
+	if err != nil {
+		return fmt.Errorf("connecting to etcd at %s: %w", cp.EtcdURL(), err)
+	}
+	defer etcd.Close()
+	if err := cp.StopAPIServer(); err != nil {
+		return fmt.Errorf("stopping kube-apiserver: %w", err)
+	}
+	var moveErr error
+	for i := range relistRevisions {
+		if _, err := etcd.Put(ctx, relistKey, strconv.Itoa(i)); err != nil {
+			moveErr = fmt.Errorf("moving etcd's revision on: %w", err)
+			break
+		}
+	}
+	if err := cp.StartAPIServer(); err != nil {
+		return fmt.Errorf("starting kube-apiserver again: %w", err)
+	}
+	return moveErr
+}
+
+// waitRelisted waits until the variant has received, since start, an event
+// for each of the n pods and at least minBytes of pod lists and watches: a
+// relist, not a resumed watch, which brings neither. It returns when.
+func waitRelisted(ctx context.Context, ch *child, start snapshot, n int, minBytes int64) (time.Time, error) {
+	deadline := time.Now().Add(relistTimeout)
+	for {
+		s, err := ch.snapshot()
+		if err != nil {
+			return time.Time{}, err
+		}
+		events, bytes := s.Events-start.Events, podBytes(s.Bytes)-podBytes(start.Bytes)
+		if events >= int64(n) && bytes >= minBytes {
+			return time.Now(), nil
+		}
+		if time.Now().After(deadline) {
+			return time.Time{}, fmt.Errorf("no relist within %s of the API server's restart: %d events of the %d pods and %d bytes of pods received, want all and at least %d",
+				relistTimeout, events, n, bytes, minBytes)
+		}
+		if err := scenario.Sleep(ctx, 250*time.Millisecond); err != nil {
+			return time.Time{}, err
+		}
+	}
+}
+
+// syncPodBytes is the bytes of pod lists and watches the variant received
+// in its initial sync.
+func syncPodBytes(r *report.Result) float64 {
+	var perPod float64
+	for key, b := range r.Sync.ReceivedBytesPerObjectByKey {
+		if probe.IsPodData(key) {
+			perPod += b
+		}
+	}
+	return perPod * float64(r.Objects)
+}
+
+// relistWatch is the child's side of the scenario: told the relist is
+// coming (relist-begin), it resets its peak resident set, lets a variant
+// that would stop at its watch's end open it again, and follows its live
+// heap (writing a heap profile at each new most, with --heap-profiles)
+// until the relist is over (relist-end).
+type relistWatch struct {
+	o          options
+	v          variant.Variant
+	running    *variant.Running
+	peak       *probe.LiveHeapPeak
+	profileErr error
+}
+
+func (w *relistWatch) begin() error {
+	if w.running.ExpectRelist != nil {
+		w.running.ExpectRelist()
+	}
+	if err := probe.ResetPeakRSS("self"); err != nil {
+		return fmt.Errorf("resetting the peak resident set: %w", err)
+	}
+	w.peak = probe.WatchLiveHeap(100*time.Millisecond, func(uint64) { w.profileErr = writeHeapProfile(w.o, w.v, "relist-peak") })
+	return nil
+}
+
+// end stops following the live heap and returns the most it saw.
+func (w *relistWatch) end() (uint64, error) {
+	if w.peak == nil {
+		return 0, errors.New("relist-end before relist-begin")
+	}
+	most := w.peak.Stop()
+	w.peak = nil
+	return most, w.profileErr
+}
