@@ -84,7 +84,7 @@ func run(ctx context.Context, opts options) error {
 		Config: cfg, Source: opts.source, Controller: opts.controller, Mode: opts.mode, Leader: leader, Initial: conf, ShutdownTimeout: budget.generation, Limits: &opts.limits, RemovalBrake: &opts.removalBrake,
 		Recorder: mgr.GetEventRecorder(rulecontroller.EventSource), Log: ctrl.Log.WithName("reload"), Wire: mgrOpts.Wire, StockInformers: mgrOpts.StockInformers,
 		Installation: installation(opts), PolicyOwner: opts.policyOwner,
-		Pacer: pacer, BrakeRecord: brakeRecord(opts),
+		Pacer: pacer, BrakeRecord: brakeRecord(opts), OpenReports: opts.openReports, ReportResults: opts.reportResults, EventWritesPerMinute: opts.eventWrites,
 	}
 	if opts.mode == authority.Sharded {
 		if reloader.Sharding, err = addSharding(ctx, mgr, cfg, opts); err != nil {

@@ -31,10 +31,12 @@ const auditRule = "shard-owner"
 // Kinds every sharded replica caches whole (Namespaces, Nodes) are audited by
 // the replica holding each object's bucket only: metawatch_rule_violations
 // and metawatch_rule_objects_off summed over the replicas are the number of
-// violating objects, and each gets one MissingRequiredMetadata Event. When a
-// replica joins, the buckets that move go with their counts (the old holder
-// drops them, the new one counts them) and a moved object's Event may be
-// repeated once, by its new holder; when it leaves, they come back.
+// violating objects, and the aggregate MissingRequiredMetadata Events count
+// each once (a Namespace's in itself, the Nodes' together on the selectors
+// ConfigMap). When a replica joins, the buckets that move go with their
+// counts (the old holder drops them, the new one counts them) and a moved
+// object may be told once more, by its new holder; when it leaves, they
+// come back.
 func TestShardedReplicasAuditEachObjectOnce(t *testing.T) {
 	controlplane.SkipIfShort(t)
 	c := testkit.Client(t, cp.Config)
@@ -49,35 +51,48 @@ func TestShardedReplicasAuditEachObjectOnce(t *testing.T) {
 	waitBucketsHeldAsAssigned(t, c, ns, "replica-a", "replica-b")
 	objects := auditedObjects(t, c)
 
-	waitAuditExact(t, c, objects, "two settled replicas", a, b)
-	for uid, o := range objects {
-		if n := auditEvents(t, c)[uid]; n != 1 {
-			t.Errorf("%s %s got %d MissingRequiredMetadata Events from two replicas, want 1", o.kind, o.name, n)
+	waitAuditExact(t, c, ns, objects, "two settled replicas", a, b)
+	settled := auditEvents(t, c, ns, objects)
+	for _, o := range objects {
+		if n := settled[eventKey(o)]; o.kind == "Namespace" && n != 1 {
+			t.Errorf("%s %s is counted %d times in MissingRequiredMetadata Events from two replicas, want 1", o.kind, o.name, n)
 		}
+	}
+	if n := settled["Node"]; n != nodeViolators() {
+		t.Errorf("the Nodes are counted %d times in MissingRequiredMetadata Events from two replicas, want %d", n, nodeViolators())
 	}
 
 	before := sharding.Assign([]string{"replica-a", "replica-b"})
 	joined := startShardedReplica(t, ns, "replica-c")
 	waitBucketsHeldAsAssigned(t, c, ns, "replica-a", "replica-b", "replica-c")
-	waitAuditExact(t, c, objects, "a third replica taking its buckets", a, b, joined)
+	waitAuditExact(t, c, ns, objects, "a third replica taking its buckets", a, b, joined)
 	after := sharding.Assign([]string{"replica-a", "replica-b", "replica-c"})
-	events, moved := auditEvents(t, c), 0
+	events, moved, movedNodes := auditEvents(t, c, ns, objects), 0, 0
 	for uid, o := range objects {
 		bucket := sharding.BucketOf(uid)
 		if before[bucket] != after[bucket] {
 			moved++
+			if o.kind == "Node" {
+				movedNodes++
+			}
+		}
+		if o.kind != "Namespace" {
+			continue
 		}
 		want := map[bool]string{true: "1 or 2 (its new holder may say it once more)", false: "1"}[before[bucket] != after[bucket]]
-		if n := events[uid]; n < 1 || n > 2 || (before[bucket] == after[bucket] && n != 1) {
-			t.Errorf("%s %s (bucket %s, %s -> %s) has %d MissingRequiredMetadata Events, want %s", o.kind, o.name, bucket, before[bucket], after[bucket], n, want)
+		if n := events[eventKey(o)]; n < 1 || n > 2 || (before[bucket] == after[bucket] && n != 1) {
+			t.Errorf("%s %s (bucket %s, %s -> %s) is counted %d times in MissingRequiredMetadata Events, want %s", o.kind, o.name, bucket, before[bucket], after[bucket], n, want)
 		}
+	}
+	if n, nodes := events["Node"], nodeViolators(); n < nodes || n > nodes+movedNodes {
+		t.Errorf("the Nodes are counted %d times in MissingRequiredMetadata Events, want %d to %d (%d moved, each may be told once more)", n, nodes, nodes+movedNodes, movedNodes)
 	}
 
 	t.Logf("a third replica joining moved %d of the %d violating objects' buckets", moved, len(objects))
 
 	joined.stop(t, syscall.SIGTERM)
 	waitBucketsHeldAsAssigned(t, c, ns, "replica-a", "replica-b")
-	waitAuditExact(t, c, objects, "the third replica's clean stop", a, b)
+	waitAuditExact(t, c, ns, objects, "the third replica's clean stop", a, b)
 }
 
 // auditedObject is a violating object of the test, by uid.
@@ -116,8 +131,8 @@ func auditedObjects(t *testing.T, c client.Client) map[types.UID]auditedObject {
 // metawatch_rule_objects_off{reason=violation} count, for each audited kind,
 // the violators of the buckets it holds (as rendezvous hashing assigns them
 // among the replicas), which add up to the kind's violators, and every
-// violator has an Event; it fails with the last counts seen.
-func waitAuditExact(t *testing.T, c client.Client, objects map[types.UID]auditedObject, after string, replicas ...*shardedReplica) {
+// violator is counted in the aggregate Events; it fails with the last counts seen.
+func waitAuditExact(t *testing.T, c client.Client, ns string, objects map[types.UID]auditedObject, after string, replicas ...*shardedReplica) {
 	t.Helper()
 	var names []string
 	for _, r := range replicas {
@@ -134,10 +149,11 @@ func waitAuditExact(t *testing.T, c client.Client, objects map[types.UID]audited
 	deadline := time.Now().Add(testkit.Timeout)
 	for {
 		ok, seen := auditCounts(replicas, want)
-		events := auditEvents(t, c)
-		for uid := range objects {
-			ok = ok && events[uid] > 0
+		events := auditEvents(t, c, ns, objects)
+		for _, o := range objects {
+			ok = ok && events[eventKey(o)] > 0
 		}
+		ok = ok && events["Node"] >= nodeViolators()
 		if ok {
 			return
 		}
@@ -173,24 +189,40 @@ func auditCounts(replicas []*shardedReplica, want map[string]map[string]int) (ex
 	return exact, strings.Join(lines, "\n")
 }
 
-// auditEvents counts metawatch's MissingRequiredMetadata Events by the uid
-// of the object they regard, a series counting as its length (those about
-// cluster-scoped objects are in namespace default).
-func auditEvents(t *testing.T, c client.Client) map[types.UID]int {
+// auditEvents counts what metawatch's aggregate MissingRequiredMetadata
+// Events say of the audited objects, a series counting as its length: per
+// Namespace (its Events are in itself, eventKey), and the Nodes together
+// (cluster-scoped: on the selectors ConfigMap, in namespace ns).
+func auditEvents(t *testing.T, c client.Client, ns string, objects map[types.UID]auditedObject) map[string]int {
 	t.Helper()
-	var list eventsv1.EventList
-	if err := c.List(t.Context(), &list, client.InNamespace(metav1.NamespaceDefault)); err != nil {
-		t.Fatal(err)
+	out := map[string]int{}
+	for _, o := range objects {
+		if o.kind == "Namespace" {
+			out[eventKey(o)] = testkit.Occurrences(testkit.AggregateEvents(t, c, o.name, rulecontroller.ReasonMissingRequired, auditRule))
+		}
 	}
-	out := map[types.UID]int{}
-	for _, e := range list.Items {
-		if e.Reason == rulecontroller.ReasonMissingRequired && e.ReportingController == rulecontroller.EventSource {
-			n := 1
-			if e.Series != nil {
-				n = max(1, int(e.Series.Count))
-			}
-			out[e.Regarding.UID] += n
+	for _, e := range testkit.AggregateEvents(t, c, ns, rulecontroller.ReasonMissingRequired, auditRule) {
+		if e.Regarding.Kind == "ConfigMap" {
+			out["Node"] += testkit.Occurrences([]eventsv1.Event{e})
 		}
 	}
 	return out
+}
+
+// eventKey is where auditEvents counts o.
+func eventKey(o auditedObject) string {
+	if o.kind == "Node" {
+		return "Node"
+	}
+	return o.kind + "/" + o.name
+}
+
+// nodeViolators is how many violating Nodes the test makes.
+func nodeViolators() int {
+	for _, k := range auditedKinds {
+		if k.kind == "Node" {
+			return k.violators
+		}
+	}
+	return 0
 }

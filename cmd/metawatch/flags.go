@@ -2,6 +2,7 @@ package main
 
 import (
 	"flag"
+	"fmt"
 	"strconv"
 	"time"
 
@@ -12,8 +13,10 @@ import (
 	"github.com/metawatch/metawatch/pkg/authority/pace"
 	"github.com/metawatch/metawatch/pkg/brake"
 	"github.com/metawatch/metawatch/pkg/config"
+	"github.com/metawatch/metawatch/pkg/eventdigest"
 	"github.com/metawatch/metawatch/pkg/metamanager"
 	"github.com/metawatch/metawatch/pkg/reload"
+	"github.com/metawatch/metawatch/pkg/reports"
 	"github.com/metawatch/metawatch/pkg/rulecontroller"
 	"github.com/metawatch/metawatch/pkg/wire"
 )
@@ -44,6 +47,12 @@ type options struct {
 	containerMemoryLimit string
 	// brakeRecord is --removal-brake-record (brakeRecord).
 	brakeRecord string
+	// openReports is --open-reports (reload.Reloader.OpenReports), and
+	// reportResults --open-reports-max-results (reload.Reloader.ReportResults).
+	openReports   bool
+	reportResults int
+	// eventWrites is --event-writes-per-minute (reload.Reloader.EventWritesPerMinute).
+	eventWrites int
 }
 
 // parseFlags parses args on flag.CommandLine, where controller-runtime has
@@ -110,6 +119,14 @@ func bindFlags(fs *flag.FlagSet) *options {
 	fs.BoolVar(&o.controller.DryRun, "dry-run", false, "Compute every rule's writes, log and count them (result=\"dry-run\"), and write nothing: no key, no admission policy, and no delete either. "+
 		"Admission policies an earlier run of this installation left go on writing at creation: metawatch reports them (metawatch_admission_cleanup_blocked{reason=\"dry-run\"}, "+
 		"an Event) with the kubectl line that deletes them.")
+	fs.IntVar(&o.eventWrites, "event-writes-per-minute", eventdigest.DefaultWritesPerMinute, "The most Event writes a minute for what the rules find (MissingRequiredMetadata, "+
+		"LabelConflict, OwnershipFight, KeysLeftByGuardrail). Objects are never told one Event each: each is folded into one Event per reason, rule, kind and namespace, "+
+		"written at most every 30 s; what this bound holds back waits for the next round (metawatch_events_folded_total, metawatch_events_dropped_total).")
+	fs.BoolVar(&o.openReports, "open-reports", false, "Keep what the rules find as OpenReports reports (openreports.io/v1alpha1): one Report per namespace with results and one ClusterReport, "+
+		"current within a minute, at most --open-reports-max-results results each (the rest counted in the summary). Needs the CRDs (Kyverno 1.15 and Policy Reporter install them; so does the chart's "+
+		"openReports.installCRDs) and create, patch, delete, list on reports and clusterreports. Sharded, each replica writes its own, named after it.")
+	fs.IntVar(&o.reportResults, "open-reports-max-results", reports.DefaultMaxResults, fmt.Sprintf("With --open-reports: the most results one report lists, fails first; its summary counts the others. "+
+		"A result is about 430 bytes: at most %d, so that a report stays well within the API server's 1.5 MiB per object.", reports.MaxResultsLimit))
 	fs.BoolVar(&o.version, "version", false, "Print the version and exit.")
 	// Errors are explained in their message; stack traces are for panics (--zap-stacktrace-level overrides).
 	o.zap.StacktraceLevel = zapcore.PanicLevel

@@ -25,7 +25,7 @@ var flagGroups = []struct {
 	title string
 	names []string
 }{
-	{"Configuration", []string{"config-map", "config-file", "wait-for-config", "dry-run", "events-include-values", "field-manager", "adopt-field-manager"}},
+	{"Configuration", []string{"config-map", "config-file", "wait-for-config", "dry-run", "events-include-values", "event-writes-per-minute", "open-reports", "open-reports-max-results", "field-manager", "adopt-field-manager"}},
 	{"Guardrails (what any configuration may make rules write)", []string{"writable-kinds", "protected-keys", "allowed-reserved-keys",
 		"write-namespaces", "exclude-write-namespaces", "allow-at-creation", "admission-policy-owner",
 		"removal-brake-objects", "removal-brake-share", "removal-brake-window", "removal-brake-record"}},

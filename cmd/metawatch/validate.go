@@ -11,6 +11,7 @@ import (
 
 	"github.com/metawatch/metawatch/pkg/authority"
 	"github.com/metawatch/metawatch/pkg/metamanager"
+	"github.com/metawatch/metawatch/pkg/reports"
 )
 
 // validateFlags checks every flag that can be checked without the API server,
@@ -34,6 +35,8 @@ func validateFlags(opts options) (authority.Mode, error) {
 		opts.removalBrake.Validate(),
 		brakeRecordValid(opts.brakeRecord),
 		opts.writeRate.Validate(),
+		atLeastOne("--event-writes-per-minute", opts.eventWrites),
+		reportResultsValid(opts.reportResults),
 	)
 }
 
@@ -67,6 +70,16 @@ func adoptFieldManagerValid(own, adopt string) error {
 func bookmarkIntervalValid(d time.Duration) error {
 	if d < 0 {
 		return fmt.Errorf("--unchanged-bookmark-interval=%s: want 0 (a bookmark for every unchanged event left out) or a positive duration such as 1s (the default)", d)
+	}
+	return nil
+}
+
+// reportResultsValid checks --open-reports-max-results: 1 to
+// reports.MaxResultsLimit.
+func reportResultsValid(n int) error {
+	if n < 1 || n > reports.MaxResultsLimit {
+		return fmt.Errorf("--open-reports-max-results=%d: want 1 to %d (the default is %d): a report's results are one object, and the API server refuses objects over 1.5 MiB",
+			n, reports.MaxResultsLimit, reports.DefaultMaxResults)
 	}
 	return nil
 }

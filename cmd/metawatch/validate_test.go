@@ -65,6 +65,18 @@ func TestValidateFlags(t *testing.T) {
 		"a 429's pause capped below a second is valid": {
 			change: func(o *options) { o.writeRate.RetryAfterMax = 500 * time.Millisecond },
 		},
+		"no Event writes a minute": {
+			change: func(o *options) { o.eventWrites = 0 },
+			want:   []string{"--event-writes-per-minute=0: want 1 or more"},
+		},
+		"no results in a report": {
+			change: func(o *options) { o.reportResults = 0 },
+			want:   []string{"--open-reports-max-results=0: want 1 to 2000 (the default is 1000)"},
+		},
+		"more results in a report than an object holds": {
+			change: func(o *options) { o.reportResults = 5000 },
+			want:   []string{"--open-reports-max-results=5000: want 1 to 2000", "refuses objects over 1.5 MiB"},
+		},
 		"no configuration source": {
 			change: func(o *options) { o.source = reload.Source{} },
 			want:   []string{"no configuration: set --config-file PATH or --config-map NAMESPACE/NAME"},

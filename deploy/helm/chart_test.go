@@ -2,6 +2,7 @@ package helm_test
 
 import (
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -245,6 +246,49 @@ func TestChartInstallsFromTheOldestProvenVersion(t *testing.T) {
 			out, err := tryRun(t, "", helmBin, "template", "x", chart, "--kube-version", version)
 			if refused := err != nil && strings.Contains(out, "incompatible with Kubernetes"); refused != wantRefused {
 				t.Errorf("helm template --kube-version %s: refused %v, want %v: %v\n%s", version, refused, wantRefused, err, out)
+			}
+		})
+	}
+}
+
+// The chart's OpenReports CRDs are those of the openreports/reports-api
+// module metawatch's types come from, and are rendered only when asked for
+// (Kyverno or Policy Reporter may own them already).
+func TestOpenReportsCRDsAreTheModulesAndOptional(t *testing.T) {
+	controlplane.SkipIfShort(t) // helm is built by TestMain only then
+	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/openreports/reports-api").Output()
+	if err != nil {
+		t.Fatalf("go list -m github.com/openreports/reports-api: %v", err)
+	}
+	module := strings.TrimSpace(string(out))
+	for _, name := range []string{"openreports.io_reports.yaml", "openreports.io_clusterreports.yaml"} {
+		want, err := os.ReadFile(filepath.Join(module, "config", "crd", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := os.ReadFile(filepath.Join(chart, "openreports", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got) != string(want) {
+			t.Errorf("%s in the chart differs from the module's %s: copy it again (cp %s %s)", name, module, filepath.Join(module, "config", "crd", name), filepath.Join(chart, "openreports"))
+		}
+	}
+	for name, tc := range map[string]struct {
+		set  []string
+		crds int
+	}{
+		"by default no CRD":                           {nil, 0},
+		"enabled alone uses the CRDs there":           {[]string{"--set", "openReports.enabled=true"}, 0},
+		"installCRDs renders both, kept on uninstall": {[]string{"--set", "openReports.enabled=true", "--set", "openReports.installCRDs=true"}, 2},
+	} {
+		t.Run(name, func(t *testing.T) {
+			manifests := helm(t, append([]string{"template", "metawatch", chart, "-n", "render"}, tc.set...)...)
+			if n := strings.Count(manifests, "\nkind: CustomResourceDefinition\n"); n != tc.crds {
+				t.Errorf("%d CRDs rendered, want %d", n, tc.crds)
+			}
+			if n := strings.Count(manifests, "helm.sh/resource-policy: keep"); tc.crds > 0 && n < tc.crds {
+				t.Errorf("the CRDs are not kept on uninstall (%d keep annotations)", n)
 			}
 		})
 	}

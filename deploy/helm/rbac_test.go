@@ -50,6 +50,36 @@ func TestChartRBACIsExactForEachExample(t *testing.T) {
 	}
 }
 
+// With openReports.enabled, the chart grants what the reports' writer
+// needs and nothing more: the review, told --open-reports as the Deployment
+// passes it, finds it exact; told nothing, it finds the grants spare.
+func TestChartRBACIsExactWithOpenReports(t *testing.T) {
+	controlplane.SkipIfShort(t)
+	example := repoFile(t, "selectors/require-owner.yaml")
+	values := filepath.Join(t.TempDir(), "values.yaml")
+	if out, err := checkAs(example, "", succeeds, "--chart-values", values); err != nil {
+		t.Fatalf("check --chart-values: %v\n%s", err, out)
+	}
+	flags := installRBAC(t, "rbac-reports", "-f", values, "--set", "openReports.enabled=true")
+	if !slices.Contains(flags, "--open-reports=true") {
+		t.Fatalf("the Deployment's flags %v: want --open-reports=true", flags)
+	}
+	sa := "system:serviceaccount:rbac-reports:rbac-reports-metawatch"
+	exact := func(out string, err error) bool {
+		return err == nil && strings.Contains(out, "RBAC: nothing beyond what the configuration needs")
+	}
+	if out, err := checkAs(example, sa, exact, append(flags, "--rbac")...); !exact(out, err) {
+		t.Errorf("the chart's RBAC with openReports.enabled is not exact (%v):\n%s", err, out)
+	}
+	spare := func(out string, err error) bool {
+		return err != nil && strings.Contains(out, "create reports.openreports.io")
+	}
+	without := slices.DeleteFunc(slices.Clone(flags), func(f string) bool { return strings.HasPrefix(f, "--open-reports=") })
+	if out, err := checkAs(example, sa, spare, append(without, "--rbac", "--open-reports=false")...); !spare(out, err) {
+		t.Errorf("without --open-reports the review should find the report grants spare, got %v:\n%s", err, out)
+	}
+}
+
 // The review fails both ways: the default values grant more than an
 // audit-only example needs, and less than a Node example needs.
 func TestChartRBACReviewFindsSpareAndMissing(t *testing.T) {
@@ -101,14 +131,14 @@ func installRBAC(t *testing.T, ns string, values ...string) []string {
 	var flags []string
 	for _, line := range strings.Split(deployment, "\n") {
 		arg := strings.TrimPrefix(strings.TrimSpace(line), "- ")
-		for _, f := range []string{"--writable-kinds=", "--protected-keys=", "--allowed-reserved-keys=", "--allow-at-creation="} {
+		for _, f := range []string{"--writable-kinds=", "--protected-keys=", "--allowed-reserved-keys=", "--allow-at-creation=", "--open-reports="} {
 			if strings.HasPrefix(arg, f) {
 				flags = append(flags, arg)
 			}
 		}
 	}
-	if len(flags) != 4 {
-		t.Fatalf("the Deployment's guardrail flags: got %v", flags)
+	if len(flags) != 5 {
+		t.Fatalf("the Deployment's guardrail and report flags: got %v", flags)
 	}
 	return flags
 }

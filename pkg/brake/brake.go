@@ -236,6 +236,20 @@ func (b *Brake) Held() map[string]int {
 	return out
 }
 
+// EachHeld calls f with each object held now, by kind (for the reports).
+func (b *Brake) EachHeld(f func(kind string, key types.NamespacedName)) {
+	if b == nil {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for kind, k := range b.kinds {
+		for key := range k.held {
+			f(kind, key)
+		}
+	}
+}
+
 // HeldChange is the token of the newest change this generation holds
 // objects under, "" if none (or only because the record cannot be kept).
 func (b *Brake) HeldChange() string {

@@ -21,6 +21,7 @@ import (
 	"github.com/metawatch/metawatch/pkg/authority"
 	"github.com/metawatch/metawatch/pkg/brake"
 	"github.com/metawatch/metawatch/pkg/config"
+	"github.com/metawatch/metawatch/pkg/reports"
 )
 
 // options are metawatch check's flags.
@@ -44,6 +45,12 @@ type options struct {
 	report bool
 	// fieldManager is the --field-manager metawatch runs with: the keys it owns.
 	fieldManager string
+	// openReports is the --open-reports metawatch runs with: --rbac counts
+	// what it writes as needed.
+	openReports bool
+	// reportResults is the --open-reports-max-results metawatch runs with:
+	// -o openreports lists as many results per report.
+	reportResults int
 }
 
 // stringList is a flag that may be given several times.
@@ -79,15 +86,18 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		"May be repeated; further files may follow the flags. Namespaces and owners come from the same files or, with --live, from the cluster (read-only).")
 	fs.BoolVar(&o.report, "report", false, "With --live: list the objects of the watched kinds that are not as the rules want (missing, wrong, conflicting keys, violations), "+
 		"grouped by rule and namespace, read-only and metadata only (paginated lists); exit codes as for --objects.")
-	fs.StringVar(&o.output, "o", "text", "The format of --objects' and --report's reports: text or json.")
+	fs.StringVar(&o.output, "o", "text", "The format of --objects' and --report's reports: text, json, or openreports: a List of the OpenReports Reports and ClusterReport "+
+		"(openreports.io/v1alpha1) metawatch would keep with --open-reports, with a warn result for each write it would make, per object, rule and action, for review in CI.")
 	o.limits.BindFlags(fs)
 	o.removalBrake = brake.DefaultLimits()
 	o.removalBrake.BindFlags(fs)
 	fs.StringVar(&o.fieldManager, "field-manager", authority.DefaultFieldManager, "The --field-manager metawatch runs with: the keys it would release or adopt are those this name owns.")
+	fs.BoolVar(&o.openReports, "open-reports", false, "The --open-reports metawatch runs with: --rbac counts list, create, patch and delete on reports and clusterreports (openreports.io) as needed.")
+	fs.IntVar(&o.reportResults, "open-reports-max-results", reports.DefaultMaxResults, fmt.Sprintf("The --open-reports-max-results metawatch runs with: -o openreports lists as many results per report (1 to %d).", reports.MaxResultsLimit))
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: metawatch check -f FILE [--kubeconfig PATH [--live] [--as USER] [--rbac] [--chart-values FILE]] [the guardrail flags metawatch runs with]")
-		fmt.Fprintln(fs.Output(), "       metawatch check -f FILE --objects OBJECTS [OBJECTS...] [-o text|json] [--live [--kubeconfig PATH]] [the guardrail flags]")
-		fmt.Fprintln(fs.Output(), "       metawatch check -f FILE --live --report [--kubeconfig PATH] [-o text|json] [the guardrail flags]")
+		fmt.Fprintln(fs.Output(), "       metawatch check -f FILE --objects OBJECTS [OBJECTS...] [-o text|json|openreports] [--live [--kubeconfig PATH]] [the guardrail flags]")
+		fmt.Fprintln(fs.Output(), "       metawatch check -f FILE --live --report [--kubeconfig PATH] [-o text|json|openreports] [the guardrail flags]")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -134,10 +144,12 @@ func (o options) usageError(args []string) string {
 		return "-f FILE is required: the configuration to check"
 	case (o.rbac || o.chartValues != "" || o.live) && o.kubeconfig == "":
 		return "--live, --rbac and --chart-values need a cluster: --kubeconfig PATH (or KUBECONFIG)"
-	case o.output != "text" && o.output != "json":
-		return fmt.Sprintf("-o %s: want text or json", o.output)
+	case o.output != "text" && o.output != "json" && o.output != outputOpenReports:
+		return fmt.Sprintf("-o %s: want text, json or openreports", o.output)
 	case len(o.objects) == 0 && len(args) > 0:
 		return fmt.Sprintf("unexpected arguments %v: files of objects follow --objects", args)
+	case o.output == outputOpenReports && (o.reportResults < 1 || o.reportResults > reports.MaxResultsLimit):
+		return fmt.Sprintf("--open-reports-max-results=%d: want 1 to %d, the range metawatch's flag of that name takes", o.reportResults, reports.MaxResultsLimit)
 	case o.report && !o.live:
 		return "--report reads the cluster: add --live"
 	case o.report && len(o.objects) > 0:
@@ -228,7 +240,7 @@ func checkCluster(ctx context.Context, out io.Writer, conf *config.Config, o opt
 		return err
 	}
 	if o.rbac {
-		return reviewRBAC(ctx, out, cs, reviewNamespace(o.as), policyNeeds(configNeeds(watches, writtenKinds(conf)), conf))
+		return reviewRBAC(ctx, out, cs, reviewNamespace(o.as), reportNeeds(policyNeeds(configNeeds(watches, writtenKinds(conf)), conf), o.openReports))
 	}
 	return nil
 }

@@ -10,6 +10,8 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/metawatch/metawatch/pkg/eventdigest"
 )
 
 // fightWindow is how far back the report looks for OwnershipFight Events:
@@ -24,11 +26,13 @@ const fightExamples = 5
 // kind: keys it sets that something else keeps removing, keys it removes
 // that something keeps putting back, keys two forcing controllers take from
 // each other. The check cannot see them from the objects alone: they are
-// read from the OwnershipFight Events of the last fightWindow.
+// read from the aggregate OwnershipFight Events of the last fightWindow
+// (one per rule, kind and namespace, whose series counts the rounds).
 type Fights struct {
-	// Objects are, per kind, how many objects had a fight.
+	// Objects are, per kind, how many rounds of fights on its objects the
+	// Events count (an object fighting for an hour has a few).
 	Objects map[string]int `json:"objects"`
-	// Examples are some of them, with what the Event said.
+	// Examples are some of the Events, with what they said.
 	Examples []string `json:"examples,omitempty"`
 	// Unreadable says why the Events could not be listed ("" if they were).
 	Unreadable string `json:"unreadable,omitempty"`
@@ -64,14 +68,22 @@ func (f *Fights) add(e *eventsv1.Event, now time.Time, seen map[string]bool) {
 	if now.Sub(at) > fightWindow {
 		return
 	}
-	obj := fmt.Sprintf("%s %s/%s", e.Regarding.Kind, e.Regarding.Namespace, e.Regarding.Name)
-	if seen[obj] {
+	kind := e.Annotations[eventdigest.AnnotationKind]
+	if kind == "" { // an Event of an older metawatch, about one object
+		kind = e.Regarding.Kind
+	}
+	id := e.Namespace + "/" + e.Name
+	if seen[id] {
 		return
 	}
-	seen[obj] = true
-	f.Objects[e.Regarding.Kind]++
+	seen[id] = true
+	n := 1
+	if e.Series != nil {
+		n = max(1, int(e.Series.Count))
+	}
+	f.Objects[kind] += n
 	if len(f.Examples) < fightExamples {
-		f.Examples = append(f.Examples, obj+": "+e.Note)
+		f.Examples = append(f.Examples, fmt.Sprintf("%s %s: %s", e.Regarding.Kind, e.Regarding.Name, e.Note))
 	}
 }
 
@@ -87,7 +99,7 @@ func (f Fights) write(w io.Writer) error {
 	}
 	sort.Strings(kinds)
 	for _, kind := range kinds {
-		if _, err := fmt.Fprintf(w, "ownership fights: %d %s objects in the last %s, where metawatch leaves a key to something that keeps undoing its write\n", f.Objects[kind], kind, fightWindow); err != nil {
+		if _, err := fmt.Fprintf(w, "ownership fights: %d on %s objects in the last %s, where metawatch leaves a key to something that keeps undoing its write\n", f.Objects[kind], kind, fightWindow); err != nil {
 			return err
 		}
 	}

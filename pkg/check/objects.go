@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -93,6 +94,22 @@ func checkObjects(ctx context.Context, out io.Writer, o options) (int, error) {
 	err = inputs.Each(selected, func(obj *unstructured.Unstructured) error { p.AddSource(obj); return nil })
 	if err != nil {
 		return 1, fmt.Errorf("--objects: %w", err)
+	}
+	if o.output == outputOpenReports {
+		reps := newOpenReports(o.fieldManager, o.reportResults, time.Now())
+		err = inputs.Each(selected, func(obj *unstructured.Unstructured) error {
+			r, err := p.Report(ctx, obj)
+			reps.add(obj, r)
+			return err
+		})
+		if err != nil {
+			return 1, err
+		}
+		s, err := reps.write(out)
+		if err != nil {
+			return 1, err
+		}
+		return exitCode(s.Change > 0, s.Offend > 0), nil
 	}
 	w := preview.NewWriter(out, o.output)
 	err = inputs.Each(selected, func(obj *unstructured.Unstructured) error {

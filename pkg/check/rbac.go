@@ -59,6 +59,23 @@ var ownerGet = verbOn{"rbac.authorization.k8s.io", "clusterroles", "get"}
 // ConfigMap and to the removal brake's record, granted by name.
 var selectorsConfigMapVerbs = []string{"get", "list", "watch", "patch"}
 
+// reportVerbs are what --open-reports does to the OpenReports kinds
+// (reports.Writer): apply (create and patch), list their metadata, delete.
+var reportVerbs = []string{"list", "create", "patch", "delete"}
+
+// reportNeeds adds, with --open-reports, what the reports' writer needs.
+func reportNeeds(needs map[verbOn]bool, openReports bool) map[verbOn]bool {
+	if !openReports {
+		return needs
+	}
+	for _, resource := range []string{"reports", "clusterreports"} {
+		for _, verb := range reportVerbs {
+			needs[verbOn{"openreports.io", resource, verb}] = true
+		}
+	}
+	return needs
+}
+
 // configNeeds are the verbs the configuration needs: list and watch of every
 // watched kind, patch of every kind a rule writes.
 func configNeeds(watches []config.ResolvedWatch, written writtenSet) map[verbOn]bool {

@@ -55,6 +55,10 @@ func checkReport(ctx context.Context, out io.Writer, o options) (int, error) {
 		return 1, err
 	}
 	tally := &preview.Tally{}
+	var reps *openReports
+	if o.output == outputOpenReports {
+		reps = newOpenReports(o.fieldManager, o.reportResults, time.Now())
+	}
 	for _, w := range watches { // the sources first: the Namespaces and owners copied from
 		if w.Owner || (w.GVK.Kind == "Namespace" && config.CopiesFromNamespaces(conf)) {
 			if err := listWatch(ctx, mc, w, func(obj *metav1.PartialObjectMetadata) error { p.AddSource(obj); return nil }); err != nil {
@@ -69,6 +73,9 @@ func checkReport(ctx context.Context, out io.Writer, o options) (int, error) {
 		err := listWatch(ctx, mc, w, func(obj *metav1.PartialObjectMetadata) error {
 			r, err := p.Report(ctx, obj)
 			tally.Add(r)
+			if reps != nil {
+				reps.add(obj, r)
+			}
 			return err
 		})
 		if err != nil {
@@ -80,7 +87,10 @@ func checkReport(ctx context.Context, out io.Writer, o options) (int, error) {
 		return 1, err
 	}
 	fights := listFights(ctx, cs, rulecontroller.ReasonOwnershipFight, time.Now())
-	if o.output == "json" {
+	switch o.output {
+	case outputOpenReports:
+		_, err = reps.write(out)
+	case "json":
 		enc := json.NewEncoder(out)
 		enc.SetIndent("", "  ")
 		err = enc.Encode(struct {
@@ -92,7 +102,7 @@ func checkReport(ctx context.Context, out io.Writer, o options) (int, error) {
 			Brake      []preview.BrakeLine `json:"removalBrake"`
 			Fights     Fights              `json:"ownershipFights"`
 		}{tally.Groups(), tally.Objects, tally.Off, tally.Change, tally.Offend, tally.Brake(o.removalBrake), fights})
-	} else {
+	default:
 		err = errors.Join(tally.WriteText(out), tally.WriteBrake(out, o.removalBrake), fights.write(out))
 	}
 	if err != nil {

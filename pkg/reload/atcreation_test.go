@@ -1,6 +1,7 @@
 package reload_test
 
 import (
+	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -89,11 +90,18 @@ func TestAtCreationGivesTheKeysFromTheFirstVersion(t *testing.T) {
 	// one Namespace's team changes, the other's goes.
 	testkit.MergePatch(t, c, namespaceObject(scaled), "kubectl-label", `{"metadata":{"labels":{"team":"blue"}}}`)
 	testkit.MergePatch(t, c, namespaceObject(applied), "kubectl-label", `{"metadata":{"labels":{"team":null}}}`)
+	var behind string
+	defer func() {
+		if t.Failed() && behind != "" {
+			t.Logf("the last pods seen not following: %s", behind)
+		}
+	}()
 	testkit.WaitFor(t, "every pod to follow its Namespace's team", 2*testkit.Timeout, func() bool {
-		return everyPod(t, c, func(p corev1.Pod) bool {
+		behind = podsNot(t, c, func(p corev1.Pod) bool {
 			want := map[string]string{scaled: "blue", applied: ""}[p.Namespace]
 			return p.Labels["team"] == want
 		})
+		return behind == ""
 	})
 	for _, ns := range []string{scaled, applied} {
 		if conflicts := conflictEvents(t, c, ns); len(conflicts) > 0 {
@@ -113,16 +121,31 @@ func TestAtCreationGivesTheKeysFromTheFirstVersion(t *testing.T) {
 
 // everyPod reports whether the test's 100 pods all exist and satisfy ok.
 func everyPod(t *testing.T, c client.Client, ok func(corev1.Pod) bool) bool {
+	return podsNot(t, c, ok) == ""
+}
+
+// podsNot says what keeps the test's 100 pods from all being ok: an error,
+// another count, or up to three pods that are not, with their labels and
+// the field managers of their metadata; "" when they all are.
+func podsNot(t *testing.T, c client.Client, ok func(corev1.Pod) bool) string {
 	var pods corev1.PodList
-	if err := c.List(t.Context(), &pods, client.MatchingLabels{"app": "at-creation"}); err != nil || len(pods.Items) != 100 {
-		return false
+	if err := c.List(t.Context(), &pods, client.MatchingLabels{"app": "at-creation"}); err != nil {
+		return err.Error()
 	}
+	if len(pods.Items) != 100 {
+		return fmt.Sprintf("%d pods, not 100", len(pods.Items))
+	}
+	var not []string
 	for _, p := range pods.Items {
-		if !ok(p) {
-			return false
+		if !ok(p) && len(not) < 3 {
+			var managers []string
+			for _, m := range p.ManagedFields {
+				managers = append(managers, m.Manager+"/"+string(m.Operation))
+			}
+			not = append(not, fmt.Sprintf("%s/%s %v (managers %v)", p.Namespace, p.Name, p.Labels, managers))
 		}
 	}
-	return true
+	return strings.Join(not, "; ")
 }
 
 func gone(t *testing.T, c client.Client, obj client.Object) bool {
@@ -133,14 +156,8 @@ func gone(t *testing.T, c client.Client, obj client.Object) bool {
 func conflictEvents(t *testing.T, c client.Client, ns string) []string {
 	t.Helper()
 	var out []string
-	var pods corev1.PodList
-	if err := c.List(t.Context(), &pods, client.InNamespace(ns)); err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range pods.Items {
-		for _, e := range testkit.Events(t, c, ns, "Pod", p.Name, rulecontroller.ReasonConflict) {
-			out = append(out, e.Note)
-		}
+	for _, e := range testkit.AggregateEvents(t, c, ns, rulecontroller.ReasonConflict, "") {
+		out = append(out, e.Note)
 	}
 	return out
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/metawatch/metawatch/pkg/config"
 	"github.com/metawatch/metawatch/pkg/metacache"
 	"github.com/metawatch/metawatch/pkg/metamanager"
+	"github.com/metawatch/metawatch/pkg/reports"
 	"github.com/metawatch/metawatch/pkg/rulecontroller"
 	"github.com/metawatch/metawatch/pkg/rules"
 	"github.com/metawatch/metawatch/pkg/telemetry"
@@ -52,7 +53,8 @@ type generation struct {
 	fence                    *authority.WriteFence
 	mgr                      manager.Manager
 	counts                   *metacache.ObjectCounts
-	brake                    *brake.Brake // bounds the objects losing keys, until approved
+	reportCounts             *reports.NamespaceCounts // with --open-reports: the rule kinds' objects per namespace
+	brake                    *brake.Brake             // bounds the objects losing keys, until approved
 	gate                     chan struct{}
 	// stopping closes when stop begins: a standby's generation waiting to
 	// open never opens after it (openUnlessStopping, under openMu).
@@ -137,6 +139,17 @@ func newGeneration(ctx context.Context, cfg *rest.Config, number int64, r resolv
 	rulesByKind, err := rules.Compile(r.conf)
 	if err != nil {
 		return nil, config.Invalid(err)
+	}
+	if opts.reports {
+		var ruled []schema.GroupVersionKind
+		for _, w := range r.watches {
+			if !w.OwnersOnly && len(rulesByKind[w.GVK.Kind]) > 0 {
+				ruled = append(ruled, w.GVK)
+			}
+		}
+		if g.reportCounts, err = reports.CountByNamespace(ctx, mgr.GetCache(), ruled); err != nil {
+			return nil, err
+		}
 	}
 	g.copiers = kindsWhoseRules(r.watches, rulesByKind, rules.Copies)
 	g.ownerCopiers = kindsWhoseRules(r.watches, rulesByKind, rules.CopiesFromOwners)
@@ -322,6 +335,16 @@ func (g *generation) open() {
 	telemetry.ConfigGeneration.Set(float64(g.number))
 	telemetry.ConfigHash.Set(g.hashValue)
 	close(g.gate)
+}
+
+// isOpen reports whether g writes (its gate is open).
+func (g *generation) isOpen() bool {
+	select {
+	case <-g.gate:
+		return true
+	default:
+		return false
+	}
 }
 
 // openUnlessStopping opens g unless its stop has begun, and reports whether it did.

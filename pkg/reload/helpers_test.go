@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
-	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -129,13 +128,6 @@ func namespaceObject(name string) *corev1.Namespace {
 func objectMeta(name string) metav1.ObjectMeta { return metav1.ObjectMeta{Name: name} }
 
 func contains(s, part string) bool { return strings.Contains(s, part) }
-
-func seriesCount(s *eventsv1.EventSeries) int32 {
-	if s == nil {
-		return 0
-	}
-	return s.Count
-}
 
 func podObject(ns, name string) *corev1.Pod {
 	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}

@@ -10,7 +10,6 @@ import (
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/events"
@@ -22,6 +21,7 @@ import (
 	"github.com/metawatch/metawatch/pkg/authority/pace"
 	"github.com/metawatch/metawatch/pkg/brake"
 	"github.com/metawatch/metawatch/pkg/config"
+	"github.com/metawatch/metawatch/pkg/eventdigest"
 	"github.com/metawatch/metawatch/pkg/rulecontroller"
 	"github.com/metawatch/metawatch/pkg/telemetry"
 	"github.com/metawatch/metawatch/pkg/wire"
@@ -109,6 +109,22 @@ type Reloader struct {
 	BrakeRecord types.NamespacedName
 	elected     <-chan struct{} // the Manager's: closed once this replica leads
 
+	// Events folds what the controllers of every generation report per
+	// object into aggregate Events, within one bound on Event writes for the
+	// process (package eventdigest); nil: one made by AddTo, whose Events
+	// about cluster-scoped objects regard the selectors ConfigMap.
+	Events *eventdigest.Digest
+	// EventWritesPerMinute bounds the Event writes of the Digest AddTo
+	// makes (--event-writes-per-minute; zero: the default).
+	EventWritesPerMinute int
+
+	// OpenReports keeps the installation's findings as OpenReports reports
+	// (package reports): --open-reports. ReportResults bounds each report's
+	// results (zero: reports.DefaultMaxResults).
+	OpenReports   bool
+	ReportResults int
+	reportsFence  *authority.WriteFence // the reports' writes
+
 	// Identity is the installation's write identity (field manager and the
 	// adopted name), shared by every generation's writes; nil: one made
 	// from Controller's names (AddTo).
@@ -159,6 +175,9 @@ func (r *Reloader) AddTo(mgr manager.Manager) error {
 	if r.Mode == authority.WarmStandby {
 		r.Recorder = leaderEvents{EventRecorder: r.Recorder, elected: r.elected}
 	}
+	if err := r.addEvents(mgr); err != nil {
+		return err
+	}
 	if r.Source.ConfigMap != "" {
 		key, err := r.Source.configMapKey()
 		if err != nil {
@@ -178,6 +197,9 @@ func (r *Reloader) AddTo(mgr manager.Manager) error {
 	}
 	r.addLedger(fenced)
 	if err := r.addPruner(mgr, fenced); err != nil {
+		return err
+	}
+	if err := r.addReports(mgr); err != nil {
 		return err
 	}
 	telemetry.SetShardingMode(r.shardingMode())
@@ -238,7 +260,7 @@ func (r *Reloader) swap(ctx context.Context, res resolved, order uint64, superse
 	}
 	next, err := newGeneration(ctx, r.Config, number, res, generationOptions{controller: r.Controller, mode: r.Mode, guard: r.guard, onLoss: r.reportLoss, shutdownTimeout: r.shutdownTimeout(), limits: r.limits(),
 		sharding: r.Sharding, wire: r.Wire, stockInformers: r.StockInformers, writes: r.Pacer, installation: r.installation(), policyOwner: r.PolicyOwner, leftovers: r.leftovers, onAdmissionProblem: r.reportAdmissionProblem, log: r.Log,
-		leading: r.notLeadingYet(), brake: r.removalBrake(), ledger: r.ledger, order: order, identity: r.Identity})
+		leading: r.notLeadingYet(), brake: r.removalBrake(), ledger: r.ledger, order: order, identity: r.Identity, events: r.Events, reports: r.OpenReports})
 	if err != nil {
 		return err
 	}
@@ -347,6 +369,11 @@ func (r *Reloader) stopCurrent() {
 		stopped = r.pruner.Guard.Fence.Close(ctx) && stopped
 		cancel()
 	}
+	if r.reportsFence != nil { // and the reports'
+		ctx, cancel := context.WithTimeout(context.Background(), r.shutdownTimeout())
+		stopped = r.reportsFence.Close(ctx) && stopped
+		cancel()
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.writesStopped = stopped
@@ -391,20 +418,4 @@ func (r *Reloader) setWaiting(why string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.started, r.waiting = true, why
-}
-
-// leaderEvents records only once this replica leads: a warm standby runs
-// the same generations as the leader and would otherwise say everything
-// the leader says a second time, on the same ConfigMap.
-type leaderEvents struct {
-	events.EventRecorder
-	elected <-chan struct{}
-}
-
-func (l leaderEvents) Eventf(regarding, related runtime.Object, eventtype, reason, action, note string, args ...any) {
-	select {
-	case <-l.elected:
-		l.EventRecorder.Eventf(regarding, related, eventtype, reason, action, note, args...)
-	default:
-	}
 }

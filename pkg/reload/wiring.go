@@ -11,6 +11,7 @@ import (
 	"github.com/metawatch/metawatch/pkg/authority/pace"
 	"github.com/metawatch/metawatch/pkg/brake"
 	"github.com/metawatch/metawatch/pkg/config"
+	"github.com/metawatch/metawatch/pkg/eventdigest"
 	"github.com/metawatch/metawatch/pkg/rulecontroller"
 	"github.com/metawatch/metawatch/pkg/sharding"
 	"github.com/metawatch/metawatch/pkg/wire"
@@ -61,6 +62,11 @@ type generationOptions struct {
 	// identity is the installation's write identity: every write of the
 	// generation passes it (it refuses while another writer shares the name).
 	identity *authority.Identity
+	// events folds what the controllers report per object (the process's).
+	events *eventdigest.Digest
+	// reports: the OpenReports writer reads this generation (the cached
+	// objects per namespace, for the passes).
+	reports bool
 }
 
 // wiring is what the generation hands its controllers: one guard, built
@@ -73,8 +79,8 @@ func (g *generation) wiring(r resolved, opts generationOptions, versions rulecon
 	guard.Identity = opts.identity
 	w := rulecontroller.Wiring{Mode: opts.mode, Guard: guard, Gate: g.gate, Leading: opts.leading, Audits: g.audits,
 		WritesFrozen: g.writesFrozen, Versions: versions, Brake: g.brake, CachedObjects: g.brakeCount(r, opts), Limits: opts.limits, Relists: g.relists,
-		NamespacesUnreadable: g.forbiddenAtStart(namespaceKind) != nil,
-		InScope:              func(ns string) bool { return opts.limits.WriteScope.Allows(ns) && r.conf.WriteScope.Allows(ns) }}
+		NamespacesUnreadable: g.forbiddenAtStart(namespaceKind) != nil, Events: opts.events,
+		InScope: func(ns string) bool { return opts.limits.WriteScope.Allows(ns) && r.conf.WriteScope.Allows(ns) }}
 	if opts.mode == authority.Sharded {
 		w.Share = opts.sharding
 	}

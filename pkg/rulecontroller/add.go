@@ -14,6 +14,7 @@ import (
 
 	"github.com/metawatch/metawatch/pkg/authority"
 	"github.com/metawatch/metawatch/pkg/config"
+	"github.com/metawatch/metawatch/pkg/eventdigest"
 	"github.com/metawatch/metawatch/pkg/metacache"
 	"github.com/metawatch/metawatch/pkg/rules"
 )
@@ -37,6 +38,13 @@ func Setup(mgr manager.Manager, watches []config.ResolvedWatch, rulesByKind map[
 		limits := config.DefaultLimits()
 		w.Limits = &limits
 	}
+	if w.Events == nil {
+		d, err := newDigest(mgr)
+		if err != nil {
+			return err
+		}
+		w.Events = d
+	}
 	if w.Guard.Identity == nil {
 		w.Guard.Identity = authority.NewIdentity(opts.FieldManager, opts.AdoptFieldManager)
 	}
@@ -56,6 +64,17 @@ func Setup(mgr manager.Manager, watches []config.ResolvedWatch, rulesByKind map[
 		}
 	}
 	return nil
+}
+
+// newDigest is a Digest of mgr's own, for a Setup not handed the process's
+// (tests): it writes as mgr's client config, and runs with mgr.
+func newDigest(mgr manager.Manager) (*eventdigest.Digest, error) {
+	sink, err := eventdigest.NewSink(mgr.GetConfig())
+	if err != nil {
+		return nil, err
+	}
+	d := eventdigest.New(sink, eventdigest.DefaultInstance(), mgr.GetLogger().WithName("events"))
+	return d, mgr.Add(d)
 }
 
 // setup is what every kind's controller of one Setup is made from.

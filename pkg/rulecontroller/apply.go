@@ -172,9 +172,8 @@ func (r *ruleReconciler) yield(obj *metav1.PartialObjectMetadata, what config.Me
 			delete(out, k)
 			r.memory.yielded.add(key, what, k, currentValue(obj, what, k))
 			telemetry.OwnershipFights.WithLabelValues(o.Rule, kindLabel(r.GVK)).Inc()
-			r.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, ReasonOwnershipFight, "Apply",
-				"rule %s wants %s %s=%q, but another field manager took it more than %d times in %s%s; metawatch stops taking it back until that value changes or metawatch restarts: make the two controllers agree",
-				o.Rule, what, k, o.Value, maxTakeovers, takeoverWindow, r.theirValue(obj, what, k, " (now %q)"))
+			occur(r.events, kindLabel(r.GVK), key, ReasonOwnershipFight, "Apply", o.Rule, takeoverFightMessage(o.Rule),
+				fmt.Sprintf("%s %s=%q%s", what, k, o.Value, r.theirValue(obj, what, k, ", now %q")))
 		case o.Force || reclaimed(k):
 			force = true
 		default:
@@ -182,9 +181,8 @@ func (r *ruleReconciler) yield(obj *metav1.PartialObjectMetadata, what config.Me
 			r.memory.yielded.add(key, what, k, currentValue(obj, what, k))
 			telemetry.RuleConflicts.WithLabelValues(o.Rule, kindLabel(r.GVK)).Inc()
 			telemetry.RuleWrites.WithLabelValues(o.Rule, kindLabel(r.GVK), telemetry.ResultConflict).Inc()
-			r.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, ReasonConflict, "Apply",
-				"rule %s wants %s %s=%q, but %s owns it%s; not overwritten (set force: true on the rule to take it)",
-				o.Rule, what, k, o.Value, holderName(holders, what, k), r.theirValue(obj, what, k, " with value %q"))
+			occur(r.events, kindLabel(r.GVK), key, ReasonConflict, "Apply", o.Rule, conflictMessage(o.Rule),
+				fmt.Sprintf("%s %s=%q, owned by %s%s", what, k, o.Value, holderName(holders, what, k), r.theirValue(obj, what, k, " with value %q")))
 		}
 	}
 	return out, force

@@ -7,11 +7,10 @@ import (
 	"sync"
 	"sync/atomic"
 
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/tools/events"
 
+	"github.com/metawatch/metawatch/pkg/eventdigest"
 	"github.com/metawatch/metawatch/pkg/rules"
 	"github.com/metawatch/metawatch/pkg/telemetry"
 )
@@ -29,9 +28,12 @@ type violators map[types.NamespacedName]map[string]bool
 // the violating objects; nothing is stored in etcd. Sharded, it holds only
 // the objects of the buckets this replica holds (audit_shard.go).
 type audit struct {
-	kind     string
-	recorder events.EventRecorder
-	owner    *Audits
+	kind   string
+	gvk    schema.GroupVersionKind
+	events *eventdigest.Digest
+	owner  *Audits
+	// requires says, per require rule, what it requires (for the reports).
+	requires map[string]string
 
 	mu        sync.Mutex
 	failing   violators
@@ -45,11 +47,12 @@ type audit struct {
 	uids map[types.NamespacedName]types.UID
 }
 
-// observe records the current violations of obj (keyed key, with uid): an
-// Event for each rule it starts violating (unless reported before a reload),
+// observe records the current violations of the object keyed key (with
+// uid): an occurrence of an aggregate Event (events.go) for each rule it
+// starts violating (unless reported before a reload),
 // and the gauge follows. Sharded, an object whose bucket this replica does
 // not hold is another replica's to audit: it is forgotten here.
-func (a *audit) observe(key types.NamespacedName, uid types.UID, obj runtime.Object, violations []rules.Violation) {
+func (a *audit) observe(key types.NamespacedName, uid types.UID, violations []rules.Violation) {
 	now := map[string]bool{}
 	for _, v := range violations {
 		now[v.Rule] = true
@@ -67,7 +70,7 @@ func (a *audit) observe(key types.NamespacedName, uid types.UID, obj runtime.Obj
 	a.mu.Unlock()
 	for _, v := range violations {
 		if !before[v.Rule] && !reported[v.Rule] {
-			a.recorder.Eventf(obj, nil, corev1.EventTypeWarning, ReasonMissingRequired, "Audit", "rule %s: %s", v.Rule, describeMissing(v))
+			occur(a.events, a.kind, key, ReasonMissingRequired, "Audit", v.Rule, missingMessage(v.Rule), describeMissing(v))
 		}
 	}
 }
@@ -84,12 +87,15 @@ func (a *audit) forgetLocked(key types.NamespacedName) {
 	delete(a.inherited, key)
 	a.setLocked(key, a.failing[key], nil)
 	a.setHeldLocked(key, nil)
-	a.observeLeft(key, "", nil)
+	a.observeLeft(key, "", nil, nil)
 	delete(a.uids, key)
 }
 
 // setLocked moves key from violating before to violating now, counting.
 func (a *audit) setLocked(key types.NamespacedName, before, now map[string]bool) {
+	if !maps.Equal(before, now) {
+		a.owner.changes.Add(1)
+	}
 	for rule := range now {
 		if !before[rule] {
 			a.add(rule, 1)
@@ -152,9 +158,11 @@ type Audits struct {
 	// live is read under an audit's lock, which Publish takes under mu: an
 	// atomic, so that an audit never waits for mu (the buckets held change
 	// at any time, see dropUnheld).
-	live  atomic.Bool
-	mu    sync.Mutex
-	kinds map[string]*audit
+	live atomic.Bool
+	// changes counts the changes of what the audits hold (Version).
+	changes atomic.Uint64
+	mu      sync.Mutex
+	kinds   map[string]*audit
 	// holder, when set (sharding), says which objects this replica audits:
 	// those of the buckets it holds (see Wiring.Share).
 	holder Holder
@@ -167,16 +175,20 @@ func NewAudits(live bool) *Audits {
 	return a
 }
 
-func (a *Audits) forKind(kind string, recorder events.EventRecorder) *audit {
+func (a *Audits) forKind(gvk schema.GroupVersionKind, rs []rules.Rule, events *eventdigest.Digest) *audit {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	au := &audit{kind: kind, recorder: recorder, owner: a, holder: a.holder, failing: violators{}, inherited: violators{}, counts: map[string]int{}, off: newOffCounts(),
+	kind := kindLabel(gvk)
+	au := &audit{kind: kind, gvk: gvk, requires: requirements(rs), events: events, owner: a, holder: a.holder, failing: violators{}, inherited: violators{}, counts: map[string]int{}, off: newOffCounts(),
 		left: newLeftKeys(), uids: map[types.NamespacedName]types.UID{}}
 	a.kinds[kind] = au
 	return au
 }
 
 func (a *Audits) isLive() bool { return a.live.Load() }
+
+// Version changes whenever what Findings gives may have changed.
+func (a *Audits) Version() uint64 { return a.changes.Load() }
 
 // Inherit takes, from the audits of the generation this one replaces (stopped
 // by now), the violations already reported, so that they are not reported again.

@@ -1,6 +1,8 @@
 package rulecontroller
 
 import (
+	"maps"
+
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/metawatch/metawatch/pkg/telemetry"
@@ -67,6 +69,9 @@ func (a *audit) observeHeld(key types.NamespacedName, uid types.UID, held map[st
 
 func (a *audit) setHeldLocked(key types.NamespacedName, now map[string]bool) {
 	before := a.off.held[key]
+	if !maps.Equal(before, now) {
+		a.owner.changes.Add(1)
+	}
 	for rule := range now {
 		if !before[rule] {
 			a.addOff(rule, key.Namespace, reasonHeld, 1)

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/metawatch/metawatch/pkg/telemetry"
@@ -15,7 +16,7 @@ import (
 // however many namespaces hold objects off. Counts follow the objects.
 func TestObjectsOffAreBoundedByNamespace(t *testing.T) {
 	telemetry.ObjectsOff.Reset()
-	au := NewAudits(true).forKind("Bounded", nil)
+	au := NewAudits(true).forKind(schema.GroupVersionKind{Kind: "Bounded"}, nil, nil)
 	held := map[string]bool{"team": true}
 	n := telemetry.OtherNamespacesAfter + 50
 	for i := range n {

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -103,9 +102,8 @@ func (r *ruleReconciler) tellFight(obj *metav1.PartialObjectMetadata, first bool
 		return
 	}
 	telemetry.OwnershipFights.WithLabelValues(rule, kindLabel(r.GVK)).Inc()
-	r.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, ReasonOwnershipFight, "Apply",
-		"rule %s %s %s %s, and something else %s it more than %d times in %s; metawatch leaves it as it is for a while (%s, then longer each round), then tries again: make the two controllers agree",
-		rule, does, what, key, undo, maxTakeovers, takeoverWindow, fightBackoff)
+	occur(r.events, kindLabel(r.GVK), types.NamespacedName{Namespace: obj.Namespace, Name: obj.Name}, ReasonOwnershipFight, "Apply", rule, undoFightMessage(rule),
+		fmt.Sprintf("%s %s %s, %s", does, what, key, undo))
 }
 
 // noteForeignApply is called on every update event: a change to the keys

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -72,7 +73,8 @@ func TestAKeySomethingKeepsPuttingBackIsLeftThenRemovedAgain(t *testing.T) {
 
 // undoUntilFight plays the other controller: whenever metawatch's write is
 // in place (done), it undoes it with patch, until metawatch says it leaves
-// the key (an OwnershipFight Event on pod-0); it returns how often it undid.
+// the key (the aggregate OwnershipFight Event of ns names pod-0); it
+// returns how often it undid.
 func undoUntilFight(t *testing.T, c client.Client, ns string, done func() bool, patch string) int {
 	t.Helper()
 	undos := 0
@@ -81,7 +83,12 @@ func undoUntilFight(t *testing.T, c client.Client, ns string, done func() bool, 
 			testkit.MergePatch(t, c, podObject(ns, "pod-0"), "other-controller", patch)
 			undos++
 		}
-		return len(testkit.Events(t, c, ns, "Pod", "pod-0", rulecontroller.ReasonOwnershipFight)) > 0
+		for _, e := range testkit.AggregateEvents(t, c, ns, rulecontroller.ReasonOwnershipFight, "") {
+			if strings.Contains(e.Note, "pod-0") {
+				return true
+			}
+		}
+		return false
 	})
 	return undos
 }

@@ -2,6 +2,9 @@ package rulecontroller
 
 import (
 	"context"
+	"fmt"
+	"sort"
+	"strings"
 	"sync"
 
 	"github.com/go-logr/logr"
@@ -24,10 +27,26 @@ func (r *ruleReconciler) guard(ctx context.Context, key types.NamespacedName, ob
 	for _, l := range left {
 		counts[l.Reason]++
 	}
-	if r.audit.observeLeft(key, obj.UID, counts) && len(left) > 0 {
+	if r.audit.observeLeft(key, obj.UID, counts, left) && len(left) > 0 {
 		logr.FromContextOrDiscard(ctx).Info("keys left as they are: the guardrails forbid writing them", "left", left)
+		r.tellLeft(key, left)
 	}
 	return res
+}
+
+// tellLeft folds, per rule and guardrail, the keys left on the object
+// keyed key into their aggregate Event.
+func (r *ruleReconciler) tellLeft(key types.NamespacedName, left []rules.Left) {
+	type ruleReason struct{ rule, reason string }
+	keys := map[ruleReason][]string{}
+	for _, l := range left {
+		rr := ruleReason{l.Rule, l.Reason}
+		keys[rr] = append(keys[rr], fmt.Sprintf("%s %s %s", l.Action, l.Map, l.Key))
+	}
+	for rr, ks := range keys {
+		sort.Strings(ks)
+		occur(r.events, kindLabel(r.GVK), key, ReasonKeysLeft, "Guard", rr.rule, leftMessage(rr.rule, rr.reason), strings.Join(ks, ", "))
+	}
 }
 
 // ownsKeys reports whether metawatch's field manager owns a key of obj:
@@ -57,12 +76,20 @@ func (r *ruleReconciler) leaveAll(ctx context.Context, key types.NamespacedName,
 	mine := ownedKeys(obj, r.fieldManager)
 	n := mine.Labels.Len() + mine.Annotations.Len()
 	counts := map[string]int{}
+	var left []rules.Left
 	if n > 0 {
 		counts[reason] = n
+		for _, k := range sets.List(mine.Labels) {
+			left = append(left, rules.Left{Map: config.Labels, Key: k, Action: "release", Reason: reason})
+		}
+		for _, k := range sets.List(mine.Annotations) {
+			left = append(left, rules.Left{Map: config.Annotations, Key: k, Action: "release", Reason: reason})
+		}
 	}
-	if r.audit.observeLeft(key, obj.UID, counts) && n > 0 {
+	if r.audit.observeLeft(key, obj.UID, counts, left) && n > 0 {
 		logr.FromContextOrDiscard(ctx).Info("keys metawatch owns left as they are: the guardrails forbid writing this object", "reason", reason,
 			"labels", sets.List(mine.Labels), "annotations", sets.List(mine.Annotations))
+		r.tellLeft(key, left)
 	}
 }
 
@@ -79,6 +106,7 @@ type leftKeys struct {
 type leftOn struct {
 	uid    types.UID
 	counts map[string]int
+	keys   []rules.Left // which, for the reports
 }
 
 func newLeftKeys() *leftKeys {
@@ -88,9 +116,9 @@ func newLeftKeys() *leftKeys {
 // observeLeft records the keys left on the object named key, by reason, and
 // reports whether that changed. Sharded, only the holder of the object's
 // bucket counts it, as it is the one that audits and writes it.
-func (a *audit) observeLeft(key types.NamespacedName, uid types.UID, now map[string]int) bool {
+func (a *audit) observeLeft(key types.NamespacedName, uid types.UID, now map[string]int, keys []rules.Left) bool {
 	if !a.holds(uid) {
-		now = nil
+		now, keys = nil, nil
 	}
 	l := a.left
 	l.mu.Lock()
@@ -113,10 +141,13 @@ func (a *audit) observeLeft(key types.NamespacedName, uid types.UID, now map[str
 			a.addLeft(reason, -n, live)
 		}
 	}
+	if changed {
+		a.owner.changes.Add(1)
+	}
 	if len(now) == 0 {
 		delete(l.objects, key)
 	} else {
-		l.objects[key] = leftOn{uid: uid, counts: now}
+		l.objects[key] = leftOn{uid: uid, counts: now, keys: keys}
 	}
 	return changed
 }
@@ -133,7 +164,7 @@ func (a *audit) dropUnheldLeft() {
 	}
 	a.left.mu.Unlock()
 	for _, key := range gone {
-		a.observeLeft(key, "", nil)
+		a.observeLeft(key, "", nil, nil)
 	}
 }
 

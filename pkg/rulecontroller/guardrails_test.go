@@ -2,6 +2,7 @@ package rulecontroller_test
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -80,6 +81,14 @@ func TestAProtectedKeyIsNotReleased(t *testing.T) {
 			waitAllPodKeys(t, c, kt, "the new zone "+kt.Name, []string{ns}, func(_ string, m map[string]string) bool { return m["zone"] == "west" })
 			waitAllPodKeys(t, c, kt, "the protected team "+kt.Name+" kept", []string{ns}, func(_ string, m map[string]string) bool { return m["team"] == "a" && m["tier"] == "gold" })
 			testkit.WaitFor(t, "the team "+kt.Name+"s counted as left", testkit.Timeout, func() bool { return left() == 3 })
+			// Told as one Event for the namespace, counting the three pods.
+			testkit.WaitFor(t, "a KeysLeftByGuardrail Event counting the 3 pods", testkit.Timeout, func() bool {
+				return testkit.Occurrences(testkit.AggregateEvents(t, c, ns, rulecontroller.ReasonKeysLeft, "")) == 3
+			})
+			events := testkit.AggregateEvents(t, c, ns, rulecontroller.ReasonKeysLeft, "")
+			if len(events) != 1 || !strings.Contains(events[0].Note, "protected-key") || !strings.Contains(events[0].Note, "release "+kt.Name+" team") {
+				t.Errorf("want one Event naming the guardrail and the released %s team, got %+v", kt.Name, events)
+			}
 		})
 	}
 }

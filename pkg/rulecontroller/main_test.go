@@ -5,10 +5,12 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/go-logr/logr/funcr"
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	"github.com/metawatch/metawatch/pkg/eventdigest"
 	"github.com/metawatch/metawatch/pkg/testing/controlplane"
 )
 
@@ -19,6 +21,7 @@ var logs logLines
 
 func TestMain(m *testing.M) {
 	ctrl.SetLogger(funcr.NewJSON(logs.add, funcr.Options{Verbosity: 1}))
+	eventdigest.DefaultInterval = time.Second // aggregate Events within a second, not 30
 	os.Exit(controlplane.RunTests(m, &cp))
 }
 

@@ -41,7 +41,7 @@ func TestAKeyMetawatchReleasedIsNotTakenBackByForce(t *testing.T) {
 			testkit.MergePatch(t, c, namespaceObject(ns), "kubectl-"+kt.Kubectl, kt.Patch("team", &a))
 
 			testkit.WaitFor(t, "a LabelConflict Event", testkit.Timeout, func() bool {
-				return len(testkit.Events(t, c, ns, "Pod", "pod-0", rulecontroller.ReasonConflict)) > 0
+				return len(testkit.AggregateEvents(t, c, ns, rulecontroller.ReasonConflict, "released-team")) > 0
 			})
 			if v, _ := team(); v != b {
 				t.Errorf("team is %q: metawatch took the %s another manager set after metawatch released it; want b kept", v, kt.Name)
@@ -64,7 +64,7 @@ func TestTwoControllersForcingOneKeyDoNotFightForever(t *testing.T) {
 			tier := func() string { return kt.Of(getPod(t, c, ns, "pod-0"))["tier"] }
 			testkit.WaitFor(t, "metawatch to set tier=gold", testkit.Timeout, func() bool { return tier() == "gold" })
 			fought := func() bool {
-				return len(testkit.Events(t, c, ns, "Pod", "pod-0", rulecontroller.ReasonOwnershipFight)) > 0
+				return len(testkit.AggregateEvents(t, c, ns, rulecontroller.ReasonOwnershipFight, "fight-tier")) > 0
 			}
 
 			// The rival: whenever tier is not silver, it force-applies silver; at most 20 times.

@@ -6,6 +6,7 @@ import (
 	"github.com/metawatch/metawatch/pkg/authority"
 	"github.com/metawatch/metawatch/pkg/brake"
 	"github.com/metawatch/metawatch/pkg/config"
+	"github.com/metawatch/metawatch/pkg/eventdigest"
 	"github.com/metawatch/metawatch/pkg/sharding"
 )
 
@@ -84,6 +85,12 @@ type Wiring struct {
 	// many objects of a kind the cache holds, for the bound's share.
 	Brake         *brake.Brake
 	CachedObjects func(kind string) int
+	// Events folds what the controllers report per object (an object
+	// starting to violate a rule, a conflict, a fight, keys a guardrail
+	// leaves) into aggregate Events, one per reason, rule, kind and
+	// namespace (package eventdigest): the process's one, so that one bound
+	// holds for its Event writes. Nil: Setup makes one for mgr.
+	Events *eventdigest.Digest
 	// Relists, when set, says which kinds relist: their removals and
 	// releases wait for the relist's end (relist.go).
 	Relists Relists

@@ -13,13 +13,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/metawatch/metawatch/pkg/authority"
 	"github.com/metawatch/metawatch/pkg/brake"
 	"github.com/metawatch/metawatch/pkg/config"
+	"github.com/metawatch/metawatch/pkg/eventdigest"
 	"github.com/metawatch/metawatch/pkg/metacache"
 	"github.com/metawatch/metawatch/pkg/ownership"
 	"github.com/metawatch/metawatch/pkg/rules"
@@ -32,15 +32,15 @@ import (
 // "metawatch"; remove actions are merge patches with a resourceVersion
 // precondition; require actions are audited.
 type ruleReconciler struct {
-	Reader   client.Reader     // the cache
-	Writer   authority.Patcher // the API server, through the fence (authority.Writer)
-	Recorder events.EventRecorder
-	GVK      schema.GroupVersionKind
-	Rules    []rules.Rule
-	DryRun   bool
+	Reader client.Reader     // the cache
+	Writer authority.Patcher // the API server, through the fence (authority.Writer)
+	GVK    schema.GroupVersionKind
+	Rules  []rules.Rule
+	DryRun bool
 
 	audit        *audit
 	memory       *memory
+	events       *eventdigest.Digest          // folds what is reported per object into aggregate Events
 	writesFrozen func(schema.GroupKind) error // see Wiring.WritesFrozen
 	inScope      func(namespace string) bool  // see Wiring.InScope
 	// limits are the operator's guardrails, checked again as each write is
@@ -118,11 +118,10 @@ type ResourceVersions interface {
 // ruleReconciler is the reconciler of the rules rs of the kind w watches,
 // writing through the wiring's guard.
 func (s setup) ruleReconciler(w config.ResolvedWatch, rs []rules.Rule, mem *memory) *ruleReconciler {
-	recorder := s.mgr.GetEventRecorder(EventSource)
 	return &ruleReconciler{
-		Reader: s.mgr.GetCache(), Writer: authority.NewWriter(s.mgr.GetClient(), s.wiring.Guard), Recorder: recorder,
+		Reader: s.mgr.GetCache(), Writer: authority.NewWriter(s.mgr.GetClient(), s.wiring.Guard),
 		GVK: w.GVK, Rules: rs, DryRun: s.opts.DryRun,
-		audit: s.wiring.Audits.forKind(kindLabel(w.GVK), recorder), memory: mem,
+		audit: s.wiring.Audits.forKind(w.GVK, rs, s.wiring.Events), memory: mem, events: s.wiring.Events,
 		writesFrozen: s.wiring.WritesFrozen, inScope: s.wiring.InScope,
 		limits: s.wiring.Limits, kindWritable: s.wiring.Limits.AllowsKind(w.GVK.GroupKind(), w.Namespaced),
 		fieldManager: s.wiring.Guard.Identity.FieldManager, adoptFrom: s.wiring.Guard.Identity.Adopted,
@@ -258,7 +257,7 @@ func (r *ruleReconciler) readLive(ctx context.Context, key types.NamespacedName)
 // precondition failed: obj is not the object as it is now.
 func (r *ruleReconciler) decideAndWrite(ctx context.Context, key types.NamespacedName, obj *metav1.PartialObjectMetadata, src rules.Sources) (stale bool, err error) {
 	result := rules.Evaluate(r.Rules, rules.Metadata{Labels: obj.Labels, Annotations: obj.Annotations}, src)
-	r.audit.observe(key, obj.UID, obj, result.Violations)
+	r.audit.observe(key, obj.UID, result.Violations)
 	if !r.kindWritable {
 		// Audit rules alone: nothing is written, not even a release of a
 		// key metawatch set while the kind was writable.

@@ -107,7 +107,8 @@ func otherKeyType(kt testkit.KeyType) testkit.KeyType {
 }
 
 // A key another field manager owns with another value is not overwritten: one
-// Event, one count. With force: true, metawatch takes it.
+// occurrence of the rule's aggregate LabelConflict Event in the namespace,
+// one count. With force: true, metawatch takes it.
 func TestConflictWithAnotherManager(t *testing.T) {
 	c := testkit.Populated(t, cp, "conflict", nil, 1)
 	applyAs(t, c, testkit.KeyTypes["labels"], "conflict", "pod-0", "other-controller", `{"tier":"silver"}`)
@@ -115,7 +116,7 @@ func TestConflictWithAnotherManager(t *testing.T) {
 
 	inst := startInstance(t, strings.Replace(rule, "%s", "", 1), settings{})
 	testkit.WaitFor(t, "a LabelConflict Event", testkit.Timeout, func() bool {
-		return len(testkit.Events(t, c, "conflict", "Pod", "pod-0", rulecontroller.ReasonConflict)) > 0
+		return len(testkit.AggregateEvents(t, c, "conflict", rulecontroller.ReasonConflict, "conflict-tier")) > 0
 	})
 	testkit.WaitFor(t, "the other key to be applied", testkit.Timeout, func() bool { return getPod(t, c, "conflict", "pod-0").Labels["zone"] == "west" })
 	if tier := getPod(t, c, "conflict", "pod-0").Labels["tier"]; tier != "silver" {
@@ -129,9 +130,9 @@ func TestConflictWithAnotherManager(t *testing.T) {
 			t.Errorf("metawatch_rule_writes_total{result=%q} = %v, want %v", result, n, want)
 		}
 	}
-	events := testkit.Events(t, c, "conflict", "Pod", "pod-0", rulecontroller.ReasonConflict)
-	if len(events) != 1 || events[0].Series != nil || !strings.Contains(events[0].Note, `tier="gold"`) {
-		t.Errorf("want exactly one LabelConflict Event naming tier=gold, got %+v", events)
+	events := testkit.AggregateEvents(t, c, "conflict", rulecontroller.ReasonConflict, "conflict-tier")
+	if len(events) != 1 || events[0].Series != nil || !strings.Contains(events[0].Note, `pod-0 (label tier="gold"`) || events[0].Regarding.Kind != "Namespace" {
+		t.Errorf("want exactly one LabelConflict Event regarding the Namespace, naming pod-0 and tier=gold, got %+v", events)
 	}
 	if note := events[0].Note; !strings.Contains(note, `field manager "other-controller"`) || strings.Contains(note, "silver") {
 		t.Errorf("LabelConflict Event %q: want it to name the field manager other-controller and not carry its value silver", note)
@@ -181,9 +182,15 @@ rules:
 	}
 }
 
-// requireLabels: a gauge of the objects violating, and one Event per object when it starts.
+// requireLabels: a gauge of the objects violating, and one occurrence of the
+// rule's aggregate Event in the namespace per object when it starts
+// violating, not per change.
 func TestRequireLabelsAudits(t *testing.T) {
 	c := testkit.Populated(t, cp, "audit", nil, 3)
+	folded := func() float64 {
+		return testkit.Metric(t, "metawatch_events_folded_total", map[string]string{"reason": rulecontroller.ReasonMissingRequired})
+	}
+	foldedBefore := folded()
 	testkit.MergePatch(t, c, getPod(t, c, "audit", "pod-0"), "kubectl-label", `{"metadata":{"labels":{"owner":"alice"}}}`)
 	inst := startInstance(t, "watches:\n- kind: Pod\n  namespaces: [audit]\nrules:\n- {name: audit-owner, kinds: [Pod], requireLabels: [owner]}\n", settings{})
 	violations := func() float64 {
@@ -202,10 +209,16 @@ func TestRequireLabelsAudits(t *testing.T) {
 	testkit.WaitFor(t, "pod-2's change to be reconciled", testkit.Timeout, func() bool {
 		return len(logs.matching(`"name":"pod-2"`, `"unrelated":"y"`)) > 0
 	})
-	for pod, want := range map[string]int{"pod-0": 0, "pod-1": 1, "pod-2": 1} {
-		if got := len(testkit.Events(t, c, "audit", "Pod", pod, rulecontroller.ReasonMissingRequired)); got != want {
-			t.Errorf("%s has %d %s Events, want %d", pod, got, rulecontroller.ReasonMissingRequired, want)
-		}
+	// Folded as they happen: pod-1 and pod-2 started violating, once each.
+	if n := folded() - foldedBefore; n != 2 {
+		t.Errorf("%v %s occurrences folded, want 2 (pod-1 and pod-2, once each)", n, rulecontroller.ReasonMissingRequired)
+	}
+	testkit.WaitFor(t, "the aggregate Event to count pod-1 and pod-2", testkit.Timeout, func() bool {
+		return testkit.Occurrences(testkit.AggregateEvents(t, c, "audit", rulecontroller.ReasonMissingRequired, "audit-owner")) == 2
+	})
+	events := testkit.AggregateEvents(t, c, "audit", rulecontroller.ReasonMissingRequired, "audit-owner")
+	if len(events) != 1 || !strings.Contains(events[0].Note, "pod-1 (missing labels owner)") || strings.Contains(events[0].Note, "pod-0") {
+		t.Errorf("want one Event in namespace audit naming pod-1 and not pod-0, got %+v", events)
 	}
 	if n := inst.writes.Load(); n != 0 {
 		t.Errorf("an audit-only rule made %d writes, want 0", n)
@@ -234,18 +247,18 @@ rules:
 - {name: note, kinds: [Secret], setAnnotations: {example.com/note: mine}}
 `, settings{Options: rulecontroller.Options{EventValues: true}})
 	tests := map[string]struct {
-		kind, name, value string
+		kind, rule, value string
 		carried           bool
 	}{
-		"a Pod's label: the value, as allowed":   {"Pod", "pod-0", "silver", true},
-		"a Secret's annotation: never the value": {"Secret", "creds", "s3cr3t", false},
+		"a Pod's label: the value, as allowed":   {"Pod", "tier", "silver", true},
+		"a Secret's annotation: never the value": {"Secret", "note", "s3cr3t", false},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			testkit.WaitFor(t, "a LabelConflict Event on the "+tc.kind, testkit.Timeout, func() bool {
-				return len(testkit.Events(t, c, ns, tc.kind, tc.name, rulecontroller.ReasonConflict)) > 0
+				return len(testkit.AggregateEvents(t, c, ns, rulecontroller.ReasonConflict, tc.rule)) > 0
 			})
-			note := testkit.Events(t, c, ns, tc.kind, tc.name, rulecontroller.ReasonConflict)[0].Note
+			note := testkit.AggregateEvents(t, c, ns, rulecontroller.ReasonConflict, tc.rule)[0].Note
 			if strings.Contains(note, tc.value) != tc.carried || !strings.Contains(note, `field manager "other-controller"`) {
 				t.Errorf("Event %q: carries %q = %v, want %v; it must name the field manager other-controller", note, tc.value, strings.Contains(note, tc.value), tc.carried)
 			}

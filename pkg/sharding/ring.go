@@ -158,6 +158,21 @@ func (r *Ring) Until(uid types.UID) (time.Time, bool) {
 	return r.renewed.Add(r.o.RenewDeadline), true
 }
 
+// Member is this replica's identity in the ring (Options.Identity).
+func (r *Ring) Member() string { return r.o.Identity }
+
+// MemberUntil is the end of this replica's claim as a live member of the
+// ring, whatever the bucket: what it writes of its own alone (its reports,
+// named after it) needs no bucket, only that the others still count it alive.
+func (r *Ring) MemberUntil() (time.Time, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.stopping || !r.renewedRecently() {
+		return time.Time{}, false
+	}
+	return r.renewed.Add(r.o.RenewDeadline), true
+}
+
 // writable is bucket b if this replica may write it now, else nil. r.mu must be held.
 func (r *Ring) writable(b Bucket) *heldBucket {
 	h := r.held[b]

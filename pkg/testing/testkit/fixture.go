@@ -26,29 +26,41 @@ func Populated(t testing.TB, cp *controlplane.ControlPlane, ns string, nsLabels 
 	return c
 }
 
-// Pods creates n pods named pod-0.. in ns, labelled app=web, 16 at a time.
+// Pods creates n pods named pod-0.. in ns, labelled app=web, by 16
+// workers (not a goroutine per pod: n may be 100,000); the first error
+// stops them.
 func Pods(t testing.TB, c client.Client, ns string, n int) {
 	t.Helper()
+	next := make(chan int)
 	var wg sync.WaitGroup
-	errs := make(chan error, n)
-	sem := make(chan struct{}, 16)
-	for i := range n {
+	var once sync.Once
+	var failed error
+	stop := make(chan struct{})
+	for range min(16, n) {
 		wg.Go(func() {
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			pod := &corev1.Pod{
-				ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("pod-%d", i), Labels: map[string]string{"app": "web"}},
-				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.example/app:1"}}},
-			}
-			if err := c.Create(t.Context(), pod); err != nil {
-				errs <- err
+			for i := range next {
+				pod := &corev1.Pod{
+					ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("pod-%d", i), Labels: map[string]string{"app": "web"}},
+					Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.example/app:1"}}},
+				}
+				if err := c.Create(t.Context(), pod); err != nil {
+					once.Do(func() { failed = err; close(stop) })
+				}
 			}
 		})
 	}
+feed:
+	for i := range n {
+		select {
+		case next <- i:
+		case <-stop:
+			break feed
+		}
+	}
+	close(next)
 	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
+	if failed != nil {
+		t.Fatal(failed)
 	}
 }
 

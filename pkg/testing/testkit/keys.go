@@ -19,6 +19,8 @@ type KeyType struct {
 	// Set, Remove and Copy are the configuration's fields: setLabels,
 	// removeLabels, and copyFromNamespace's labels (the annotations' likewise).
 	Set, Remove, Copy string
+	// Require is the audit's field: requireLabels or requireAnnotations.
+	Require string
 	// Kubectl is the kubectl verb that sets one: label or annotate.
 	Kubectl string
 	// Field is the metadata field, for a patch: labels or annotations.
@@ -27,8 +29,8 @@ type KeyType struct {
 
 // KeyTypes are labels and annotations, keyed by a name for t.Run.
 var KeyTypes = map[string]KeyType{
-	"labels":      {Name: "label", Set: "setLabels", Remove: "removeLabels", Copy: "labels", Kubectl: "label", Field: "labels"},
-	"annotations": {Name: "annotation", Set: "setAnnotations", Remove: "removeAnnotations", Copy: "annotations", Kubectl: "annotate", Field: "annotations"},
+	"labels":      {Name: "label", Set: "setLabels", Remove: "removeLabels", Copy: "labels", Require: "requireLabels", Kubectl: "label", Field: "labels"},
+	"annotations": {Name: "annotation", Set: "setAnnotations", Remove: "removeAnnotations", Copy: "annotations", Require: "requireAnnotations", Kubectl: "annotate", Field: "annotations"},
 }
 
 // Of is obj's map of this type.

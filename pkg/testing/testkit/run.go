@@ -15,6 +15,7 @@ import (
 
 	"github.com/metawatch/metawatch/pkg/apiserver"
 	"github.com/metawatch/metawatch/pkg/config"
+	"github.com/metawatch/metawatch/pkg/eventdigest"
 )
 
 // Start runs r (a Manager) until the test ends or stop is called, and fails
@@ -55,17 +56,52 @@ func Resolve(t testing.TB, cfg *rest.Config, configYAML string) []config.Resolve
 // Events lists the events.k8s.io Events in ns about the object kind/name with reason.
 func Events(t testing.TB, c client.Client, ns, kind, name, reason string) []eventsv1.Event {
 	t.Helper()
+	return listEvents(t, c, ns, func(e eventsv1.Event) bool {
+		return e.Reason == reason && e.Regarding.Kind == kind && e.Regarding.Name == name
+	})
+}
+
+// AggregateEvents lists metawatch's aggregate Events in ns with reason
+// about rule (package eventdigest: one per reason, rule, kind and
+// namespace, regarding the Namespace, or for cluster-scoped objects the
+// selectors ConfigMap), by their annotation naming the rule; rule ""
+// matches every one.
+func AggregateEvents(t testing.TB, c client.Client, ns, reason, rule string) []eventsv1.Event {
+	t.Helper()
+	return listEvents(t, c, ns, func(e eventsv1.Event) bool {
+		return e.Reason == reason && e.ReportingController == eventdigest.EventSource &&
+			(rule == "" || e.Annotations[eventdigest.AnnotationRule] == rule)
+	})
+}
+
+// listEvents lists the events.k8s.io Events in ns that keep keeps.
+func listEvents(t testing.TB, c client.Client, ns string, keep func(eventsv1.Event) bool) []eventsv1.Event {
+	t.Helper()
 	var list eventsv1.EventList
 	if err := c.List(context.Background(), &list, client.InNamespace(ns)); err != nil {
 		t.Fatal(err)
 	}
 	var out []eventsv1.Event
 	for _, e := range list.Items {
-		if e.Reason == reason && e.Regarding.Kind == kind && e.Regarding.Name == name {
+		if keep(e) {
 			out = append(out, e)
 		}
 	}
 	return out
+}
+
+// Occurrences is how many objects the aggregate Events count: each one's
+// series count, or 1 for one without a series.
+func Occurrences(events []eventsv1.Event) int {
+	n := 0
+	for _, e := range events {
+		if e.Series != nil {
+			n += int(e.Series.Count)
+		} else {
+			n++
+		}
+	}
+	return n
 }
 
 // MergePatch patches obj with a JSON merge patch as field manager manager, the way kubectl label does.
