@@ -117,8 +117,8 @@ func (g Guard) Write(ctx context.Context, uid types.UID, write func(context.Cont
 	defer cancel()
 	if g.Claim != nil {
 		var err error
-		// Checked again as the request is sent (fence.Wrap, after the rate
-		// limiter), and the request ends when the claim does.
+		// Checked again as the request is sent (Wrap's transport, after the
+		// rate limiter), and the request ends when the claim does.
 		if ctx, err = Admit(ctx, g.Claim, uid); err != nil {
 			return err
 		}

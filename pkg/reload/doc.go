@@ -31,4 +31,11 @@
 //   - source.go: --config-file or --config-map.
 //   - sharding.go: --sharding: generations on every replica, their caches on
 //     its share of the buckets, which they follow as it moves.
+//   - mode.go: what each run mode needs of the Reloader; wiring.go: what a
+//     generation takes from the process and hands its controllers.
+//   - brake.go: the removal brake, its record and approvals; identity.go:
+//     another writer applying as this installation's field manager.
+//   - events.go: the process's bounded Events (package eventdigest);
+//     reports.go: the OpenReports writer (--open-reports).
+//   - prune.go: admission policies this installation no longer wants.
 package reload

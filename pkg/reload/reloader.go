@@ -52,8 +52,9 @@ var SyncTimeout = 10 * time.Minute
 // with an Event, a log line and metrics that say so; a failure that is not
 // the configuration's fault is retried with backoff.
 //
-// It is a leader-election Runnable: only the leader runs generations. Add it
-// with AddTo, which also adds the follower every replica runs.
+// It is a Runnable that runs on the leader only, or on every replica when
+// sharded or warm (NeedLeaderElection). Add it with AddTo, which also adds
+// the follower every replica runs.
 type Reloader struct {
 	// Config reaches the API server; required (AddTo says so).
 	Config *rest.Config
@@ -380,7 +381,7 @@ func (r *Reloader) stopCurrent() {
 }
 
 // WritesStopped reports, after Start returned, whether every write finished:
-// only then may the Lease be released (manager.ReleaseLease). Otherwise the
+// only then may the Lease be released (metamanager.ReleaseLease). Otherwise the
 // Lease must expire on its own before a standby writes.
 func (r *Reloader) WritesStopped() bool {
 	r.mu.Lock()

@@ -11,10 +11,24 @@
 //     the operator sets (Options) and what a generation wires (Wiring).
 //   - reconciler.go: Reconcile, read once from the cache, then each step.
 //   - reporter.go, diff.go: the first step logs what changed.
-//   - rule_reconciler.go, apply.go, remove.go, managed_keys.go, audit.go: the
-//     second step keeps the rules: server-side apply of owned keys, merge
-//     patches that remove, ownership read from managedFields, require audits.
-//   - handler.go, handler_namespaces.go, predicate.go: what each event queues.
+//   - rule_reconciler.go, apply.go, remove.go: the second step keeps the
+//     rules: server-side apply of owned keys (conflicts yielded, reclaimed or
+//     forced in apply.go), merge patches that remove.
+//   - managed_keys.go: ownership read from managedFields; adopt.go: keys the
+//     installation's former field manager owns, taken over.
+//   - guardrails.go: what the rules want narrowed to the operator's limits;
+//     brake.go: removals and releases held by the removal brake, and queued
+//     again once approved; relist.go: removals held while a kind relists,
+//     queued again when it ends.
+//   - audit.go, audit_off.go, audit_shard.go: require audits, the objects
+//     rules leave off, and which replica audits an object (sharded);
+//     findings.go: what the audits hold, for the OpenReports reports.
+//   - events.go: findings as occurrences of the bounded Events (package
+//     eventdigest); fights.go: writes undone by another writer.
+//   - handler.go, handler_namespaces.go, predicate.go: what each event queues;
+//     owner_chain.go: the owners copyFromOwner walks; priority.go: fan-outs
+//     queued below direct changes; requeue.go: the objects of buckets that
+//     come to this replica (sharded), queued.
 //   - memory.go and memory_*.go: what a controller remembers between events.
 //   - every write passes the generation's guard (package authority): its
 //     fence, and sharded the replica's hold on the object's bucket.
