@@ -4,7 +4,6 @@ import (
 	"os"
 	"runtime/debug"
 	"sync"
-	"time"
 )
 
 // ListGCPercent is the GC percent while a list streams in: the heap may
@@ -16,12 +15,6 @@ import (
 // bench/results; docs/sizing.md).
 const ListGCPercent = 25
 
-// ListLinger is how long the GC stays paced after the last list ends: a
-// cache's lists end one kind at a time, and the controllers that start on
-// a synced cache are handed its store a moment later; at GOGC's default in
-// between, the heap could grow to twice the whole cache.
-const ListLinger = 30 * time.Second
-
 // Lists lowers the GC percent while any list streams in, and gives the
 // previous one back when the last ends. The GC percent is the process's,
 // so one Lists serves every informer: Begin and End count the lists under
@@ -29,7 +22,6 @@ const ListLinger = 30 * time.Second
 // list's, or off (GOGC=off, a memory limit alone), is left as it is.
 type Lists struct {
 	percent int
-	linger  time.Duration
 	// set is debug.SetGCPercent (tests give their own).
 	set func(int) int
 
@@ -37,18 +29,12 @@ type Lists struct {
 	underWay int
 	before   int
 	lowered  bool
-	// giveBack, while lowered and no list is under way, gives the GC
-	// percent back once the linger has passed; ends counts the lists that
-	// ended, so that a timer that fired as another list began and ended
-	// gives nothing back early.
-	giveBack *time.Timer
-	ends     uint64
 }
 
-// NewLists paces the GC at percent while lists stream in, and for linger
-// after the last ends; a percent <= 0 leaves the GC as it is.
-func NewLists(percent int, linger time.Duration) *Lists {
-	return &Lists{percent: percent, linger: linger, set: debug.SetGCPercent}
+// NewLists paces the GC at percent while lists stream in; a percent <= 0
+// leaves the GC as it is.
+func NewLists(percent int) *Lists {
+	return &Lists{percent: percent, set: debug.SetGCPercent}
 }
 
 // ListsFromEnv is NewLists(ListGCPercent), or nil where the operator set
@@ -58,7 +44,7 @@ func ListsFromEnv(gogc string) *Lists {
 	if gogc != "" {
 		return nil
 	}
-	return NewLists(ListGCPercent, ListLinger)
+	return NewLists(ListGCPercent)
 }
 
 // ProcessLists paces this process's GC while its caches' lists stream in
@@ -77,12 +63,6 @@ func (l *Lists) Begin() {
 	if l.underWay > 1 {
 		return
 	}
-	if l.lowered { // still lingering: stay
-		if l.giveBack != nil {
-			l.giveBack.Stop()
-		}
-		return
-	}
 	before := l.set(l.percent)
 	if before < 0 || before <= l.percent {
 		l.set(before) // off, or already as low: as it was
@@ -92,8 +72,7 @@ func (l *Lists) Begin() {
 }
 
 // End counts a list ended (or given up); the last gives the GC percent
-// back once the linger has passed without another Begin. An End without a
-// Begin is ignored.
+// back. An End without a Begin is ignored.
 func (l *Lists) End() {
 	if l == nil || l.percent <= 0 {
 		return
@@ -104,26 +83,8 @@ func (l *Lists) End() {
 		return
 	}
 	l.underWay--
-	if l.underWay > 0 || !l.lowered {
-		return
+	if l.underWay == 0 && l.lowered {
+		l.set(l.before)
+		l.lowered = false
 	}
-	if l.linger <= 0 {
-		l.restore()
-		return
-	}
-	l.ends++
-	ended := l.ends
-	l.giveBack = time.AfterFunc(l.linger, func() {
-		l.mu.Lock()
-		defer l.mu.Unlock()
-		if l.ends == ended && l.underWay == 0 && l.lowered {
-			l.restore()
-		}
-	})
-}
-
-// restore gives the GC percent back; l.mu is held.
-func (l *Lists) restore() {
-	l.set(l.before)
-	l.lowered = false
 }

@@ -1,10 +1,7 @@
 package memlimit
 
 import (
-	"sync"
 	"testing"
-	"testing/synctest"
-	"time"
 )
 
 // gcPercent stands for the runtime's GC percent in tests.
@@ -17,15 +14,9 @@ func (g *gcPercent) set(p int) int {
 	return before
 }
 
-// listsAt is a Lists of percent, giving the GC percent back at once,
-// over a GC at gc.
 func listsAt(percent, gc int) (*Lists, *gcPercent) {
-	return lingeringAt(percent, 0, gc)
-}
-
-func lingeringAt(percent int, linger time.Duration, gc int) (*Lists, *gcPercent) {
 	g := &gcPercent{now: gc}
-	l := NewLists(percent, linger)
+	l := NewLists(percent)
 	l.set = g.set
 	return l, g
 }
@@ -64,81 +55,12 @@ func TestLists(t *testing.T) {
 	}
 }
 
-// After the last list ends the GC stays paced for the linger, and a list
-// that begins meanwhile keeps it so: a cache's kinds end their lists one
-// after another, and its controllers are handed its store a moment later.
-func TestListsLinger(t *testing.T) {
-	const linger = 30 * time.Second
-	type step struct {
-		after time.Duration // waited before the step
-		do    string        // b: Begin, e: End, "": only wait
-		want  int           // the GC percent after it
-	}
-	cases := map[string][]step{
-		"paced for the linger after the last end, then given back": {
-			{do: "b", want: ListGCPercent}, {do: "e", want: ListGCPercent},
-			{after: linger - time.Second, want: ListGCPercent}, {after: 2 * time.Second, want: 100},
-		},
-		"a list that begins within the linger keeps the pace": {
-			{do: "b", want: ListGCPercent}, {do: "e", want: ListGCPercent},
-			{after: 20 * time.Second, do: "b", want: ListGCPercent},
-			{after: linger, want: ListGCPercent},
-			{do: "e", want: ListGCPercent}, {after: linger + time.Second, want: 100},
-		},
-		"the linger counts from the last end, not the first": {
-			{do: "b", want: ListGCPercent}, {do: "e", want: ListGCPercent},
-			{after: 25 * time.Second, do: "b", want: ListGCPercent}, {do: "e", want: ListGCPercent},
-			{after: 10 * time.Second, want: ListGCPercent}, {after: linger, want: 100},
-		},
-	}
-	for name, steps := range cases {
-		t.Run(name, func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) {
-				g := &lockedGC{gcPercent: gcPercent{now: 100}}
-				l := NewLists(ListGCPercent, linger)
-				l.set = g.set
-				for i, s := range steps {
-					time.Sleep(s.after)
-					switch s.do {
-					case "b":
-						l.Begin()
-					case "e":
-						l.End()
-					}
-					synctest.Wait()
-					if got := g.get(); got != s.want {
-						t.Fatalf("step %d (%+v): GC percent %d, want %d", i, s, got, s.want)
-					}
-				}
-			})
-		})
-	}
-}
-
-// lockedGC is a gcPercent a timer's goroutine sets.
-type lockedGC struct {
-	mu sync.Mutex
-	gcPercent
-}
-
-func (g *lockedGC) set(p int) int {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return g.gcPercent.set(p)
-}
-
-func (g *lockedGC) get() int {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return g.now
-}
-
 // Neither a nil Lists (GOGC set) nor a percent of 0 touches the GC.
 func TestListsThatDoNothing(t *testing.T) {
 	var none *Lists
 	none.Begin()
 	none.End()
-	l, g := lingeringAt(0, time.Minute, 100)
+	l, g := listsAt(0, 100)
 	l.Begin()
 	l.End()
 	if g.sets != 0 {

@@ -1,8 +1,8 @@
 // Package memlimit is how metawatch's process asks the Go runtime's GC to
 // use memory: a soft memory limit from the container's, as
 // --container-memory-limit sets it (FromContainer), and a tighter pace while
-// lists stream in, while the controllers are handed what they brought, and
-// a little after (Lists).
+// lists stream in and while the controllers are handed what they brought
+// (Lists).
 //
 // Both are shared by the binary and the bench's variants, so the bench
 // measures what the binary does. The pace during lists is there because a
