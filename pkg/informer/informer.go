@@ -30,9 +30,10 @@ type Options struct {
 	Backoff *wait.Backoff
 	// PageSize is the limit of each page of the paged list; 0: 500.
 	PageSize int64
-	// Lists, if not nil, is told when a list begins and when it ends (or
-	// the informer stops before it does): the process's GC is paced
-	// tighter while lists stream in (memlimit.Lists).
+	// Lists, if not nil, is told when a list attempt begins to receive
+	// objects and when it ends (whatever ends it), and around a late
+	// handler being handed the store: the process's GC is paced tighter
+	// meanwhile (memlimit.Lists).
 	Lists interface {
 		Begin()
 		End()

@@ -42,7 +42,7 @@ func (l *listsSeen) said() []string {
 // stream or first page comes, an end when it ends, whatever ends it. An
 // attempt the API server refuses is not told: the GC is not paced for a
 // list that brings nothing (a forbidden kind retried for hours).
-func TestListsHearOfEachListOnce(t *testing.T) {
+func TestListsHearOfEachAttemptThatReceives(t *testing.T) {
 	cases := map[string]struct {
 		setUp func(api *fakeAPI)
 		then  func(t *testing.T, api *fakeAPI, inf *informer.Informer)

@@ -8,11 +8,10 @@ import (
 
 // ListGCPercent is the GC percent while a list streams in: the heap may
 // grow to 1.25 times what the last GC found live instead of twice. A list
-// allocates about twelve bytes per byte it keeps (the decoded objects,
-// the stream's buffers), so with the default GOGC a million objects' list
-// peaks near twice the steady heap; with this the peak stays within a
-// quarter of it, for more GC work while the list lasts (measured in
-// bench/results; docs/sizing.md).
+// allocates many times what it keeps (each object decoded, then packed),
+// so at the default GOGC the cache's peak is the GC's room, not its data;
+// at this one the room is a quarter, for more GC work while the list
+// lasts (docs/sizing.md and the bench's results have the figures).
 const ListGCPercent = 25
 
 // Lists lowers the GC percent while any list streams in, and gives the
