@@ -19,7 +19,7 @@ var namedFile = regexp.MustCompile(`[a-z0-9_*]+\.go\b`)
 // every file of the package but doc.go, by name or by a glob, and no file
 // that is not there: a map that leaves files out, or names files gone, is
 // worse than none.
-func TestPackageFileMapsAreWhole(t *testing.T) {
+func TestDocsOfPackagesMapEveryFile(t *testing.T) {
 	docs, err := filepath.Glob("../../pkg/*/doc.go")
 	if err != nil {
 		t.Fatal(err)
