@@ -81,6 +81,7 @@ func metawatchGOGC(percent int) Variant {
 	return Variant{Name: fmt.Sprintf("metawatch-gogc%d", percent), Description: fmt.Sprintf("metawatch with GOGC=%d for the whole run", percent),
 		Start: func(ctx context.Context, cfg *rest.Config, spec Spec, counters *Counters) (*Running, error) {
 			debug.SetGCPercent(percent)
+			memlimit.ProcessLists = nil // as with GOGC set in the environment: lists too
 			return startMetawatch(ctx, cfg, spec, counters, defaultOptions())
 		}}
 }
