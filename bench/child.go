@@ -37,7 +37,10 @@ type synced struct {
 	RetainedBytes int64
 	// PeakLiveHeapBytes is the most heap a GC found reachable during the
 	// sync and the initial reconciles (probe.WatchLiveHeap).
-	PeakLiveHeapBytes  uint64
+	PeakLiveHeapBytes uint64
+	// AtPeak is the most resident set read during the sync and the runtime's
+	// account of its memory at that moment (probe.LiveHeapPeak.AtMostRSS).
+	AtPeak             memoryAt
 	AllocatedBytes     uint64
 	ReceivedBytes      map[string]int64
 	Events, Reconciles int64
@@ -64,6 +67,21 @@ type snapshot struct {
 	// RelistPeakLiveHeapBytes is the most live heap from relist-begin, in
 	// the answer to relist-end.
 	RelistPeakLiveHeapBytes uint64 `json:",omitempty"`
+	// RelistAtPeak is as synced.AtPeak, for the relist, in the answer to
+	// relist-end.
+	RelistAtPeak *memoryAt `json:",omitempty"`
+}
+
+// memoryAt is a resident set read and the Go runtime's account of its
+// memory just after (probe.MemoryClasses).
+type memoryAt struct {
+	RSSBytes int64
+	Memory   map[string]uint64 `json:",omitempty"`
+}
+
+func atMostRSS(p *probe.LiveHeapPeak) memoryAt {
+	rss, classes := p.AtMostRSS()
+	return memoryAt{RSSBytes: rss, Memory: classes}
 }
 
 // processStarted is about when this process started: package variables are
@@ -150,7 +168,8 @@ func measureSync(ctx context.Context, o options, v variant.Variant, running *var
 	if !v.CacheOnly {
 		settle(ctx, counters, n)
 	}
-	if s.PeakLiveHeapBytes = peak.Stop(); profileErr != nil {
+	s.PeakLiveHeapBytes, s.AtPeak = peak.Stop(), atMostRSS(peak)
+	if profileErr != nil {
 		return synced{}, profileErr
 	}
 	after := probe.SettledHeap(5)
@@ -188,11 +207,12 @@ func serveSnapshots(ctx context.Context, in io.Reader, running *variant.Running,
 		var err error
 		var uids []string
 		var relistPeak uint64
+		var relistAt *memoryAt
 		switch line := lines.Text(); {
 		case line == "relist-begin":
 			err = relist.begin()
 		case line == "relist-end":
-			relistPeak, err = relist.end()
+			relistPeak, relistAt, err = relist.end()
 		case line == "uids":
 			if uids, err = running.CachedPodUIDs(ctx); err != nil {
 				return fmt.Errorf("cached pods' uids: %w", err)
@@ -213,7 +233,7 @@ func serveSnapshots(ctx context.Context, in io.Reader, running *variant.Running,
 		runtime.ReadMemStats(&m)
 		s := snapshot{Events: counters.Received(), Reconciles: counters.Reconciles(), Requests: wire.Requests(), Bytes: wire.Bytes(),
 			CPUSeconds: probe.CPUSeconds(), PeakRSSBytes: probe.PeakRSS(), RSSBytes: probe.RSS(), Mallocs: m.Mallocs, AllocatedBytes: m.TotalAlloc, GCCycles: m.NumGC,
-			Memory: probe.MemoryClasses(), PodUIDs: uids, RelistPeakLiveHeapBytes: relistPeak}
+			Memory: probe.MemoryClasses(), PodUIDs: uids, RelistPeakLiveHeapBytes: relistPeak, RelistAtPeak: relistAt}
 		if running.Relists != nil {
 			relists := running.Relists()
 			s.Relists = &relists

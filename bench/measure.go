@@ -169,7 +169,7 @@ func (h *harness) sendChurn(ctx context.Context, opts scenario.ChurnOptions) (sc
 func syncFigures(s synced) report.Sync {
 	per := func(v float64) float64 { return v / float64(max(s.Objects, 1)) }
 	out := report.Sync{Seconds: s.SyncSeconds, ReadySeconds: s.ReadySeconds, CPUSeconds: s.SyncCPUSeconds, Events: s.Events, Reconciles: s.Reconciles,
-		PeakLiveHeapBytes:      s.PeakLiveHeapBytes,
+		PeakLiveHeapBytes: s.PeakLiveHeapBytes, PeakSampledRSSBytes: s.AtPeak.RSSBytes, PeakMemory: s.AtPeak.Memory,
 		RetainedBytesPerObject: per(float64(s.RetainedBytes)), AllocatedBytesPerObject: per(float64(s.AllocatedBytes)),
 		ReceivedBytesPerObjectByKey: map[string]float64{}}
 	for key, b := range s.ReceivedBytes {

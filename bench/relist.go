@@ -107,6 +107,9 @@ func relistEnd(ch *child, start snapshot, l *report.Relist) error {
 	}
 	l.Events, l.PodBytes, l.CPUSeconds = quiet.Events-start.Events, podBytes(quiet.Bytes)-podBytes(start.Bytes), quiet.CPUSeconds-start.CPUSeconds
 	l.PeakRSSBytes, l.PeakLiveHeapBytes = max(end.PeakRSSBytes, end.RSSBytes), end.RelistPeakLiveHeapBytes
+	if at := end.RelistAtPeak; at != nil {
+		l.PeakSampledRSSBytes, l.PeakMemory = at.RSSBytes, at.Memory
+	}
 	if quiet.Relists != nil {
 		counted := *quiet.Relists - relistsOf(start)
 		l.Relists = &counted
@@ -210,12 +213,14 @@ func (w *relistWatch) begin() error {
 	return nil
 }
 
-// end stops following the live heap and returns the most it saw.
-func (w *relistWatch) end() (uint64, error) {
+// end stops following the live heap and returns the most it saw, and the
+// memory at the most resident set it read.
+func (w *relistWatch) end() (uint64, *memoryAt, error) {
 	if w.peak == nil {
-		return 0, errors.New("relist-end before relist-begin")
+		return 0, nil, errors.New("relist-end before relist-begin")
 	}
 	most := w.peak.Stop()
+	at := atMostRSS(w.peak)
 	w.peak = nil
-	return most, w.profileErr
+	return most, &at, w.profileErr
 }

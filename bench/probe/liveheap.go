@@ -13,11 +13,18 @@ const LiveHeapMetric = "/gc/heap/live:bytes"
 // LiveHeapPeak follows the live heap as each GC finds it, from
 // WatchLiveHeap until Stop, and keeps the most. Set beside the peak RSS,
 // it tells a peak made of data the process holds from one made of GC
-// headroom: only the first is cut by a lower GOGC.
+// headroom: only the first is cut by a lower GOGC. It also keeps the
+// runtime's account of its memory (MemoryClasses) at the most resident set
+// it read, so that a peak is split by what made it (objects, garbage, free
+// heap not yet returned) at its moment, not only after.
 type LiveHeapPeak struct {
 	stop chan struct{}
 	done sync.WaitGroup
 	most uint64
+
+	mu              sync.Mutex
+	mostRSS         int64
+	memoryAtMostRSS map[string]uint64
 }
 
 // WatchLiveHeap reads the live heap every interval. Each time a GC has
@@ -44,6 +51,12 @@ func WatchLiveHeap(interval time.Duration, onPeak func(live uint64)) *LiveHeapPe
 }
 
 func (p *LiveHeapPeak) read(onPeak func(live uint64)) {
+	if rss := RSS(); rss > p.mostRSS {
+		classes := MemoryClasses()
+		p.mu.Lock()
+		p.mostRSS, p.memoryAtMostRSS = rss, classes
+		p.mu.Unlock()
+	}
 	live := LiveHeap()
 	if live <= p.most {
 		return
@@ -62,6 +75,16 @@ func (p *LiveHeapPeak) Stop() uint64 {
 	p.done.Wait()
 	p.read(nil)
 	return p.most
+}
+
+// AtMostRSS is the most resident set read so far, in bytes, and the
+// runtime's account of its memory read just after it (nil before the first
+// reading). The kernel's high-water mark (PeakRSS) may be above it: it is
+// read every interval, not at every page.
+func (p *LiveHeapPeak) AtMostRSS() (int64, map[string]uint64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.mostRSS, p.memoryAtMostRSS
 }
 
 // LiveHeap is the heap the last GC found reachable, in bytes (0 before the

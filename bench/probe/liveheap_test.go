@@ -64,3 +64,26 @@ func TestMemoryClassesAccountForTheLiveHeap(t *testing.T) {
 		t.Errorf("the classes add up to %d B, want the total the runtime gives, %d B", parts, total)
 	}
 }
+
+func TestWatchLiveHeapSplitsTheMostResidentSetItRead(t *testing.T) {
+	const held = 64 << 20
+	watch := WatchLiveHeap(time.Millisecond, nil)
+	before := RSS()
+	sink = make([]byte, held)
+	for i := range sink {
+		sink[i] = 1 // touched, so resident
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for rss, _ := watch.AtMostRSS(); rss < before+held/2 && time.Now().Before(deadline); rss, _ = watch.AtMostRSS() {
+		time.Sleep(time.Millisecond)
+	}
+	sink = nil
+	watch.Stop()
+	rss, classes := watch.AtMostRSS()
+	if rss < before+held/2 {
+		t.Fatalf("most resident set read %d B, want at least %d B: the %d B held were not read", rss, before+held/2, held)
+	}
+	if classes[HeapObjectsClass] < held {
+		t.Errorf("heap objects at the most resident set %d B, want at least the %d B held then", classes[HeapObjectsClass], held)
+	}
+}

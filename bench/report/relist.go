@@ -35,6 +35,9 @@ type Relist struct {
 	// reset then), and PeakLiveHeapBytes the most heap a GC found live then.
 	PeakRSSBytes      int64  `json:"peakRSSBytes"`
 	PeakLiveHeapBytes uint64 `json:"peakLiveHeapBytes,omitempty"`
+	// PeakSampledRSSBytes and PeakMemory are as Sync's, for the relist.
+	PeakSampledRSSBytes int64             `json:"peakSampledRSSBytes,omitempty"`
+	PeakMemory          map[string]uint64 `json:"peakMemoryClasses,omitempty"`
 	// SteadyRSSBytes is the resident set after the steady window after the
 	// relist, and SteadyMemory the runtime's account of it.
 	SteadyRSSBytes int64             `json:"steadyRSSBytes,omitempty"`

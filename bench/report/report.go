@@ -146,9 +146,13 @@ type Sync struct {
 	RetainedBytesPerObject float64 `json:"retainedHeapBytesPerPod"`
 	// PeakLiveHeapBytes is the most heap a GC found reachable during the
 	// sync: set beside the peak RSS, what of the peak is data held, not GC headroom.
-	PeakLiveHeapBytes       uint64  `json:"peakLiveHeapBytes,omitempty"`
-	AllocatedBytesPerObject float64 `json:"allocatedBytesPerPod"`
-	ReceivedBytesPerObject  float64 `json:"receivedBytesPerPod"`
+	PeakLiveHeapBytes uint64 `json:"peakLiveHeapBytes,omitempty"`
+	// PeakSampledRSSBytes is the most resident set read (every 100 ms) during
+	// the sync, and PeakMemory the runtime's account of its memory then.
+	PeakSampledRSSBytes     int64             `json:"peakSampledRSSBytes,omitempty"`
+	PeakMemory              map[string]uint64 `json:"peakMemoryClasses,omitempty"`
+	AllocatedBytesPerObject float64           `json:"allocatedBytesPerPod"`
+	ReceivedBytesPerObject  float64           `json:"receivedBytesPerPod"`
 	// ReceivedBytesPerObjectByKey splits ReceivedBytesPerObject by "VERB
 	// resource media-type" (bench/probe.Key).
 	ReceivedBytesPerObjectByKey map[string]float64 `json:"receivedBytesPerPodByKey"`

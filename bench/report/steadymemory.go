@@ -7,7 +7,8 @@ import (
 	"github.com/metawatch/metawatch/bench/probe"
 )
 
-// steadyMemoryTable splits each steady resident set by the Go runtime's own
+// steadyMemoryTable splits each steady resident set, and the most resident
+// set read during the sync and the relist, by the Go runtime's own
 // account, taken at the same moment: the heap the last GC found live, the
 // garbage allocated since (collected at the next GC), the heap's room in
 // spans no object uses, free heap not yet returned to the kernel, stacks,
@@ -17,8 +18,10 @@ import (
 func steadyMemoryTable(b *strings.Builder, run Run) {
 	var rows strings.Builder
 	for _, r := range run.Results {
+		steadyMemoryRow(&rows, r.N, r.Variant+", at its sync's peak", r.Sync.PeakSampledRSSBytes, r.Sync.PeakMemory)
 		steadyMemoryRow(&rows, r.N, r.Variant, r.SteadyRSSBytes, r.SteadyMemory)
 		if l := r.Relist; l != nil {
+			steadyMemoryRow(&rows, r.N, r.Variant+", at its relist's peak", l.PeakSampledRSSBytes, l.PeakMemory)
 			steadyMemoryRow(&rows, r.N, r.Variant+", after its relist", l.SteadyRSSBytes, l.SteadyMemory)
 		}
 	}
@@ -28,13 +31,14 @@ func steadyMemoryTable(b *strings.Builder, run Run) {
 			steadyMemoryRow(&rows, r.CachedPods, who, r.SteadyRSS, r.SteadyMemory)
 		}
 	}
-	b.WriteString("\n## Where the steady resident set is\n\n")
-	b.WriteString("Each steady resident set split by the Go runtime's account of its memory at the same moment " +
+	b.WriteString("\n## Where the resident set is, steady and at its peaks\n\n")
+	b.WriteString("Each steady resident set, and the most read during the sync and the relist (read every 100 ms, so " +
+		"up to a few MiB below the kernel's high-water mark), split by the Go runtime's account of its memory at the same moment " +
 		"(runtime/metrics: `/gc/heap/live`, `/memory/classes/...`), in MiB. Garbage is what was allocated since the " +
 		"last GC and goes at the next; heap room is span space no object uses; free is heap the runtime keeps but " +
 		"does not use (the scavenger returns it slowly); outside is the resident set beyond what the runtime " +
 		"has mapped and kept: the binary, less pages mapped but never touched.\n\n")
-	b.WriteString("| pods cached | variant | steady RSS | live heap | garbage | heap room | heap free | stacks | runtime | outside |\n")
+	b.WriteString("| pods cached | variant | RSS | live heap | garbage | heap room | heap free | stacks | runtime | outside |\n")
 	b.WriteString("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	b.WriteString(rows.String())
 }

@@ -21,6 +21,13 @@ func TestSteadyMemoryTableSplitsTheResidentSet(t *testing.T) {
 			run:  Run{Results: []Result{{Variant: "metawatch", N: 1_000_000, SteadyRSSBytes: 480 * mib, SteadyMemory: classes}}},
 			want: []string{"| 1000000 | metawatch | 480 | 300 | 40 | 20 | 60 | 3 | 17 | 40 |"},
 		},
+		"the sync's and the relist's peaks get rows of their own": {
+			run: Run{Results: []Result{{Variant: "metawatch", N: 1_000_000, SteadyRSSBytes: 480 * mib, SteadyMemory: classes,
+				Sync:   Sync{PeakSampledRSSBytes: 600 * mib, PeakMemory: classes},
+				Relist: &Relist{PeakSampledRSSBytes: 590 * mib, PeakMemory: classes}}}},
+			want: []string{"| 1000000 | metawatch, at its sync's peak | 600 | 300 | 40 | 20 | 60 | 3 | 17 | 160 |",
+				"| 1000000 | metawatch, at its relist's peak | 590 | 300 |"},
+		},
 		"each shard replica gets a row of its own": {
 			run: Run{Shards: []ShardRun{{N: 100, Mode: "server", Replicas: []ShardReplica{
 				{CachedPods: 60, SteadyRSS: 480 * mib, SteadyMemory: classes}, {CachedPods: 40, SteadyRSS: 430 * mib, SteadyMemory: classes}}}}},
@@ -33,7 +40,7 @@ func TestSteadyMemoryTableSplitsTheResidentSet(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			page := Markdown(tc.run)
-			if tc.none && strings.Contains(page, "Where the steady resident set is") {
+			if tc.none && strings.Contains(page, "Where the resident set is") {
 				t.Errorf("a section without rows:\n%s", page)
 			}
 			for _, want := range tc.want {
