@@ -19,21 +19,32 @@ const ListGCPercent = 25
 // so one Lists serves every informer: Begin and End count the lists under
 // way, whichever kinds they are. A GC percent already at or below the
 // list's, or off (GOGC=off, a memory limit alone), is left as it is.
+//
+// When the last list ends, Lists also returns the heap the lists freed to
+// the kernel at once. Left to itself, the runtime's scavenger gives it back
+// only slowly, or not at all while the heap stays under its goal: after a
+// list it stays resident, idle, for as long as the process runs, and the
+// resident set a user reads (and a memory limit counts) is the list's, not
+// the cache's. It costs one full GC per time every list has ended: at
+// startup and after a relist, not per event.
 type Lists struct {
 	percent int
-	// set is debug.SetGCPercent (tests give their own).
-	set func(int) int
+	// set is debug.SetGCPercent and free debug.FreeOSMemory (tests give
+	// their own).
+	set  func(int) int
+	free func()
 
 	mu       sync.Mutex
 	underWay int
 	before   int
 	lowered  bool
+	freeing  bool
 }
 
 // NewLists paces the GC at percent while lists stream in; a percent <= 0
 // leaves the GC as it is.
 func NewLists(percent int) *Lists {
-	return &Lists{percent: percent, set: debug.SetGCPercent}
+	return &Lists{percent: percent, set: debug.SetGCPercent, free: debug.FreeOSMemory}
 }
 
 // ListsFromEnv is NewLists(ListGCPercent), or nil where the operator set
@@ -71,7 +82,9 @@ func (l *Lists) Begin() {
 }
 
 // End counts a list ended (or given up); the last gives the GC percent
-// back. An End without a Begin is ignored.
+// back and returns the freed heap to the kernel, in a goroutine of its own
+// (a full GC, which the informer calling End need not wait for; one at a
+// time). An End without a Begin is ignored.
 func (l *Lists) End() {
 	if l == nil || l.percent <= 0 {
 		return
@@ -82,8 +95,22 @@ func (l *Lists) End() {
 		return
 	}
 	l.underWay--
-	if l.underWay == 0 && l.lowered {
+	if l.underWay > 0 {
+		return
+	}
+	if l.lowered {
 		l.set(l.before)
 		l.lowered = false
 	}
+	if !l.freeing {
+		l.freeing = true
+		go l.returnFreed()
+	}
+}
+
+func (l *Lists) returnFreed() {
+	l.free()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.freeing = false
 }

@@ -1,11 +1,17 @@
 package memlimit
 
 import (
+	"sync/atomic"
 	"testing"
+	"time"
 )
 
-// gcPercent stands for the runtime's GC percent in tests.
-type gcPercent struct{ now, sets int }
+// gcPercent stands for the runtime's GC percent in tests, and counts the
+// times the freed heap was returned.
+type gcPercent struct {
+	now, sets int
+	frees     atomic.Int32
+}
 
 func (g *gcPercent) set(p int) int {
 	before := g.now
@@ -17,8 +23,25 @@ func (g *gcPercent) set(p int) int {
 func listsAt(percent, gc int) (*Lists, *gcPercent) {
 	g := &gcPercent{now: gc}
 	l := NewLists(percent)
-	l.set = g.set
+	l.set, l.free = g.set, func() { g.frees.Add(1) }
 	return l, g
+}
+
+// endAndWait is l.End, and waits for a return of the freed heap it began.
+func endAndWait(t *testing.T, l *Lists) {
+	t.Helper()
+	l.End()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+		l.mu.Lock()
+		freeing := l.freeing
+		l.mu.Unlock()
+		if !freeing {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the freed heap is still being returned after 10 s")
+		}
+	}
 }
 
 func TestLists(t *testing.T) {
@@ -26,17 +49,19 @@ func TestLists(t *testing.T) {
 		gc     int
 		steps  string // b: Begin, e: End
 		during int    // the GC percent after the steps
+		frees  int32  // the times the freed heap was returned
 	}{
 		"a list lowers the default GC percent":               {gc: 100, steps: "b", during: ListGCPercent},
-		"its end gives the default back":                     {gc: 100, steps: "be", during: 100},
+		"its end gives the default back and the heap freed":  {gc: 100, steps: "be", during: 100, frees: 1},
 		"lists of two kinds share one lowering":              {gc: 100, steps: "bb", during: ListGCPercent},
-		"the first of two to end keeps it low":               {gc: 100, steps: "bbe", during: ListGCPercent},
-		"the last to end gives it back":                      {gc: 100, steps: "bbee", during: 100},
+		"the first of two to end keeps it low, and the heap": {gc: 100, steps: "bbe", during: ListGCPercent},
+		"the last to end gives both back, once":              {gc: 100, steps: "bbee", during: 100, frees: 1},
+		"each time every list has ended, the heap is freed":  {gc: 100, steps: "bebe", during: 100, frees: 2},
 		"GOGC=off is left off":                               {gc: -1, steps: "b", during: -1},
 		"a GC percent already lower is left":                 {gc: 10, steps: "b", during: 10},
-		"one at the list's percent is left":                  {gc: ListGCPercent, steps: "be", during: ListGCPercent},
+		"one at the list's percent is left, the heap freed":  {gc: ListGCPercent, steps: "be", during: ListGCPercent, frees: 1},
 		"an end without a begin changes nothing":             {gc: 100, steps: "e", during: 100},
-		"an extra end does not undo a later list's lowering": {gc: 100, steps: "beeb", during: ListGCPercent},
+		"an extra end does not undo a later list's lowering": {gc: 100, steps: "beeb", during: ListGCPercent, frees: 1},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -45,11 +70,14 @@ func TestLists(t *testing.T) {
 				if s == 'b' {
 					l.Begin()
 				} else {
-					l.End()
+					endAndWait(t, l)
 				}
 			}
 			if g.now != tc.during {
 				t.Errorf("GC percent %d after %q from %d, want %d", g.now, tc.steps, tc.gc, tc.during)
+			}
+			if n := g.frees.Load(); n != tc.frees {
+				t.Errorf("the freed heap was returned %d times after %q, want %d", n, tc.steps, tc.frees)
 			}
 		})
 	}
@@ -62,9 +90,9 @@ func TestListsThatDoNothing(t *testing.T) {
 	none.End()
 	l, g := listsAt(0, 100)
 	l.Begin()
-	l.End()
-	if g.sets != 0 {
-		t.Errorf("a Lists of percent 0 set the GC percent %d times", g.sets)
+	endAndWait(t, l)
+	if g.sets != 0 || g.frees.Load() != 0 {
+		t.Errorf("a Lists of percent 0 set the GC percent %d times and returned the heap %d times", g.sets, g.frees.Load())
 	}
 	if ListsFromEnv("200") != nil {
 		t.Error("GOGC=200 set, yet lists would pace the GC")
