@@ -112,7 +112,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime $(or $(FUZZTIME),3000x) ./pkg/config
 	$(GO) test -run '^$$' -fuzz FuzzLimits -fuzztime $(or $(FUZZTIME),5000x) ./pkg/config
 	$(GO) test -run '^$$' -fuzz FuzzEvaluate -fuzztime $(or $(FUZZTIME),40000x) ./pkg/rules
-	$(GO) test -run '^$$' -fuzz FuzzGuard -fuzztime $(or $(FUZZTIME),20000x) ./pkg/rules
+	$(GO) test -run '^$$' -fuzz FuzzWithinGuardrails -fuzztime $(or $(FUZZTIME),20000x) ./pkg/rules
 	$(GO) test -run '^$$' -fuzz FuzzSelectorCEL -fuzztime $(or $(FUZZTIME),20000x) ./pkg/admission
 	$(GO) test -run '^$$' -fuzz FuzzStripManagedFields -fuzztime $(or $(FUZZTIME),10000x) ./pkg/wire
 	$(GO) test -run '^$$' -fuzz FuzzFrameStripper -fuzztime $(or $(FUZZTIME),10000x) ./pkg/wire

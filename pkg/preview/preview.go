@@ -241,7 +241,7 @@ func (o Options) report(ctx context.Context, obj Object, kindRules []rules.Rule,
 		rep.Left = leftAll(m, current, config.RefusedKind)
 		return rep, nil // audited, never written: not even a release
 	}
-	result, rep.Left = rules.Guard(result, applying, current, func(what config.MetadataMap, k string) bool { return m.mine(what.Plural(), k) }, o.Limits)
+	result, rep.Left = rules.WithinGuardrails(result, applying, current, func(what config.MetadataMap, k string) bool { return m.mine(what.Plural(), k) }, o.Limits)
 	rep.Writes, rep.Conflicts, notes = changes(obj, m, result, s)
 	rep.Notes = append(rep.Notes, notes...)
 	return rep, nil

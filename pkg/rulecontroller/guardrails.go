@@ -18,7 +18,7 @@ import (
 )
 
 // guard narrows what the rules want of obj to what the operator's limits
-// allow, as the write is decided (rules.Guard): the configuration passed the
+// allow, as the write is decided (rules.WithinGuardrails): the configuration passed the
 // same limits, but a release was never part of it, and the limits may have
 // changed since metawatch last wrote the object. What it leaves is counted.
 func (r *ruleReconciler) guard(ctx context.Context, key types.NamespacedName, obj *metav1.PartialObjectMetadata, res rules.Result) rules.Result {
@@ -57,7 +57,7 @@ func (r *ruleReconciler) ownsKeys(obj *metav1.PartialObjectMetadata) bool {
 	return mine.Labels.Len()+mine.Annotations.Len() > 0
 }
 
-// guarded is rules.Guard of res on obj.
+// guarded is rules.WithinGuardrails of res on obj.
 func (r *ruleReconciler) guarded(obj *metav1.PartialObjectMetadata, res rules.Result) (rules.Result, []rules.Left) {
 	mine := ownedKeys(obj, r.fieldManager)
 	owns := func(what config.MetadataMap, k string) bool {
@@ -66,7 +66,7 @@ func (r *ruleReconciler) guarded(obj *metav1.PartialObjectMetadata, res rules.Re
 		}
 		return mine.Annotations.Has(k)
 	}
-	return rules.Guard(res, r.Rules, rules.Metadata{Labels: obj.Labels, Annotations: obj.Annotations}, owns, r.limits)
+	return rules.WithinGuardrails(res, r.Rules, rules.Metadata{Labels: obj.Labels, Annotations: obj.Annotations}, owns, r.limits)
 }
 
 // leaveAll counts every key metawatch owns on obj as left for reason: the

@@ -29,9 +29,9 @@ type Left struct {
 	Reason string `json:"reason"`
 }
 
-// Guard narrows res, what rs want of an object whose labels and annotations
-// are cur, to what l allows, at the moment the write is decided: the
-// configuration passed the same limits when it was accepted, but a release
+// WithinGuardrails narrows res, what rs want of an object whose labels and
+// annotations are cur, to what l allows, at the moment the write is decided:
+// the configuration passed the same limits when it was accepted, but a release
 // (a key metawatch owns that no rule wants) was never part of it, and the
 // limits of the process may have changed since metawatch last wrote the
 // object. mine tells the keys metawatch's field manager owns.
@@ -43,7 +43,7 @@ type Left struct {
 //     at its current value: leaving it out of the apply would delete it.
 //
 // Kept keys are Owned with Keep set (no rule). Every key left is listed.
-func Guard(res Result, rs []Rule, cur Metadata, mine func(config.MetadataMap, string) bool, l Limits) (Result, []Left) {
+func WithinGuardrails(res Result, rs []Rule, cur Metadata, mine func(config.MetadataMap, string) bool, l Limits) (Result, []Left) {
 	optedIn := map[string][]string{}
 	for _, r := range rs {
 		optedIn[r.Name] = r.ReservedKeys

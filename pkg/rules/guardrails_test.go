@@ -42,9 +42,9 @@ func metadataMap(kt testkit.KeyType) config.MetadataMap {
 	return config.Annotations
 }
 
-// Guard holds every guardrail for labels and annotations alike: each case
+// WithinGuardrails holds every guardrail for labels and annotations alike: each case
 // runs once with its keys as labels, once as annotations.
-func TestGuard(t *testing.T) {
+func TestWithinGuardrails(t *testing.T) {
 	limits := config.DefaultLimits()
 	limits.AllowedReservedKeys = []string{"topology.kubernetes.io/zone"}
 	setRule := keyRule{name: "set", set: map[string]string{"team": "a"}}
@@ -123,7 +123,7 @@ func TestGuard(t *testing.T) {
 					mine := owning(tc.mine...)
 					owns := func(m config.MetadataMap, k string) bool { return m == metadataMap(kt) && mine(m, k) }
 					res := rules.Evaluate(rs, obj, rules.Sources{})
-					got, left := rules.Guard(res, rs, obj, owns, &limits)
+					got, left := rules.WithinGuardrails(res, rs, obj, owns, &limits)
 					desired, removes := got.Labels, got.RemoveLabels
 					others := len(got.Annotations) + len(got.RemoveAnnotations)
 					if kt.Field == "annotations" {
@@ -131,7 +131,7 @@ func TestGuard(t *testing.T) {
 						others = len(got.Labels) + len(got.RemoveLabels)
 					}
 					if !reflect.DeepEqual(desired, tc.want) || !reflect.DeepEqual(removes, tc.remove) || !reflect.DeepEqual(left, wantLeft) || others > 0 {
-						t.Errorf("Guard:\n got %ss %v, removes %v, left %v (and of the other key type: %v)\nwant %ss %v, removes %v, left %v",
+						t.Errorf("WithinGuardrails:\n got %ss %v, removes %v, left %v (and of the other key type: %v)\nwant %ss %v, removes %v, left %v",
 							kt.Name, desired, removes, left, got, kt.Name, tc.want, tc.remove, wantLeft)
 					}
 				})
@@ -140,11 +140,11 @@ func TestGuard(t *testing.T) {
 	}
 }
 
-// FuzzGuard checks Guard's promises for any object, rules and limits: what
+// FuzzWithinGuardrails checks WithinGuardrails's promises for any object, rules and limits: what
 // it lets through is allowed (every set, remove and release), a key it keeps
 // holds its current value, it allows everything when no guardrail is set,
 // it leaves the input as it was, and guarding twice changes nothing more.
-func FuzzGuard(f *testing.F) {
+func FuzzWithinGuardrails(f *testing.F) {
 	f.Add("team=a,pod-template-hash=x,kubernetes.io/os=linux", "team,pod-template-hash", "pod-template-hash=y,extra=1", "tmp,kubernetes.io/os", "pod-template-hash,kubernetes.io/*")
 	f.Add("", "", "", "", "")
 	f.Fuzz(func(t *testing.T, objLabels, mine, sets, removes, protected string) {
@@ -158,9 +158,9 @@ func FuzzGuard(f *testing.F) {
 		owns := owning(splitKeys(mine)...)
 		res := rules.Evaluate(rs, obj, rules.Sources{})
 		before := cloneResult(res)
-		got, _ := rules.Guard(res, rs, obj, owns, &limits)
+		got, _ := rules.WithinGuardrails(res, rs, obj, owns, &limits)
 		if !reflect.DeepEqual(res, before) {
-			t.Fatalf("Guard changed its input: %v, was %v", res, before)
+			t.Fatalf("WithinGuardrails changed its input: %v, was %v", res, before)
 		}
 		for k, o := range got.Labels {
 			switch {
@@ -182,14 +182,14 @@ func FuzzGuard(f *testing.F) {
 				t.Errorf("releases %s, which the limits refuse", k)
 			}
 		}
-		again, left := rules.Guard(got, rs, obj, owns, &limits)
+		again, left := rules.WithinGuardrails(got, rs, obj, owns, &limits)
 		if !reflect.DeepEqual(again, got) {
 			t.Errorf("guarding twice changed the result: %v, then %v", got, again)
 		}
 		if len(left) > 0 {
 			t.Errorf("guarding twice left more: %v", left)
 		}
-		if opened, openLeft := rules.Guard(res, rs, obj, owns, &open); !reflect.DeepEqual(opened, res) || len(openLeft) > 0 {
+		if opened, openLeft := rules.WithinGuardrails(res, rs, obj, owns, &open); !reflect.DeepEqual(opened, res) || len(openLeft) > 0 {
 			t.Errorf("with no guardrail the result changed: %v, left %v", opened, openLeft)
 		}
 	})

@@ -67,7 +67,7 @@ type Owned struct {
 	Adopt bool
 	// Keep: no rule wants the key; metawatch owns it and the guardrails
 	// forbid writing it, so it is applied at its current value, which
-	// leaves it as it is (see Guard).
+	// leaves it as it is (see WithinGuardrails).
 	Keep bool
 }
 
