@@ -6,9 +6,9 @@ import (
 	"github.com/metawatch/metawatch/pkg/config"
 )
 
-// Limits are the operator's guardrails as one key meets them
-// (*config.Limits): why writing it is forbidden, "" when it is allowed.
-type Limits interface {
+// Guardrails are the operator's guardrails as one key meets them
+// (*config.Guardrails): why writing it is forbidden, "" when it is allowed.
+type Guardrails interface {
 	// KeyRefusal is for a key a rule sets, copies or removes; optedIn are
 	// the reserved keys the rule lists under reservedKeys.
 	KeyRefusal(key string, optedIn []string) string
@@ -43,7 +43,7 @@ type Left struct {
 //     at its current value: leaving it out of the apply would delete it.
 //
 // Kept keys are Owned with Keep set (no rule). Every key left is listed.
-func WithinGuardrails(res Result, rs []Rule, cur Metadata, mine func(config.MetadataMap, string) bool, l Limits) (Result, []Left) {
+func WithinGuardrails(res Result, rs []Rule, cur Metadata, mine func(config.MetadataMap, string) bool, l Guardrails) (Result, []Left) {
 	optedIn := map[string][]string{}
 	for _, r := range rs {
 		optedIn[r.Name] = r.ReservedKeys
@@ -71,7 +71,7 @@ func WithinGuardrails(res Result, rs []Rule, cur Metadata, mine func(config.Meta
 	return res, left
 }
 
-func guardSets(what config.MetadataMap, desired map[string]Owned, current map[string]string, owns func(string) bool, optedIn map[string][]string, l Limits) (map[string]Owned, []Left) {
+func guardSets(what config.MetadataMap, desired map[string]Owned, current map[string]string, owns func(string) bool, optedIn map[string][]string, l Guardrails) (map[string]Owned, []Left) {
 	var left []Left
 	out := desired
 	for k, o := range desired {
@@ -94,7 +94,7 @@ func guardSets(what config.MetadataMap, desired map[string]Owned, current map[st
 	return out, left
 }
 
-func guardRemoves(what config.MetadataMap, remove map[string]string, optedIn map[string][]string, l Limits) (map[string]string, []Left) {
+func guardRemoves(what config.MetadataMap, remove map[string]string, optedIn map[string][]string, l Guardrails) (map[string]string, []Left) {
 	var left []Left
 	out := remove
 	for k, rule := range remove {
@@ -116,7 +116,7 @@ func guardRemoves(what config.MetadataMap, remove map[string]string, optedIn map
 
 // guardReleases keeps the keys metawatch owns that no rule wants or removes
 // and that l forbids to release.
-func guardReleases(what config.MetadataMap, desired map[string]Owned, remove map[string]string, current map[string]string, owns func(string) bool, l Limits) (map[string]Owned, []Left) {
+func guardReleases(what config.MetadataMap, desired map[string]Owned, remove map[string]string, current map[string]string, owns func(string) bool, l Guardrails) (map[string]Owned, []Left) {
 	var left []Left
 	out := desired
 	for k, v := range current {
