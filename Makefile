@@ -110,7 +110,7 @@ kind-test: controlplane
 # failed CI once, on FuzzEvaluate). A count sets no deadline, so it cannot race; FUZZTIME=10m still can.
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime $(or $(FUZZTIME),3000x) ./pkg/config
-	$(GO) test -run '^$$' -fuzz FuzzLimits -fuzztime $(or $(FUZZTIME),5000x) ./pkg/config
+	$(GO) test -run '^$$' -fuzz FuzzGuardrails -fuzztime $(or $(FUZZTIME),5000x) ./pkg/config
 	$(GO) test -run '^$$' -fuzz FuzzEvaluate -fuzztime $(or $(FUZZTIME),40000x) ./pkg/rules
 	$(GO) test -run '^$$' -fuzz FuzzWithinGuardrails -fuzztime $(or $(FUZZTIME),20000x) ./pkg/rules
 	$(GO) test -run '^$$' -fuzz FuzzSelectorCEL -fuzztime $(or $(FUZZTIME),20000x) ./pkg/admission

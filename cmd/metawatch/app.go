@@ -81,7 +81,7 @@ func run(ctx context.Context, opts options) error {
 		return err
 	}
 	reloader := &reload.Reloader{
-		Config: cfg, Source: opts.source, Controller: opts.controller, Mode: opts.mode, Leader: leader, Initial: conf, ShutdownTimeout: budget.generation, Limits: &opts.limits, RemovalBrake: &opts.removalBrake,
+		Config: cfg, Source: opts.source, Controller: opts.controller, Mode: opts.mode, Leader: leader, Initial: conf, ShutdownTimeout: budget.generation, Guardrails: &opts.limits, RemovalBrake: &opts.removalBrake,
 		Recorder: mgr.GetEventRecorder(rulecontroller.EventSource), Log: ctrl.Log.WithName("reload"), Wire: mgrOpts.Wire, StockInformers: mgrOpts.StockInformers,
 		Installation: installation(opts), PolicyOwner: opts.policyOwner,
 		Pacer: pacer, BrakeRecord: brakeRecord(opts), OpenReports: opts.openReports, ReportResults: opts.reportResults, EventWritesPerMinute: opts.eventWrites,

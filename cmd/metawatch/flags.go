@@ -23,7 +23,7 @@ import (
 
 type options struct {
 	// limits are the operator's guardrails on what configurations may write.
-	limits        config.Limits
+	limits        config.Guardrails
 	removalBrake  brake.Limits // --removal-brake-* (reload.Reloader.RemovalBrake)
 	writeRate     pace.Limits  // --write-rate-*, --write-retry-after-max (reload.Reloader.Pacer)
 	waitForConfig bool
@@ -90,7 +90,7 @@ func bindFlags(fs *flag.FlagSet) *options {
 	fs.BoolVar(&o.sharding.enabled, "sharding", false, "Run every replica active, each caching and writing its share of the objects (64 buckets of their uids, a Lease each); excludes --leader-elect. The leader-election flags set its Leases' namespace and timings. Needs POD_NAME, a name unique among the replicas (the chart sets it).")
 	fs.StringVar(&o.sharding.ring, "sharding-ring", "metawatch", "Name of the set of replicas sharing the buckets: the prefix and label of their Leases.")
 	fs.DurationVar(&o.manager.GracefulShutdownTimeout, "graceful-shutdown-timeout", 30*time.Second, "How long the whole shutdown on SIGTERM may take: the writes in flight, then the caches and the manager, then the Lease's release.")
-	o.limits = config.DefaultLimits()
+	o.limits = config.DefaultGuardrails()
 	o.limits.BindFlags(fs)
 	o.removalBrake = brake.DefaultLimits()
 	o.removalBrake.BindFlags(fs)

@@ -35,7 +35,7 @@ func pruneBeforeExit(ctx context.Context, opts options, getConfig func() (*rest.
 		return ""
 	}
 	var said string
-	p := &admission.Pruner{Limits: &opts.limits, Installation: installation(opts), Client: c, Mapper: c.RESTMapper(), Discovery: dc,
+	p := &admission.Pruner{Guardrails: &opts.limits, Installation: installation(opts), Client: c, Mapper: c.RESTMapper(), Discovery: dc,
 		Guard: authority.Guard{}, Log: setupLog.WithName("admission-pruner"), Leftovers: &admission.Leftovers{OnChange: func(problem string) { said = problem }}}
 	switch {
 	case opts.controller.DryRun:

@@ -111,7 +111,7 @@ func TestChartProtectsWhatMetawatchProtects(t *testing.T) {
 	if err := yaml.Unmarshal([]byte(helm(t, "show", "values", chart)), &values); err != nil {
 		t.Fatal(err)
 	}
-	if want := config.DefaultLimits().ProtectedKeys; !slices.Equal(values.Guardrails.ProtectedKeys, want) {
+	if want := config.DefaultGuardrails().ProtectedKeys; !slices.Equal(values.Guardrails.ProtectedKeys, want) {
 		t.Errorf("guardrails.protectedKeys = %v, want metawatch's --protected-keys default %v", values.Guardrails.ProtectedKeys, want)
 	}
 }

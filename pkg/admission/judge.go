@@ -121,7 +121,7 @@ func unquoteList(list string) ([]string, error) {
 
 // Judge returns why the limits no longer allow what the policy writes, or
 // nil if they do. mapper tells the kinds of its resources.
-func Judge(limits *config.Limits, mapper meta.RESTMapper, p *admissionregistrationv1.MutatingAdmissionPolicy) error {
+func Judge(limits *config.Guardrails, mapper meta.RESTMapper, p *admissionregistrationv1.MutatingAdmissionPolicy) error {
 	if !limits.AtCreation {
 		return errors.New("--allow-at-creation is off")
 	}
@@ -145,7 +145,7 @@ func Judge(limits *config.Limits, mapper meta.RESTMapper, p *admissionregistrati
 	return errors.Join(append(errs, err)...)
 }
 
-func judgeResources(limits *config.Limits, mapper meta.RESTMapper, r admissionregistrationv1.Rule) error {
+func judgeResources(limits *config.Guardrails, mapper meta.RESTMapper, r admissionregistrationv1.Rule) error {
 	var errs []error
 	for _, group := range r.APIGroups {
 		for _, version := range r.APIVersions {

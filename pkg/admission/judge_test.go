@@ -28,26 +28,26 @@ var nodes = admission.Resource{GroupVersionResource: schema.GroupVersionResource
 func TestJudgeReadsWhatAPolicyWritesBack(t *testing.T) {
 	team := admission.Rule{Name: "team", Resources: []admission.Resource{pods}, SetLabels: map[string]string{"tier": "gold", "x.kubernetes.io/y": "1"},
 		CopyAnnotations: []string{`odd"key`}, Scopes: []*config.WriteScope{{ExcludeNamespaces: []string{"kube-system"}}, {Namespaces: []string{"shop", "web"}}}}
-	allowed := func(l *config.Limits) {
+	allowed := func(l *config.Guardrails) {
 		l.AtCreation, l.ProtectedKeys, l.AllowedReservedKeys = true, nil, []string{"x.kubernetes.io/y"}
 	}
 	for name, tc := range map[string]struct {
 		rule   admission.Rule
-		limits func(*config.Limits)
+		limits func(*config.Guardrails)
 		edit   func(*admissionregistrationv1.MutatingAdmissionPolicy)
 		want   string // in the error; "": allowed
 	}{
 		"a policy made within the limits is allowed":     {rule: team, limits: allowed},
-		"every policy goes once atCreation is off":       {rule: team, limits: func(l *config.Limits) { allowed(l); l.AtCreation = false }, want: "--allow-at-creation is off"},
-		"a key it sets, protected since, is found":       {rule: team, limits: func(l *config.Limits) { allowed(l); l.ProtectedKeys = []string{"tier"} }, want: "protects tier"},
-		"a copied key with a quote, protected, is found": {rule: team, limits: func(l *config.Limits) { allowed(l); l.ProtectedKeys = []string{`odd"key`} }, want: `protects odd"key`},
-		"a reserved key no longer allowed is found":      {rule: team, limits: func(l *config.Limits) { allowed(l); l.AllowedReservedKeys = nil }, want: "x.kubernetes.io/y is under a prefix"},
-		"a kind no longer writable is found":             {rule: team, limits: func(l *config.Limits) { allowed(l); l.WritableKinds = []string{"Deployment"} }, want: "not Pod"},
+		"every policy goes once atCreation is off":       {rule: team, limits: func(l *config.Guardrails) { allowed(l); l.AtCreation = false }, want: "--allow-at-creation is off"},
+		"a key it sets, protected since, is found":       {rule: team, limits: func(l *config.Guardrails) { allowed(l); l.ProtectedKeys = []string{"tier"} }, want: "protects tier"},
+		"a copied key with a quote, protected, is found": {rule: team, limits: func(l *config.Guardrails) { allowed(l); l.ProtectedKeys = []string{`odd"key`} }, want: `protects odd"key`},
+		"a reserved key no longer allowed is found":      {rule: team, limits: func(l *config.Guardrails) { allowed(l); l.AllowedReservedKeys = nil }, want: "x.kubernetes.io/y is under a prefix"},
+		"a kind no longer writable is found":             {rule: team, limits: func(l *config.Guardrails) { allowed(l); l.WritableKinds = []string{"Deployment"} }, want: "not Pod"},
 		"a cluster-scoped kind is not writable by *": {rule: admission.Rule{Name: "n", Resources: []admission.Resource{nodes}, SetLabels: map[string]string{"a": "b"}},
-			limits: func(l *config.Limits) { allowed(l); l.WritableKinds = []string{"*"} }, want: "not Node"},
-		"a namespace excluded since is found": {rule: team, limits: func(l *config.Limits) { allowed(l); l.WriteScope.ExcludeNamespaces = []string{"web"} },
+			limits: func(l *config.Guardrails) { allowed(l); l.WritableKinds = []string{"*"} }, want: "not Node"},
+		"a namespace excluded since is found": {rule: team, limits: func(l *config.Guardrails) { allowed(l); l.WriteScope.ExcludeNamespaces = []string{"web"} },
 			want: "namespace web"},
-		"a write scope narrowed since is found": {rule: team, limits: func(l *config.Limits) { allowed(l); l.WriteScope.Namespaces = []string{"shop"} }, want: "namespace web"},
+		"a write scope narrowed since is found": {rule: team, limits: func(l *config.Guardrails) { allowed(l); l.WriteScope.Namespaces = []string{"shop"} }, want: "namespace web"},
 		"a mutation metawatch does not write is not allowed": {rule: team, limits: allowed, want: "mutation 0",
 			edit: func(p *admissionregistrationv1.MutatingAdmissionPolicy) {
 				p.Spec.Mutations[0].ApplyConfiguration.Expression = "Object{spec: Object.spec{nodeName: \"n\"}}"
@@ -65,7 +65,7 @@ func TestJudgeReadsWhatAPolicyWritesBack(t *testing.T) {
 			edit: func(p *admissionregistrationv1.MutatingAdmissionPolicy) {
 				p.Spec.MatchConditions[1].Expression = "request.namespace != \"x\""
 			}},
-		"an older policy without a write scope writes everywhere": {rule: team, limits: func(l *config.Limits) { allowed(l); l.WriteScope.Namespaces = []string{"shop"} },
+		"an older policy without a write scope writes everywhere": {rule: team, limits: func(l *config.Guardrails) { allowed(l); l.WriteScope.Namespaces = []string{"shop"} },
 			want: "every namespace", edit: func(p *admissionregistrationv1.MutatingAdmissionPolicy) {
 				p.Spec.MatchConditions = p.Spec.MatchConditions[:1]
 			}},
@@ -78,7 +78,7 @@ func TestJudgeReadsWhatAPolicyWritesBack(t *testing.T) {
 			if tc.edit != nil {
 				tc.edit(policy)
 			}
-			limits := config.DefaultLimits()
+			limits := config.DefaultGuardrails()
 			tc.limits(&limits)
 			err = admission.Judge(&limits, builtIns(), policy)
 			switch {

@@ -35,7 +35,7 @@ import (
 // forbids deleting them, it says so through Leftovers with the kubectl line that
 // deletes them.
 type Pruner struct {
-	Limits *config.Limits
+	Guardrails *config.Guardrails
 	// Installation is the configuration source that names this
 	// installation's pairs (as Syncer.Installation).
 	Installation string
@@ -130,13 +130,13 @@ func (p *Pruner) Prune(ctx context.Context) error {
 func (p *Pruner) judge(existing made) []doomed {
 	why := map[string]error{}
 	for name, policy := range existing.policies {
-		if err := Judge(p.Limits, p.Mapper, policy); err != nil {
+		if err := Judge(p.Guardrails, p.Mapper, policy); err != nil {
 			why[name] = err
 		}
 	}
 	var out []doomed
 	for _, b := range existing.bindings {
-		if !p.Limits.AtCreation {
+		if !p.Guardrails.AtCreation {
 			out = append(out, doomed{b, errors.New("--allow-at-creation is off")})
 		} else if err, ok := why[b.Spec.PolicyName]; ok {
 			out = append(out, doomed{b, err})

@@ -34,7 +34,7 @@ type options struct {
 	// chartValues is where to write the chart's rbac.kinds for the configuration.
 	chartValues string
 	// limits are the guardrails metawatch runs with: check rejects what it would.
-	limits config.Limits
+	limits config.Guardrails
 	// removalBrake is the brake metawatch runs with: --report says what it would hold.
 	removalBrake brake.Limits
 	// objects are files of objects to preview the rules on (--objects).
@@ -71,7 +71,7 @@ func (l *stringList) Set(v string) error { *l = append(*l, v); return nil }
 func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("check", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	o := options{limits: config.DefaultLimits()}
+	o := options{limits: config.DefaultGuardrails()}
 	fs.StringVar(&o.file, "f", "", "The configuration file: a config.yaml or a selectors ConfigMap manifest.")
 	fs.StringVar(&o.file, "config-file", "", "The same as -f, as metawatch itself calls it.")
 	fs.StringVar(&o.kubeconfig, "kubeconfig", os.Getenv("KUBECONFIG"), "Also check against this cluster (kinds, selectors, RBAC).")

@@ -61,7 +61,7 @@ func checkObjects(ctx context.Context, out io.Writer, o options) (int, error) {
 	if err != nil {
 		return 1, err
 	}
-	opts := preview.Options{Config: conf, Scopes: []*config.WriteScope{&o.limits.WriteScope}, Limits: &o.limits, FieldManager: o.fieldManager}
+	opts := preview.Options{Config: conf, Scopes: []*config.WriteScope{&o.limits.WriteScope}, Guardrails: &o.limits, FieldManager: o.fieldManager}
 	scope := config.OfflineScope(conf)
 	if o.live {
 		cfg, err := clientcmd.BuildConfigFromFlags("", o.kubeconfig)

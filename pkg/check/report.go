@@ -50,7 +50,7 @@ func checkReport(ctx context.Context, out io.Writer, o options) (int, error) {
 	if err != nil {
 		return 1, err
 	}
-	p, err := preview.New(preview.Options{Config: conf, Scopes: []*config.WriteScope{&o.limits.WriteScope}, Limits: &o.limits, FieldManager: o.fieldManager, Lookup: lookup})
+	p, err := preview.New(preview.Options{Config: conf, Scopes: []*config.WriteScope{&o.limits.WriteScope}, Guardrails: &o.limits, FieldManager: o.fieldManager, Lookup: lookup})
 	if err != nil {
 		return 1, err
 	}

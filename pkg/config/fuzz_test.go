@@ -50,12 +50,12 @@ func FuzzParse(f *testing.F) {
 	})
 }
 
-// FuzzLimits checks the guardrails' properties on arbitrary keys and
+// FuzzGuardrails checks the guardrails' properties on arbitrary keys and
 // patterns: a key named in --protected-keys is always refused, protecting one
 // more pattern never lets through what was refused, the check leaves the
 // configuration as it was, and a limit flag read back from its own value is
 // the same list.
-func FuzzLimits(f *testing.F) {
+func FuzzGuardrails(f *testing.F) {
 	for _, seed := range [][2]string{
 		{"pod-template-hash", "pod-template-hash"}, {"example.com/team", "example.com/*"},
 		{"topology.kubernetes.io/zone", "*"}, {"a", "b/*"}, {"app.kubernetes.io/managed-by", "app.kubernetes.io/*"},
@@ -68,7 +68,7 @@ func FuzzLimits(f *testing.F) {
 			return // not a key a rule may name
 		}
 		before, _ := config.Hash(conf)
-		open := config.Limits{WritableKinds: []string{"Pod"}, AllowedReservedKeys: []string{"*"}}
+		open := config.Guardrails{WritableKinds: []string{"Pod"}, AllowedReservedKeys: []string{"*"}}
 		narrowed := open
 		if err := bindLimitFlags(&narrowed, "--protected-keys="+pattern); err != nil {
 			return // not a pattern the flag takes
@@ -86,7 +86,7 @@ func FuzzLimits(f *testing.F) {
 		if after, _ := config.Hash(conf); after != before {
 			t.Fatalf("the check changed the configuration")
 		}
-		again := config.Limits{}
+		again := config.Guardrails{}
 		if err := bindLimitFlags(&again, "--protected-keys="+strings.Join(narrowed.ProtectedKeys, ",")); err != nil ||
 			!slices.Equal(again.ProtectedKeys, narrowed.ProtectedKeys) {
 			t.Fatalf("--protected-keys read back from %q: %v, %v", narrowed.ProtectedKeys, again.ProtectedKeys, err)
@@ -94,7 +94,7 @@ func FuzzLimits(f *testing.F) {
 	})
 }
 
-func bindLimitFlags(l *config.Limits, args ...string) error {
+func bindLimitFlags(l *config.Guardrails, args ...string) error {
 	fs := flag.NewFlagSet("fuzz", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	l.BindFlags(fs)

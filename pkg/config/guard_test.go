@@ -36,7 +36,7 @@ func TestGuardAllowsKinds(t *testing.T) {
 		"a group written in capitals is the same group (DNS is caseless)": {[]string{"Deployment.Evil.Example.com"}, evilDeployment, true, true},
 	} {
 		t.Run(name, func(t *testing.T) {
-			l := config.Limits{WritableKinds: tc.writable}
+			l := config.Guardrails{WritableKinds: tc.writable}
 			if got := l.AllowsKind(tc.kind, tc.namespaced); got != tc.want {
 				t.Errorf("AllowsKind(%s, namespaced=%v) with --writable-kinds=%v = %v, want %v", tc.kind, tc.namespaced, tc.writable, got, tc.want)
 			}
@@ -45,9 +45,9 @@ func TestGuardAllowsKinds(t *testing.T) {
 }
 
 func TestGuardRefusesKeys(t *testing.T) {
-	defaults := config.DefaultLimits()
+	defaults := config.DefaultGuardrails()
 	for name, tc := range map[string]struct {
-		limits  config.Limits
+		limits  config.Guardrails
 		key     string
 		optedIn []string
 		// want is KeyRefusal's answer; release ReleaseRefusal's.

@@ -90,7 +90,7 @@ func TestWritableKindsFlagTakesGroups(t *testing.T) {
 		"a group that is not a DNS name": {"--writable-kinds=Widget.Ex_ample", `"Ex_ample" is not an API group`},
 	} {
 		t.Run(name, func(t *testing.T) {
-			err := bindLimitFlags(new(config.Limits), tc.arg)
+			err := bindLimitFlags(new(config.Guardrails), tc.arg)
 			switch {
 			case tc.want == "" && err != nil:
 				t.Fatalf("want no error, got %v", err)

@@ -9,13 +9,13 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
-// Limits are the operator's guardrails: what any configuration may make rules
-// write, set by flags (chart values) that whoever edits the selectors
-// ConfigMap cannot change. That editor otherwise steers a controller with
-// cluster-wide patch rights. A configuration may narrow the limits (its own
+// Guardrails bound what any configuration may make rules write. The operator
+// sets them by flags (chart values) that whoever edits the selectors
+// ConfigMap cannot change: that editor otherwise steers a controller with
+// cluster-wide patch rights. A configuration may narrow them (its own
 // writeScope, a rule's reservedKeys opt-in), never widen them: one that asks
 // for more is rejected as a whole.
-type Limits struct {
+type Guardrails struct {
 	// WriteScope bounds the namespaces rules write in (--write-namespaces,
 	// --exclude-write-namespaces); a configuration's writeScope narrows it.
 	WriteScope WriteScope
@@ -41,11 +41,11 @@ type Limits struct {
 // anyNamespacedKind is the WritableKinds entry that allows every namespaced kind.
 const anyNamespacedKind = "*"
 
-// DefaultLimits are the guardrails when the operator sets none: rules write
+// DefaultGuardrails are the guardrails when the operator sets none: rules write
 // Pods and Deployments (the kinds the chart grants patch on by default), never
 // a key Kubernetes or another tool's controllers own, and no reserved key.
-func DefaultLimits() Limits {
-	return Limits{
+func DefaultGuardrails() Guardrails {
+	return Guardrails{
 		WritableKinds: []string{"Pod", "Deployment"},
 		ProtectedKeys: slices.Clone(defaultProtectedKeys),
 	}
@@ -78,8 +78,8 @@ var defaultProtectedKeys = []string{
 	"meta.helm.sh/*",                   // Helm's release ownership
 }
 
-// String describes the limits for logs.
-func (l *Limits) String() string {
+// String describes the guardrails for logs.
+func (l *Guardrails) String() string {
 	return fmt.Sprintf("writes %s in %s; protected keys %s; reserved keys allowed: %s; atCreation allowed: %t",
 		listOrNone(l.WritableKinds), l.WriteScope.String(), listOrNone(l.ProtectedKeys), listOrNone(l.AllowedReservedKeys), l.AtCreation)
 }
@@ -97,18 +97,18 @@ func listOrNone(items []string) string {
 type KindScope func(kind string) (gk schema.GroupKind, namespaced, known bool)
 
 // Check returns an invalid-configuration error (IsInvalid) listing every part
-// of c that asks for more than the limits allow, each naming the rule, the key
+// of c that asks for more than the guardrails allow, each naming the rule, the key
 // or kind, and the flag that forbids it; nil if c stays within them. scope
 // tells the kinds' groups and scopes: the cluster's (ResolvedScope), or
 // OfflineScope.
-func (l *Limits) Check(c *Config, scope KindScope) error {
+func (l *Guardrails) Check(c *Config, scope KindScope) error {
 	if err := l.check(c, scope).ToAggregate(); err != nil {
 		return Invalid(fmt.Errorf("the configuration asks for more than the operator allows: %w", err))
 	}
 	return nil
 }
 
-func (l *Limits) check(c *Config, scope KindScope) field.ErrorList {
+func (l *Guardrails) check(c *Config, scope KindScope) field.ErrorList {
 	var errs field.ErrorList
 	for i, r := range c.Rules {
 		if !r.Writes() {
@@ -125,7 +125,7 @@ func (l *Limits) check(c *Config, scope KindScope) field.ErrorList {
 	return errs
 }
 
-func (l *Limits) checkKinds(i int, r Rule, scope KindScope) field.ErrorList {
+func (l *Guardrails) checkKinds(i int, r Rule, scope KindScope) field.ErrorList {
 	var errs field.ErrorList
 	p := field.NewPath("rules").Index(i).Child("kinds")
 	for j, ref := range r.Kinds {
@@ -151,7 +151,7 @@ func (l *Limits) checkKinds(i int, r Rule, scope KindScope) field.ErrorList {
 	return errs
 }
 
-func (l *Limits) checkKeys(i int, r Rule) field.ErrorList {
+func (l *Guardrails) checkKeys(i int, r Rule) field.ErrorList {
 	var errs field.ErrorList
 	protected := map[string]bool{}
 	for _, w := range writesOf(i, r) {

@@ -8,14 +8,14 @@ import (
 )
 
 // The read-only questions below judge one kind, one key or one write scope
-// against the limits, apart from any configuration: what an object metawatch
+// against the guardrails, apart from any configuration: what an object metawatch
 // left in the cluster (an admission policy) writes is judged by them after a
 // restart with narrower flags, when the configuration itself may be rejected
 // and no generation runs. They answer as Check does for a rule.
 
 // KindError returns why rules may not write gk (namespaced tells its
 // scope), or nil if --writable-kinds allows it (AllowsKind).
-func (l *Limits) KindError(gk schema.GroupKind, namespaced bool) error {
+func (l *Guardrails) KindError(gk schema.GroupKind, namespaced bool) error {
 	if l.AllowsKind(gk, namespaced) {
 		return nil
 	}
@@ -26,7 +26,7 @@ func (l *Limits) KindError(gk schema.GroupKind, namespaced bool) error {
 // protects it, or it is under a prefix Kubernetes reserves and
 // --allowed-reserved-keys does not list it (ReleaseRefusal, with the
 // pattern named).
-func (l *Limits) KeyError(key string) error {
+func (l *Guardrails) KeyError(key string) error {
 	if pattern, ok := protectedBy(l.ProtectedKeys, key); ok {
 		return fmt.Errorf("--protected-keys protects %s (pattern %s)", key, pattern)
 	}
@@ -40,7 +40,7 @@ func (l *Limits) KeyError(key string) error {
 // allows (every one of them, as the scopes of a rule combine) may reach a
 // namespace the operator's --write-namespaces or --exclude-write-namespaces
 // leave out, or nil if it cannot.
-func (l *Limits) WithinScope(scopes []WriteScope) error {
+func (l *Guardrails) WithinScope(scopes []WriteScope) error {
 	// The namespaces the scopes allow, if any lists them (nil: unbounded).
 	var allowed []string
 	bounded := false

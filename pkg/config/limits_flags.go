@@ -9,10 +9,10 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 )
 
-// BindFlags registers the limits' flags on fs, with l's values as their
-// defaults (DefaultLimits for metawatch). metawatch and metawatch check take
+// BindFlags registers the guardrails' flags on fs, with l's values as their
+// defaults (DefaultGuardrails for metawatch). metawatch and metawatch check take
 // the same flags, so that check reports what metawatch would reject.
-func (l *Limits) BindFlags(fs *flag.FlagSet) {
+func (l *Guardrails) BindFlags(fs *flag.FlagSet) {
 	fs.Var(&listFlag{dst: &l.WriteScope.Namespaces, parse: namespaceName}, "write-namespaces",
 		"Comma-separated `namespaces` rules may write in (default: all); a configuration's writeScope can narrow this, never widen it.")
 	fs.Var(&listFlag{dst: &l.WriteScope.ExcludeNamespaces, parse: namespaceName}, "exclude-write-namespaces",

@@ -103,9 +103,9 @@ func TestLimitsRejectWhatTheOperatorDidNotAllow(t *testing.T) {
 	}
 }
 
-func limitsFromFlags(t testing.TB, args ...string) config.Limits {
+func limitsFromFlags(t testing.TB, args ...string) config.Guardrails {
 	t.Helper()
-	limits := config.DefaultLimits()
+	limits := config.DefaultGuardrails()
 	fs := flag.NewFlagSet("test", flag.ContinueOnError)
 	limits.BindFlags(fs)
 	if err := fs.Parse(args); err != nil {
@@ -122,7 +122,7 @@ func TestLimitFlagsRefuseWhatIsNotAKeyOrAKind(t *testing.T) {
 		"a namespace in capitals": {"--write-namespaces=Kube-System", `"Kube-System" is not a namespace name`},
 	} {
 		t.Run(name, func(t *testing.T) {
-			limits := config.DefaultLimits()
+			limits := config.DefaultGuardrails()
 			fs := flag.NewFlagSet("test", flag.ContinueOnError)
 			var out strings.Builder
 			fs.SetOutput(&out)
@@ -144,7 +144,7 @@ func TestLimitFlagsReplaceTheDefaultThenAdd(t *testing.T) {
 	if got := strings.Join(limits.ProtectedKeys, ","); got != "a,b,c/*" {
 		t.Errorf("protected keys = %s, want a,b,c/*", got)
 	}
-	if got := strings.Join(config.DefaultLimits().ProtectedKeys, ","); !strings.Contains(got, "pod-template-hash") {
+	if got := strings.Join(config.DefaultGuardrails().ProtectedKeys, ","); !strings.Contains(got, "pod-template-hash") {
 		t.Errorf("setting the flag changed the default list: %s", got)
 	}
 }

@@ -158,7 +158,7 @@ func TestTheShippedSelectorsParseAndResolve(t *testing.T) {
 	// Within the default guardrails, but for the Node rules of spot-nodes.yaml
 	// and the atCreation of team-at-creation.yaml, which say what the
 	// operator must allow for them.
-	limits := config.DefaultLimits()
+	limits := config.DefaultGuardrails()
 	limits.WritableKinds = append(limits.WritableKinds, "Node")
 	limits.AtCreation = true
 	for _, path := range matches {

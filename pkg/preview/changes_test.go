@@ -135,7 +135,7 @@ func trimmed(lines []string) []string {
 
 // reportsOf previews objects (YAML documents) with configYAML and limits
 // (nil: the defaults), and returns the reports of the objects in order.
-func reportsOf(t *testing.T, configYAML, objects string, limits *config.Limits) []preview.Report {
+func reportsOf(t *testing.T, configYAML, objects string, limits *config.Guardrails) []preview.Report {
 	t.Helper()
 	conf, err := config.Parse([]byte(configYAML))
 	if err != nil {
@@ -150,7 +150,7 @@ func reportsOf(t *testing.T, configYAML, objects string, limits *config.Limits) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	reports, err := preview.Preview(t.Context(), objs, preview.Options{Config: conf, Limits: limits})
+	reports, err := preview.Preview(t.Context(), objs, preview.Options{Config: conf, Guardrails: limits})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -93,7 +93,7 @@ func TestPreviewDoesAsTheControllerWould(t *testing.T) {
 
 // checkReport previews objects with configYAML and limits (nil: the
 // defaults), and checks the text report says each of want and none of not.
-func checkReport(t *testing.T, configYAML, objects string, limits *config.Limits, want, not []string) {
+func checkReport(t *testing.T, configYAML, objects string, limits *config.Guardrails, want, not []string) {
 	t.Helper()
 	reports := reportsOf(t, configYAML, objects, limits)
 	var out strings.Builder

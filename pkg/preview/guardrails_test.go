@@ -13,7 +13,7 @@ import (
 // on a kind no longer writable, or one since protected, is left, not
 // released.
 func TestPreviewLeavesWhatTheGuardrailsForbid(t *testing.T) {
-	podOnly := config.DefaultLimits()
+	podOnly := config.DefaultGuardrails()
 	podOnly.WritableKinds = []string{"Pod"}
 	for typeName, kt := range testkit.KeyTypes {
 		t.Run(typeName, func(t *testing.T) {
@@ -21,7 +21,7 @@ func TestPreviewLeavesWhatTheGuardrailsForbid(t *testing.T) {
 			owned := "  managedFields:\n  - {manager: metawatch, operation: Apply, apiVersion: v1, fieldsType: FieldsV1, " +
 				fmt.Sprintf(`fieldsV1: {"f:metadata": {"f:%s": {"f:team": {}, "f:pod-template-hash": {}}}}}`, kt.Field) + "\n"
 			cases := map[string]struct {
-				limits    config.Limits
+				limits    config.Guardrails
 				config    string
 				objects   string
 				want, not []string
@@ -34,7 +34,7 @@ func TestPreviewLeavesWhatTheGuardrailsForbid(t *testing.T) {
 					not:     []string{"would release " + kt.Name + " team (was"},
 				},
 				"a protected key metawatch owns is kept, the other released": {
-					limits:  config.DefaultLimits(),
+					limits:  config.DefaultGuardrails(),
 					config:  "watches: [{kind: Pod}]\nrules: [{name: req, kinds: [Pod], requireLabels: [owner]}]\n",
 					objects: "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n  namespace: shop\n" + keys + owned,
 					want:    []string{"would release " + kt.Name + " team", "left: would release " + kt.Name + " pod-template-hash, but --protected-keys protects it: left as it is"},

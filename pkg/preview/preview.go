@@ -31,9 +31,9 @@ type Options struct {
 	// FieldManager is the field manager metawatch applies as (its
 	// --field-manager); empty: authority.DefaultFieldManager.
 	FieldManager string
-	// Limits are the operator's guardrails, checked as the controller checks
-	// them when it decides a write; nil: config.DefaultLimits.
-	Limits *config.Limits
+	// Guardrails are the operator's guardrails, checked as the controller checks
+	// them when it decides a write; nil: config.DefaultGuardrails.
+	Guardrails *config.Guardrails
 
 	chainKinds sets.Set[schema.GroupKind] // the kinds owner chains are followed through
 }
@@ -159,9 +159,9 @@ func New(o Options) (*Previewer, error) {
 		return nil, err
 	}
 	o.chainKinds = config.OwnerChainKinds(o.Config)
-	if o.Limits == nil {
-		defaults := config.DefaultLimits()
-		o.Limits = &defaults
+	if o.Guardrails == nil {
+		defaults := config.DefaultGuardrails()
+		o.Guardrails = &defaults
 	}
 	return &Previewer{opts: o, byKind: byKind, src: newSources(o.Lookup, copiedBy(byKind, o.chainKinds))}, nil
 }
@@ -237,11 +237,11 @@ func (o Options) report(ctx context.Context, obj Object, kindRules []rules.Rule,
 	result := rules.Evaluate(applying, current, s.Sources)
 	rep.Violations = result.Violations
 	m := managersOf(obj, cmp.Or(o.FieldManager, authority.DefaultFieldManager))
-	if gk := obj.GroupVersionKind().GroupKind(); !o.Limits.AllowsKind(gk, obj.GetNamespace() != "") {
+	if gk := obj.GroupVersionKind().GroupKind(); !o.Guardrails.AllowsKind(gk, obj.GetNamespace() != "") {
 		rep.Left = leftAll(m, current, config.RefusedKind)
 		return rep, nil // audited, never written: not even a release
 	}
-	result, rep.Left = rules.WithinGuardrails(result, applying, current, func(what config.MetadataMap, k string) bool { return m.mine(what.Plural(), k) }, o.Limits)
+	result, rep.Left = rules.WithinGuardrails(result, applying, current, func(what config.MetadataMap, k string) bool { return m.mine(what.Plural(), k) }, o.Guardrails)
 	rep.Writes, rep.Conflicts, notes = changes(obj, m, result, s)
 	rep.Notes = append(rep.Notes, notes...)
 	return rep, nil

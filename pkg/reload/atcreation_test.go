@@ -36,9 +36,9 @@ func atCreationConfig(namespaces ...string) string {
 }
 
 func allowAtCreation(r *reload.Reloader) {
-	limits := config.DefaultLimits()
+	limits := config.DefaultGuardrails()
 	limits.AtCreation = true
-	r.Limits = &limits
+	r.Guardrails = &limits
 }
 
 // With atCreation, pods have the rule's keys from their first version: a

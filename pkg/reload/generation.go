@@ -77,7 +77,7 @@ type resolved struct {
 // resolve maps conf's kinds, checks it against the operator's limits, and
 // lists one object of each watch; a forbidden watch is set aside, any other
 // failure rejects the configuration.
-func resolve(ctx context.Context, cfg *rest.Config, conf *config.Config, limits *config.Limits) (resolved, []string, error) {
+func resolve(ctx context.Context, cfg *rest.Config, conf *config.Config, limits *config.Guardrails) (resolved, []string, error) {
 	watches, warnings, err := apiserver.Resolve(cfg, conf)
 	if err != nil {
 		return resolved{}, warnings, err
@@ -99,15 +99,15 @@ func resolve(ctx context.Context, cfg *rest.Config, conf *config.Config, limits 
 // forbidden kind does not (the running generation reports it and serves the
 // others). The Reloader checks again when it starts the configuration: a
 // standby replica may lead hours later, when RBAC may have changed.
-func CheckAgainstCluster(ctx context.Context, cfg *rest.Config, conf *config.Config, limits *config.Limits) error {
+func CheckAgainstCluster(ctx context.Context, cfg *rest.Config, conf *config.Config, limits *config.Guardrails) error {
 	_, _, err := resolve(ctx, cfg, conf, limits)
 	return err
 }
 
-// limitsOrDefault is limits, or config.DefaultLimits for nil.
-func limitsOrDefault(limits *config.Limits) *config.Limits {
+// limitsOrDefault is limits, or config.DefaultGuardrails for nil.
+func limitsOrDefault(limits *config.Guardrails) *config.Guardrails {
 	if limits == nil {
-		d := config.DefaultLimits()
+		d := config.DefaultGuardrails()
 		return &d
 	}
 	return limits

@@ -32,7 +32,7 @@ func TestGuardrailsRejectEditsThatAskForMore(t *testing.T) {
 		t.Fatal(err)
 	}
 	kubectlApply(t, selectors("guard", guardWatches))
-	startInstance(t, cp.Config, "guard/selectors") // Reloader.Limits nil: the defaults, as metawatch without guardrail flags
+	startInstance(t, cp.Config, "guard/selectors") // Reloader.Guardrails nil: the defaults, as metawatch without guardrail flags
 	testkit.WaitFor(t, "the good configuration to label the pod", testkit.Timeout, func() bool { return podLabel(t, c, "guard", "web", "tier") == "gold" })
 
 	for i, edit := range []struct{ name, rule, want string }{
@@ -100,9 +100,9 @@ func TestGuardrailsLetThroughWhatTheOperatorAllows(t *testing.T) {
 	kubectlApply(t, selectors("allowed", "watches:\n- kind: Node\n  labelSelector: allowed\n"+
 		"rules:\n- {name: zone, kinds: [Node], setLabels: {topology.kubernetes.io/zone: west}, reservedKeys: [topology.kubernetes.io/zone]}\n"))
 	startInstance(t, cp.Config, "allowed/selectors", func(r *reload.Reloader) {
-		limits := config.DefaultLimits() // as --writable-kinds=Pod,Node --allowed-reserved-keys=topology.kubernetes.io/*
+		limits := config.DefaultGuardrails() // as --writable-kinds=Pod,Node --allowed-reserved-keys=topology.kubernetes.io/*
 		limits.WritableKinds, limits.AllowedReservedKeys = []string{"Pod", "Node"}, []string{"topology.kubernetes.io/*"}
-		r.Limits = &limits
+		r.Guardrails = &limits
 	})
 	testkit.WaitFor(t, "the rule the operator allowed to label the node", testkit.Timeout, func() bool {
 		var got corev1.Node
@@ -121,9 +121,9 @@ func TestGuardrailsRejectAtCreationOverTheCELLimit(t *testing.T) {
 		"rules:\n- {name: celsize-notes, kinds: [Pod], atCreation: true, setAnnotations: {example.com/notes: short}}\n"
 	kubectlApply(t, selectors("celsize", good))
 	startInstance(t, cp.Config, "celsize/selectors", func(r *reload.Reloader) {
-		limits := config.DefaultLimits() // as --allow-at-creation
+		limits := config.DefaultGuardrails() // as --allow-at-creation
 		limits.AtCreation = true
-		r.Limits = &limits
+		r.Guardrails = &limits
 	})
 	kubectlApply(t, selectors("celsize", strings.Replace(good, "short", strings.Repeat("x", 120_000), 1)))
 	want := `rule "celsize-notes": the CEL expression of setAnnotations[example.com/notes] is 120`

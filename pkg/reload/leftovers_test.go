@@ -34,11 +34,11 @@ func TestPairsTheFlagsNoLongerAllowGoAtStartUp(t *testing.T) {
 		"--allow-at-creation=false deletes every pair": {ns: "lo-off", deleted: true},
 		"--protected-keys with a key the pair writes deletes it": {ns: "lo-key", deleted: true, restart: func(r *reload.Reloader) {
 			allowAtCreation(r)
-			r.Limits.ProtectedKeys = append(r.Limits.ProtectedKeys, "tier")
+			r.Guardrails.ProtectedKeys = append(r.Guardrails.ProtectedKeys, "tier")
 		}},
 		"--exclude-write-namespaces with a namespace it writes in deletes it": {ns: "lo-scope", deleted: true, restart: func(r *reload.Reloader) {
 			allowAtCreation(r)
-			r.Limits.WriteScope.ExcludeNamespaces = []string{"lo-scope"}
+			r.Guardrails.WriteScope.ExcludeNamespaces = []string{"lo-scope"}
 		}},
 		"--dry-run keeps it and says so": {ns: "lo-dry", restart: func(r *reload.Reloader) { r.Controller.DryRun = true },
 			check: func(t *testing.T, _ *instance, ns string) {
@@ -69,7 +69,7 @@ func TestPairsTheFlagsNoLongerAllowGoAtStartUp(t *testing.T) {
 			if tc.as != nil {
 				cfg = tc.as
 			}
-			tune := []func(*reload.Reloader){func(r *reload.Reloader) { d := config.DefaultLimits(); r.Limits = &d }}
+			tune := []func(*reload.Reloader){func(r *reload.Reloader) { d := config.DefaultGuardrails(); r.Guardrails = &d }}
 			if tc.restart != nil {
 				tune = append(tune, tc.restart)
 			}

@@ -34,7 +34,7 @@ func (r *Reloader) addPruner(mgr manager.Manager, fenced client.Client) error {
 	if err != nil {
 		return err
 	}
-	r.pruner = &admission.Pruner{Limits: r.limits(), Installation: r.installation(), Keep: map[bool]string{true: "--dry-run deletes nothing"}[r.Controller.DryRun],
+	r.pruner = &admission.Pruner{Guardrails: r.limits(), Installation: r.installation(), Keep: map[bool]string{true: "--dry-run deletes nothing"}[r.Controller.DryRun],
 		Client: fenced, Mapper: fenced.RESTMapper(), Discovery: dc, Guard: guard, NeedLeader: r.Mode != authority.Sharded,
 		Log: r.Log.WithName("admission-pruner"), Leftovers: r.leftovers}
 	return mgr.Add(r.pruner)

@@ -67,10 +67,10 @@ type Reloader struct {
 	// Initial is the configuration of a --config-file, validated at start-up.
 	// A ConfigMap is read when this replica starts leading, not at start-up.
 	Initial *config.Config
-	// Limits are the operator's guardrails (flags): a configuration that asks
+	// Guardrails are the operator's guardrails (flags): a configuration that asks
 	// for more is rejected as invalid. Its writeScope can narrow theirs,
-	// never widen it. Nil: config.DefaultLimits.
-	Limits *config.Limits
+	// never widen it. Nil: config.DefaultGuardrails.
+	Guardrails *config.Guardrails
 	// ShutdownTimeout bounds stopping a generation (on SIGTERM, or the old one
 	// in a swap): its writes in flight, then its controllers and cache. Zero: 30s.
 	ShutdownTimeout time.Duration
@@ -396,7 +396,7 @@ func (r *Reloader) shutdownTimeout() time.Duration {
 	return r.ShutdownTimeout
 }
 
-func (r *Reloader) limits() *config.Limits { return limitsOrDefault(r.Limits) }
+func (r *Reloader) limits() *config.Guardrails { return limitsOrDefault(r.Guardrails) }
 
 // Ready is the readiness check: a standby (not the leader) is ready; the
 // leader, and a warm standby, once a generation runs, every watch is served

@@ -211,9 +211,9 @@ func TestRulesWriteOnlyInsideTheWriteScope(t *testing.T) {
 	kubectlApply(t, selectors("scope-a", "watches:\n- kind: Pod\n  namespaces: [scope-a, scope-b, scope-c]\nwriteScope: {excludeNamespaces: [scope-b]}\n"+
 		"rules:\n- {name: scope-tier, kinds: [Pod], setLabels: {tier: gold}}\n"))
 	startInstance(t, cp.Config, "scope-a/selectors", func(r *reload.Reloader) {
-		limits := config.DefaultLimits()
+		limits := config.DefaultGuardrails()
 		limits.WriteScope.Namespaces = []string{"scope-a", "scope-b"} // as --write-namespaces=scope-a,scope-b
-		r.Limits = &limits
+		r.Guardrails = &limits
 	})
 	testkit.WaitFor(t, "the pod in scope to be labelled", testkit.Timeout, func() bool { return podLabel(t, c, "scope-a", "p", "tier") == "gold" })
 	testkit.WaitFor(t, "every pod to be reconciled", testkit.Timeout, func() bool {

@@ -22,7 +22,7 @@ type generationOptions struct {
 	controller rulecontroller.Options
 	// limits are the operator's guardrails (flags), checked again as each
 	// write is decided; the configuration's own write scope narrows theirs.
-	limits *config.Limits
+	limits *config.Guardrails
 	// shutdownTimeout bounds the generation's stop (--graceful-shutdown-timeout, less a margin).
 	shutdownTimeout time.Duration
 	// onLoss reports a kind whose list or watch became forbidden while running.
@@ -78,7 +78,7 @@ func (g *generation) wiring(r resolved, opts generationOptions, versions rulecon
 	}
 	guard.Identity = opts.identity
 	w := rulecontroller.Wiring{Mode: opts.mode, Guard: guard, Gate: g.gate, Leading: opts.leading, Audits: g.audits,
-		WritesFrozen: g.writesFrozen, Versions: versions, Brake: g.brake, CachedObjects: g.brakeCount(r, opts), Limits: opts.limits, Relists: g.relists,
+		WritesFrozen: g.writesFrozen, Versions: versions, Brake: g.brake, CachedObjects: g.brakeCount(r, opts), Guardrails: opts.limits, Relists: g.relists,
 		NamespacesUnreadable: g.forbiddenAtStart(namespaceKind) != nil, Events: opts.events,
 		InScope: func(ns string) bool { return opts.limits.WriteScope.Allows(ns) && r.conf.WriteScope.Allows(ns) }}
 	if opts.mode == authority.Sharded {

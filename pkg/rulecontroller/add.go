@@ -34,9 +34,9 @@ func Setup(mgr manager.Manager, watches []config.ResolvedWatch, rulesByKind map[
 	if w.Audits == nil {
 		w.Audits = NewAudits(true)
 	}
-	if w.Limits == nil {
-		limits := config.DefaultLimits()
-		w.Limits = &limits
+	if w.Guardrails == nil {
+		limits := config.DefaultGuardrails()
+		w.Guardrails = &limits
 	}
 	if w.Events == nil {
 		d, err := newDigest(mgr)

@@ -68,7 +68,7 @@ func TestPlanAdoption(t *testing.T) {
 		t.Run(typeName, func(t *testing.T) {
 			for name, tc := range cases {
 				t.Run(name, func(t *testing.T) {
-					limits := config.DefaultLimits()
+					limits := config.DefaultGuardrails()
 					limits.ProtectedKeys = []string{"guarded"}
 					r := &ruleReconciler{GVK: corev1.SchemeGroupVersion.WithKind("Pod"), adoptFrom: "old", limits: &limits,
 						adoptionBegan: func() time.Time { return began }}

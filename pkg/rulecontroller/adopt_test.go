@@ -37,7 +37,7 @@ func TestARenamedFieldManagerAdoptsTheOldNamesKeys(t *testing.T) {
 
 			limits := everyKindWritable()
 			limits.ProtectedKeys = []string{"guarded"}
-			renamed := settings{Options: rulecontroller.Options{FieldManager: "metawatch-team-a", AdoptFieldManager: authority.DefaultFieldManager}, Wiring: rulecontroller.Wiring{Limits: limits}}
+			renamed := settings{Options: rulecontroller.Options{FieldManager: "metawatch-team-a", AdoptFieldManager: authority.DefaultFieldManager}, Wiring: rulecontroller.Wiring{Guardrails: limits}}
 			// The new configuration reads team only: tier and guarded are in
 			// view only as keys an adopted name owns.
 			config := watch + fmt.Sprintf("rules:\n- {name: team, kinds: [Pod], %s: {team: a}}\n", kt.Set)

@@ -36,7 +36,7 @@ func TestAKindNoLongerWritableKeepsItsKeys(t *testing.T) {
 			}
 			wide := limitsWriting("Pod", "Deployment")
 			first := startInstance(t, fmt.Sprintf("watches:\n- kind: Deployment\n  namespaces: [%s]\nrules:\n- {name: team, kinds: [Deployment], %s: {team: shop}}\n", ns, kt.Set),
-				settings{Wiring: rulecontroller.Wiring{Limits: &wide}})
+				settings{Wiring: rulecontroller.Wiring{Guardrails: &wide}})
 			waitDeployments(t, c, kt, ns, "the team "+kt.Name+" on every Deployment", func(m map[string]string) bool { return m["team"] == "shop" })
 			first.stop()
 
@@ -44,7 +44,7 @@ func TestAKindNoLongerWritableKeepsItsKeys(t *testing.T) {
 			violations := metricSince(t, "metawatch_rule_violations", map[string]string{"rule": "owner", "kind": "Deployment.apps"})
 			left := metricSince(t, "metawatch_keys_left_by_guardrail", map[string]string{"kind": "Deployment.apps", "reason": config.RefusedKind})
 			second := startInstance(t, fmt.Sprintf("watches:\n- kind: Deployment\n  namespaces: [%s]\nrules:\n- {name: owner, kinds: [Deployment], requireLabels: [owner]}\n", ns),
-				settings{Wiring: rulecontroller.Wiring{Limits: &narrow}})
+				settings{Wiring: rulecontroller.Wiring{Guardrails: &narrow}})
 			testkit.WaitFor(t, "every Deployment audited", testkit.Timeout, func() bool { return violations() == 3 })
 			testkit.WaitFor(t, "the team "+kt.Name+"s counted as left", testkit.Timeout, func() bool { return left() == 3 })
 			waitDeployments(t, c, kt, ns, "the team "+kt.Name+" still on every Deployment", func(m map[string]string) bool { return m["team"] == "shop" })
@@ -69,7 +69,7 @@ func TestAProtectedKeyIsNotReleased(t *testing.T) {
 			open := limitsWriting("Pod")
 			open.ProtectedKeys = nil
 			first := startInstance(t, fmt.Sprintf("watches:\n- kind: Pod\n  namespaces: [%s]\nrules:\n- {name: both, kinds: [Pod], %s: {team: a, tier: gold}}\n", ns, kt.Set),
-				settings{Wiring: rulecontroller.Wiring{Limits: &open}})
+				settings{Wiring: rulecontroller.Wiring{Guardrails: &open}})
 			waitAllPodKeys(t, c, kt, "both "+kt.Name+"s", []string{ns}, func(_ string, m map[string]string) bool { return m["team"] == "a" && m["tier"] == "gold" })
 			first.stop()
 
@@ -77,7 +77,7 @@ func TestAProtectedKeyIsNotReleased(t *testing.T) {
 			protected.ProtectedKeys = []string{"team"}
 			left := metricSince(t, "metawatch_keys_left_by_guardrail", map[string]string{"kind": "Pod", "reason": config.RefusedProtected})
 			startInstance(t, fmt.Sprintf("watches:\n- kind: Pod\n  namespaces: [%s]\nrules:\n- {name: tier, kinds: [Pod], %s: {tier: gold, zone: west}}\n", ns, kt.Set),
-				settings{Wiring: rulecontroller.Wiring{Limits: &protected}})
+				settings{Wiring: rulecontroller.Wiring{Guardrails: &protected}})
 			waitAllPodKeys(t, c, kt, "the new zone "+kt.Name, []string{ns}, func(_ string, m map[string]string) bool { return m["zone"] == "west" })
 			waitAllPodKeys(t, c, kt, "the protected team "+kt.Name+" kept", []string{ns}, func(_ string, m map[string]string) bool { return m["team"] == "a" && m["tier"] == "gold" })
 			testkit.WaitFor(t, "the team "+kt.Name+"s counted as left", testkit.Timeout, func() bool { return left() == 3 })
@@ -94,8 +94,8 @@ func TestAProtectedKeyIsNotReleased(t *testing.T) {
 }
 
 // limitsWriting are the default limits with kinds writable.
-func limitsWriting(kinds ...string) config.Limits {
-	l := config.DefaultLimits()
+func limitsWriting(kinds ...string) config.Guardrails {
+	l := config.DefaultGuardrails()
 	l.WritableKinds = kinds
 	return l
 }
@@ -134,7 +134,7 @@ func TestKeysOutsideTheWriteScopeAreCountedAtStart(t *testing.T) {
 			excluded := limitsWriting("Pod")
 			excluded.WriteScope.ExcludeNamespaces = []string{ns}
 			left := metricSince(t, "metawatch_keys_left_by_guardrail", map[string]string{"kind": "Pod", "reason": config.RefusedNamespace})
-			second := startInstance(t, conf, settings{Wiring: rulecontroller.Wiring{Limits: &excluded, InScope: excluded.WriteScope.Allows}})
+			second := startInstance(t, conf, settings{Wiring: rulecontroller.Wiring{Guardrails: &excluded, InScope: excluded.WriteScope.Allows}})
 			testkit.WaitFor(t, "the tier "+kt.Name+"s outside the write scope counted as left", testkit.Timeout, func() bool { return left() == 3 })
 			if n := second.writes.Load(); n != 0 {
 				t.Errorf("metawatch wrote %d times outside the write scope", n)

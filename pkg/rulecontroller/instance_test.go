@@ -81,8 +81,8 @@ func startInstanceWith(t *testing.T, configYAML string, opts settings, mopts met
 	if opts.Versions == nil {
 		opts.Versions = mopts.Versions
 	}
-	if opts.Limits == nil {
-		opts.Limits = everyKindWritable()
+	if opts.Guardrails == nil {
+		opts.Guardrails = everyKindWritable()
 	}
 	mgr, err := metamanager.New(cfg, watches, mopts)
 	if err != nil {
@@ -137,8 +137,8 @@ func (f roundTripFunc) RoundTrip(req *http.Request) (*http.Response, error) { re
 
 // everyKindWritable are the instances' guardrails unless a test sets its
 // own: the default protected keys, every kind the tests' rules write.
-func everyKindWritable() *config.Limits {
-	l := config.DefaultLimits()
+func everyKindWritable() *config.Guardrails {
+	l := config.DefaultGuardrails()
 	l.WritableKinds = []string{"*", "Namespace", "Node"}
 	return &l
 }

@@ -75,10 +75,10 @@ type Wiring struct {
 	// NamespacesUnreadable: Namespaces may not be listed, so copy rules get no
 	// Namespace watch (their kinds are frozen, see WritesFrozen).
 	NamespacesUnreadable bool
-	// Limits are the operator's guardrails: every write (set, copy, remove,
+	// Guardrails are the operator's guardrails: every write (set, copy, remove,
 	// release) is checked against them again as it is decided. Nil:
-	// config.DefaultLimits.
-	Limits *config.Limits
+	// config.DefaultGuardrails.
+	Guardrails *config.Guardrails
 	// Brake, when set, bounds how many objects of each kind lose keys
 	// (removed or released) before the configuration is approved; see
 	// package brake. Sets and copies are never held. CachedObjects says how

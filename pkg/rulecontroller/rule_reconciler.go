@@ -45,7 +45,7 @@ type ruleReconciler struct {
 	inScope      func(namespace string) bool  // see Wiring.InScope
 	// limits are the operator's guardrails, checked again as each write is
 	// decided (guard); kindWritable: they let rules write the kind at all.
-	limits       *config.Limits
+	limits       *config.Guardrails
 	kindWritable bool
 	fieldManager string // see Options.FieldManager
 	// adoptFrom is Options.AdoptFieldManager; adoptionBegan, when this
@@ -123,7 +123,7 @@ func (s setup) ruleReconciler(w config.ResolvedWatch, rs []rules.Rule, mem *memo
 		GVK: w.GVK, Rules: rs, DryRun: s.opts.DryRun,
 		audit: s.wiring.Audits.forKind(w.GVK, rs, s.wiring.Events), memory: mem, events: s.wiring.Events,
 		writesFrozen: s.wiring.WritesFrozen, inScope: s.wiring.InScope,
-		limits: s.wiring.Limits, kindWritable: s.wiring.Limits.AllowsKind(w.GVK.GroupKind(), w.Namespaced),
+		limits: s.wiring.Guardrails, kindWritable: s.wiring.Guardrails.AllowsKind(w.GVK.GroupKind(), w.Namespaced),
 		fieldManager: s.wiring.Guard.Identity.FieldManager, adoptFrom: s.wiring.Guard.Identity.Adopted,
 		adoptionBegan: sync.OnceValue(time.Now),
 		live:          s.mgr.GetAPIReader(), versions: s.wiring.Versions, eventValues: s.opts.EventValues,

@@ -45,7 +45,7 @@ func metadataMap(kt testkit.KeyType) config.MetadataMap {
 // WithinGuardrails holds every guardrail for labels and annotations alike: each case
 // runs once with its keys as labels, once as annotations.
 func TestWithinGuardrails(t *testing.T) {
-	limits := config.DefaultLimits()
+	limits := config.DefaultGuardrails()
 	limits.AllowedReservedKeys = []string{"topology.kubernetes.io/zone"}
 	setRule := keyRule{name: "set", set: map[string]string{"team": "a"}}
 	cases := map[string]struct {
@@ -153,8 +153,8 @@ func FuzzWithinGuardrails(f *testing.F) {
 		// allows none (the default) or every one (open).
 		setKeys := slices.Collect(maps.Keys(parseSet(sets)))
 		rs := []rules.Rule{{Name: "set", SetLabels: parseSet(sets), ReservedKeys: setKeys}, {Name: "rm", RemoveLabels: splitKeys(removes), ReservedKeys: splitKeys(removes)}}
-		limits := config.Limits{ProtectedKeys: splitKeys(protected)}
-		open := config.Limits{AllowedReservedKeys: []string{"*"}}
+		limits := config.Guardrails{ProtectedKeys: splitKeys(protected)}
+		open := config.Guardrails{AllowedReservedKeys: []string{"*"}}
 		owns := owning(splitKeys(mine)...)
 		res := rules.Evaluate(rs, obj, rules.Sources{})
 		before := cloneResult(res)
