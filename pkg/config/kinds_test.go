@@ -70,7 +70,7 @@ func TestWritableKindsHaveGroups(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			limits := limitsFromFlags(t, tc.flags...)
+			limits := guardrailsFromFlags(t, tc.flags...)
 			err = limits.Check(c, config.OfflineScope(c))
 			switch {
 			case tc.want == "" && err != nil:

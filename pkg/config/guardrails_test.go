@@ -11,7 +11,7 @@ import (
 
 const guardWatches = "watches:\n- kind: Pod\n- kind: Namespace\n- kind: Node\n- kind: Deployment\n- kind: Widget\n"
 
-func TestLimitsRejectWhatTheOperatorDidNotAllow(t *testing.T) {
+func TestGuardrailsRejectWhatTheOperatorDidNotAllow(t *testing.T) {
 	for name, tc := range map[string]struct {
 		rules string
 		flags []string
@@ -97,13 +97,13 @@ func TestLimitsRejectWhatTheOperatorDidNotAllow(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			limits := limitsFromFlags(t, tc.flags...)
+			limits := guardrailsFromFlags(t, tc.flags...)
 			testkit.WantInvalid(t, limits.Check(c, config.OfflineScope(c)), tc.want...)
 		})
 	}
 }
 
-func limitsFromFlags(t testing.TB, args ...string) config.Guardrails {
+func guardrailsFromFlags(t testing.TB, args ...string) config.Guardrails {
 	t.Helper()
 	limits := config.DefaultGuardrails()
 	fs := flag.NewFlagSet("test", flag.ContinueOnError)
@@ -114,7 +114,7 @@ func limitsFromFlags(t testing.TB, args ...string) config.Guardrails {
 	return limits
 }
 
-func TestLimitFlagsRefuseWhatIsNotAKeyOrAKind(t *testing.T) {
+func TestGuardrailFlagsRefuseWhatIsNotAKeyOrAKind(t *testing.T) {
 	for name, tc := range map[string]struct{ arg, want string }{
 		"a kind in lower case":    {"--writable-kinds=pods", `"pods" is not a kind`},
 		"a key with two slashes":  {"--protected-keys=a/b/c", `"a/b/c" is not a label or annotation key`},
@@ -139,8 +139,8 @@ func TestLimitFlagsRefuseWhatIsNotAKeyOrAKind(t *testing.T) {
 }
 
 // A flag set twice adds to the first; set once, it replaces the default.
-func TestLimitFlagsReplaceTheDefaultThenAdd(t *testing.T) {
-	limits := limitsFromFlags(t, "--protected-keys=a", "--protected-keys=b,c/*")
+func TestGuardrailFlagsReplaceTheDefaultThenAdd(t *testing.T) {
+	limits := guardrailsFromFlags(t, "--protected-keys=a", "--protected-keys=b,c/*")
 	if got := strings.Join(limits.ProtectedKeys, ","); got != "a,b,c/*" {
 		t.Errorf("protected keys = %s, want a,b,c/*", got)
 	}

@@ -9,7 +9,7 @@ import (
 	"github.com/metawatch/metawatch/pkg/config"
 )
 
-func TestLimitsJudgeAKindAKeyAndAScopeAlone(t *testing.T) {
+func TestGuardrailsJudgeAKindAKeyAndAScopeAlone(t *testing.T) {
 	ns := func(include, exclude string) config.WriteScope {
 		return config.WriteScope{Namespaces: fieldsOrNil(include), ExcludeNamespaces: fieldsOrNil(exclude)}
 	}
@@ -48,7 +48,7 @@ func TestLimitsJudgeAKindAKeyAndAScopeAlone(t *testing.T) {
 			judge: func(l *config.Guardrails) error { return l.WithinScope([]config.WriteScope{ns("shop", "")}) }},
 	} {
 		t.Run(name, func(t *testing.T) {
-			limits := limitsFromFlags(t, tc.flags...)
+			limits := guardrailsFromFlags(t, tc.flags...)
 			err := tc.judge(&limits)
 			switch {
 			case tc.want == "" && err != nil:

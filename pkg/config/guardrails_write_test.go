@@ -10,7 +10,7 @@ import (
 
 // The write-time checks the controller makes on every write: the kind with
 // its group, and the key as the API server compares it.
-func TestGuardAllowsKinds(t *testing.T) {
+func TestGuardrailsAllowKinds(t *testing.T) {
 	deployment := schema.GroupKind{Group: "apps", Kind: "Deployment"}
 	evilDeployment := schema.GroupKind{Group: "evil.example.com", Kind: "Deployment"}
 	widget := schema.GroupKind{Group: "example.com", Kind: "Widget"}
@@ -44,7 +44,7 @@ func TestGuardAllowsKinds(t *testing.T) {
 	}
 }
 
-func TestGuardRefusesKeys(t *testing.T) {
+func TestGuardrailsRefuseKeys(t *testing.T) {
 	defaults := config.DefaultGuardrails()
 	for name, tc := range map[string]struct {
 		limits  config.Guardrails
@@ -62,22 +62,22 @@ func TestGuardRefusesKeys(t *testing.T) {
 		"a protected prefix all in capitals is refused": {defaults, "POD-SECURITY.KUBERNETES.IO/enforce", nil,
 			config.RefusedProtected, config.RefusedProtected},
 		"a protected exact key in capitals is refused": {defaults, "Pod-Template-Hash", nil, config.RefusedProtected, config.RefusedProtected},
-		"a protected key's name in capitals is refused": {limitsFromFlags(t, "--protected-keys=example.com/owner"), "example.com/OWNER", nil,
+		"a protected key's name in capitals is refused": {guardrailsFromFlags(t, "--protected-keys=example.com/owner"), "example.com/OWNER", nil,
 			config.RefusedProtected, config.RefusedProtected},
-		"a reserved key not opted in is refused": {limitsFromFlags(t, "--protected-keys=", "--allowed-reserved-keys=topology.kubernetes.io/*"),
+		"a reserved key not opted in is refused": {guardrailsFromFlags(t, "--protected-keys=", "--allowed-reserved-keys=topology.kubernetes.io/*"),
 			"topology.kubernetes.io/zone", nil, config.RefusedReserved, ""},
-		"a reserved key opted in and allowed is written": {limitsFromFlags(t, "--protected-keys=", "--allowed-reserved-keys=topology.kubernetes.io/*"),
+		"a reserved key opted in and allowed is written": {guardrailsFromFlags(t, "--protected-keys=", "--allowed-reserved-keys=topology.kubernetes.io/*"),
 			"topology.kubernetes.io/zone", []string{"topology.kubernetes.io/zone"}, "", ""},
-		"a reserved key opted in but not allowed is refused": {limitsFromFlags(t, "--protected-keys="),
+		"a reserved key opted in but not allowed is refused": {guardrailsFromFlags(t, "--protected-keys="),
 			"topology.kubernetes.io/zone", []string{"topology.kubernetes.io/zone"}, config.RefusedReserved, config.RefusedReserved},
-		"a reserved prefix in capitals is reserved": {limitsFromFlags(t, "--protected-keys="),
+		"a reserved prefix in capitals is reserved": {guardrailsFromFlags(t, "--protected-keys="),
 			"Topology.Kubernetes.IO/zone", []string{"Topology.Kubernetes.IO/zone"}, config.RefusedReserved, config.RefusedReserved},
-		"a reserved subdomain in capitals is reserved": {limitsFromFlags(t, "--protected-keys="), "EXAMPLE.K8S.IO/x", nil, config.RefusedReserved, config.RefusedReserved},
-		"an allowed prefix allows its capitalised spelling": {limitsFromFlags(t, "--protected-keys=", "--allowed-reserved-keys=topology.kubernetes.io/*"),
+		"a reserved subdomain in capitals is reserved": {guardrailsFromFlags(t, "--protected-keys="), "EXAMPLE.K8S.IO/x", nil, config.RefusedReserved, config.RefusedReserved},
+		"an allowed prefix allows its capitalised spelling": {guardrailsFromFlags(t, "--protected-keys=", "--allowed-reserved-keys=topology.kubernetes.io/*"),
 			"TOPOLOGY.kubernetes.io/zone", []string{"TOPOLOGY.kubernetes.io/zone"}, "", ""},
-		"an allowed key does not allow another name's capitals": {limitsFromFlags(t, "--protected-keys=", "--allowed-reserved-keys=topology.kubernetes.io/zone"),
+		"an allowed key does not allow another name's capitals": {guardrailsFromFlags(t, "--protected-keys=", "--allowed-reserved-keys=topology.kubernetes.io/zone"),
 			"topology.kubernetes.io/ZONE", []string{"topology.kubernetes.io/ZONE"}, config.RefusedReserved, config.RefusedReserved},
-		"a protected key stays protected when reserved keys are allowed": {limitsFromFlags(t, "--allowed-reserved-keys=*"),
+		"a protected key stays protected when reserved keys are allowed": {guardrailsFromFlags(t, "--allowed-reserved-keys=*"),
 			"pod-security.kubernetes.io/enforce", []string{"pod-security.kubernetes.io/enforce"}, config.RefusedProtected, config.RefusedProtected},
 	} {
 		t.Run(name, func(t *testing.T) {
