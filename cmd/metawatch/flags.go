@@ -24,7 +24,7 @@ import (
 type options struct {
 	// limits are the operator's guardrails on what configurations may write.
 	limits        config.Guardrails
-	removalBrake  brake.Limits // --removal-brake-* (reload.Reloader.RemovalBrake)
+	removalBrake  brake.Bound // --removal-brake-* (reload.Reloader.RemovalBrake)
 	writeRate     pace.Limits  // --write-rate-*, --write-retry-after-max (reload.Reloader.Pacer)
 	waitForConfig bool
 	qps           float64
@@ -92,7 +92,7 @@ func bindFlags(fs *flag.FlagSet) *options {
 	fs.DurationVar(&o.manager.GracefulShutdownTimeout, "graceful-shutdown-timeout", 30*time.Second, "How long the whole shutdown on SIGTERM may take: the writes in flight, then the caches and the manager, then the Lease's release.")
 	o.limits = config.DefaultGuardrails()
 	o.limits.BindFlags(fs)
-	o.removalBrake = brake.DefaultLimits()
+	o.removalBrake = brake.DefaultBound()
 	o.removalBrake.BindFlags(fs)
 	fs.StringVar(&o.brakeRecord, "removal-brake-record", "", "ConfigMap, as NAMESPACE/NAME, where the removal brake keeps its count and the approvals it used, so that a restart, "+
 		"a failover or a rolling update goes on from them and sharded replicas share one bound. metawatch creates it; it needs get, create and patch on it. "+

@@ -85,7 +85,7 @@ func (b *Brake) Approve(ctx context.Context, value string) Verdict {
 		if !r.claim(b.hash, b.order) {
 			return false
 		}
-		granted = r.approve(v.token, v.change, counts, v.objects, b.ledger.window(b.limits.Window))
+		granted = r.approve(v.token, v.change, counts, v.objects, b.ledger.window(b.bound.Window))
 		return granted != nil
 	})
 	b.counting.Unlock()

@@ -57,7 +57,7 @@ const AllowRemovals = "metawatch.dev/allow-removals"
 // objects it let through and those it holds, counted in the process's
 // Ledger.
 type Brake struct {
-	limits Limits
+	bound  Bound
 	hash   string
 	order  uint64
 	ledger *Ledger
@@ -83,11 +83,11 @@ type Brake struct {
 
 // New returns the brake of the configuration hash, from a version ordered
 // order (Record.Order), counting in ledger.
-func New(limits Limits, hash string, order uint64, ledger *Ledger) *Brake {
+func New(bound Bound, hash string, order uint64, ledger *Ledger) *Brake {
 	if ledger == nil {
 		ledger = NewLedger(&MemoryStore{}, nil)
 	}
-	return &Brake{limits: limits, hash: hash, order: order, ledger: ledger,
+	return &Brake{bound: bound, hash: hash, order: order, ledger: ledger,
 		kinds: map[string]*kindState{}, told: map[string]int{}, onApproved: map[string]func([]types.NamespacedName){}}
 }
 
@@ -119,7 +119,7 @@ func (b *Brake) OnApproved(kind string, f func([]types.NamespacedName)) {
 // the write), and holds it if not. A retry of a removal let through is not
 // counted again until Forget; a removal of a key it did not name is.
 func (b *Brake) Admit(ctx context.Context, kind string, key types.NamespacedName, keys []string, cached int) bool {
-	if b == nil || b.limits.Disabled() {
+	if b == nil || b.bound.Disabled() {
 		return true
 	}
 	keys = slices.Sorted(slices.Values(keys))
@@ -142,7 +142,7 @@ func (b *Brake) count(ctx context.Context, kind string, key types.NamespacedName
 	if b.fromReserve(kind, key, keys) { // counted meanwhile, by the reservation of another
 		return true, 0, nil
 	}
-	bound := b.limits.Bound(cached)
+	bound := b.bound.Of(cached)
 	n := 0
 	var since time.Time
 	err = b.ledger.update(ctx, func(r *Record) bool {
@@ -151,7 +151,7 @@ func (b *Brake) count(ctx context.Context, kind string, key types.NamespacedName
 		if !r.claim(b.hash, b.order) {
 			return false // a newer configuration counts: this one is about to stop
 		}
-		w := b.ledger.window(b.limits.Window)
+		w := b.ledger.window(b.bound.Window)
 		if k := r.kind(kind, w); k.remaining(bound) > 0 {
 			n, since = r.reserve(kind, bound, max(1, k.remaining(bound)/8), w), k.Since
 		} else {
@@ -165,7 +165,7 @@ func (b *Brake) count(ctx context.Context, kind string, key types.NamespacedName
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	k := b.kind(kind)
-	if until := since.Add(b.limits.Window); !until.Equal(k.reserveUntil) {
+	if until := since.Add(b.bound.Window); !until.Equal(k.reserveUntil) {
 		k.reserve, k.reserveUntil = 0, until // what is left of an earlier window's count is not this one's
 	}
 	k.reserve += n - 1
@@ -332,10 +332,10 @@ func (b *Brake) Retire() {
 // ctx ends: while a replica holds, no other replica (nor a restart) begins
 // the count again.
 func (b *Brake) KeepHolding(ctx context.Context) {
-	if b == nil || b.limits.Disabled() {
+	if b == nil || b.bound.Disabled() {
 		return
 	}
-	every := max(time.Second, b.limits.Window/4)
+	every := max(time.Second, b.bound.Window/4)
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
@@ -375,7 +375,7 @@ func (b *Brake) push(ctx context.Context, kind string) {
 		if !r.claim(b.hash, b.order) {
 			return false
 		}
-		change = r.hold(kind, b.ledger.window(b.limits.Window))
+		change = r.hold(kind, b.ledger.window(b.bound.Window))
 		return !reflect.DeepEqual(before, *r)
 	})
 	b.counting.Unlock() // retag tells onHeld, which may approve (and count)

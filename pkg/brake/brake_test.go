@@ -13,18 +13,18 @@ import (
 
 func TestBound(t *testing.T) {
 	cases := map[string]struct {
-		limits Limits
+		limits Bound
 		cached int
 		want   int
 	}{
-		"the count when the share of the cached objects is smaller": {Limits{Objects: 100, SharePercent: 1}, 5000, 100},
-		"the share when it is larger than the count":                {Limits{Objects: 100, SharePercent: 1}, 50000, 500},
-		"a share that is not a whole object is rounded up":          {Limits{Objects: 0, SharePercent: 1}, 150, 2},
-		"no cached objects: the count alone":                        {Limits{Objects: 7, SharePercent: 50}, 0, 7},
+		"the count when the share of the cached objects is smaller": {Bound{Objects: 100, SharePercent: 1}, 5000, 100},
+		"the share when it is larger than the count":                {Bound{Objects: 100, SharePercent: 1}, 50000, 500},
+		"a share that is not a whole object is rounded up":          {Bound{Objects: 0, SharePercent: 1}, 150, 2},
+		"no cached objects: the count alone":                        {Bound{Objects: 7, SharePercent: 50}, 0, 7},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
-			if got := c.limits.Bound(c.cached); got != c.want {
+			if got := c.limits.Of(c.cached); got != c.want {
 				t.Errorf("Bound(%d) = %d, want %d", c.cached, got, c.want)
 			}
 		})
@@ -55,7 +55,7 @@ func newInstallation() *installation {
 }
 
 // start is a new process's brake of configuration hash.
-func (in *installation) start(limits Limits, hash string) *Brake {
+func (in *installation) start(limits Bound, hash string) *Brake {
 	return New(limits, hash, 0, in.ledger())
 }
 
@@ -81,17 +81,17 @@ const hashA = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
 const hashB = "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
 
 func TestAdmit(t *testing.T) {
-	limits := Limits{Objects: 3, Window: time.Minute}
+	limits := Bound{Objects: 3, Window: time.Minute}
 	cases := map[string]struct {
-		limits   Limits
+		limits   Bound
 		cached   int
 		before   func(t *testing.T, in *installation)
 		objects  int
 		admitted int
 	}{
 		"objects beyond the count are held":                 {limits: limits, objects: 10, admitted: 3},
-		"the share of the cached objects raises the bound":  {limits: Limits{Objects: 3, SharePercent: 50, Window: time.Minute}, cached: 10, objects: 10, admitted: 5},
-		"no count and no share: the brake is off":           {limits: Limits{Window: time.Minute}, objects: 10, admitted: 10},
+		"the share of the cached objects raises the bound":  {limits: Bound{Objects: 3, SharePercent: 50, Window: time.Minute}, cached: 10, objects: 10, admitted: 5},
+		"no count and no share: the brake is off":           {limits: Bound{Window: time.Minute}, objects: 10, admitted: 10},
 		"a restart goes on from the count":                  {limits: limits, objects: 3, before: othersThen(3, 0), admitted: 0},
 		"five restarts grant no second bound":               {limits: limits, objects: 3, before: restarts(5), admitted: 0},
 		"a window without a hold: the count begins again":   {limits: limits, objects: 3, before: othersThen(3, time.Minute), admitted: 3},
@@ -126,7 +126,7 @@ func TestAdmit(t *testing.T) {
 // then lets d pass before the next process starts.
 func othersThen(n int, d time.Duration) func(*testing.T, *installation) {
 	return func(t *testing.T, in *installation) {
-		admitRange(t, in.start(Limits{Objects: 3, Window: time.Minute}, hashA), "Pod", 100, 100+n)
+		admitRange(t, in.start(Bound{Objects: 3, Window: time.Minute}, hashA), "Pod", 100, 100+n)
 		in.clk.wait(d)
 	}
 }
@@ -135,7 +135,7 @@ func othersThen(n int, d time.Duration) func(*testing.T, *installation) {
 func restarts(n int) func(*testing.T, *installation) {
 	return func(t *testing.T, in *installation) {
 		for i := range n {
-			admitRange(t, in.start(Limits{Objects: 3, Window: time.Minute}, hashA), "Pod", 100+10*i, 110+10*i)
+			admitRange(t, in.start(Bound{Objects: 3, Window: time.Minute}, hashA), "Pod", 100+10*i, 110+10*i)
 			in.clk.wait(time.Second)
 		}
 	}
@@ -144,7 +144,7 @@ func restarts(n int) func(*testing.T, *installation) {
 // A newer configuration begins a new count, unless a change is held; two
 // whose order is not known (files) go on from one count.
 func TestAnotherConfiguration(t *testing.T) {
-	limits := Limits{Objects: 3, Window: time.Minute}
+	limits := Bound{Objects: 3, Window: time.Minute}
 	cases := map[string]struct {
 		before, order uint64
 		removedBefore int
@@ -170,7 +170,7 @@ func TestAnotherConfiguration(t *testing.T) {
 // and the used token approves nothing more.
 func TestAnApprovalLetsOneChangeGoOnOnce(t *testing.T) {
 	in := newInstallation()
-	limits := Limits{Objects: 2, Window: time.Minute}
+	limits := Bound{Objects: 2, Window: time.Minute}
 	b := in.start(limits, hashA)
 	var told []string
 	b.OnHeld(func(kind, token string) { told = append(told, kind+" "+token) })
@@ -214,7 +214,7 @@ func TestAnApprovalLetsOneChangeGoOnOnce(t *testing.T) {
 // leaves no room for a later change's objects.
 func TestAnApprovalWithACount(t *testing.T) {
 	in := newInstallation()
-	b := in.start(Limits{Objects: 1, Window: time.Minute}, hashA)
+	b := in.start(Bound{Objects: 1, Window: time.Minute}, hashA)
 	admitRange(t, b, "Pod", 0, 5) // 1 through, 4 held
 	v := b.Approve(t.Context(), Token(hashA, 1)+",objects=1000")
 	if v.Problem != "" || v.Released["Pod"] != 4 {
@@ -229,7 +229,7 @@ func TestAnApprovalWithACount(t *testing.T) {
 	if b.Held()["Pod"] != 5 || b.HeldChange() != Token(hashA, 2) {
 		t.Errorf("held %v under %q, want 5 under change 2", b.Held(), b.HeldChange())
 	}
-	few := in.start(Limits{Objects: 1, Window: time.Minute}, hashA)
+	few := in.start(Bound{Objects: 1, Window: time.Minute}, hashA)
 	admitRange(t, few, "Pod", 20, 23)
 	if v := few.Approve(t.Context(), Token(hashA, 2)+",objects=1"); v.Released["Pod"] != 1 || few.HeldChange() != Token(hashA, 3) {
 		t.Errorf("approving 1 of 3: %+v, still held under %q, want 1 released and the rest under change 3", v, few.HeldChange())
@@ -238,7 +238,7 @@ func TestAnApprovalWithACount(t *testing.T) {
 
 func TestApprovalValues(t *testing.T) {
 	in := newInstallation()
-	b := in.start(Limits{Objects: 1, Window: time.Minute}, hashA)
+	b := in.start(Bound{Objects: 1, Window: time.Minute}, hashA)
 	admitRange(t, b, "Pod", 0, 3)
 	cases := map[string]struct {
 		value, problem string
@@ -267,7 +267,7 @@ func TestApprovalValues(t *testing.T) {
 // and the count begins again.
 func TestAHeldChangeEndsOnlyOnceWatchedForAWindow(t *testing.T) {
 	in := newInstallation()
-	limits := Limits{Objects: 1, Window: time.Minute}
+	limits := Bound{Objects: 1, Window: time.Minute}
 	admitRange(t, in.start(limits, hashA), "Pod", 0, 3) // held, then the process dies
 	in.clk.wait(time.Hour)
 	fresh := in.start(limits, hashA)
@@ -287,7 +287,7 @@ func TestAHeldChangeEndsOnlyOnceWatchedForAWindow(t *testing.T) {
 // a newer one (sharded replicas reload one by one).
 func TestAnOlderConfigurationDoesNotTakeTheRecordBack(t *testing.T) {
 	in := newInstallation()
-	limits := Limits{Objects: 2, Window: time.Minute}
+	limits := Bound{Objects: 2, Window: time.Minute}
 	newer := New(limits, hashB, 20, NewLedger(in.store, in.clk.now))
 	admitRange(t, newer, "Pod", 0, 2)
 	older := New(limits, hashA, 10, NewLedger(in.store, in.clk.now))
@@ -312,7 +312,7 @@ func (failingStore) String() string { return "ConfigMap ns/brake" }
 
 // Where the record cannot be kept, every removal is held, and said.
 func TestWithoutItsRecordTheBrakeHoldsEverything(t *testing.T) {
-	b := New(Limits{Objects: 100, Window: time.Minute}, hashA, 0, NewLedger(failingStore{}, nil))
+	b := New(Bound{Objects: 100, Window: time.Minute}, hashA, 0, NewLedger(failingStore{}, nil))
 	var told []string
 	b.OnHeld(func(kind, token string) { told = append(told, kind+" "+token) })
 	if n := admitRange(t, b, "Pod", 0, 5); n != 0 {
@@ -332,7 +332,7 @@ func TestWithoutItsRecordTheBrakeHoldsEverything(t *testing.T) {
 // not a retry of the first.
 func TestALaterRemovalOnTheSameObjectsCountsAgain(t *testing.T) {
 	in := newInstallation()
-	b := in.start(Limits{Objects: 3, Window: time.Hour}, hashA)
+	b := in.start(Bound{Objects: 3, Window: time.Hour}, hashA)
 	if n := admitRange(t, b, "Pod", 0, 3); n != 3 {
 		t.Fatalf("%d let through, want 3", n)
 	}
@@ -353,7 +353,7 @@ func TestALaterRemovalOnTheSameObjectsCountsAgain(t *testing.T) {
 // keys, or some of them, goes on uncounted.
 func TestARemovalOfOtherKeysIsNoRetry(t *testing.T) {
 	in := newInstallation()
-	b := in.start(Limits{Objects: 3, Window: time.Hour}, hashA)
+	b := in.start(Bound{Objects: 3, Window: time.Hour}, hashA)
 	admit := func(from, to int, keys ...string) int {
 		n := 0
 		for i := from; i < to; i++ {
@@ -390,7 +390,7 @@ func (c *countingStore) Save(ctx context.Context, r Record, version string) (str
 // pushes HeldUntil only once a quarter of the window has passed.
 func TestHoldingManyObjectsWritesTheRecordAFewTimes(t *testing.T) {
 	store := &countingStore{}
-	b := New(Limits{Objects: 100, Window: 10 * time.Minute}, hashA, 0, NewLedger(store, nil))
+	b := New(Bound{Objects: 100, Window: 10 * time.Minute}, hashA, 0, NewLedger(store, nil))
 	if n := admitRange(t, b, "Pod", 0, 10000); n != 100 {
 		t.Fatalf("%d let through, want the bound 100", n)
 	}

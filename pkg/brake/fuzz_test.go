@@ -14,7 +14,7 @@ func FuzzTheBrakeLetsThroughNoMoreThanTheBoundAndApprovals(f *testing.F) {
 	f.Add([]byte{0, 0, 0, 4, 0, 0, 0, 3, 1, 0, 0, 0, 0})
 	f.Fuzz(func(t *testing.T, ops []byte) {
 		const bound = 3
-		limits := Limits{Objects: bound, Window: time.Minute}
+		limits := Bound{Objects: bound, Window: time.Minute}
 		in := newInstallation()
 		b := in.start(limits, hashA)
 		through := 0        // objects let through since the count began

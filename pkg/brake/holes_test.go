@@ -8,7 +8,7 @@ import (
 // Ways around the bound that a review found, each a regression test: every
 // one let more objects go than the bound and the approvals given allow.
 func TestNoWayAroundTheBound(t *testing.T) {
-	limits := Limits{Objects: 10, Window: time.Minute}
+	limits := Bound{Objects: 10, Window: time.Minute}
 	cases := map[string]struct {
 		// run plays the installation's history and returns how many objects
 		// lost keys beyond what the bound and the approvals allow.
@@ -42,7 +42,7 @@ func TestNoWayAroundTheBound(t *testing.T) {
 			return through + released - 10 - 20
 		}},
 		"what is left of a window's reservation is not spent in the next": {run: func(t *testing.T, in *installation) int {
-			b := in.start(Limits{Objects: 100, Window: time.Minute}, hashA)
+			b := in.start(Bound{Objects: 100, Window: time.Minute}, hashA)
 			admitRange(t, b, "Pod", 0, 1) // reserves an eighth of the bound more
 			in.clk.wait(time.Minute)
 			return admitRange(t, b, "Pod", 100, 300) - 100 // the next window's count

@@ -36,7 +36,7 @@ type options struct {
 	// limits are the guardrails metawatch runs with: check rejects what it would.
 	limits config.Guardrails
 	// removalBrake is the brake metawatch runs with: --report says what it would hold.
-	removalBrake brake.Limits
+	removalBrake brake.Bound
 	// objects are files of objects to preview the rules on (--objects).
 	objects stringList
 	// output is the format of --objects' and --report's reports: text or json.
@@ -89,7 +89,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&o.output, "o", "text", "The format of --objects' and --report's reports: text, json, or openreports: a List of the OpenReports Reports and ClusterReport "+
 		"(openreports.io/v1alpha1) metawatch would keep with --open-reports, with a warn result for each write it would make, per object, rule and action, for review in CI.")
 	o.limits.BindFlags(fs)
-	o.removalBrake = brake.DefaultLimits()
+	o.removalBrake = brake.DefaultBound()
 	o.removalBrake.BindFlags(fs)
 	fs.StringVar(&o.fieldManager, "field-manager", authority.DefaultFieldManager, "The --field-manager metawatch runs with: the keys it would release or adopt are those this name owns.")
 	fs.BoolVar(&o.openReports, "open-reports", false, "The --open-reports metawatch runs with: --rbac counts list, create, patch and delete on reports and clusterreports (openreports.io) as needed.")

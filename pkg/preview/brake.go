@@ -36,10 +36,10 @@ func (t *Tally) countLosing(r Report) {
 
 // Brake is, per kind with objects losing keys, what the brake with limits
 // would do: the whole kind is the cached objects of the bound's share.
-func (t *Tally) Brake(limits brake.Limits) []BrakeLine {
+func (t *Tally) Brake(limits brake.Bound) []BrakeLine {
 	var out []BrakeLine
 	for kind, n := range t.losing {
-		line := BrakeLine{Kind: kind, Objects: t.kinds[kind], Losing: n, Bound: limits.Bound(t.kinds[kind])}
+		line := BrakeLine{Kind: kind, Objects: t.kinds[kind], Losing: n, Bound: limits.Of(t.kinds[kind])}
 		if !limits.Disabled() {
 			line.Held = max(0, n-line.Bound)
 		}
@@ -50,7 +50,7 @@ func (t *Tally) Brake(limits brake.Limits) []BrakeLine {
 }
 
 // WriteBrake says, per kind, what the removal brake would hold.
-func (t *Tally) WriteBrake(w io.Writer, limits brake.Limits) error {
+func (t *Tally) WriteBrake(w io.Writer, limits brake.Bound) error {
 	for _, l := range t.Brake(limits) {
 		verdict := "within the bound"
 		if l.Held > 0 {

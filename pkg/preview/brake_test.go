@@ -14,12 +14,12 @@ import (
 func TestTallySaysWhatTheRemovalBrakeWouldHold(t *testing.T) {
 	type reporter func(kind string, i int, action string) Report
 	cases := map[string]struct {
-		limits brake.Limits
+		limits brake.Bound
 		add    func(*Tally, reporter)
 		want   []BrakeLine
 	}{
 		"objects losing keys beyond the bound are held, counted once each": {
-			limits: brake.Limits{Objects: 2, SharePercent: 10},
+			limits: brake.Bound{Objects: 2, SharePercent: 10},
 			add: func(t *Tally, report reporter) {
 				for i := range 10 {
 					t.Add(report("Pod", i, "release"))
@@ -29,7 +29,7 @@ func TestTallySaysWhatTheRemovalBrakeWouldHold(t *testing.T) {
 			want: []BrakeLine{{Kind: "Pod", Objects: 11, Losing: 10, Bound: 2, Held: 8}},
 		},
 		"the share of the kind's objects raises the bound": {
-			limits: brake.Limits{Objects: 1, SharePercent: 50},
+			limits: brake.Bound{Objects: 1, SharePercent: 50},
 			add: func(t *Tally, report reporter) {
 				for i := range 4 {
 					t.Add(report("Pod", i, "remove"))
@@ -38,7 +38,7 @@ func TestTallySaysWhatTheRemovalBrakeWouldHold(t *testing.T) {
 			want: []BrakeLine{{Kind: "Pod", Objects: 4, Losing: 4, Bound: 2, Held: 2}},
 		},
 		"sets alone are never held": {
-			limits: brake.Limits{Objects: 1},
+			limits: brake.Bound{Objects: 1},
 			add: func(t *Tally, report reporter) {
 				for i := range 4 {
 					t.Add(report("Pod", i, "set"))
@@ -46,7 +46,7 @@ func TestTallySaysWhatTheRemovalBrakeWouldHold(t *testing.T) {
 			},
 		},
 		"the brake off holds nothing": {
-			limits: brake.Limits{},
+			limits: brake.Bound{},
 			add: func(t *Tally, report reporter) {
 				for i := range 4 {
 					t.Add(report("Node", i, "release"))

@@ -30,10 +30,10 @@ const (
 // approvalTimeout bounds the record's update an approval makes.
 const approvalTimeout = 30 * time.Second
 
-// removalBrake is the operator's bound (nil: brake.DefaultLimits).
-func (r *Reloader) removalBrake() brake.Limits {
+// removalBrake is the operator's bound (nil: brake.DefaultBound).
+func (r *Reloader) removalBrake() brake.Bound {
 	if r.RemovalBrake == nil {
-		return brake.DefaultLimits()
+		return brake.DefaultBound()
 	}
 	return *r.RemovalBrake
 }

@@ -77,7 +77,7 @@ func TestARemovedRuleReleasesAtMostTheBoundUntilApproved(t *testing.T) {
 	for name, kt := range testkit.KeyTypes {
 		t.Run(name, func(t *testing.T) {
 			b := newBrakeCase(t, kt, "brake-"+name, nil)
-			bound := brake.DefaultLimits().Bound(b.pods)
+			bound := brake.DefaultBound().Of(b.pods)
 			kept := fmt.Sprintf("watches:\n- kind: Pod\n  namespaces: [%s]\nrules:\n- {name: brake-tier, kinds: [Pod], %s: {tier: gold}}\n", b.ns, kt.Set)
 			kubectlApply(t, selectors(b.ns, kept+fmt.Sprintf("- {name: brake-mark, kinds: [Pod], %s: {example.com/marked: \"yes\"}}\n", kt.Set)))
 			inst := startInstance(t, cp.Config, b.ns+"/selectors")
@@ -124,7 +124,7 @@ func TestAfterAnApprovalALaterMistakeIsBrakedAgain(t *testing.T) {
 	for name, kt := range testkit.KeyTypes {
 		t.Run(name, func(t *testing.T) {
 			b := newBrakeCase(t, kt, "again-"+name, nil)
-			bound := brake.DefaultLimits().Bound(b.pods)
+			bound := brake.DefaultBound().Of(b.pods)
 			setNamespaceKey(t, b, "team", "red")
 			copyRule := fmt.Sprintf("watches:\n- kind: Pod\n  namespaces: [%s]\nrules:\n- name: team\n  kinds: [Pod]\n  copyFromNamespace: {%s: [team]}\n", b.ns, kt.Copy)
 			kubectlApply(t, selectors(b.ns, copyRule+fmt.Sprintf("- {name: mark, kinds: [Pod], %s: {example.com/marked: \"yes\"}}\n", kt.Set)))
@@ -170,7 +170,7 @@ func TestRestartsDuringAHeldRemovalGrantNoSecondBound(t *testing.T) {
 	for name, kt := range testkit.KeyTypes {
 		t.Run(name, func(t *testing.T) {
 			b := newBrakeCase(t, kt, "restarts-"+name, nil)
-			bound := brake.DefaultLimits().Bound(b.pods)
+			bound := brake.DefaultBound().Of(b.pods)
 			kept := fmt.Sprintf("watches:\n- kind: Pod\n  namespaces: [%s]\nrules:\n- {name: tier, kinds: [Pod], %s: {tier: gold}}\n", b.ns, kt.Set)
 			kubectlApply(t, selectors(b.ns, kept+fmt.Sprintf("- {name: mark, kinds: [Pod], %s: {example.com/marked: \"yes\"}}\n", kt.Set)))
 			inst := startInstance(t, cp.Config, b.ns+"/selectors")

@@ -103,8 +103,8 @@ type Reloader struct {
 	Pacer *pace.Pacer
 	// RemovalBrake bounds how many objects of each kind lose keys per
 	// configuration before it is approved (package brake). Nil:
-	// brake.DefaultLimits.
-	RemovalBrake *brake.Limits
+	// brake.DefaultBound.
+	RemovalBrake *brake.Bound
 	// BrakeRecord is the ConfigMap where the removal brake keeps its count;
 	// zero: BrakeRecordFor the Source (for a file: this process's memory only).
 	BrakeRecord types.NamespacedName

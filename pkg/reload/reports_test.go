@@ -52,7 +52,7 @@ func TestTheReportFollowsWhatTheRulesFind(t *testing.T) {
 			kubectlApply(t, selectors(ns, watch+rules))
 			startInstance(t, cp.Config, ns+"/selectors", func(r *reload.Reloader) {
 				r.OpenReports = true
-				r.RemovalBrake = &brake.Limits{Objects: 1, Window: time.Hour}
+				r.RemovalBrake = &brake.Bound{Objects: 1, Window: time.Hour}
 			})
 
 			// bare fails; conflict and two stale pods warn; held (its tier

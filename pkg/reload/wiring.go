@@ -56,7 +56,7 @@ type generationOptions struct {
 	// brake is the operator's bound on mass removals (package brake), and
 	// ledger the count every generation keeps in; order orders the
 	// configuration's version (the ConfigMap's resourceVersion, 0: a file).
-	brake  brake.Limits
+	brake  brake.Bound
 	ledger *brake.Ledger
 	order  uint64
 	// identity is the installation's write identity: every write of the

@@ -39,7 +39,7 @@ func TestBrakedHoldsRemovalsAndReleasesNeverSets(t *testing.T) {
 			}
 			for name, c := range cases {
 				t.Run(name, func(t *testing.T) {
-					b := brake.New(brake.Limits{Objects: 1, Window: time.Hour}, "h", 0, nil)
+					b := brake.New(brake.Bound{Objects: 1, Window: time.Hour}, "h", 0, nil)
 					if c.admitFirst {
 						b.Admit(t.Context(), "Pod", types.NamespacedName{Namespace: "ns", Name: "other"}, nil, 0)
 					}

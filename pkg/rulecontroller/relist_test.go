@@ -37,7 +37,7 @@ func TestRelistHoldsRemovalsAndReleasesNeverSets(t *testing.T) {
 	for _, withBrake := range []bool{false, true} {
 		var b *brake.Brake
 		if withBrake {
-			b = brake.New(brake.Limits{Objects: 1, Window: time.Hour}, "h", 0, nil)
+			b = brake.New(brake.Bound{Objects: 1, Window: time.Hour}, "h", 0, nil)
 		}
 		relists := fakeRelists{relisting: map[schema.GroupKind]bool{gvk.GroupKind(): true}}
 		r := &ruleReconciler{GVK: gvk, fieldManager: authority.DefaultFieldManager, brake: b, relists: relists, relistHeld: newRelistHolds()}
