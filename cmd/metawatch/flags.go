@@ -24,8 +24,8 @@ import (
 type options struct {
 	// limits are the operator's guardrails on what configurations may write.
 	limits        config.Guardrails
-	removalBrake  brake.Bound // --removal-brake-* (reload.Reloader.RemovalBrake)
-	writeRate     pace.Limits  // --write-rate-*, --write-retry-after-max (reload.Reloader.Pacer)
+	removalBrake  brake.Bound     // --removal-brake-* (reload.Reloader.RemovalBrake)
+	writeRate     pace.RateBounds // --write-rate-*, --write-retry-after-max (reload.Reloader.Pacer)
 	waitForConfig bool
 	qps           float64
 	burst         int
@@ -98,7 +98,7 @@ func bindFlags(fs *flag.FlagSet) *options {
 		"a failover or a rolling update goes on from them and sharded replicas share one bound. metawatch creates it; it needs get, create and patch on it. "+
 		"Empty: <name>-removal-brake beside the --config-map ConfigMap; with --config-file, <--leader-election-id>-removal-brake in the Lease's namespace, or this process's memory only "+
 		"out of a cluster. With --dry-run the count is kept in memory.")
-	o.writeRate = pace.DefaultLimits()
+	o.writeRate = pace.DefaultRateBounds()
 	o.writeRate.BindFlags(fs)
 	fs.IntVar(&o.controller.MaxConcurrentReconciles, "max-concurrent-reconciles", 4, "Reconciles run at once, per kind.")
 	fs.BoolVar(&o.manager.Wire.DecodeUnchanged, "decode-unchanged-events", false, "Decode and deliver to the cache every watch event, status-only updates too. By default an event whose object is unchanged but for its resourceVersion is left out before decoding: the cache keeps the object as it was, and a bookmark carries the newest resourceVersion to the informer (see --unchanged-bookmark-interval).")

@@ -30,7 +30,7 @@ func TestWritesArePacedAndReadsKeepTheirBudget(t *testing.T) {
 	reads := &markedWaits{RateLimiter: flowcontrol.NewFakeAlwaysRateLimiter()}
 	cfg := rest.CopyConfig(cp.Config)
 	cfg.RateLimiter = reads
-	pacer := pace.New(pace.DefaultLimits(), logr.Discard(), nil)
+	pacer := pace.New(pace.DefaultRateBounds(), logr.Discard(), nil)
 	watches := testkit.Resolve(t, cp.Config, "watches:\n- kind: Pod\n  namespaces: [paced]\n")
 	mgr := cachekit.StartEngineWith(t, cfg, watches, metamanager.Options{MetricsBindAddress: "0", Writes: pacer})
 

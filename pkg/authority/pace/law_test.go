@@ -186,7 +186,7 @@ func FuzzLaw(f *testing.F) {
 	f.Add(0.5, 3000.0, 0.0, []byte{9, 9, 9, 9, 9, 9, 9, 9})
 	f.Fuzz(func(t *testing.T, floor, ceiling, start float64, ticks []byte) {
 		if !(floor > 0) || !(ceiling >= floor) || math.IsInf(ceiling, 0) {
-			t.Skip() // Limits.Validate refuses these
+			t.Skip() // RateBounds.Validate refuses these
 		}
 		law := DefaultLaw(floor, ceiling)
 		s := law.Start(start)

@@ -53,16 +53,16 @@ type Pacer struct {
 // sends instead of names).
 type ServedBy struct{ FlowSchemaUID, PriorityLevelUID string }
 
-// New is a pacer between limits' floor and ceiling, starting at
-// limits.Start (clamped into them), pausing for a 429 at most
-// limits.RetryAfterMax, logging its changes of priority level to log.
+// New is a pacer between bounds' floor and ceiling, starting at
+// bounds.Start (clamped into them), pausing for a 429 at most
+// bounds.RetryAfterMax, logging its changes of priority level to log.
 // probe, if not nil, is the sign of a queue once Start sends it; nil: the
 // writes' own latency is.
-func New(limits Limits, log logr.Logger, probe Probe) *Pacer {
-	law := DefaultLaw(limits.Min, limits.Max)
-	s := law.Start(limits.Start)
+func New(bounds RateBounds, log logr.Logger, probe Probe) *Pacer {
+	law := DefaultLaw(bounds.Min, bounds.Max)
+	s := law.Start(bounds.Start)
 	p := &Pacer{law: law, state: s, limiter: rate.NewLimiter(rate.Limit(s.Rate), burst(s.Rate)), now: time.Now, log: log, probe: probe,
-		retryAfterMax: limits.retryAfterMax()}
+		retryAfterMax: bounds.retryAfterMax()}
 	p.lastTick = p.now()
 	telemetry.WriteRate.Set(s.Rate)
 	return p

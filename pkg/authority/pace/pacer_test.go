@@ -34,7 +34,7 @@ func TestATightPriorityLevelLowersTheRateAndEveryWriteLands(t *testing.T) {
 	allowWrites(t, admin, ns, user)
 	level := tightPriorityLevel(t, admin, user)
 
-	limits := pace.Limits{Min: 1, Max: 1000, Start: 400}
+	limits := pace.RateBounds{Min: 1, Max: 1000, Start: 400}
 	pacer := pace.New(limits, testr.New(t), nil)
 	writer := pacedClient(t, pacer, user)
 	// The API server picks up a new priority level within a few seconds.
@@ -68,7 +68,7 @@ func TestAFreeServerLetsTheRateClimb(t *testing.T) {
 	const ns, objects = "pace-free", 60
 	testkit.Namespace(t, admin, ns, nil)
 	configMaps(t, admin, ns, objects)
-	limits := pace.Limits{Min: 5, Max: 1000, Start: 10}
+	limits := pace.RateBounds{Min: 5, Max: 1000, Start: 10}
 	pacer := pace.New(limits, testr.New(t), nil)
 	writer, err := client.New(pacer.Config(cp.Config), client.Options{})
 	if err != nil {

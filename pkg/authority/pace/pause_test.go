@@ -16,7 +16,7 @@ import (
 // clocked is a pacer of limits whose clock stands still at base: what it
 // decides depends on the answers it is told of and on deadlines set from base,
 // never on how fast the test runs.
-func clocked(limits Limits, base time.Time) *Pacer {
+func clocked(limits RateBounds, base time.Time) *Pacer {
 	p := New(limits, logr.Discard(), nil)
 	p.now = func() time.Time { return base }
 	p.lastTick = base
@@ -58,7 +58,7 @@ func TestA429PausesWritesAtMostTheCap(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			base := time.Now()
-			p := clocked(Limits{Min: 1, Max: 1000, Start: 50, RetryAfterMax: tc.max}, base)
+			p := clocked(RateBounds{Min: 1, Max: 1000, Start: 50, RetryAfterMax: tc.max}, base)
 			resp := throttledBy(tc.header) //nolint:bodyclose // a fake answer, its body in memory
 			got, err := transport{pacer: p, next: answering(resp)}.RoundTrip(patch(t.Context()))
 			if err != nil {
@@ -79,7 +79,7 @@ func TestA429PausesWritesAtMostTheCap(t *testing.T) {
 // sent: it fails at once, saying what holds it, and when it may leave.
 func TestAWriteThatWouldWaitPastItsDeadlineFailsAtOnce(t *testing.T) {
 	for name, tc := range map[string]struct {
-		limits Limits
+		limits RateBounds
 		// tokenTaken: a write took the rate's one token first.
 		tokenTaken bool
 		// throttled: the Retry-After of a 429 answered first (nil: none).
@@ -113,14 +113,14 @@ func TestAWriteThatWouldWaitPastItsDeadlineFailsAtOnce(t *testing.T) {
 		},
 		"not paused, a token at hand": {deadline: time.Millisecond},
 		"its turn at 1 write/s a second away, deadline in 500ms": {
-			limits: Limits{Min: 1, Max: 1, Start: 1}, tokenTaken: true, deadline: 500 * time.Millisecond, wantRetry: time.Second,
+			limits: RateBounds{Min: 1, Max: 1, Start: 1}, tokenTaken: true, deadline: 500 * time.Millisecond, wantRetry: time.Second,
 			want: []string{"writes are held to 1 a second (the write rate, which adapts to the API server between --write-rate-min and --write-rate-max)",
 				"this write's turn comes in 1s; this write's deadline is in 500ms: not sent, it is tried again once its turn comes"},
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
 			base := time.Now()
-			limits := cmpLimits(tc.limits)
+			limits := boundsOrDefault(tc.limits)
 			p := clocked(limits, base)
 			if tc.tokenTaken {
 				if err := p.Wait(t.Context()); err != nil {
@@ -166,7 +166,7 @@ func TestAWriteThatWouldWaitPastItsDeadlineFailsAtOnce(t *testing.T) {
 // the same wait, not one a token later.
 func TestAWriteRefusedForTheRateGivesItsTurnBack(t *testing.T) {
 	base := time.Now()
-	p := clocked(Limits{Min: 1, Max: 1, Start: 1}, base)
+	p := clocked(RateBounds{Min: 1, Max: 1, Start: 1}, base)
 	if err := p.Wait(t.Context()); err != nil {
 		t.Fatal(err)
 	}
@@ -197,7 +197,7 @@ func TestA429WhosePauseOutlastsTheDeadlineFailsTheWriteAtOnce(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			base := time.Now()
-			p := clocked(DefaultLimits(), base)
+			p := clocked(DefaultRateBounds(), base)
 			ctx, cancel := context.WithDeadline(t.Context(), base.Add(tc.deadline))
 			defer cancel()
 			resp, err := transport{pacer: p, next: answering(throttledBy(tc.header))}.RoundTrip(patch(ctx)) //nolint:bodyclose // a fake answer, its body in memory
@@ -228,10 +228,10 @@ func FuzzRetryAfterNeverPausesPastTheCap(f *testing.F) {
 	f.Fuzz(func(t *testing.T, header string, capNanos, deadlineNanos int64) {
 		limit := time.Duration(capNanos)
 		if limit <= 0 {
-			t.Skip() // Limits.Validate refuses it
+			t.Skip() // RateBounds.Validate refuses it
 		}
 		base := time.Now()
-		p := clocked(Limits{Min: 1, Max: 1000, Start: 50, RetryAfterMax: limit}, base)
+		p := clocked(RateBounds{Min: 1, Max: 1000, Start: 50, RetryAfterMax: limit}, base)
 		ctx := t.Context()
 		if deadlineNanos > 0 {
 			var cancel context.CancelFunc
@@ -272,10 +272,10 @@ func FuzzRetryAfterNeverPausesPastTheCap(f *testing.F) {
 	})
 }
 
-// cmpLimits is limits, or the defaults if unset.
-func cmpLimits(limits Limits) Limits {
-	if limits == (Limits{}) {
-		return DefaultLimits()
+// boundsOrDefault is bounds, or the defaults if unset.
+func boundsOrDefault(limits RateBounds) RateBounds {
+	if limits == (RateBounds{}) {
+		return DefaultRateBounds()
 	}
 	return limits
 }

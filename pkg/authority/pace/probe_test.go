@@ -31,7 +31,7 @@ func TestAFastProbeLetsManyWritersClimbPastTheirOwnLatency(t *testing.T) {
 	testkit.Namespace(t, admin, ns, nil)
 	configMaps(t, admin, ns, objects)
 	probe := timedProbe(t, nil)
-	pacer := startPacer(t, pace.Limits{Min: 5, Max: 1000, Start: 10}, probe.probe)
+	pacer := startPacer(t, pace.RateBounds{Min: 5, Max: 1000, Start: 10}, probe.probe)
 	writer, err := client.New(pacer.Config(cp.Config), client.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -62,7 +62,7 @@ func TestASlowProbeLowersTheRateThoughTheWritesAreFast(t *testing.T) {
 	configMaps(t, admin, ns, objects)
 	var slow atomic.Bool
 	probe := timedProbe(t, &slow)
-	limits := pace.Limits{Min: 5, Max: 1000, Start: 20}
+	limits := pace.RateBounds{Min: 5, Max: 1000, Start: 20}
 	pacer := startPacer(t, limits, probe.probe)
 	writer, err := client.New(pacer.Config(cp.Config), client.Options{})
 	if err != nil {
@@ -89,7 +89,7 @@ func TestASlowProbeLowersTheRateThoughTheWritesAreFast(t *testing.T) {
 const probeDelay = 100 * time.Millisecond
 
 // startPacer is a pacer of limits with probe, sending it until the test ends.
-func startPacer(t *testing.T, limits pace.Limits, probe pace.Probe) *pace.Pacer {
+func startPacer(t *testing.T, limits pace.RateBounds, probe pace.Probe) *pace.Pacer {
 	t.Helper()
 	pacer := pace.New(limits, testr.NewWithOptions(t, testr.Options{Verbosity: 1}), probe)
 	ctx, cancel := context.WithCancel(t.Context())

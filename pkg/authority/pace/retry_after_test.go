@@ -40,7 +40,7 @@ func TestARetryAfterOfAnHourPausesWritesForTheCapOnly(t *testing.T) {
 	t.Run("the writes waiting for the pause, and client-go's retry, wait the cap", func(t *testing.T) {
 		const limit = 2 * time.Second
 		throttle := hourThrottle("cm-0")
-		pacer := pace.New(pace.Limits{Min: 1, Max: 1000, Start: 50, RetryAfterMax: limit}, testr.New(t), nil)
+		pacer := pace.New(pace.RateBounds{Min: 1, Max: 1000, Start: 50, RetryAfterMax: limit}, testr.New(t), nil)
 		writer, seen := throttledClient(t, pacer, throttle)
 
 		// cm-0 is answered 429 with Retry-After: 3600 once; client-go
@@ -79,7 +79,7 @@ func TestARetryAfterOfAnHourPausesWritesForTheCapOnly(t *testing.T) {
 
 	t.Run("a write whose deadline comes before the pause's end fails at once", func(t *testing.T) {
 		throttle := hourThrottle("cm-2")
-		pacer := pace.New(pace.DefaultLimits(), testr.New(t), nil) // a cap of 30s
+		pacer := pace.New(pace.DefaultRateBounds(), testr.New(t), nil) // a cap of 30s
 		writer, _ := throttledClient(t, pacer, throttle)
 		const deadline = 10 * time.Second
 
