@@ -137,24 +137,6 @@ func New(cfg *rest.Config, watches []config.ResolvedWatch, opts Options) (manage
 	return mgr, nil
 }
 
-// pacedClient builds the manager's client (its writes: applies, patches,
-// admission policies) on a config whose writes the pacer paces, with a
-// transport of its own. The cache and the API reader keep the manager's
-// config and its rate limit.
-func pacedClient(p *pace.Pacer) client.NewClientFunc {
-	return func(cfg *rest.Config, opts client.Options) (client.Client, error) {
-		if p == nil {
-			return client.New(cfg, opts)
-		}
-		paced := p.Config(cfg)
-		var err error
-		if opts.HTTPClient, err = rest.HTTPClientFor(paced); err != nil {
-			return nil, fmt.Errorf("creating the writes' HTTP client: %w", err)
-		}
-		return client.New(paced, opts)
-	}
-}
-
 // metricsOptions is the metrics endpoint: plain HTTP, or HTTPS with
 // controller-runtime's authentication and authorization filter and the
 // certificate in MetricsCertDir, if given.

@@ -22,6 +22,7 @@ import (
 	"github.com/metawatch/metawatch/pkg/brake"
 	"github.com/metawatch/metawatch/pkg/config"
 	"github.com/metawatch/metawatch/pkg/eventdigest"
+	"github.com/metawatch/metawatch/pkg/metamanager"
 	"github.com/metawatch/metawatch/pkg/rulecontroller"
 	"github.com/metawatch/metawatch/pkg/telemetry"
 	"github.com/metawatch/metawatch/pkg/wire"
@@ -192,7 +193,7 @@ func (r *Reloader) AddTo(mgr manager.Manager) error {
 	// The writes outside generations (the pruner's deletes, the brake's
 	// record) leave through one client: paced, and checked against the
 	// claim as they are sent.
-	fenced, err := client.New(r.Pacer.Config(authority.Wrap(r.Config)), client.Options{})
+	fenced, err := metamanager.WriteClient(r.Config, r.Pacer, client.Options{})
 	if err != nil {
 		return err
 	}

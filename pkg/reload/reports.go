@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/metawatch/metawatch/pkg/authority"
+	"github.com/metawatch/metawatch/pkg/metamanager"
 	"github.com/metawatch/metawatch/pkg/reports"
 	"github.com/metawatch/metawatch/pkg/sharding"
 )
@@ -37,7 +38,7 @@ func (r *Reloader) addReports(mgr manager.Manager) error {
 	if err := openreports.Install(scheme); err != nil {
 		return err
 	}
-	c, err := client.New(r.Pacer.Config(authority.Wrap(r.Config)), client.Options{Scheme: scheme})
+	c, err := metamanager.WriteClient(r.Config, r.Pacer, client.Options{Scheme: scheme})
 	if err != nil {
 		return err
 	}
