@@ -36,7 +36,8 @@ func atCreationRules(conf *config.Config) []string {
 // it validates them and compiles their CEL. A server without the API is a
 // warning (metawatch runs those rules without atCreation), a policy the
 // server refuses or one of the same name metawatch did not make an error.
-func checkPolicies(ctx context.Context, out io.Writer, cfg *rest.Config, cs kubernetes.Interface, rules []admission.Rule) error {
+// The dry runs apply as id, as metawatch writes the policies.
+func checkPolicies(ctx context.Context, out io.Writer, cfg *rest.Config, cs kubernetes.Interface, id *authority.Identity, rules []admission.Rule) error {
 	if len(rules) == 0 {
 		return nil
 	}
@@ -51,7 +52,7 @@ func checkPolicies(ctx context.Context, out io.Writer, cfg *rest.Config, cs kube
 	}
 	var problems []string
 	for _, r := range rules {
-		if err := dryRunPolicy(ctx, c, r); err != nil {
+		if err := dryRunPolicy(ctx, c, id, r); err != nil {
 			problems = append(problems, fmt.Sprintf("rule %q: %v", r.Name, err))
 			continue
 		}
@@ -70,7 +71,7 @@ func servesPolicies(cs kubernetes.Interface) bool {
 	return err == nil && served
 }
 
-func dryRunPolicy(ctx context.Context, c client.Client, r admission.Rule) error {
+func dryRunPolicy(ctx context.Context, c client.Client, id *authority.Identity, r admission.Rule) error {
 	policy, binding, err := admission.Policy(r)
 	if err != nil {
 		return err
@@ -91,7 +92,7 @@ func dryRunPolicy(ctx context.Context, c client.Client, r admission.Rule) error 
 			return err
 		}
 		if err := c.Patch(ctx, obj, client.RawPatch(types.ApplyPatchType, body), client.DryRunAll, client.ForceOwnership,
-			client.FieldOwner(authority.DefaultFieldManager)); err != nil {
+			client.FieldOwner(id.FieldManager)); err != nil {
 			return fmt.Errorf("the server refuses its %s: %w", kind, err)
 		}
 	}

@@ -43,8 +43,11 @@ type options struct {
 	output string
 	// report lists the cluster's objects not as the rules want (--live).
 	report bool
-	// fieldManager is the --field-manager metawatch runs with: the keys it owns.
+	// fieldManager is the --field-manager metawatch runs with: the keys it
+	// owns, and the name its dry runs apply as. identity is built from it
+	// once the flags are parsed.
 	fieldManager string
+	identity     *authority.Identity
 	// openReports is the --open-reports metawatch runs with: --rbac counts
 	// what it writes as needed.
 	openReports bool
@@ -114,6 +117,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fs.Usage()
 		return 2
 	}
+	o.identity = authority.NewIdentity(o.fieldManager, "")
 	if o.report {
 		code, err := checkReport(ctx, stdout, o)
 		if err != nil {
@@ -154,6 +158,9 @@ func (o options) usageError(args []string) string {
 		return "--report reads the cluster: add --live"
 	case o.report && len(o.objects) > 0:
 		return "--report and --objects exclude each other: --report reads the cluster's objects"
+	}
+	if err := authority.ValidFieldManager("--field-manager", o.fieldManager); err != nil {
+		return err.Error()
 	}
 	return ""
 }
@@ -229,7 +236,7 @@ func checkCluster(ctx context.Context, out io.Writer, conf *config.Config, o opt
 	}
 	denied = append(denied, policyDenied...)
 	if len(policyDenied) == 0 { // else the dry run is refused too: the denial says why
-		if err := checkPolicies(ctx, out, cfg, cs, admission.Rules(conf, watches, &o.limits.WriteScope, conf.WriteScope)); err != nil {
+		if err := checkPolicies(ctx, out, cfg, cs, o.identity, admission.Rules(conf, watches, &o.limits.WriteScope, conf.WriteScope)); err != nil {
 			return err
 		}
 	}

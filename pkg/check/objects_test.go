@@ -87,13 +87,15 @@ func TestCheckUsageErrorsSayWhy(t *testing.T) {
 		"no configuration":           {opts: options{output: "text"}, want: "-f FILE is required"},
 		"live without a cluster":     {opts: options{file: "c", live: true, output: "text"}, want: "--live, --rbac and --chart-values need a cluster"},
 		"an unknown output":          {opts: options{file: "c", output: "xml"}, want: "-o xml: want text, json or openreports"},
-		"a valid openreports report": {opts: options{file: "c", report: true, live: true, kubeconfig: "k", output: "openreports", reportResults: 1000}},
+		"a valid openreports report": {opts: options{file: "c", report: true, live: true, kubeconfig: "k", output: "openreports", reportResults: 1000, fieldManager: "m"}},
 		"too many results a report": {opts: options{file: "c", report: true, live: true, kubeconfig: "k", output: "openreports", reportResults: 5000},
 			want: "--open-reports-max-results=5000: want 1 to 2000, the range metawatch's flag of that name takes"},
 		"objects without --objects":    {opts: options{file: "c", output: "text"}, args: []string{"pods.yaml"}, want: "files of objects follow --objects"},
 		"a report without --live":      {opts: options{file: "c", report: true, output: "text"}, want: "--report reads the cluster: add --live"},
 		"a report and objects at once": {opts: options{file: "c", report: true, live: true, kubeconfig: "k", objects: stringList{"o"}, output: "text"}, want: "exclude each other"},
-		"a valid objects check":        {opts: options{file: "c", objects: stringList{"o"}, output: "json"}},
+		"a valid objects check":        {opts: options{file: "c", objects: stringList{"o"}, output: "json", fieldManager: "m"}},
+		"an empty field manager": {opts: options{file: "c", output: "text"},
+			want: "--field-manager is empty: name the field manager this installation writes as"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
