@@ -4,7 +4,6 @@ import (
 	"os"
 	"runtime/debug"
 	"sync"
-	"time"
 )
 
 // ListGCPercent is the GC percent while a list streams in: the heap may
@@ -22,9 +21,7 @@ const ListGCPercent = 25
 // list's, or off (GOGC=off, a memory limit alone), is left as it is.
 //
 // When the last list ends, Lists also returns the heap the lists freed to
-// the kernel, FreeAfterLists later if no list began meanwhile: long enough
-// for the event handlers to be done with what the list brought, whose
-// garbage would otherwise stay resident. Left to itself, the runtime's scavenger gives it back
+// the kernel at once. Left to itself, the runtime's scavenger gives it back
 // only slowly, or not at all while the heap stays under its goal: after a
 // list it stays resident, idle, for as long as the process runs, and the
 // resident set a user reads (and a memory limit counts) is the list's, not
@@ -36,8 +33,6 @@ type Lists struct {
 	// their own).
 	set  func(int) int
 	free func()
-	// freeAfter is FreeAfterLists (tests give their own).
-	freeAfter time.Duration
 
 	mu       sync.Mutex
 	underWay int
@@ -49,14 +44,8 @@ type Lists struct {
 // NewLists paces the GC at percent while lists stream in; a percent <= 0
 // leaves the GC as it is.
 func NewLists(percent int) *Lists {
-	return &Lists{percent: percent, set: debug.SetGCPercent, free: debug.FreeOSMemory, freeAfter: FreeAfterLists}
+	return &Lists{percent: percent, set: debug.SetGCPercent, free: debug.FreeOSMemory}
 }
-
-// FreeAfterLists is how long after the last list's end the heap the lists
-// freed is returned to the kernel. At a million objects, returned at the
-// end itself it left 46 MiB more resident after a relist than after the
-// first sync: the handlers were still working through the relist's events.
-const FreeAfterLists = 10 * time.Second
 
 // ListsFromEnv is NewLists(ListGCPercent), or nil where the operator set
 // GOGC: the runtime honours that itself, and an operator who set it meant
@@ -93,9 +82,9 @@ func (l *Lists) Begin() {
 }
 
 // End counts a list ended (or given up); the last gives the GC percent
-// back and has the freed heap returned to the kernel FreeAfterLists later
-// (a full GC, in a goroutine of its own; one at a time). An End without a
-// Begin is ignored.
+// back and returns the freed heap to the kernel, in a goroutine of its own
+// (a full GC, which the informer calling End need not wait for; one at a
+// time). An End without a Begin is ignored.
 func (l *Lists) End() {
 	if l == nil || l.percent <= 0 {
 		return
@@ -115,20 +104,11 @@ func (l *Lists) End() {
 	}
 	if !l.freeing {
 		l.freeing = true
-		time.AfterFunc(l.freeAfter, l.returnFreed)
+		go l.returnFreed()
 	}
 }
 
-// returnFreed returns the freed heap, unless a list began since the last
-// ended: its own end will.
 func (l *Lists) returnFreed() {
-	l.mu.Lock()
-	if l.underWay > 0 {
-		l.freeing = false
-		l.mu.Unlock()
-		return
-	}
-	l.mu.Unlock()
 	l.free()
 	l.mu.Lock()
 	defer l.mu.Unlock()

@@ -23,7 +23,7 @@ func (g *gcPercent) set(p int) int {
 func listsAt(percent, gc int) (*Lists, *gcPercent) {
 	g := &gcPercent{now: gc}
 	l := NewLists(percent)
-	l.set, l.free, l.freeAfter = g.set, func() { g.frees.Add(1) }, 0
+	l.set, l.free = g.set, func() { g.frees.Add(1) }
 	return l, g
 }
 
@@ -139,22 +139,4 @@ func FuzzListsGiveTheGCPercentBack(f *testing.F) {
 			t.Fatalf("GC percent %d once every list ended, want %d as before", g.now, gc)
 		}
 	})
-}
-
-// A list that begins before the freed heap is due to be returned puts it
-// off to its own end: the heap is returned once, after the last list.
-func TestAListBeginningBeforeTheFreeIsDuePutsItOff(t *testing.T) {
-	l, g := listsAt(ListGCPercent, 100)
-	l.freeAfter = 50 * time.Millisecond
-	l.Begin()
-	l.End()
-	l.Begin()
-	time.Sleep(4 * l.freeAfter)
-	if n := g.frees.Load(); n != 0 {
-		t.Fatalf("the freed heap was returned %d times while a list was under way, want 0", n)
-	}
-	endAndWait(t, l)
-	if n := g.frees.Load(); n != 1 {
-		t.Errorf("the freed heap was returned %d times after the last list ended, want 1", n)
-	}
 }
