@@ -16,7 +16,6 @@ import (
 
 	"github.com/metawatch/metawatch/pkg/access"
 	"github.com/metawatch/metawatch/pkg/admission"
-	"github.com/metawatch/metawatch/pkg/authority"
 	"github.com/metawatch/metawatch/pkg/config"
 )
 
@@ -36,8 +35,8 @@ func atCreationRules(conf *config.Config) []string {
 // it validates them and compiles their CEL. A server without the API is a
 // warning (metawatch runs those rules without atCreation), a policy the
 // server refuses or one of the same name metawatch did not make an error.
-// The dry runs apply as id, as metawatch writes the policies.
-func checkPolicies(ctx context.Context, out io.Writer, cfg *rest.Config, cs kubernetes.Interface, id *authority.Identity, rules []admission.Rule) error {
+// The dry runs apply as fieldManager, as metawatch writes the policies.
+func checkPolicies(ctx context.Context, out io.Writer, cfg *rest.Config, cs kubernetes.Interface, fieldManager string, rules []admission.Rule) error {
 	if len(rules) == 0 {
 		return nil
 	}
@@ -52,7 +51,7 @@ func checkPolicies(ctx context.Context, out io.Writer, cfg *rest.Config, cs kube
 	}
 	var problems []string
 	for _, r := range rules {
-		if err := dryRunPolicy(ctx, c, id, r); err != nil {
+		if err := dryRunPolicy(ctx, c, fieldManager, r); err != nil {
 			problems = append(problems, fmt.Sprintf("rule %q: %v", r.Name, err))
 			continue
 		}
@@ -71,7 +70,7 @@ func servesPolicies(cs kubernetes.Interface) bool {
 	return err == nil && served
 }
 
-func dryRunPolicy(ctx context.Context, c client.Client, id *authority.Identity, r admission.Rule) error {
+func dryRunPolicy(ctx context.Context, c client.Client, fieldManager string, r admission.Rule) error {
 	policy, binding, err := admission.Policy(r)
 	if err != nil {
 		return err
@@ -92,7 +91,7 @@ func dryRunPolicy(ctx context.Context, c client.Client, id *authority.Identity, 
 			return err
 		}
 		if err := c.Patch(ctx, obj, client.RawPatch(types.ApplyPatchType, body), client.DryRunAll, client.ForceOwnership,
-			client.FieldOwner(id.FieldManager)); err != nil {
+			client.FieldOwner(fieldManager)); err != nil {
 			return fmt.Errorf("the server refuses its %s: %w", kind, err)
 		}
 	}

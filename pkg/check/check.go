@@ -44,10 +44,8 @@ type options struct {
 	// report lists the cluster's objects not as the rules want (--live).
 	report bool
 	// fieldManager is the --field-manager metawatch runs with: the keys it
-	// owns, and the name its dry runs apply as. identity is built from it
-	// once the flags are parsed.
+	// owns, and the name its dry runs apply as (never empty: usageError).
 	fieldManager string
-	identity     *authority.Identity
 	// openReports is the --open-reports metawatch runs with: --rbac counts
 	// what it writes as needed.
 	openReports bool
@@ -117,7 +115,6 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fs.Usage()
 		return 2
 	}
-	o.identity = authority.NewIdentity(o.fieldManager, "")
 	if o.report {
 		code, err := checkReport(ctx, stdout, o)
 		if err != nil {
@@ -236,7 +233,7 @@ func checkCluster(ctx context.Context, out io.Writer, conf *config.Config, o opt
 	}
 	denied = append(denied, policyDenied...)
 	if len(policyDenied) == 0 { // else the dry run is refused too: the denial says why
-		if err := checkPolicies(ctx, out, cfg, cs, o.identity, admission.Rules(conf, watches, &o.limits.WriteScope, conf.WriteScope)); err != nil {
+		if err := checkPolicies(ctx, out, cfg, cs, o.fieldManager, admission.Rules(conf, watches, &o.limits.WriteScope, conf.WriteScope)); err != nil {
 			return err
 		}
 	}
