@@ -36,10 +36,8 @@ type Syncer struct {
 	// ConfigMap's namespace/name): the pairs of another installation of
 	// metawatch are not this one's to update or delete.
 	Installation string
-	// FieldManager is the installation's field manager (--field-manager),
-	// which the pairs are written as; empty: authority.DefaultFieldManager.
-	FieldManager string
-	// Client writes (built with authority.Wrap, for Guard's claim); Reader
+	// Client writes (built with authority.Wrap, for Guard's claim), as
+	// Guard's identity (the installation's field manager); Reader
 	// lists, uncached; Discovery tells whether the API is served.
 	Client    client.Client
 	Reader    client.Reader

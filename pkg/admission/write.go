@@ -1,7 +1,6 @@
 package admission
 
 import (
-	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -127,12 +126,14 @@ func (s *Syncer) write(ctx context.Context, obj, listed client.Object) error {
 	if listed != nil {
 		obj = replaced(listed, obj)
 	}
-	err := s.Guard.Write(ctx, guardKey(obj.GetName()), func(ctx context.Context) error {
-		if listed == nil {
-			return s.Client.Create(ctx, obj, client.FieldOwner(cmp.Or(s.FieldManager, authority.DefaultFieldManager)))
-		}
-		return s.Client.Update(ctx, obj, client.FieldOwner(cmp.Or(s.FieldManager, authority.DefaultFieldManager)))
-	})
+	// Written as the guard's identity: the installation's field manager.
+	w, key := authority.NewWriter(s.Client, s.Guard), guardKey(obj.GetName())
+	var err error
+	if listed == nil {
+		err = w.Create(ctx, key, obj)
+	} else {
+		err = w.Update(ctx, key, obj)
+	}
 	switch outcome := authority.Classify(err); {
 	case outcome == authority.Written:
 		s.remember(kindName, obj.GetResourceVersion())

@@ -60,6 +60,24 @@ func NewIdentity(fieldManager, adopted string) *Identity {
 	return &Identity{FieldManager: cmp.Or(fieldManager, DefaultFieldManager), Adopted: adopted, now: time.Now, own: newRecentWrites(time.Now)}
 }
 
+// Name is the field manager the identity writes as; a nil Identity (a
+// Guard built without one, in tests) writes as DefaultFieldManager.
+func (id *Identity) Name() string {
+	if id == nil {
+		return DefaultFieldManager
+	}
+	return id.FieldManager
+}
+
+// Names are the field managers whose managedFields entries metawatch reads:
+// the identity's, and the name it adopts from, if any.
+func (id *Identity) Names() []string {
+	if id.Adopted == "" {
+		return []string{id.FieldManager}
+	}
+	return []string{id.FieldManager, id.Adopted}
+}
+
 // OnRefused registers f, told once when the identity starts refusing writes.
 func (id *Identity) OnRefused(f func(error)) {
 	id.mu.Lock()

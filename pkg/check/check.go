@@ -44,8 +44,10 @@ type options struct {
 	// report lists the cluster's objects not as the rules want (--live).
 	report bool
 	// fieldManager is the --field-manager metawatch runs with: the keys it
-	// owns, and the name its dry runs apply as (never empty: usageError).
+	// owns, and the name its dry runs apply as (never empty: usageError);
+	// identity is made of it once the flags are valid.
 	fieldManager string
+	identity     *authority.Identity
 	// openReports is the --open-reports metawatch runs with: --rbac counts
 	// what it writes as needed.
 	openReports bool
@@ -115,6 +117,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fs.Usage()
 		return 2
 	}
+	o.identity = authority.NewIdentity(o.fieldManager, "")
 	if o.report {
 		code, err := checkReport(ctx, stdout, o)
 		if err != nil {

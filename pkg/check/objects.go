@@ -61,7 +61,7 @@ func checkObjects(ctx context.Context, out io.Writer, o options) (int, error) {
 	if err != nil {
 		return 1, err
 	}
-	opts := preview.Options{Config: conf, Scopes: []*config.WriteScope{&o.limits.WriteScope}, Guardrails: &o.limits, FieldManager: o.fieldManager}
+	opts := preview.Options{Config: conf, Scopes: []*config.WriteScope{&o.limits.WriteScope}, Guardrails: &o.limits, Identity: o.identity}
 	scope := config.OfflineScope(conf)
 	if o.live {
 		cfg, err := clientcmd.BuildConfigFromFlags("", o.kubeconfig)
@@ -96,7 +96,7 @@ func checkObjects(ctx context.Context, out io.Writer, o options) (int, error) {
 		return 1, fmt.Errorf("--objects: %w", err)
 	}
 	if o.output == outputOpenReports {
-		reps := newOpenReports(o.fieldManager, o.reportResults, time.Now())
+		reps := newOpenReports(o.identity, o.reportResults, time.Now())
 		err = inputs.Each(selected, func(obj *unstructured.Unstructured) error {
 			r, err := p.Report(ctx, obj)
 			reps.add(obj, r)

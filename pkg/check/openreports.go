@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
 
+	"github.com/metawatch/metawatch/pkg/authority"
 	"github.com/metawatch/metawatch/pkg/preview"
 	"github.com/metawatch/metawatch/pkg/reports"
 	"github.com/metawatch/metawatch/pkg/rules"
@@ -29,8 +30,8 @@ type openReports struct {
 	summary preview.Summary
 }
 
-func newOpenReports(fieldManager string, maxResults int, now time.Time) *openReports {
-	return &openReports{b: &reports.Builder{Identity: reports.Identity{FieldManager: fieldManager}, MaxResults: maxResults, Now: now}}
+func newOpenReports(id *authority.Identity, maxResults int, now time.Time) *openReports {
+	return &openReports{b: &reports.Builder{Names: reports.Names{Identity: id}, MaxResults: maxResults, Now: now}}
 }
 
 // add folds r, the preview of obj.

@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/metawatch/metawatch/pkg/authority"
 	"github.com/metawatch/metawatch/pkg/check"
 	"github.com/metawatch/metawatch/pkg/reports"
 	"github.com/metawatch/metawatch/pkg/testing/controlplane"
@@ -65,7 +66,7 @@ items:
 				t.Errorf("exit code %d, want 5 (would write, and offending): %s", code, errOut.String())
 			}
 			items := reportList(t, out.Bytes())
-			if len(items) != 1 || items[0].Namespace != "shop" || items[0].Name != (reports.Identity{FieldManager: "metawatch"}).Name() {
+			if len(items) != 1 || items[0].Namespace != "shop" || items[0].Name != (reports.Names{Identity: authority.NewIdentity("metawatch", "")}).Name() {
 				t.Fatalf("reports %+v: want one, in shop, named as the controller names it", items)
 			}
 			r := items[0]

@@ -50,14 +50,14 @@ func checkReport(ctx context.Context, out io.Writer, o options) (int, error) {
 	if err != nil {
 		return 1, err
 	}
-	p, err := preview.New(preview.Options{Config: conf, Scopes: []*config.WriteScope{&o.limits.WriteScope}, Guardrails: &o.limits, FieldManager: o.fieldManager, Lookup: lookup})
+	p, err := preview.New(preview.Options{Config: conf, Scopes: []*config.WriteScope{&o.limits.WriteScope}, Guardrails: &o.limits, Identity: o.identity, Lookup: lookup})
 	if err != nil {
 		return 1, err
 	}
 	tally := &preview.Tally{}
 	var reps *openReports
 	if o.output == outputOpenReports {
-		reps = newOpenReports(o.fieldManager, o.reportResults, time.Now())
+		reps = newOpenReports(o.identity, o.reportResults, time.Now())
 	}
 	for _, w := range watches { // the sources first: the Namespaces and owners copied from
 		if w.Owner || (w.GVK.Kind == "Namespace" && config.CopiesFromNamespaces(conf)) {

@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/metawatch/metawatch/pkg/access"
+	"github.com/metawatch/metawatch/pkg/authority"
 	"github.com/metawatch/metawatch/pkg/config"
 	"github.com/metawatch/metawatch/pkg/informer"
 	"github.com/metawatch/metawatch/pkg/memlimit"
@@ -28,13 +29,11 @@ type ShardFilter struct {
 
 // Options are what the cache keeps besides the watches' own settings.
 type Options struct {
-	// FieldManager is metawatch's write identity: its entry is the one
-	// managedFields entry the cache keeps (see Shrink.ManagedFields).
-	FieldManager string
-	// AdoptFieldManager, if set, is the field manager this installation
-	// wrote as before (--adopt-field-manager): its entry is kept too, for as
-	// long as it owns keys metawatch takes over (controller's adoption).
-	AdoptFieldManager string
+	// Identity is metawatch's write identity: its field manager's entry is
+	// the one managedFields entry the cache keeps (see
+	// Shrink.ManagedFields), and the adopted name's too, for as long as it
+	// owns keys metawatch takes over (controller's adoption). Required.
+	Identity *authority.Identity
 	// AccessLoss, if not nil, learns of lists and watches the API server forbids.
 	AccessLoss *access.AccessLoss
 	// ShardFilter, if not nil, restricts the namespaced kinds to a share of
@@ -55,13 +54,13 @@ type Options struct {
 func CacheOptions(watches []config.ResolvedWatch, o Options) cache.Options {
 	byObject := make(map[client.Object]cache.ByObject, len(watches))
 	for _, w := range watches {
-		byObject[NewObject(w.GVK)] = byObjectFor(w, o.FieldManager, o.AdoptFieldManager)
+		byObject[NewObject(w.GVK)] = byObjectFor(w, o.Identity)
 	}
 	opts := cache.Options{
 		ByObject:                    byObject,
 		ReaderFailOnMissingInformer: true,
 		// Every watch sets its own; this covers any other informer.
-		DefaultTransform: shrinkFor(o.FieldManager, o.AdoptFieldManager, nil).Transform(),
+		DefaultTransform: shrinkFor(o.Identity, nil).Transform(),
 	}
 	opts.NewInformer = newInformer(watches, o)
 	return opts
@@ -107,8 +106,8 @@ func (o Options) build(lw toolscache.ListerWatcher, obj runtime.Object, resync t
 	return inf
 }
 
-func byObjectFor(w config.ResolvedWatch, fieldManager, adopted string) cache.ByObject {
-	entry := cache.ByObject{Label: w.Label, Field: w.Field, Transform: watchTransform(w, fieldManager, adopted)}
+func byObjectFor(w config.ResolvedWatch, id *authority.Identity) cache.ByObject {
+	entry := cache.ByObject{Label: w.Label, Field: w.Field, Transform: watchTransform(w, id)}
 	if len(w.Namespaces) > 0 {
 		entry.Namespaces = make(map[string]cache.Config, len(w.Namespaces))
 		for _, ns := range w.Namespaces {

@@ -13,6 +13,7 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 
+	"github.com/metawatch/metawatch/pkg/authority"
 	"github.com/metawatch/metawatch/pkg/config"
 )
 
@@ -75,7 +76,7 @@ func fill(w config.ResolvedWatch, n int, object func(i int) *metav1.PartialObjec
 		indexers["field:"+ControllerIndex] = controllerKey
 	}
 	store := toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, indexers)
-	transform := watchTransform(w, "metawatch", "")
+	transform := watchTransform(w, authority.NewIdentity("metawatch", ""))
 	for i := range n {
 		obj, _ := transform(object(i))
 		if err := store.Add(obj); err != nil {

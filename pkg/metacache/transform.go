@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	toolscache "k8s.io/client-go/tools/cache"
 
+	"github.com/metawatch/metawatch/pkg/authority"
 	"github.com/metawatch/metawatch/pkg/config"
 	"github.com/metawatch/metawatch/pkg/ownership"
 )
@@ -63,17 +64,17 @@ type Shrink struct {
 	Pack bool
 }
 
-// shrinkFor is every Shrink step, with the entries of fieldManager and
-// adopted ("": none) and the annotations in keep (nil keeps all).
-func shrinkFor(fieldManager, adopted string, keep sets.Set[string]) Shrink {
-	return Shrink{ManagedFields: true, Manager: fieldManager, Adopted: adopted, Annotations: keep != nil, Keep: keep,
+// shrinkFor is every Shrink step, with the entries of id's field manager
+// and adopted name (if any) and the annotations in keep (nil keeps all).
+func shrinkFor(id *authority.Identity, keep sets.Set[string]) Shrink {
+	return Shrink{ManagedFields: true, Manager: id.FieldManager, Adopted: id.Adopted, Annotations: keep != nil, Keep: keep,
 		Intern: true, ShareLabels: true, UnreadFields: true}
 }
 
 // watchTransform is what the cache keeps of an object of w: shrinkFor's,
 // and what copyFromOwner needs of the owner chains (see ResolvedWatch).
-func watchTransform(w config.ResolvedWatch, fieldManager, adopted string) toolscache.TransformFunc {
-	s := shrinkFor(fieldManager, adopted, w.Annotations)
+func watchTransform(w config.ResolvedWatch, id *authority.Identity) toolscache.TransformFunc {
+	s := shrinkFor(id, w.Annotations)
 	s.KeepController, s.KeepLabels, s.Pack = w.KeepController, w.Labels, Packed(w)
 	return s.Transform()
 }

@@ -8,6 +8,8 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
+
+	"github.com/metawatch/metawatch/pkg/authority"
 )
 
 // Every annotation metawatch's entry (or the adopted name's) owns stays in
@@ -28,7 +30,7 @@ func TestTransformKeepsOwnedAnnotations(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			for _, pack := range []bool{false, true} {
 				obj := ownedAnnotationsPod()
-				s := shrinkFor(ownManager, tc.adopted, sets.New(strings.Fields(tc.keep)...))
+				s := shrinkFor(authority.NewIdentity(ownManager, tc.adopted), sets.New(strings.Fields(tc.keep)...))
 				s.Pack = pack
 				out, err := s.Transform()(obj)
 				if err != nil {
@@ -69,7 +71,7 @@ func FuzzTransformKeepsOwnedAnnotations(f *testing.F) {
 		for _, k := range strings.Fields(owned) {
 			ownedKeys.Insert("example.com/" + k)
 		}
-		tr := shrinkFor(ownManager, "", keep).Transform()
+		tr := shrinkFor(authority.NewIdentity(ownManager, ""), keep).Transform()
 		if _, err := tr(obj); err != nil {
 			t.Fatal(err)
 		}

@@ -34,7 +34,7 @@ func TestTheTransformsSecondRunOnTheInitialSyncRebuildsNothing(t *testing.T) {
 	}
 	// A kept annotation: the transform rebuilds the annotations into a map of interned keys.
 	watches := testkit.Resolve(t, cp.Config, "watches:\n- kind: Pod\n  labelSelector: suite="+ns+"\ncache: {keepAnnotations: [example.com/note]}\n")
-	opts := metacache.CacheOptions(watches, metacache.Options{FieldManager: authority.DefaultFieldManager})
+	opts := metacache.CacheOptions(watches, metacache.Options{Identity: authority.NewIdentity(authority.DefaultFieldManager, "")})
 	var mu sync.Mutex
 	calls, rebuilt := map[types.UID]int{}, map[types.UID]bool{}
 	for obj, by := range opts.ByObject {

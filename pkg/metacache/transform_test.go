@@ -10,6 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
 	toolscache "k8s.io/client-go/tools/cache"
+
+	"github.com/metawatch/metawatch/pkg/authority"
 )
 
 // ownManager is the field manager whose entry the transforms keep, as
@@ -19,7 +21,7 @@ const ownManager = "metawatch"
 // transformFor is what the cache keeps of an object of a watch (every
 // Shrink step) with metawatch's entry and the annotations in keep.
 func transformFor(keep sets.Set[string]) toolscache.TransformFunc {
-	return shrinkFor(ownManager, "", keep).Transform()
+	return shrinkFor(authority.NewIdentity(ownManager, ""), keep).Transform()
 }
 
 func TestTransform(t *testing.T) {
@@ -205,7 +207,7 @@ func TestTransformKeepsTheAdoptedManagersEntry(t *testing.T) {
 					{Manager: "metawatch-old", Operation: metav1.ManagedFieldsOperationUpdate}, own, {Manager: "kubelet"}, old,
 				},
 			}}
-			s := shrinkFor(ownManager, "metawatch-old", nil)
+			s := shrinkFor(authority.NewIdentity(ownManager, "metawatch-old"), nil)
 			s.Pack = pack
 			var got any = obj
 			for range 2 {
@@ -235,7 +237,7 @@ func TestSharedEntriesKeepTheirManager(t *testing.T) {
 		obj := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "shop", ManagedFields: []metav1.ManagedFieldsEntry{
 			{Manager: manager, Operation: metav1.ManagedFieldsOperationApply, APIVersion: "v1", FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(fields)},
 		}}}
-		if _, err := shrinkFor(manager, "", nil).Transform()(obj); err != nil {
+		if _, err := shrinkFor(authority.NewIdentity(manager, ""), nil).Transform()(obj); err != nil {
 			t.Fatal(err)
 		}
 		if len(obj.ManagedFields) != 1 || obj.ManagedFields[0].Manager != manager {

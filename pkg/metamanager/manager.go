@@ -69,14 +69,11 @@ type Options struct {
 	// Versions, if not nil, learns the newest resourceVersion of the cached
 	// objects whose watch events were left out (wire.ResourceVersions).
 	Versions *wire.ResourceVersions
-	// FieldManager is the field manager metawatch writes as: its
-	// managedFields entry is the one the wire and the cache keep. Empty:
-	// authority.DefaultFieldManager.
-	FieldManager string
-	// AdoptFieldManager, if set, is the field manager this installation
-	// wrote as before (--adopt-field-manager): the wire and the cache keep
-	// its entry too, so that the rules' reconcilers can take its keys over.
-	AdoptFieldManager string
+	// Identity is the installation's write identity: the managedFields
+	// entries of its field manager, and of the name it adopts from, are the
+	// ones the wire and the cache keep. Nil: the default field manager's,
+	// adopting nothing (a Manager whose cache watches nothing).
+	Identity *authority.Identity
 	// Writes, if not nil, paces the writes of the manager's client (package
 	// pace); its reads keep the config's rate limit. Nil: client-go's rate
 	// limit for all its requests.
@@ -98,13 +95,12 @@ func New(cfg *rest.Config, watches []config.ResolvedWatch, opts Options) (manage
 	// Lease renewal keeps cfg as given; everything else gets metadata without
 	// other managers' managedFields, stripped before decoding, and writes
 	// admitted under a claim leave only while it holds (authority.Wrap).
-	fieldManager := cmp.Or(opts.FieldManager, authority.DefaultFieldManager)
-	keep := []string{fieldManager}
-	if opts.AdoptFieldManager != "" {
-		keep = append(keep, opts.AdoptFieldManager)
+	id := opts.Identity
+	if id == nil {
+		id = authority.NewIdentity(authority.DefaultFieldManager, "")
 	}
-	stripped := wire.StripManagedFields(authority.Wrap(cfg), keep, opts.Wire, opts.Versions)
-	cacheOpts := metacache.CacheOptions(watches, metacache.Options{FieldManager: fieldManager, AdoptFieldManager: opts.AdoptFieldManager, AccessLoss: opts.AccessLoss, ShardFilter: opts.ShardFilter,
+	stripped := wire.StripManagedFields(authority.Wrap(cfg), id.Names(), opts.Wire, opts.Versions)
+	cacheOpts := metacache.CacheOptions(watches, metacache.Options{Identity: id, AccessLoss: opts.AccessLoss, ShardFilter: opts.ShardFilter,
 		StockInformers: opts.StockInformers, Relists: opts.Relists})
 	var err error
 	if cacheOpts.HTTPClient, err = cacheHTTPClient(stripped, opts.Wire); err != nil {

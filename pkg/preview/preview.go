@@ -1,7 +1,6 @@
 package preview
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -28,9 +27,10 @@ type Options struct {
 	// Lookup finds the Namespaces and owners the objects do not include;
 	// nil: only the objects are looked in.
 	Lookup Lookup
-	// FieldManager is the field manager metawatch applies as (its
-	// --field-manager); empty: authority.DefaultFieldManager.
-	FieldManager string
+	// Identity is the write identity metawatch runs with (its
+	// --field-manager): the keys its field manager owns are the ones it
+	// would release. Nil: the default field manager's.
+	Identity *authority.Identity
 	// Guardrails are the operator's guardrails, checked as the controller checks
 	// them when it decides a write; nil: config.DefaultGuardrails.
 	Guardrails *config.Guardrails
@@ -236,7 +236,7 @@ func (o Options) report(ctx context.Context, obj Object, kindRules []rules.Rule,
 	current := rules.Metadata{Labels: obj.GetLabels(), Annotations: obj.GetAnnotations()}
 	result := rules.Evaluate(applying, current, s.Sources)
 	rep.Violations = result.Violations
-	m := managersOf(obj, cmp.Or(o.FieldManager, authority.DefaultFieldManager))
+	m := managersOf(obj, o.Identity.Name())
 	if gk := obj.GroupVersionKind().GroupKind(); !o.Guardrails.AllowsKind(gk, obj.GetNamespace() != "") {
 		rep.Left = leftAll(m, current, config.RefusedKind)
 		return rep, nil // audited, never written: not even a release

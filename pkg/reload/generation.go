@@ -124,8 +124,8 @@ func newGeneration(ctx context.Context, cfg *rest.Config, number int64, r resolv
 	})
 	versions := wire.NewResourceVersions()
 	mopts := metamanager.Options{MetricsBindAddress: "0",
-		GracefulShutdownTimeout: opts.shutdownTimeout, AccessLoss: g.lost, Wire: opts.wire, Versions: versions, FieldManager: opts.controller.FieldManager,
-		AdoptFieldManager: opts.controller.AdoptFieldManager, Writes: opts.writes, StockInformers: opts.stockInformers, Relists: g.relists}
+		GracefulShutdownTimeout: opts.shutdownTimeout, AccessLoss: g.lost, Wire: opts.wire, Versions: versions, Identity: opts.identity,
+		Writes: opts.writes, StockInformers: opts.stockInformers, Relists: g.relists}
 	if opts.mode == authority.Sharded {
 		mopts.ShardFilter = opts.sharding.cacheFilter()
 	}
@@ -186,7 +186,7 @@ func (g *generation) addPolicies(cfg *rest.Config, mgr manager.Manager, r resolv
 	if err != nil {
 		return err
 	}
-	g.policies = &admission.Syncer{Rules: admission.Rules(r.conf, r.watches, &opts.limits.WriteScope, r.conf.WriteScope), Installation: opts.installation, FieldManager: opts.controller.FieldManager,
+	g.policies = &admission.Syncer{Rules: admission.Rules(r.conf, r.watches, &opts.limits.WriteScope, r.conf.WriteScope), Installation: opts.installation,
 		Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Discovery: dc, Guard: guard, Gate: g.gate,
 		Log: opts.log.WithName("admission-policies"), OnProblem: opts.onAdmissionProblem, Leftovers: opts.leftovers, Owner: opts.policyOwner,
 		Resync: AdmissionResync}

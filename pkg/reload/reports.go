@@ -44,15 +44,15 @@ func (r *Reloader) addReports(mgr manager.Manager) error {
 	}
 	r.reportsFence = authority.NewWriteFence()
 	guard := authority.Guard{Identity: r.Identity, Fence: r.reportsFence}
-	id := reports.Identity{FieldManager: r.Identity.FieldManager}
+	var member string
 	switch {
 	case r.Mode == authority.Sharded:
 		guard.Claim = memberClaim{r.Sharding.Ring}
-		id.Member = r.Sharding.Ring.Member()
+		member = r.Sharding.Ring.Member()
 	case r.Mode.ElectsLeader():
 		guard.Claim = r.Leader
 	}
-	w := &reports.Writer{Client: c, Guard: guard, Identity: id, Collector: reportSource{r}, DryRun: r.Controller.DryRun,
+	w := &reports.Writer{Client: c, Guard: guard, Member: member, Collector: reportSource{r}, DryRun: r.Controller.DryRun,
 		MaxResults: r.ReportResults, Log: r.Log.WithName("openreports")}
 	if r.Mode == authority.Sharded {
 		w.Stale = staleMember(c, r.Sharding.Ring)

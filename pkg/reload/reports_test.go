@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/metawatch/metawatch/pkg/authority"
 	"github.com/metawatch/metawatch/pkg/brake"
 	"github.com/metawatch/metawatch/pkg/reload"
 	"github.com/metawatch/metawatch/pkg/reports"
@@ -27,7 +28,7 @@ func TestTheReportFollowsWhatTheRulesFind(t *testing.T) {
 	c := testkit.Client(t, cp.Config)
 	testkit.InstallOpenReports(t, cp.Config, "../..")
 	rc := testkit.OpenReportsClient(t, cp.Config)
-	name := reports.Identity{FieldManager: "metawatch"}.Name()
+	name := reports.Names{Identity: authority.NewIdentity("metawatch", "")}.Name()
 	for kts, kt := range testkit.KeyTypes {
 		t.Run(kts, func(t *testing.T) {
 			ns := "reports-" + kts

@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/metawatch/metawatch/pkg/authority"
 	"github.com/metawatch/metawatch/pkg/eventdigest"
 	"github.com/metawatch/metawatch/pkg/reload"
 	"github.com/metawatch/metawatch/pkg/reports"
@@ -112,7 +113,7 @@ func TestResultsStayBoundedAtAnyScale(t *testing.T) {
 	})
 
 	rc := testkit.OpenReportsClient(t, cp.Config)
-	name := reports.Identity{FieldManager: "metawatch"}.Name()
+	name := reports.Names{Identity: authority.NewIdentity("metawatch", "")}.Name()
 	deadline := testkit.Timeout + 2*reportInterval
 	if production {
 		deadline = 30 * time.Minute

@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/metawatch/metawatch/pkg/authority"
 	"github.com/metawatch/metawatch/pkg/rules"
 )
 
@@ -100,26 +101,26 @@ func LeftKeys(ls []rules.Left) (keys, guardrails string) {
 	return strings.Join(slices.Compact(k), ", "), strings.Join(slices.Compact(g), ", ")
 }
 
-// Identity names an installation's reports: Name is the reports' name in
-// each namespace, Labels select them.
-type Identity struct {
-	FieldManager string
+// Names name an installation's reports after its write identity: Name is
+// the reports' name in each namespace, Labels select them.
+type Names struct {
+	Identity *authority.Identity
 	// Member is the ring member writing them, sharded; "" otherwise.
 	Member string
 }
 
 // Installation is the hash of the field manager that labels the reports.
-func (id Identity) Installation() string {
+func (n Names) Installation() string {
 	h := fnv.New32a()
-	_, _ = h.Write([]byte(id.FieldManager))
+	_, _ = h.Write([]byte(n.Identity.Name()))
 	return fmt.Sprintf("%08x", h.Sum32())
 }
 
 // Name is the name of each report: metawatch-<installation>[-<member>].
-func (id Identity) Name() string {
-	name := "metawatch-" + id.Installation()
-	if id.Member != "" {
-		name += "-" + id.Member
+func (n Names) Name() string {
+	name := "metawatch-" + n.Installation()
+	if n.Member != "" {
+		name += "-" + n.Member
 	}
 	if len(name) > 253 {
 		name = strings.TrimRight(name[:253], "-.")
@@ -127,11 +128,11 @@ func (id Identity) Name() string {
 	return name
 }
 
-// Labels are the labels of every report of the identity.
-func (id Identity) Labels() map[string]string {
-	l := map[string]string{LabelManagedBy: Source, LabelInstallation: id.Installation()}
-	if id.Member != "" {
-		l[LabelMember] = id.Member
+// Labels are the labels of every report of the installation (and member).
+func (n Names) Labels() map[string]string {
+	l := map[string]string{LabelManagedBy: Source, LabelInstallation: n.Installation()}
+	if n.Member != "" {
+		l[LabelMember] = n.Member
 	}
 	return l
 }
@@ -141,7 +142,7 @@ func (id Identity) Labels() map[string]string {
 // then by object): a million violations in one namespace are one report of
 // MaxResults results whose summary counts the million.
 type Builder struct {
-	Identity   Identity
+	Names      Names
 	MaxResults int
 	Now        time.Time
 	scopes     map[string]*scope // namespace ("" for the cluster) → what it holds
@@ -224,10 +225,10 @@ func (b *Builder) Reports() (namespaced []*openreports.Report, cluster *openrepo
 }
 
 func (b *Builder) meta(ns string, omitted int) metav1.ObjectMeta {
-	m := metav1.ObjectMeta{Name: b.Identity.Name(), Namespace: ns, Labels: b.Identity.Labels(),
+	m := metav1.ObjectMeta{Name: b.Names.Name(), Namespace: ns, Labels: b.Names.Labels(),
 		Annotations: map[string]string{AnnotationOmitted: strconv.Itoa(omitted)}}
-	if b.Identity.FieldManager != "" {
-		m.Annotations[AnnotationFieldManager] = b.Identity.FieldManager
+	if b.Names.Identity != nil {
+		m.Annotations[AnnotationFieldManager] = b.Names.Identity.FieldManager
 	}
 	return m
 }

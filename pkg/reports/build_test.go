@@ -5,10 +5,12 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/metawatch/metawatch/pkg/authority"
 )
 
 func TestBuilder(t *testing.T) {
-	id := Identity{FieldManager: "metawatch/ms/mw"}
+	id := Names{Identity: authority.NewIdentity("metawatch/ms/mw", "")}
 	finding := func(ns, name string, result Result) Finding {
 		return Finding{APIVersion: "v1", Kind: "Pod", Namespace: ns, Name: name, Rule: "team", Check: CheckRequired, Result: result}
 	}
@@ -43,7 +45,7 @@ func TestBuilder(t *testing.T) {
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
-			b := &Builder{Identity: id, MaxResults: tc.max, Now: time.Unix(100, 0)}
+			b := &Builder{Names: id, MaxResults: tc.max, Now: time.Unix(100, 0)}
 			for _, f := range tc.findings {
 				b.Add(f)
 			}

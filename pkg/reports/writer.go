@@ -54,9 +54,10 @@ type Collector interface {
 // (a log line, metawatch_openreports_available 0) and asks again each
 // Interval.
 type Writer struct {
-	Client    client.Client
-	Guard     authority.Guard
-	Identity  Identity
+	Client client.Client
+	Guard  authority.Guard
+	// Member is the ring member writing the reports, sharded; "" otherwise.
+	Member    string
 	Collector Collector
 	// MaxResults bounds each report's results (zero: DefaultMaxResults).
 	MaxResults int
@@ -112,6 +113,9 @@ func (w *Writer) due(now time.Time) bool {
 	return w.Collector.Version() != w.version && now.Sub(w.wrote) >= interval
 }
 
+// names are the names of this writer's reports.
+func (w *Writer) names() Names { return Names{Identity: w.Guard.Identity, Member: w.Member} }
+
 // Sync builds the reports and writes those that changed, and deletes
 // those no longer needed.
 func (w *Writer) Sync(ctx context.Context) error {
@@ -120,7 +124,7 @@ func (w *Writer) Sync(ctx context.Context) error {
 	}
 	now := time.Now()
 	version := w.Collector.Version()
-	b := &Builder{Identity: w.Identity, MaxResults: w.MaxResults, Now: now}
+	b := &Builder{Names: w.names(), MaxResults: w.MaxResults, Now: now}
 	if !w.Collector.Collect(b) {
 		return nil
 	}
@@ -177,7 +181,7 @@ func (w *Writer) Sync(ctx context.Context) error {
 // and says so when that changes.
 func (w *Writer) crdsServed(ctx context.Context) bool {
 	var list openreports.ReportList
-	err := w.Client.List(ctx, &list, client.Limit(1), client.MatchingLabels(w.Identity.Labels()))
+	err := w.Client.List(ctx, &list, client.Limit(1), client.MatchingLabels(w.names().Labels()))
 	served := err == nil || (!meta.IsNoMatchError(err) && !apierrors.IsNotFound(err) && !runtime.IsNotRegisteredError(err))
 	w.mu.Lock()
 	changed := w.available == nil || *w.available != served
@@ -186,7 +190,7 @@ func (w *Writer) crdsServed(ctx context.Context) bool {
 	if changed {
 		telemetry.OpenReportsAvailable.Set(map[bool]float64{true: 1, false: 0}[served])
 		if served {
-			w.Log.Info("writing OpenReports reports (openreports.io/v1alpha1 Report and ClusterReport)", "name", w.Identity.Name())
+			w.Log.Info("writing OpenReports reports (openreports.io/v1alpha1 Report and ClusterReport)", "name", w.names().Name())
 		} else {
 			w.Log.Info("warning: --open-reports is on, but the API server does not serve openreports.io/v1alpha1 Reports: install the CRDs "+
 				"(the chart's openReports.installCRDs, or Kyverno's or Policy Reporter's); no report is written until they are", "error", err.Error())
@@ -204,7 +208,7 @@ func (w *Writer) readLeftovers(ctx context.Context) error {
 	if listed {
 		return nil
 	}
-	left, err := w.listMetadata(ctx, w.Identity.Labels())
+	left, err := w.listMetadata(ctx, w.names().Labels())
 	if err != nil {
 		return fmt.Errorf("listing the reports left by an earlier run: %w", err)
 	}
@@ -214,7 +218,7 @@ func (w *Writer) readLeftovers(ctx context.Context) error {
 		w.written = map[string]uint64{}
 	}
 	for _, r := range left {
-		if r.Name == w.Identity.Name() {
+		if r.Name == w.names().Name() {
 			w.written[r.Namespace] = 0 // to be written again, or deleted
 		}
 	}
@@ -240,10 +244,10 @@ func (w *Writer) listMetadata(ctx context.Context, labels map[string]string) ([]
 // deleteStale deletes, sharded, the reports of ring members gone for good
 // (a replica replaced by a rollout leaves its reports behind).
 func (w *Writer) deleteStale(ctx context.Context) error {
-	if w.Stale == nil || w.Identity.Member == "" {
+	if w.Stale == nil || w.Member == "" {
 		return nil
 	}
-	all, err := w.listMetadata(ctx, map[string]string{LabelInstallation: w.Identity.Installation()})
+	all, err := w.listMetadata(ctx, map[string]string{LabelInstallation: w.names().Installation()})
 	if err != nil {
 		return err
 	}
@@ -251,7 +255,7 @@ func (w *Writer) deleteStale(ctx context.Context) error {
 	var errs []error
 	for _, r := range all {
 		member := r.Labels[LabelMember]
-		if member == "" || member == w.Identity.Member {
+		if member == "" || member == w.Member {
 			continue
 		}
 		gone, asked := stale[member]
@@ -293,9 +297,7 @@ func (w *Writer) apply(ctx context.Context, obj client.Object) error {
 		return err
 	}
 	target := emptyLike(obj)
-	err = w.Guard.Write(ctx, "", func(ctx context.Context) error {
-		return w.Client.Patch(ctx, target, client.RawPatch(types.ApplyPatchType, body), client.FieldOwner(w.Guard.Identity.FieldManager), client.ForceOwnership)
-	})
+	err = authority.NewWriter(w.Client, w.Guard).Patch(ctx, target, client.RawPatch(types.ApplyPatchType, body), client.ForceOwnership)
 	telemetry.ReportWrites.WithLabelValues(kind, "apply", outcome(err)).Inc()
 	if err != nil {
 		return fmt.Errorf("applying %s %s/%s: %w", kind, obj.GetNamespace(), obj.GetName(), err)
@@ -305,9 +307,9 @@ func (w *Writer) apply(ctx context.Context, obj client.Object) error {
 
 // delete deletes the report of namespace ns ("" the cluster report).
 func (w *Writer) delete(ctx context.Context, ns string) error {
-	var obj client.Object = &openreports.Report{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: w.Identity.Name()}}
+	var obj client.Object = &openreports.Report{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: w.names().Name()}}
 	if ns == "" {
-		obj = &openreports.ClusterReport{ObjectMeta: metav1.ObjectMeta{Name: w.Identity.Name()}}
+		obj = &openreports.ClusterReport{ObjectMeta: metav1.ObjectMeta{Name: w.names().Name()}}
 	}
 	kind := kindOf(obj)
 	if w.DryRun {

@@ -81,9 +81,9 @@ func TestTheWriterKeepsTheReports(t *testing.T) {
 		}
 	}
 	src := &findings{}
-	id := reports.Identity{FieldManager: "metawatch-test"}
-	w := &reports.Writer{Client: c, Guard: authority.Guard{Identity: authority.NewIdentity("metawatch-test", ""), Fence: authority.NewWriteFence()},
-		Identity: id, Collector: src, MaxResults: 50, Log: testr.New(t)}
+	id := reports.Names{Identity: authority.NewIdentity("metawatch-test", "")}
+	w := &reports.Writer{Client: c, Guard: authority.Guard{Identity: id.Identity, Fence: authority.NewWriteFence()},
+		Collector: src, MaxResults: 50, Log: testr.New(t)}
 	node := reports.Finding{APIVersion: "v1", Kind: "Node", Name: "node-1", Rule: "zone", Check: reports.CheckRequired, Result: reports.Fail, Message: "rule zone"}
 	src.set(append(append(violations("reports-a", 120), violations("reports-b", 3)...), node), map[string]int{"reports-a": 880})
 
@@ -145,7 +145,7 @@ func TestTheWriterKeepsTheReports(t *testing.T) {
 	// A new process of the same installation finds the report left and
 	// deletes it when it has nothing to report.
 	src.set(nil, nil)
-	again := &reports.Writer{Client: c, Guard: w.Guard, Identity: id, Collector: src, Log: testr.New(t)}
+	again := &reports.Writer{Client: c, Guard: w.Guard, Collector: src, Log: testr.New(t)}
 	if err := again.Sync(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -176,11 +176,11 @@ func TestOnlyTheClaimHolderWritesReports(t *testing.T) {
 	}
 	src := &findings{}
 	src.set(violations(ns, 2), nil)
-	id := reports.Identity{FieldManager: "metawatch-claim"}
+	id := reports.Names{Identity: authority.NewIdentity("metawatch-claim", "")}
 	lease := &claim{}
 	fence := authority.NewWriteFence()
-	w := &reports.Writer{Client: c, Guard: authority.Guard{Identity: authority.NewIdentity(id.FieldManager, ""), Fence: fence, Claim: lease},
-		Identity: id, Collector: src, Log: testr.New(t)}
+	w := &reports.Writer{Client: c, Guard: authority.Guard{Identity: id.Identity, Fence: fence, Claim: lease},
+		Collector: src, Log: testr.New(t)}
 	key := client.ObjectKey{Namespace: ns, Name: id.Name()}
 	var r openreports.Report
 

@@ -53,10 +53,10 @@ type adoptionPlan struct {
 // planAdoption is what adoption would do to obj: nothing (ok false) when the
 // old name owns no key adoption may take.
 func (r *ruleReconciler) planAdoption(obj *metav1.PartialObjectMetadata) (p adoptionPlan, ok bool) {
-	if r.adoptFrom == "" {
+	if r.identity.Adopted == "" {
 		return p, false
 	}
-	entry, theirs, onlyMetadata := ownership.Entry(obj, r.adoptFrom)
+	entry, theirs, onlyMetadata := ownership.Entry(obj, r.identity.Adopted)
 	if entry == nil {
 		return p, false
 	}
@@ -102,7 +102,7 @@ func (r *ruleReconciler) adopt(ctx context.Context, obj *metav1.PartialObjectMet
 	if !ok {
 		return false, nil
 	}
-	log := logr.FromContextOrDiscard(ctx).WithValues("from", r.adoptFrom, "labels", sets.List(p.take.Labels), "annotations", sets.List(p.take.Annotations))
+	log := logr.FromContextOrDiscard(ctx).WithValues("from", r.identity.Adopted, "labels", sets.List(p.take.Labels), "annotations", sets.List(p.take.Annotations))
 	if p.refused != "" {
 		telemetry.Adoptions.WithLabelValues(kindLabel(r.GVK), p.refused).Inc()
 		log.Info("keys of the adopted field manager not taken over", "reason", p.refused)
@@ -112,14 +112,14 @@ func (r *ruleReconciler) adopt(ctx context.Context, obj *metav1.PartialObjectMet
 		log.Info("dry run: would adopt keys")
 		return false, nil
 	}
-	mine := ownedKeys(obj, r.fieldManager)
+	mine := ownedKeys(obj, r.identity.FieldManager)
 	if !mine.Covers(p.take) {
 		both := mine.Union(p.take)
-		if rv, err = r.applyCurrent(ctx, r.fieldManager, obj, rv, both); err != nil || rv == "" {
+		if rv, err = r.applyCurrent(ctx, asInstallation, obj, rv, both); err != nil || rv == "" {
 			return false, err
 		}
 	}
-	if rv, err = r.applyCurrent(ctx, r.adoptFrom, obj, rv, p.keep); err != nil || rv == "" {
+	if rv, err = r.applyCurrent(ctx, asAdopted, obj, rv, p.keep); err != nil || rv == "" {
 		return false, err // a dropped write adopted nothing yet
 	}
 	telemetry.Adoptions.WithLabelValues(kindLabel(r.GVK), telemetry.AdoptionDone).Inc()
@@ -127,13 +127,13 @@ func (r *ruleReconciler) adopt(ctx context.Context, obj *metav1.PartialObjectMet
 	return true, nil
 }
 
-// applyCurrent applies keys at their current values as manager, on obj's
+// applyCurrent applies keys at their current values as the field manager as names, on obj's
 // version rv, and returns the version the object has after it; "" and no
 // error when the write was dropped: the object is gone or replaced, the
 // generation is stopping, or another replica holds its bucket.
-func (r *ruleReconciler) applyCurrent(ctx context.Context, manager string, obj *metav1.PartialObjectMetadata, rv string, keys owned) (string, error) {
+func (r *ruleReconciler) applyCurrent(ctx context.Context, as applier, obj *metav1.PartialObjectMetadata, rv string, keys owned) (string, error) {
 	labels, annotations := atCurrent(obj.Labels, keys.Labels), atCurrent(obj.Annotations, keys.Annotations)
-	after, err := r.applyAs(ctx, manager, obj, rv, labels, annotations, false)
+	after, err := r.applyAs(ctx, as, obj, rv, labels, annotations, false)
 	switch outcome := authority.Classify(err); {
 	case outcome == authority.Written:
 	case dropped(ctx, outcome, "adopted", obj.UID):

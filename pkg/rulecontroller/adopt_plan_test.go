@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
 
+	"github.com/metawatch/metawatch/pkg/authority"
 	"github.com/metawatch/metawatch/pkg/config"
 	"github.com/metawatch/metawatch/pkg/telemetry"
 	"github.com/metawatch/metawatch/pkg/testing/testkit"
@@ -70,7 +71,7 @@ func TestPlanAdoption(t *testing.T) {
 				t.Run(name, func(t *testing.T) {
 					limits := config.DefaultGuardrails()
 					limits.ProtectedKeys = []string{"guarded"}
-					r := &ruleReconciler{GVK: corev1.SchemeGroupVersion.WithKind("Pod"), adoptFrom: "old", limits: &limits,
+					r := &ruleReconciler{GVK: corev1.SchemeGroupVersion.WithKind("Pod"), identity: authority.NewIdentity("", "old"), limits: &limits,
 						adoptionBegan: func() time.Time { return began }}
 					when := metav1.NewTime(tc.at)
 					entry := metav1.ManagedFieldsEntry{Manager: tc.manager, Operation: metav1.ManagedFieldsOperationApply, Time: &when,

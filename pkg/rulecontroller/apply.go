@@ -44,7 +44,7 @@ func (r *ruleReconciler) apply(ctx context.Context, obj *metav1.PartialObjectMet
 	res.Labels = r.memory.yielded.withoutSettled(key, config.Labels, res.Labels, obj.Labels)
 	res.Annotations = r.memory.yielded.withoutSettled(key, config.Annotations, res.Annotations, obj.Annotations)
 	held := heldRules(wanted, res)
-	changed := changeOf(obj, r.fieldManager, res)
+	changed := changeOf(obj, r.identity.FieldManager, res)
 	if changed.empty() {
 		return held, nil
 	}
@@ -58,7 +58,7 @@ func (r *ruleReconciler) apply(ctx context.Context, obj *metav1.PartialObjectMet
 	if conflicts, ok := conflictingKeys(err); ok {
 		var kept rules.Result
 		kept, err = r.resolveConflicts(ctx, obj, rv, res, conflicts, conflictHolders(err))
-		changed = changeOf(obj, r.fieldManager, kept) // yielded keys were not written
+		changed = changeOf(obj, r.identity.FieldManager, kept) // yielded keys were not written
 		held = heldRules(wanted, kept)
 	}
 	switch outcome := authority.Classify(err); {
@@ -215,13 +215,24 @@ func currentValue(obj *metav1.PartialObjectMetadata, what config.MetadataMap, ke
 // applyManifest server-side applies a metadata-only manifest: exactly the
 // keys metawatch owns, on the object's version rv (empty: any).
 func (r *ruleReconciler) applyManifest(ctx context.Context, obj *metav1.PartialObjectMetadata, rv string, labels, annotations map[string]rules.Owned, force bool) error {
-	_, err := r.applyAs(ctx, r.fieldManager, obj, rv, labels, annotations, force)
+	_, err := r.applyAs(ctx, asInstallation, obj, rv, labels, annotations, force)
 	return err
 }
 
-// applyAs is applyManifest as field manager manager; it returns the
+// applier is the field manager an apply is sent as.
+type applier bool
+
+const (
+	// asInstallation: the identity's field manager, which the writer names.
+	asInstallation applier = false
+	// asAdopted: the name the identity adopts from, whose keys adoption
+	// releases (adopt.go).
+	asAdopted applier = true
+)
+
+// applyAs is applyManifest as the field manager as names; it returns the
 // resourceVersion the object has after it.
-func (r *ruleReconciler) applyAs(ctx context.Context, manager string, obj *metav1.PartialObjectMetadata, rv string, labels, annotations map[string]rules.Owned, force bool) (string, error) {
+func (r *ruleReconciler) applyAs(ctx context.Context, as applier, obj *metav1.PartialObjectMetadata, rv string, labels, annotations map[string]rules.Owned, force bool) (string, error) {
 	// The UID makes the apply fail, instead of landing on another object, when
 	// the cached object is gone or its name now belongs to a new object; the
 	// resourceVersion, when anyone wrote it since this decision was made on it.
@@ -242,7 +253,10 @@ func (r *ruleReconciler) applyAs(ctx context.Context, manager string, obj *metav
 	if err != nil {
 		return "", err
 	}
-	opts := []client.PatchOption{client.FieldOwner(manager)}
+	var opts []client.PatchOption
+	if as == asAdopted {
+		opts = append(opts, client.FieldOwner(r.identity.Adopted))
+	}
 	if force {
 		opts = append(opts, client.ForceOwnership)
 	}

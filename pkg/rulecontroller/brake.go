@@ -31,7 +31,7 @@ func (r *ruleReconciler) braked(ctx context.Context, key types.NamespacedName, o
 		return res
 	}
 	kind := kindLabel(r.GVK)
-	c := changeOf(obj, r.fieldManager, res)
+	c := changeOf(obj, r.identity.FieldManager, res)
 	removeLabels := present(obj.Labels, res.RemoveLabels, sets.New[string]())
 	removeAnnotations := present(obj.Annotations, res.RemoveAnnotations, sets.New[string]())
 	releaseLabels := presentOf(obj.Labels, c.releaseLabels)

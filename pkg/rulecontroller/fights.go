@@ -29,7 +29,7 @@ func (r *ruleReconciler) noteUndone(oldObj, newObj metav1.Object) {
 		return // another replica writes it: its own releases are no undo
 	}
 	key := types.NamespacedName{Namespace: newObj.GetNamespace(), Name: newObj.GetName()}
-	was := ownedKeys(oldObj, r.fieldManager)
+	was := ownedKeys(oldObj, r.identity.FieldManager)
 	for _, m := range []struct {
 		what       config.MetadataMap
 		owned      sets.Set[string]
@@ -70,7 +70,7 @@ func (r *ruleReconciler) withoutFights(obj *metav1.PartialObjectMetadata, res ru
 		return !u.IsZero()
 	}
 	key := types.NamespacedName{Namespace: obj.Namespace, Name: obj.Name}
-	mine := ownedKeys(obj, r.fieldManager)
+	mine := ownedKeys(obj, r.identity.FieldManager)
 	for _, m := range []struct {
 		what    config.MetadataMap
 		owned   sets.Set[string]
@@ -124,8 +124,8 @@ func (r *ruleReconciler) noteForeignApply(oldObj, newObj client.Object) {
 	if r.holder != nil && !r.holder.Holds(newObj.GetUID()) {
 		return
 	}
-	adopted := ownedKeys(oldObj, r.adoptFrom)
-	for _, c := range appliedChanges(oldObj, newObj, r.fieldManager) {
+	adopted := ownedKeys(oldObj, r.identity.Adopted)
+	for _, c := range appliedChanges(oldObj, newObj, r.identity.FieldManager) {
 		if r.couldWrite(c) || (c.what == config.Labels && adopted.Labels.Has(c.key)) || (c.what == config.Annotations && adopted.Annotations.Has(c.key)) {
 			continue
 		}

@@ -1,7 +1,6 @@
 package rulecontroller_test
 
 import (
-	"cmp"
 	"fmt"
 	"net/http"
 	"strings"
@@ -13,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/metawatch/metawatch/pkg/apiserver"
+	"github.com/metawatch/metawatch/pkg/authority"
 	"github.com/metawatch/metawatch/pkg/config"
 	"github.com/metawatch/metawatch/pkg/metacache"
 	"github.com/metawatch/metawatch/pkg/metamanager"
@@ -74,7 +74,10 @@ func startInstanceWith(t *testing.T, configYAML string, opts settings, mopts met
 	}
 	mopts.MetricsBindAddress = "0"
 	// The cache keeps the entries of the names the controllers write as and adopt from.
-	mopts.FieldManager, mopts.AdoptFieldManager = cmp.Or(mopts.FieldManager, opts.FieldManager), cmp.Or(mopts.AdoptFieldManager, opts.AdoptFieldManager)
+	if opts.Guard.Identity == nil {
+		opts.Guard.Identity = authority.NewIdentity(opts.FieldManager, opts.AdoptFieldManager)
+	}
+	mopts.Identity = opts.Guard.Identity
 	if mopts.Versions == nil {
 		mopts.Versions = wire.NewResourceVersions()
 	}

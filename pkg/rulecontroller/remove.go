@@ -49,7 +49,7 @@ func (r *ruleReconciler) remove(ctx context.Context, obj *metav1.PartialObjectMe
 	}
 	target := metacache.NewObject(r.GVK)
 	target.Namespace, target.Name, target.UID = obj.Namespace, obj.Name, obj.UID // the UID for the shard gate
-	err = r.Writer.Patch(ctx, target, client.RawPatch(types.MergePatchType, patch), client.FieldOwner(r.fieldManager))
+	err = r.Writer.Patch(ctx, target, client.RawPatch(types.MergePatchType, patch))
 	switch outcome := authority.Classify(err); {
 	case outcome == authority.Written:
 	case dropped(ctx, outcome, "removed", obj.UID):

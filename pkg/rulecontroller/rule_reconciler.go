@@ -47,10 +47,7 @@ type ruleReconciler struct {
 	// decided (guard); kindWritable: they let rules write the kind at all.
 	limits       *config.Guardrails
 	kindWritable bool
-	fieldManager string // see Options.FieldManager
-	// adoptFrom is Options.AdoptFieldManager; adoptionBegan, when this
-	// reconciler first adopted (see liveWriterSlack).
-	adoptFrom     string
+	// adoptionBegan is when this reconciler first adopted (see liveWriterSlack).
 	adoptionBegan func() time.Time
 	live          client.Reader    // the API server, uncached: the object as it is now, after a stale write
 	versions      ResourceVersions // see Wiring.Versions; nil: the cached object's
@@ -124,7 +121,6 @@ func (s setup) ruleReconciler(w config.ResolvedWatch, rs []rules.Rule, mem *memo
 		audit: s.wiring.Audits.forKind(w.GVK, rs, s.wiring.Events), memory: mem, events: s.wiring.Events,
 		writesFrozen: s.wiring.WritesFrozen, inScope: s.wiring.InScope,
 		limits: s.wiring.Guardrails, kindWritable: s.wiring.Guardrails.AllowsKind(w.GVK.GroupKind(), w.Namespaced),
-		fieldManager: s.wiring.Guard.Identity.FieldManager, adoptFrom: s.wiring.Guard.Identity.Adopted,
 		adoptionBegan: sync.OnceValue(time.Now),
 		live:          s.mgr.GetAPIReader(), versions: s.wiring.Versions, eventValues: s.opts.EventValues,
 		ownerKinds: s.owners, copiesFromOwners: rules.CopiesFromOwners(rs), watchedNamespaces: w.Namespaces,
@@ -320,7 +316,7 @@ func (r *ruleReconciler) namespaceOf(ctx context.Context, obj *metav1.PartialObj
 // from metawatch (a hand edit: kubectl label --overwrite, kubectl edit; or
 // another controller) are put back, unless that keeps happening (takeovers).
 func (r *ruleReconciler) noteTakenKeys(oldObj, newObj metav1.Object) {
-	taken := takenBy(oldObj, newObj, r.fieldManager)
+	taken := takenBy(oldObj, newObj, r.identity.FieldManager)
 	if taken.Empty() {
 		return
 	}
