@@ -19,6 +19,7 @@ import (
 	"github.com/metawatch/metawatch/pkg/metamanager"
 	"github.com/metawatch/metawatch/pkg/rulecontroller"
 	"github.com/metawatch/metawatch/pkg/rules"
+	"github.com/metawatch/metawatch/pkg/settings"
 	"github.com/metawatch/metawatch/pkg/sharding"
 	"github.com/metawatch/metawatch/pkg/telemetry"
 	"github.com/metawatch/metawatch/pkg/wire"
@@ -142,7 +143,9 @@ func startMetawatch(ctx context.Context, cfg *rest.Config, spec Spec, counters *
 	if err != nil {
 		return nil, err
 	}
-	if err := rulecontroller.Setup(mgr, watches, rulesByKind, rulecontroller.Options{MaxConcurrentReconciles: spec.Concurrency}, rulecontroller.Wiring{}); err != nil {
+	s := settings.Defaults()
+	s.MaxConcurrentReconciles = spec.Concurrency
+	if err := rulecontroller.Setup(mgr, watches, rulesByKind, &s, rulecontroller.Wiring{}); err != nil {
 		return nil, err
 	}
 	counters.readReconciles = reconcileTotal

@@ -40,7 +40,7 @@ func run(ctx context.Context, opts options) error {
 	if err := errors.Join(err, applyMemoryLimit(opts.containerMemoryLimit)); err != nil {
 		return err
 	}
-	opts.mode = mode
+	opts.settings.Mode = mode
 	// One client config for the whole process (--kubeconfig is read once).
 	getConfig := sync.OnceValues(func() (*rest.Config, error) { return restConfig(opts) })
 	conf, err := loadInitial(ctx, opts, getConfig)
@@ -56,9 +56,11 @@ func run(ctx context.Context, opts options) error {
 	}
 	budget := shutdownBudget(opts.manager.GracefulShutdownTimeout)
 	mgrOpts := opts.manager
+	// The process's Manager watches nothing; it fetches as the generations do.
+	mgrOpts.Wire, mgrOpts.Identity = opts.settings.Wire, opts.settings.Identity
 	mgrOpts.GracefulShutdownTimeout = budget.manager
 	var leader authority.Claim
-	if opts.mode.ElectsLeader() {
+	if opts.settings.Mode.ElectsLeader() {
 		lock, err := metamanager.NewLeaseLock(cfg, mgrOpts)
 		if err != nil {
 			return err
@@ -71,7 +73,7 @@ func run(ctx context.Context, opts options) error {
 	if err != nil {
 		return err
 	}
-	setupLog.Info("stage 2/4: manager built", "mode", opts.mode.String(), "metrics", mgrOpts.MetricsBindAddress, "probes", opts.probeAddress)
+	setupLog.Info("stage 2/4: manager built", "mode", opts.settings.Mode.String(), "metrics", mgrOpts.MetricsBindAddress, "probes", opts.probeAddress)
 	probe, err := writeProbe(cfg, opts.source)
 	if err != nil {
 		return err
@@ -80,13 +82,13 @@ func run(ctx context.Context, opts options) error {
 	if err := mgr.Add(pacer); err != nil { // sends the probe until the manager stops
 		return err
 	}
+	s := &opts.settings
+	s.Pacer, s.ShutdownTimeout, s.Installation = pacer, budget.generation, installation(opts)
 	reloader := &reload.Reloader{
-		Config: cfg, Source: opts.source, Controller: opts.controller, Mode: opts.mode, Leader: leader, Initial: conf, ShutdownTimeout: budget.generation, Guardrails: &opts.limits, RemovalBrake: &opts.removalBrake,
-		Recorder: mgr.GetEventRecorder(rulecontroller.EventSource), Log: ctrl.Log.WithName("reload"), Wire: mgrOpts.Wire, StockInformers: mgrOpts.StockInformers,
-		Installation: installation(opts), PolicyOwner: opts.policyOwner,
-		Pacer: pacer, BrakeRecord: brakeRecord(opts), OpenReports: opts.openReports, ReportResults: opts.reportResults, EventWritesPerMinute: opts.eventWrites,
+		Config: cfg, Source: opts.source, Settings: s, Leader: leader, Initial: conf,
+		Recorder: mgr.GetEventRecorder(rulecontroller.EventSource), Log: ctrl.Log.WithName("reload"), BrakeRecord: brakeRecord(opts),
 	}
-	if opts.mode == authority.Sharded {
+	if opts.settings.Mode == authority.Sharded {
 		if reloader.Sharding, err = addSharding(ctx, mgr, cfg, opts); err != nil {
 			return err
 		}
@@ -98,9 +100,9 @@ func run(ctx context.Context, opts options) error {
 		return err
 	}
 	setupLog.Info("stage 3/4: reloader and health checks added")
-	setupLog.Info("stage 4/4: starting", "version", version.Version(), "source", opts.source.String(), "dryRun", opts.controller.DryRun, "limits", opts.limits.String(),
-		"mode", opts.mode.String(), "gracefulShutdownTimeout", opts.manager.GracefulShutdownTimeout.String(), "metricsSecure", mgrOpts.MetricsSecure, "metricsCertDir", mgrOpts.MetricsCertDir,
-		"writeRate", opts.writeRate.String(), "decodeUnchangedEvents", mgrOpts.Wire.DecodeUnchanged, "unchangedBookmarkInterval", mgrOpts.Wire.BookmarkInterval.String(), "watchOverHTTP2", mgrOpts.Wire.WatchOverHTTP2, "listWatchCompression", !mgrOpts.Wire.Uncompressed, "streamLists", !mgrOpts.StockInformers)
+	setupLog.Info("stage 4/4: starting", "version", version.Version(), "source", opts.source.String(), "dryRun", s.DryRun, "limits", s.Guardrails.String(),
+		"mode", opts.settings.Mode.String(), "gracefulShutdownTimeout", opts.manager.GracefulShutdownTimeout.String(), "metricsSecure", mgrOpts.MetricsSecure, "metricsCertDir", mgrOpts.MetricsCertDir,
+		"writeRate", opts.writeRate.String(), "decodeUnchangedEvents", s.Wire.DecodeUnchanged, "unchangedBookmarkInterval", s.Wire.BookmarkInterval.String(), "watchOverHTTP2", s.Wire.WatchOverHTTP2, "listWatchCompression", !s.Wire.Uncompressed, "streamLists", !s.StockInformers)
 	if err := mgr.Start(ctx); err != nil {
 		return err
 	}
@@ -177,7 +179,7 @@ func loadInitial(ctx context.Context, opts options, getConfig func() (*rest.Conf
 		if err != nil {
 			return err
 		}
-		return reload.CheckAgainstCluster(ctx, cfg, c, &opts.limits)
+		return reload.CheckAgainstCluster(ctx, cfg, c, &opts.settings.Guardrails)
 	})
 	switch {
 	case err == nil:
@@ -209,7 +211,7 @@ func restConfig(opts options) (*rest.Config, error) {
 		return nil, fmt.Errorf("loading kubeconfig (set --kubeconfig or $KUBECONFIG): %w", err)
 	}
 	cfg.QPS, cfg.Burst = float32(opts.qps), opts.burst
-	if opts.mode == authority.Sharded {
+	if opts.settings.Mode == authority.Sharded {
 		if cfg.UserAgent, err = opts.sharding.userAgent(); err != nil {
 			return nil, err
 		}
@@ -239,7 +241,7 @@ func logEffectiveFlags() {
 // its selectors ConfigMap; for a file, which two installations may mount at
 // the same path, its leader-election Lease, which they cannot share.
 func installation(opts options) string {
-	if opts.source.ConfigMap != "" || !opts.mode.ElectsLeader() {
+	if opts.source.ConfigMap != "" || !opts.settings.Mode.ElectsLeader() {
 		return opts.source.Installation()
 	}
 	ns, err := metamanager.LeaseNamespace(opts.manager)

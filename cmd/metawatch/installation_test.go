@@ -6,6 +6,7 @@ import (
 	"github.com/metawatch/metawatch/pkg/authority"
 	"github.com/metawatch/metawatch/pkg/metamanager"
 	"github.com/metawatch/metawatch/pkg/reload"
+	"github.com/metawatch/metawatch/pkg/settings"
 )
 
 // Two installations that read different configurations name themselves
@@ -17,11 +18,11 @@ func TestInstallationTellsInstallationsApart(t *testing.T) {
 		want string
 	}{
 		"a ConfigMap names it": {opts: options{source: reload.Source{ConfigMap: "shop/selectors"},
-			mode: authority.Leader, manager: metamanager.Options{LeaderElection: true, LeaderElectionNamespace: "shop"}}, want: "shop/selectors"},
+			settings: settings.Settings{Mode: authority.Leader}, manager: metamanager.Options{LeaderElection: true, LeaderElectionNamespace: "shop"}}, want: "shop/selectors"},
 		"a file under leader election: its Lease": {opts: options{source: reload.Source{File: "/etc/metawatch/config.yaml"},
-			mode: authority.Leader, manager: metamanager.Options{LeaderElection: true, LeaderElectionNamespace: "team-a", LeaderElectionID: "metawatch"}}, want: "Lease team-a/metawatch"},
+			settings: settings.Settings{Mode: authority.Leader}, manager: metamanager.Options{LeaderElection: true, LeaderElectionNamespace: "team-a", LeaderElectionID: "metawatch"}}, want: "Lease team-a/metawatch"},
 		"the same file path, another Lease": {opts: options{source: reload.Source{File: "/etc/metawatch/config.yaml"},
-			mode: authority.Leader, manager: metamanager.Options{LeaderElection: true, LeaderElectionNamespace: "team-b", LeaderElectionID: "metawatch"}}, want: "Lease team-b/metawatch"},
+			settings: settings.Settings{Mode: authority.Leader}, manager: metamanager.Options{LeaderElection: true, LeaderElectionNamespace: "team-b", LeaderElectionID: "metawatch"}}, want: "Lease team-b/metawatch"},
 		"a file without leader election: its path": {opts: options{source: reload.Source{File: "/tmp/config.yaml"}}, want: "file /tmp/config.yaml"},
 	}
 	for name, tc := range cases {

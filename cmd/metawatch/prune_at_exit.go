@@ -35,12 +35,12 @@ func pruneBeforeExit(ctx context.Context, opts options, getConfig func() (*rest.
 		return ""
 	}
 	var said string
-	p := &admission.Pruner{Guardrails: &opts.limits, Installation: installation(opts), Client: c, Mapper: c.RESTMapper(), Discovery: dc,
+	p := &admission.Pruner{Guardrails: &opts.settings.Guardrails, Installation: installation(opts), Client: c, Mapper: c.RESTMapper(), Discovery: dc,
 		Guard: authority.Guard{}, Log: setupLog.WithName("admission-pruner"), Leftovers: &admission.Leftovers{OnChange: func(problem string) { said = problem }}}
 	switch {
-	case opts.controller.DryRun:
+	case opts.settings.DryRun:
 		p.Keep = "--dry-run deletes nothing"
-	case opts.mode.HasLeases():
+	case opts.settings.Mode.HasLeases():
 		p.Keep = "this replica exits before it may write (it never held the Lease)"
 	}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)

@@ -24,19 +24,19 @@ func validateFlags(opts options) (authority.Mode, error) {
 	return mode, errors.Join(
 		modeErr,
 		opts.source.Validate(),
-		bookmarkIntervalValid(opts.manager.Wire.BookmarkInterval),
+		bookmarkIntervalValid(opts.settings.Wire.BookmarkInterval),
 		metricsCertValid(opts.manager),
-		atLeastOne("--max-concurrent-reconciles", opts.controller.MaxConcurrentReconciles),
+		atLeastOne("--max-concurrent-reconciles", opts.settings.MaxConcurrentReconciles),
 		notNegative("--graceful-shutdown-timeout", opts.manager.GracefulShutdownTimeout, "30s"),
 		opts.sharding.validate(),
 		leaseFlagsValid(opts),
-		authority.ValidFieldManager("--field-manager", opts.controller.FieldManager),
-		adoptFieldManagerValid(opts.controller.FieldManager, opts.controller.AdoptFieldManager),
-		opts.removalBrake.Validate(),
+		authority.ValidFieldManager("--field-manager", opts.settings.Identity.FieldManager),
+		adoptFieldManagerValid(opts.settings.Identity.FieldManager, opts.settings.Identity.Adopted),
+		opts.settings.RemovalBrake.Validate(),
 		brakeRecordValid(opts.brakeRecord),
 		opts.writeRate.Validate(),
-		atLeastOne("--event-writes-per-minute", opts.eventWrites),
-		reportResultsValid(opts.reportResults),
+		atLeastOne("--event-writes-per-minute", opts.settings.EventWritesPerMinute),
+		reportResultsValid(opts.settings.ReportResults),
 	)
 }
 

@@ -66,15 +66,15 @@ func TestValidateFlags(t *testing.T) {
 			change: func(o *options) { o.writeRate.RetryAfterMax = 500 * time.Millisecond },
 		},
 		"no Event writes a minute": {
-			change: func(o *options) { o.eventWrites = 0 },
+			change: func(o *options) { o.settings.EventWritesPerMinute = 0 },
 			want:   []string{"--event-writes-per-minute=0: want 1 or more"},
 		},
 		"no results in a report": {
-			change: func(o *options) { o.reportResults = 0 },
+			change: func(o *options) { o.settings.ReportResults = 0 },
 			want:   []string{"--open-reports-max-results=0: want 1 to 2000 (the default is 1000)"},
 		},
 		"more results in a report than an object holds": {
-			change: func(o *options) { o.reportResults = 5000 },
+			change: func(o *options) { o.settings.ReportResults = 5000 },
 			want:   []string{"--open-reports-max-results=5000: want 1 to 2000", "refuses objects over 1.5 MiB"},
 		},
 		"no configuration source": {
@@ -86,20 +86,20 @@ func TestValidateFlags(t *testing.T) {
 			want:   []string{`--config-map "selectors": want NAMESPACE/NAME`},
 		},
 		"adopting the keys of the field manager it writes as": {
-			change: func(o *options) { o.controller.AdoptFieldManager = o.controller.FieldManager },
+			change: func(o *options) { o.settings.Identity.Adopted = o.settings.Identity.FieldManager },
 			want:   []string{`--adopt-field-manager is "metawatch", the same as --field-manager`, "name the field manager this installation wrote as before"},
 		},
 		"adopting the keys of a name the API server refuses": {
-			change: func(o *options) { o.controller.AdoptFieldManager = strings.Repeat("m", 129) },
+			change: func(o *options) { o.settings.Identity.Adopted = strings.Repeat("m", 129) },
 			want:   []string{"--adopt-field-manager"},
 		},
 		"adopting the keys of the name it wrote as before is valid": {
 			change: func(o *options) {
-				o.controller.FieldManager, o.controller.AdoptFieldManager = "metawatch-team-a", "metawatch"
+				o.settings.Identity.FieldManager, o.settings.Identity.Adopted = "metawatch-team-a", "metawatch"
 			},
 		},
 		"no reconciles at once": {
-			change: func(o *options) { o.controller.MaxConcurrentReconciles = 0 },
+			change: func(o *options) { o.settings.MaxConcurrentReconciles = 0 },
 			want:   []string{"--max-concurrent-reconciles=0: want 1 or more"},
 		},
 		"a negative shutdown timeout": {
@@ -107,7 +107,7 @@ func TestValidateFlags(t *testing.T) {
 			want:   []string{"--graceful-shutdown-timeout=-1s: want a positive duration"},
 		},
 		"a negative bookmark interval": {
-			change: func(o *options) { o.manager.Wire.BookmarkInterval = -time.Second },
+			change: func(o *options) { o.settings.Wire.BookmarkInterval = -time.Second },
 			want:   []string{"--unchanged-bookmark-interval=-1s"},
 		},
 		"a renew deadline past the lease duration": {
@@ -160,7 +160,7 @@ func TestValidateFlags(t *testing.T) {
 		"every mistake is said at once": {
 			change: func(o *options) {
 				o.source = reload.Source{}
-				o.controller.MaxConcurrentReconciles = -1
+				o.settings.MaxConcurrentReconciles = -1
 				o.manager.GracefulShutdownTimeout = -time.Second
 			},
 			want: []string{"no configuration", "--max-concurrent-reconciles=-1", "--graceful-shutdown-timeout=-1s"},

@@ -38,7 +38,7 @@ func atCreationConfig(namespaces ...string) string {
 func allowAtCreation(r *reload.Reloader) {
 	limits := config.DefaultGuardrails()
 	limits.AtCreation = true
-	r.Guardrails = &limits
+	r.Settings.Guardrails = limits
 }
 
 // With atCreation, pods have the rule's keys from their first version: a

@@ -30,14 +30,6 @@ const (
 // approvalTimeout bounds the record's update an approval makes.
 const approvalTimeout = 30 * time.Second
 
-// removalBrake is the operator's bound (nil: brake.DefaultBound).
-func (r *Reloader) removalBrake() brake.Bound {
-	if r.RemovalBrake == nil {
-		return brake.DefaultBound()
-	}
-	return *r.RemovalBrake
-}
-
 // addLedger makes the process's ledger of the removal brake: the record in
 // the ConfigMap BrakeRecord names, written through the fenced, paced client
 // under the leader's claim (sharded replicas share it; every write is a
@@ -47,9 +39,9 @@ func (r *Reloader) addLedger(fenced client.Client) {
 	if r.BrakeRecord.Name == "" {
 		r.BrakeRecord = BrakeRecordFor(r.Source, "", "")
 	}
-	if r.BrakeRecord.Name == "" || r.Controller.DryRun {
+	if r.BrakeRecord.Name == "" || r.Settings.DryRun {
 		r.ledger = brake.NewLedger(&brake.MemoryStore{}, nil)
-		if !r.Controller.DryRun && !r.removalBrake().Disabled() {
+		if !r.Settings.DryRun && !r.Settings.RemovalBrake.Disabled() {
 			r.Log.Info("warning: the removal brake keeps its count in memory only: a restart begins it again; name a ConfigMap to keep it in with --removal-brake-record")
 		}
 		return
@@ -85,7 +77,7 @@ func (r *Reloader) watchBrake(g *generation) {
 // keep its count): an Event on the ConfigMap (once per change and kind) and a
 // log line, with how to let it go on.
 func (r *Reloader) reportHeld(g *generation, kind, token string) {
-	limits := r.removalBrake()
+	bound := r.Settings.RemovalBrake
 	var msg string
 	if token == "" {
 		msg = fmt.Sprintf("the removal brake holds every removal and release of %s objects: it cannot keep its count (%v); "+
@@ -94,7 +86,7 @@ func (r *Reloader) reportHeld(g *generation, kind, token string) {
 	} else {
 		msg = fmt.Sprintf("configuration %s... removes or releases keys on more %s objects than the removal brake lets through (%d objects or %g%% of those cached, whichever is more, per %s); "+
 			"the others keep their keys, held as change %s; %s",
-			g.hash[:12], kind, limits.Objects, limits.SharePercent, limits.Window, token, r.approveHint(token))
+			g.hash[:12], kind, bound.Objects, bound.SharePercent, bound.Window, token, r.approveHint(token))
 	}
 	r.Log.Info("warning: "+msg, "generation", g.number)
 	if v := r.configMap(); v != nil {

@@ -21,7 +21,7 @@ func (r *Reloader) addEvents(mgr manager.Manager) error {
 		return err
 	}
 	r.Events = eventdigest.New(sink, eventdigest.DefaultInstance(), r.Log.WithName("events"))
-	r.Events.WritesPerMinute = r.EventWritesPerMinute
+	r.Events.WritesPerMinute = r.Settings.EventWritesPerMinute
 	if key, err := r.Source.configMapKey(); err == nil && key.Name != "" {
 		r.Events.ClusterRegarding = func() *corev1.ObjectReference {
 			ref := &corev1.ObjectReference{APIVersion: "v1", Kind: "ConfigMap", Namespace: key.Namespace, Name: key.Name}

@@ -113,21 +113,22 @@ func limitsOrDefault(limits *config.Guardrails) *config.Guardrails {
 	return limits
 }
 
-func newGeneration(ctx context.Context, cfg *rest.Config, number int64, r resolved, opts generationOptions) (*generation, error) {
+// newGeneration builds the generation number running res, a configuration
+// of version order: it takes the process's settings and parts from r.
+func (rl *Reloader) newGeneration(ctx context.Context, number int64, r resolved, order uint64) (*generation, error) {
+	s, cfg := rl.Settings, rl.Config
 	g := &generation{number: number, watches: r.watches, forbidden: r.forbidden, gate: make(chan struct{}), stopping: make(chan struct{}), done: make(chan error, 1),
 		audits: rulecontroller.NewAudits(false), fence: authority.NewWriteFence(), relists: metacache.NewRelists()}
 	g.hash, g.hashValue = config.Hash(r.conf)
 	g.lost = access.NewAccessLoss(func(kind schema.GroupKind, err error) {
-		if opts.onLoss != nil {
-			opts.onLoss(g, kind, err)
-		}
+		rl.reportLoss(g, kind, err)
 	})
 	versions := wire.NewResourceVersions()
 	mopts := metamanager.Options{MetricsBindAddress: "0",
-		GracefulShutdownTimeout: opts.shutdownTimeout, AccessLoss: g.lost, Wire: opts.wire, Versions: versions, Identity: opts.identity,
-		Writes: opts.writes, StockInformers: opts.stockInformers, Relists: g.relists}
-	if opts.mode == authority.Sharded {
-		mopts.ShardFilter = opts.sharding.cacheFilter()
+		GracefulShutdownTimeout: s.ShutdownTimeout, AccessLoss: g.lost, Wire: s.Wire, Versions: versions, Identity: s.Identity,
+		Writes: s.Pacer, StockInformers: s.StockInformers, Relists: g.relists}
+	if s.Mode == authority.Sharded {
+		mopts.ShardFilter = rl.Sharding.cacheFilter()
 	}
 	mgr, err := metamanager.New(cfg, r.watches, mopts)
 	if err != nil {
@@ -140,7 +141,7 @@ func newGeneration(ctx context.Context, cfg *rest.Config, number int64, r resolv
 	if err != nil {
 		return nil, config.Invalid(err)
 	}
-	if opts.reports {
+	if s.OpenReports {
 		var ruled []schema.GroupVersionKind
 		for _, w := range r.watches {
 			if !w.OwnersOnly && len(rulesByKind[w.GVK.Kind]) > 0 {
@@ -154,20 +155,20 @@ func newGeneration(ctx context.Context, cfg *rest.Config, number int64, r resolv
 	g.copiers = kindsWhoseRules(r.watches, rulesByKind, rules.Copies)
 	g.ownerCopiers = kindsWhoseRules(r.watches, rulesByKind, rules.CopiesFromOwners)
 	g.ownerKinds = ownerChainKinds(r.watches, r.forbidden)
-	g.brake = brake.New(opts.brake, g.hash, opts.order, opts.ledger)
+	g.brake = brake.New(s.RemovalBrake, g.hash, order, rl.ledger)
 	// While it holds, the generation keeps the record saying so: no
 	// replica, and no restart, begins the count again meanwhile.
 	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error { g.brake.KeepHolding(ctx); return nil })); err != nil {
 		return nil, err
 	}
-	wiring, err := g.wiring(r, opts, versions)
+	wiring, err := g.wiring(rl, r, versions)
 	if err != nil {
 		return nil, err
 	}
-	if err := rulecontroller.Setup(mgr, r.watches, rulesByKind, opts.controller, wiring); err != nil {
+	if err := rulecontroller.Setup(mgr, r.watches, rulesByKind, s, wiring); err != nil {
 		return nil, err
 	}
-	if err := g.addPolicies(cfg, mgr, r, opts, wiring.Guard); err != nil {
+	if err := g.addPolicies(rl, mgr, r, wiring.Guard); err != nil {
 		return nil, err
 	}
 	g.mgr = mgr
@@ -181,18 +182,19 @@ var AdmissionResync time.Duration
 
 // addPolicies adds the Syncer of the rules' admission policies (atCreation)
 // to the generation: it writes as its controllers do, through their guard.
-func (g *generation) addPolicies(cfg *rest.Config, mgr manager.Manager, r resolved, opts generationOptions, guard authority.Guard) error {
-	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+func (g *generation) addPolicies(rl *Reloader, mgr manager.Manager, r resolved, guard authority.Guard) error {
+	dc, err := discovery.NewDiscoveryClientForConfig(rl.Config)
 	if err != nil {
 		return err
 	}
-	g.policies = &admission.Syncer{Rules: admission.Rules(r.conf, r.watches, &opts.limits.WriteScope, r.conf.WriteScope), Installation: opts.installation,
+	s := rl.Settings
+	g.policies = &admission.Syncer{Rules: admission.Rules(r.conf, r.watches, &s.Guardrails.WriteScope, r.conf.WriteScope), Installation: rl.installation(),
 		Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Discovery: dc, Guard: guard, Gate: g.gate,
-		Log: opts.log.WithName("admission-policies"), OnProblem: opts.onAdmissionProblem, Leftovers: opts.leftovers, Owner: opts.policyOwner,
+		Log: rl.Log.WithName("admission-policies"), OnProblem: rl.reportAdmissionProblem, Leftovers: rl.leftovers, Owner: s.PolicyOwner,
 		Resync: AdmissionResync}
-	if opts.controller.DryRun {
+	if s.DryRun {
 		if len(g.policies.Rules) > 0 {
-			opts.log.Info("dry run: the admission policies of rules with atCreation are not written", "rules", len(g.policies.Rules))
+			rl.Log.Info("dry run: the admission policies of rules with atCreation are not written", "rules", len(g.policies.Rules))
 		}
 		return nil
 	}

@@ -32,7 +32,7 @@ func TestGuardrailsRejectEditsThatAskForMore(t *testing.T) {
 		t.Fatal(err)
 	}
 	kubectlApply(t, selectors("guard", guardWatches))
-	startInstance(t, cp.Config, "guard/selectors") // Reloader.Guardrails nil: the defaults, as metawatch without guardrail flags
+	startInstance(t, cp.Config, "guard/selectors") // Reloader.Settings nil: the defaults, as metawatch without guardrail flags
 	testkit.WaitFor(t, "the good configuration to label the pod", testkit.Timeout, func() bool { return podLabel(t, c, "guard", "web", "tier") == "gold" })
 
 	for i, edit := range []struct{ name, rule, want string }{
@@ -102,7 +102,7 @@ func TestGuardrailsLetThroughWhatTheOperatorAllows(t *testing.T) {
 	startInstance(t, cp.Config, "allowed/selectors", func(r *reload.Reloader) {
 		limits := config.DefaultGuardrails() // as --writable-kinds=Pod,Node --allowed-reserved-keys=topology.kubernetes.io/*
 		limits.WritableKinds, limits.AllowedReservedKeys = []string{"Pod", "Node"}, []string{"topology.kubernetes.io/*"}
-		r.Guardrails = &limits
+		r.Settings.Guardrails = limits
 	})
 	testkit.WaitFor(t, "the rule the operator allowed to label the node", testkit.Timeout, func() bool {
 		var got corev1.Node
@@ -123,7 +123,7 @@ func TestGuardrailsRejectAtCreationOverTheCELLimit(t *testing.T) {
 	startInstance(t, cp.Config, "celsize/selectors", func(r *reload.Reloader) {
 		limits := config.DefaultGuardrails() // as --allow-at-creation
 		limits.AtCreation = true
-		r.Guardrails = &limits
+		r.Settings.Guardrails = limits
 	})
 	kubectlApply(t, selectors("celsize", strings.Replace(good, "short", strings.Repeat("x", 120_000), 1)))
 	want := `rule "celsize-notes": the CEL expression of setAnnotations[example.com/notes] is 120`

@@ -14,7 +14,7 @@ import (
 
 	"github.com/metawatch/metawatch/pkg/metamanager"
 	"github.com/metawatch/metawatch/pkg/reload"
-	"github.com/metawatch/metawatch/pkg/rulecontroller"
+	"github.com/metawatch/metawatch/pkg/settings"
 	"github.com/metawatch/metawatch/pkg/testing/testkit"
 )
 
@@ -35,7 +35,7 @@ func startInstance(t *testing.T, cfg *rest.Config, configMap string, tune ...fun
 	}
 	reloader := &reload.Reloader{
 		// Recorder is left zero: AddTo takes the Manager's.
-		Config: cfg, Source: reload.Source{ConfigMap: configMap}, Controller: rulecontroller.Options{MaxConcurrentReconciles: 4},
+		Config: cfg, Source: reload.Source{ConfigMap: configMap}, Settings: defaultSettings(),
 		Log: mgr.GetLogger().WithName("reload"),
 	}
 	for _, f := range tune {
@@ -131,4 +131,10 @@ func contains(s, part string) bool { return strings.Contains(s, part) }
 
 func podObject(ns, name string) *corev1.Pod {
 	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+}
+
+// defaultSettings are the settings of a process given no flag.
+func defaultSettings() *settings.Settings {
+	s := settings.Defaults()
+	return &s
 }

@@ -34,13 +34,13 @@ func TestPairsTheFlagsNoLongerAllowGoAtStartUp(t *testing.T) {
 		"--allow-at-creation=false deletes every pair": {ns: "lo-off", deleted: true},
 		"--protected-keys with a key the pair writes deletes it": {ns: "lo-key", deleted: true, restart: func(r *reload.Reloader) {
 			allowAtCreation(r)
-			r.Guardrails.ProtectedKeys = append(r.Guardrails.ProtectedKeys, "tier")
+			r.Settings.Guardrails.ProtectedKeys = append(r.Settings.Guardrails.ProtectedKeys, "tier")
 		}},
 		"--exclude-write-namespaces with a namespace it writes in deletes it": {ns: "lo-scope", deleted: true, restart: func(r *reload.Reloader) {
 			allowAtCreation(r)
-			r.Guardrails.WriteScope.ExcludeNamespaces = []string{"lo-scope"}
+			r.Settings.Guardrails.WriteScope.ExcludeNamespaces = []string{"lo-scope"}
 		}},
-		"--dry-run keeps it and says so": {ns: "lo-dry", restart: func(r *reload.Reloader) { r.Controller.DryRun = true },
+		"--dry-run keeps it and says so": {ns: "lo-dry", restart: func(r *reload.Reloader) { r.Settings.DryRun = true },
 			check: func(t *testing.T, _ *instance, ns string) {
 				testkit.WaitFor(t, "metawatch_admission_cleanup_blocked{reason=dry-run} to be 1", testkit.Timeout, func() bool {
 					return testkit.Metric(t, "metawatch_admission_cleanup_blocked", map[string]string{"reason": "dry-run"}) == 1
@@ -69,7 +69,7 @@ func TestPairsTheFlagsNoLongerAllowGoAtStartUp(t *testing.T) {
 			if tc.as != nil {
 				cfg = tc.as
 			}
-			tune := []func(*reload.Reloader){func(r *reload.Reloader) { d := config.DefaultGuardrails(); r.Guardrails = &d }}
+			tune := []func(*reload.Reloader){func(r *reload.Reloader) { d := config.DefaultGuardrails(); r.Settings.Guardrails = d }}
 			if tc.restart != nil {
 				tune = append(tune, tc.restart)
 			}
@@ -156,7 +156,7 @@ func TestPairsGoWithTheirOwner(t *testing.T) {
 	rule := leaveAPair(t, c, ns) // made without an owner
 	role := &rbacv1.ClusterRole{ObjectMeta: objectMeta("lo-owner-role")}
 	create(t, c, role)
-	inst := startInstance(t, cp.Config, ns+"/selectors", allowAtCreation, func(r *reload.Reloader) { r.PolicyOwner = role.Name })
+	inst := startInstance(t, cp.Config, ns+"/selectors", allowAtCreation, func(r *reload.Reloader) { r.Settings.PolicyOwner = role.Name })
 	for _, obj := range []client.Object{&admissionregistrationv1.MutatingAdmissionPolicy{}, &admissionregistrationv1.MutatingAdmissionPolicyBinding{}} {
 		testkit.WaitFor(t, "the pair to be owned by the ClusterRole", testkit.Timeout, func() bool {
 			if absent(t, c, obj, rule) {

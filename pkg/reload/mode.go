@@ -11,10 +11,10 @@ import (
 // modeValid checks that the Reloader has what its run mode needs, and
 // nothing another mode would use.
 func (r *Reloader) modeValid() error {
-	if (r.Mode == authority.Sharded) != (r.Sharding != nil && r.Sharding.Ring != nil) {
-		return fmt.Errorf("reload: Reloader.Sharding and its Ring are set exactly in the sharded mode, and the mode is %s", r.Mode)
+	if (r.Settings.Mode == authority.Sharded) != (r.Sharding != nil && r.Sharding.Ring != nil) {
+		return fmt.Errorf("reload: Reloader.Sharding and its Ring are set exactly in the sharded mode, and the mode is %s", r.Settings.Mode)
 	}
-	if _, err := r.Mode.Guard(authority.NewWriteFence(), r.Leader, r.ring()); err != nil {
+	if _, err := r.Settings.Mode.Guard(authority.NewWriteFence(), r.Leader, r.ring()); err != nil {
 		return fmt.Errorf("reload: %w", err)
 	}
 	return nil
@@ -22,12 +22,12 @@ func (r *Reloader) modeValid() error {
 
 // guard is the guard of writes under fence in the Reloader's run mode.
 func (r *Reloader) guard(fence *authority.WriteFence) (authority.Guard, error) {
-	return r.Mode.Guard(fence, r.Leader, r.ring())
+	return r.Settings.Mode.Guard(fence, r.Leader, r.ring())
 }
 
 // ring is the sharding ring the writes pass, sharded; nil otherwise.
 func (r *Reloader) ring() authority.Ring {
-	if r.Mode != authority.Sharded || r.Sharding == nil {
+	if r.Settings.Mode != authority.Sharded || r.Sharding == nil {
 		return nil
 	}
 	return r.Sharding.Ring
@@ -36,7 +36,7 @@ func (r *Reloader) ring() authority.Ring {
 // shardingMode is the sharding mode's name, as the metric and /readyz say it.
 func (r *Reloader) shardingMode() string {
 	switch {
-	case r.Mode != authority.Sharded:
+	case r.Settings.Mode != authority.Sharded:
 		return telemetry.ShardingOff
 	case r.Sharding.ServerSide:
 		return telemetry.ShardingServer
@@ -46,7 +46,7 @@ func (r *Reloader) shardingMode() string {
 
 // shardsReady fails while buckets assigned to this replica are unwritable.
 func (r *Reloader) shardsReady() error {
-	if r.Mode != authority.Sharded {
+	if r.Settings.Mode != authority.Sharded {
 		return nil
 	}
 	if unwritable := r.Sharding.Ring.Unwritable(); len(unwritable) > 0 {

@@ -17,7 +17,9 @@ import (
 // RBAC forbids deleting them or --dry-run deletes nothing.
 const ReasonAdmissionCleanupBlocked = "AdmissionCleanupBlocked"
 
-func (r *Reloader) installation() string { return cmp.Or(r.Installation, r.Source.Installation()) }
+func (r *Reloader) installation() string {
+	return cmp.Or(r.Settings.Installation, r.Source.Installation())
+}
 
 // addPruner adds the Pruner of the pairs the flags no longer allow. It runs
 // whatever becomes of the configuration (a rejected one runs no
@@ -34,8 +36,8 @@ func (r *Reloader) addPruner(mgr manager.Manager, fenced client.Client) error {
 	if err != nil {
 		return err
 	}
-	r.pruner = &admission.Pruner{Guardrails: r.limits(), Installation: r.installation(), Keep: map[bool]string{true: "--dry-run deletes nothing"}[r.Controller.DryRun],
-		Client: fenced, Mapper: fenced.RESTMapper(), Discovery: dc, Guard: guard, NeedLeader: r.Mode != authority.Sharded,
+	r.pruner = &admission.Pruner{Guardrails: &r.Settings.Guardrails, Installation: r.installation(), Keep: map[bool]string{true: "--dry-run deletes nothing"}[r.Settings.DryRun],
+		Client: fenced, Mapper: fenced.RESTMapper(), Discovery: dc, Guard: guard, NeedLeader: r.Settings.Mode != authority.Sharded,
 		Log: r.Log.WithName("admission-pruner"), Leftovers: r.leftovers}
 	return mgr.Add(r.pruner)
 }

@@ -18,14 +18,13 @@ import (
 
 	"github.com/metawatch/metawatch/pkg/admission"
 	"github.com/metawatch/metawatch/pkg/authority"
-	"github.com/metawatch/metawatch/pkg/authority/pace"
 	"github.com/metawatch/metawatch/pkg/brake"
 	"github.com/metawatch/metawatch/pkg/config"
 	"github.com/metawatch/metawatch/pkg/eventdigest"
 	"github.com/metawatch/metawatch/pkg/metamanager"
 	"github.com/metawatch/metawatch/pkg/rulecontroller"
+	"github.com/metawatch/metawatch/pkg/settings"
 	"github.com/metawatch/metawatch/pkg/telemetry"
-	"github.com/metawatch/metawatch/pkg/wire"
 )
 
 // Event reasons on the selectors ConfigMap.
@@ -60,52 +59,22 @@ type Reloader struct {
 	// Config reaches the API server; required (AddTo says so).
 	Config *rest.Config
 	Source Source
+	// Settings are the operator's, handed whole to every generation and
+	// its controllers; nil: settings.Defaults (AddTo).
+	Settings *settings.Settings
 	// Recorder records the Events on the selectors ConfigMap; nil: the
 	// Manager's recorder for rulecontroller.EventSource (AddTo).
-	Recorder   events.EventRecorder
-	Controller rulecontroller.Options
-	Log        logr.Logger
+	Recorder events.EventRecorder
+	Log      logr.Logger
 	// Initial is the configuration of a --config-file, validated at start-up.
 	// A ConfigMap is read when this replica starts leading, not at start-up.
 	Initial *config.Config
-	// Guardrails are the operator's guardrails (flags): a configuration that asks
-	// for more is rejected as invalid. Its writeScope can narrow theirs,
-	// never widen it. Nil: config.DefaultGuardrails.
-	Guardrails *config.Guardrails
-	// ShutdownTimeout bounds stopping a generation (on SIGTERM, or the old one
-	// in a swap): its writes in flight, then its controllers and cache. Zero: 30s.
-	ShutdownTimeout time.Duration
-	// Mode is the replicas' run mode (authority.ResolveMode): whether only
-	// the leader runs generations or every replica does, and under which
-	// claim they write.
-	Mode authority.Mode
 	// Leader is the leader Lease's claim (authority.LeaderClaim) in the modes
 	// that elect a leader; nil in the others.
 	Leader authority.Claim
 	// Sharding is this replica's share of the objects in the sharded mode
 	// (see Sharding); nil in the others.
 	Sharding *Sharding
-	// Installation names this installation on what it makes besides the
-	// watched objects' keys (admission policies), so that two installations
-	// never change each other's: two that read different configurations
-	// must differ. Empty: the ConfigMap's namespace/name, or the file's path.
-	Installation string
-	// PolicyOwner names the ClusterRole that owns the admission policies
-	// (admission.Syncer.Owner); empty: none.
-	PolicyOwner string
-	// Wire is how the generations' caches fetch (status-only updates,
-	// connections), as the flags say; every generation gets it unchanged.
-	Wire wire.Options
-	// StockInformers gives the generations' caches client-go's informers
-	// instead of the streaming ones (metamanager.Options.StockInformers).
-	StockInformers bool
-	// Pacer paces the writes of every generation and of the Pruner, one
-	// rate for the process (package pace). Nil: client-go's rate limit.
-	Pacer *pace.Pacer
-	// RemovalBrake bounds how many objects of each kind lose keys per
-	// configuration before it is approved (package brake). Nil:
-	// brake.DefaultBound.
-	RemovalBrake *brake.Bound
 	// BrakeRecord is the ConfigMap where the removal brake keeps its count;
 	// zero: BrakeRecordFor the Source (for a file: this process's memory only).
 	BrakeRecord types.NamespacedName
@@ -115,22 +84,8 @@ type Reloader struct {
 	// object into aggregate Events, within one bound on Event writes for the
 	// process (package eventdigest); nil: one made by AddTo, whose Events
 	// about cluster-scoped objects regard the selectors ConfigMap.
-	Events *eventdigest.Digest
-	// EventWritesPerMinute bounds the Event writes of the Digest AddTo
-	// makes (--event-writes-per-minute; zero: the default).
-	EventWritesPerMinute int
-
-	// OpenReports keeps the installation's findings as OpenReports reports
-	// (package reports): --open-reports. ReportResults bounds each report's
-	// results (zero: reports.DefaultMaxResults).
-	OpenReports   bool
-	ReportResults int
-	reportsFence  *authority.WriteFence // the reports' writes
-
-	// Identity is the installation's write identity (field manager and the
-	// adopted name), shared by every generation's writes; nil: one made
-	// from Controller's names (AddTo).
-	Identity *authority.Identity
+	Events       *eventdigest.Digest
+	reportsFence *authority.WriteFence // the OpenReports writer's writes
 
 	// ledger is the removal brake's count, shared by every generation.
 	ledger *brake.Ledger
@@ -158,6 +113,10 @@ type Reloader struct {
 // that every replica runs from its start.
 func (r *Reloader) AddTo(mgr manager.Manager) error {
 	r.accessLost = make(chan struct{}, 1)
+	if r.Settings == nil {
+		defaults := settings.Defaults()
+		r.Settings = &defaults
+	}
 	if r.Config == nil {
 		// Not the Manager's: that one strips managedFields already, and each
 		// generation's Manager adds its own stripping transport.
@@ -167,14 +126,11 @@ func (r *Reloader) AddTo(mgr manager.Manager) error {
 		return err
 	}
 	r.elected = mgr.Elected()
-	if r.Identity == nil {
-		r.Identity = authority.NewIdentity(r.Controller.FieldManager, r.Controller.AdoptFieldManager)
-	}
-	r.Identity.OnRefused(r.reportSharedName)
+	r.Settings.Identity.OnRefused(r.reportSharedName)
 	if r.Recorder == nil {
 		r.Recorder = mgr.GetEventRecorder(rulecontroller.EventSource)
 	}
-	if r.Mode == authority.WarmStandby {
+	if r.Settings.Mode == authority.WarmStandby {
 		r.Recorder = leaderEvents{EventRecorder: r.Recorder, elected: r.elected}
 	}
 	if err := r.addEvents(mgr); err != nil {
@@ -193,7 +149,7 @@ func (r *Reloader) AddTo(mgr manager.Manager) error {
 	// The writes outside generations (the pruner's deletes, the brake's
 	// record) leave through one client: paced, and checked against the
 	// claim as they are sent.
-	fenced, err := metamanager.WriteClient(r.Config, r.Pacer, client.Options{})
+	fenced, err := metamanager.WriteClient(r.Config, r.Settings.Pacer, client.Options{})
 	if err != nil {
 		return err
 	}
@@ -205,7 +161,7 @@ func (r *Reloader) AddTo(mgr manager.Manager) error {
 		return err
 	}
 	telemetry.SetShardingMode(r.shardingMode())
-	if r.Mode == authority.Sharded {
+	if r.Settings.Mode == authority.Sharded {
 		r.Sharding.watch()
 	}
 	return mgr.Add(r)
@@ -214,7 +170,7 @@ func (r *Reloader) AddTo(mgr manager.Manager) error {
 // NeedLeaderElection is true unless sharded or warm: generations write, so
 // only the leader runs them; sharded, every replica does, on its own share;
 // warm, every replica does, and only the leader's open (openWhenLeading).
-func (r *Reloader) NeedLeaderElection() bool { return !r.Mode.EveryReplicaRuns() }
+func (r *Reloader) NeedLeaderElection() bool { return !r.Settings.Mode.EveryReplicaRuns() }
 
 // Start runs the configuration until ctx ends: the file's, or the ConfigMap's
 // as it is now and as it changes.
@@ -222,7 +178,7 @@ func (r *Reloader) Start(ctx context.Context) error {
 	if r.accessLost == nil {
 		return errors.New("reload: the Reloader was added to the Manager without AddTo, which sets up its follower and defaults")
 	}
-	if r.Mode == authority.Sharded && !r.Sharding.awaitAssignment(ctx, r.setWaiting) {
+	if r.Settings.Mode == authority.Sharded && !r.Sharding.awaitAssignment(ctx, r.setWaiting) {
 		return nil
 	}
 	r.setWaiting("waiting for a valid configuration in " + r.Source.String())
@@ -244,7 +200,7 @@ func (r *Reloader) Start(ctx context.Context) error {
 // not nil, is asked before the new generation opens: a generation built from
 // a version older than the newest valid one is never opened.
 func (r *Reloader) apply(ctx context.Context, conf *config.Config, order uint64, superseded func() bool) error {
-	res, warnings, err := resolve(ctx, r.Config, conf, r.limits())
+	res, warnings, err := resolve(ctx, r.Config, conf, &r.Settings.Guardrails)
 	for _, w := range warnings {
 		r.Log.Info("warning: " + w)
 	}
@@ -260,30 +216,28 @@ func (r *Reloader) swap(ctx context.Context, res resolved, order uint64, superse
 	if old != nil {
 		number = old.number + 1
 	}
-	next, err := newGeneration(ctx, r.Config, number, res, generationOptions{controller: r.Controller, mode: r.Mode, guard: r.guard, onLoss: r.reportLoss, shutdownTimeout: r.shutdownTimeout(), limits: r.limits(),
-		sharding: r.Sharding, wire: r.Wire, stockInformers: r.StockInformers, writes: r.Pacer, installation: r.installation(), policyOwner: r.PolicyOwner, leftovers: r.leftovers, onAdmissionProblem: r.reportAdmissionProblem, log: r.Log,
-		leading: r.notLeadingYet(), brake: r.removalBrake(), ledger: r.ledger, order: order, identity: r.Identity, events: r.Events, reports: r.OpenReports})
+	next, err := r.newGeneration(ctx, number, res, order)
 	if err != nil {
 		return err
 	}
 	r.watchBrake(next)
 	next.start(ctx)
 	if err := next.waitSynced(ctx, SyncTimeout); err != nil {
-		_, _ = next.stop(r.shutdownTimeout())
+		_, _ = next.stop(r.Settings.ShutdownTimeout)
 		return err
 	}
 	if superseded != nil && superseded() {
-		_, _ = next.stop(r.shutdownTimeout())
+		_, _ = next.stop(r.Settings.ShutdownTimeout)
 		return errSuperseded
 	}
 	if old != nil {
-		stopped, err := old.stop(r.shutdownTimeout())
+		stopped, err := old.stop(r.Settings.ShutdownTimeout)
 		if err != nil {
 			r.Log.Error(err, "stopping the previous generation", "generation", old.number)
 		}
 		if !stopped { // two generations must never write at once
-			_, _ = next.stop(r.shutdownTimeout())
-			return fmt.Errorf("generation %d still had writes in flight after %s; not starting generation %d", old.number, r.shutdownTimeout(), next.number)
+			_, _ = next.stop(r.Settings.ShutdownTimeout)
+			return fmt.Errorf("generation %d still had writes in flight after %s; not starting generation %d", old.number, r.Settings.ShutdownTimeout, next.number)
 		}
 	}
 	if old != nil {
@@ -359,20 +313,20 @@ func (r *Reloader) stopCurrent() {
 	stopped := true
 	if g != nil {
 		var err error
-		if stopped, err = g.stop(r.shutdownTimeout()); err != nil {
+		if stopped, err = g.stop(r.Settings.ShutdownTimeout); err != nil {
 			r.Log.Error(err, "stopping generation", "generation", g.number)
 		}
 		if !stopped {
-			r.Log.Error(nil, "writes still in flight at the end of the shutdown budget", "generation", g.number, "budget", r.shutdownTimeout().String())
+			r.Log.Error(nil, "writes still in flight at the end of the shutdown budget", "generation", g.number, "budget", r.Settings.ShutdownTimeout.String())
 		}
 	}
 	if r.pruner != nil { // its deletes are writes too
-		ctx, cancel := context.WithTimeout(context.Background(), r.shutdownTimeout())
+		ctx, cancel := context.WithTimeout(context.Background(), r.Settings.ShutdownTimeout)
 		stopped = r.pruner.Guard.Fence.Close(ctx) && stopped
 		cancel()
 	}
 	if r.reportsFence != nil { // and the reports'
-		ctx, cancel := context.WithTimeout(context.Background(), r.shutdownTimeout())
+		ctx, cancel := context.WithTimeout(context.Background(), r.Settings.ShutdownTimeout)
 		stopped = r.reportsFence.Close(ctx) && stopped
 		cancel()
 	}
@@ -390,15 +344,6 @@ func (r *Reloader) WritesStopped() bool {
 	return r.writesStopped || !r.started
 }
 
-func (r *Reloader) shutdownTimeout() time.Duration {
-	if r.ShutdownTimeout <= 0 {
-		return 30 * time.Second
-	}
-	return r.ShutdownTimeout
-}
-
-func (r *Reloader) limits() *config.Guardrails { return limitsOrDefault(r.Guardrails) }
-
 // Ready is the readiness check: a standby (not the leader) is ready; the
 // leader, and a warm standby, once a generation runs, every watch is served
 // and synced.
@@ -412,7 +357,7 @@ func (r *Reloader) Ready(req *http.Request) error {
 	case g == nil:
 		return errors.Join(fmt.Errorf("no configuration running: %s", waiting), r.leftovers.Ready())
 	}
-	return errors.Join(g.ready(req), r.shardsReady(), r.leftovers.Ready(), r.Identity.Refused())
+	return errors.Join(g.ready(req), r.shardsReady(), r.leftovers.Ready(), r.Settings.Identity.Refused())
 }
 
 // setWaiting says why no generation runs (and that this replica leads).

@@ -28,7 +28,7 @@ import (
 // replica writes its own reports, named after it, with the findings of
 // the buckets it holds.
 func (r *Reloader) addReports(mgr manager.Manager) error {
-	if !r.OpenReports {
+	if !r.Settings.OpenReports {
 		return nil
 	}
 	scheme := runtime.NewScheme()
@@ -38,23 +38,23 @@ func (r *Reloader) addReports(mgr manager.Manager) error {
 	if err := openreports.Install(scheme); err != nil {
 		return err
 	}
-	c, err := metamanager.WriteClient(r.Config, r.Pacer, client.Options{Scheme: scheme})
+	c, err := metamanager.WriteClient(r.Config, r.Settings.Pacer, client.Options{Scheme: scheme})
 	if err != nil {
 		return err
 	}
 	r.reportsFence = authority.NewWriteFence()
-	guard := authority.Guard{Identity: r.Identity, Fence: r.reportsFence}
+	guard := authority.Guard{Identity: r.Settings.Identity, Fence: r.reportsFence}
 	var member string
 	switch {
-	case r.Mode == authority.Sharded:
+	case r.Settings.Mode == authority.Sharded:
 		guard.Claim = memberClaim{r.Sharding.Ring}
 		member = r.Sharding.Ring.Member()
-	case r.Mode.ElectsLeader():
+	case r.Settings.Mode.ElectsLeader():
 		guard.Claim = r.Leader
 	}
-	w := &reports.Writer{Client: c, Guard: guard, Member: member, Collector: reportSource{r}, DryRun: r.Controller.DryRun,
-		MaxResults: r.ReportResults, Log: r.Log.WithName("openreports")}
-	if r.Mode == authority.Sharded {
+	w := &reports.Writer{Client: c, Guard: guard, Member: member, Collector: reportSource{r}, DryRun: r.Settings.DryRun,
+		MaxResults: r.Settings.ReportResults, Log: r.Log.WithName("openreports")}
+	if r.Settings.Mode == authority.Sharded {
 		w.Stale = staleMember(c, r.Sharding.Ring)
 	}
 	return mgr.Add(w)

@@ -52,8 +52,8 @@ func TestTheReportFollowsWhatTheRulesFind(t *testing.T) {
 			rules := fmt.Sprintf("- {name: tier, kinds: [Pod], %s: {tier: gold}}\n- {name: stale, kinds: [Pod], %s: [stale]}\n", kt.Set, kt.Remove)
 			kubectlApply(t, selectors(ns, watch+rules))
 			startInstance(t, cp.Config, ns+"/selectors", func(r *reload.Reloader) {
-				r.OpenReports = true
-				r.RemovalBrake = &brake.Bound{Objects: 1, Window: time.Hour}
+				r.Settings.OpenReports = true
+				r.Settings.RemovalBrake = brake.Bound{Objects: 1, Window: time.Hour}
 			})
 
 			// bare fails; conflict and two stale pods warn; held (its tier

@@ -109,7 +109,7 @@ func TestResultsStayBoundedAtAnyScale(t *testing.T) {
 	start := time.Now()
 	startInstance(t, cp.Config, names[0]+"/selectors", func(r *reload.Reloader) {
 		r.Config = counter.wrap(r.Config)
-		r.OpenReports = true
+		r.Settings.OpenReports = true
 	})
 
 	rc := testkit.OpenReportsClient(t, cp.Config)

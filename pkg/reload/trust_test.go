@@ -213,7 +213,7 @@ func TestRulesWriteOnlyInsideTheWriteScope(t *testing.T) {
 	startInstance(t, cp.Config, "scope-a/selectors", func(r *reload.Reloader) {
 		limits := config.DefaultGuardrails()
 		limits.WriteScope.Namespaces = []string{"scope-a", "scope-b"} // as --write-namespaces=scope-a,scope-b
-		r.Guardrails = &limits
+		r.Settings.Guardrails = limits
 	})
 	testkit.WaitFor(t, "the pod in scope to be labelled", testkit.Timeout, func() bool { return podLabel(t, c, "scope-a", "p", "tier") == "gold" })
 	testkit.WaitFor(t, "every pod to be reconciled", testkit.Timeout, func() bool {

@@ -17,6 +17,7 @@ import (
 	"github.com/metawatch/metawatch/pkg/eventdigest"
 	"github.com/metawatch/metawatch/pkg/metacache"
 	"github.com/metawatch/metawatch/pkg/rules"
+	"github.com/metawatch/metawatch/pkg/settings"
 )
 
 // EventSource is the reportingController of metawatch's Events.
@@ -25,18 +26,17 @@ const EventSource = "metawatch"
 // Setup adds one controller per watch to mgr: it reports label and annotation
 // changes and, for a kind that has rules, keeps them. Each controller is named
 // after its kind (e.g. "pod", "deployment.apps"), the controller label of
-// controller-runtime's reconcile and workqueue metrics. opts are the
-// operator's, w the generation's (see Wiring).
-func Setup(mgr manager.Manager, watches []config.ResolvedWatch, rulesByKind map[string][]rules.Rule, opts Options, w Wiring) error {
-	if w.Mode == authority.Sharded && w.Share == nil {
+// controller-runtime's reconcile and workqueue metrics. s are the
+// operator's settings, w the generation's wiring (see Wiring).
+func Setup(mgr manager.Manager, watches []config.ResolvedWatch, rulesByKind map[string][]rules.Rule, s *settings.Settings, w Wiring) error {
+	if s == nil || s.Identity == nil {
+		return errors.New("controller: Setup needs the settings, with the installation's identity (settings.Defaults)")
+	}
+	if s.Mode == authority.Sharded && w.Share == nil {
 		return errors.New("controller: the sharded mode needs the replica's share (Wiring.Share)")
 	}
 	if w.Audits == nil {
 		w.Audits = NewAudits(true)
-	}
-	if w.Guardrails == nil {
-		limits := config.DefaultGuardrails()
-		w.Guardrails = &limits
 	}
 	if w.Events == nil {
 		d, err := newDigest(mgr)
@@ -45,11 +45,9 @@ func Setup(mgr manager.Manager, watches []config.ResolvedWatch, rulesByKind map[
 		}
 		w.Events = d
 	}
-	if w.Guard.Identity == nil {
-		w.Guard.Identity = authority.NewIdentity(opts.FieldManager, opts.AdoptFieldManager)
-	}
-	s := setup{mgr: mgr, opts: opts, wiring: w, owners: ownerKindsOf(watches)}
-	if w.Mode == authority.Sharded {
+	w.Guard.Identity = s.Identity
+	st := setup{mgr: mgr, settings: s, wiring: w, owners: ownerKindsOf(watches)}
+	if s.Mode == authority.Sharded {
 		w.Audits.auditHeldBy(w.Share)
 		if err := dropWhenLost(mgr, w.Audits, w.Share.OnHeldLost); err != nil {
 			return err
@@ -59,7 +57,7 @@ func Setup(mgr manager.Manager, watches []config.ResolvedWatch, rulesByKind map[
 		if watch.OwnersOnly {
 			continue // cached for the owner chains only: the kinds copying from them watch it
 		}
-		if err := s.kind(watch, rulesByKind[watch.GVK.Kind]); err != nil {
+		if err := st.kind(watch, rulesByKind[watch.GVK.Kind]); err != nil {
 			return fmt.Errorf("%s: setting up controller for %s: %w", watch.Path, watch.GVK.Kind, err)
 		}
 	}
@@ -79,10 +77,10 @@ func newDigest(mgr manager.Manager) (*eventdigest.Digest, error) {
 
 // setup is what every kind's controller of one Setup is made from.
 type setup struct {
-	mgr    manager.Manager
-	opts   Options
-	wiring Wiring
-	owners ownerKinds
+	mgr      manager.Manager
+	settings *settings.Settings
+	wiring   Wiring
+	owners   ownerKinds
 }
 
 // kind adds the controller of the kind w watches, whose rules are rs.
@@ -95,7 +93,7 @@ func (s setup) kind(w config.ResolvedWatch, rs []rules.Rule) error {
 		kr.steps = append(kr.steps, ruler)
 	}
 	c, err := controller.New(controllerName(w), s.mgr, controller.Options{
-		Reconciler: kr, MaxConcurrentReconciles: s.opts.MaxConcurrentReconciles,
+		Reconciler: kr, MaxConcurrentReconciles: s.settings.MaxConcurrentReconciles,
 		// One process runs one controller per kind at a time, but a new generation
 		// of controllers (a restart in tests, a reload later) reuses the names.
 		SkipNameValidation: ptr.To(true),
@@ -119,7 +117,7 @@ func (s setup) kind(w config.ResolvedWatch, rs []rules.Rule) error {
 // buckets moving to this replica (sharded), the end of a relist that held
 // removals, and the removal brake's approval.
 func (s setup) requeues(c controller.Controller, w config.ResolvedWatch, rs []rules.Rule, ruler *ruleReconciler) error {
-	if s.wiring.Mode == authority.Sharded {
+	if s.settings.Mode == authority.Sharded {
 		if err := requeueOnMoves(s.mgr, c, w, rs, s.wiring.Share); err != nil {
 			return err
 		}

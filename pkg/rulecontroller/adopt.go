@@ -53,10 +53,10 @@ type adoptionPlan struct {
 // planAdoption is what adoption would do to obj: nothing (ok false) when the
 // old name owns no key adoption may take.
 func (r *ruleReconciler) planAdoption(obj *metav1.PartialObjectMetadata) (p adoptionPlan, ok bool) {
-	if r.identity.Adopted == "" {
+	if r.settings.Identity.Adopted == "" {
 		return p, false
 	}
-	entry, theirs, onlyMetadata := ownership.Entry(obj, r.identity.Adopted)
+	entry, theirs, onlyMetadata := ownership.Entry(obj, r.settings.Identity.Adopted)
 	if entry == nil {
 		return p, false
 	}
@@ -85,7 +85,7 @@ func (r *ruleReconciler) splitAdoptable(obj *metav1.PartialObjectMetadata, their
 		for k := range m.theirs {
 			switch _, has := m.current[k]; {
 			case !has:
-			case r.limits.ReleaseRefusal(k) != "":
+			case r.settings.Guardrails.ReleaseRefusal(k) != "":
 				m.keep.Insert(k)
 			default:
 				m.take.Insert(k)
@@ -102,17 +102,17 @@ func (r *ruleReconciler) adopt(ctx context.Context, obj *metav1.PartialObjectMet
 	if !ok {
 		return false, nil
 	}
-	log := logr.FromContextOrDiscard(ctx).WithValues("from", r.identity.Adopted, "labels", sets.List(p.take.Labels), "annotations", sets.List(p.take.Annotations))
+	log := logr.FromContextOrDiscard(ctx).WithValues("from", r.settings.Identity.Adopted, "labels", sets.List(p.take.Labels), "annotations", sets.List(p.take.Annotations))
 	if p.refused != "" {
 		telemetry.Adoptions.WithLabelValues(kindLabel(r.GVK), p.refused).Inc()
 		log.Info("keys of the adopted field manager not taken over", "reason", p.refused)
 		return false, nil
 	}
-	if r.DryRun {
+	if r.settings.DryRun {
 		log.Info("dry run: would adopt keys")
 		return false, nil
 	}
-	mine := ownedKeys(obj, r.identity.FieldManager)
+	mine := ownedKeys(obj, r.settings.Identity.FieldManager)
 	if !mine.Covers(p.take) {
 		both := mine.Union(p.take)
 		if rv, err = r.applyCurrent(ctx, asInstallation, obj, rv, both); err != nil || rv == "" {

@@ -10,7 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 
 	"github.com/metawatch/metawatch/pkg/authority"
-	"github.com/metawatch/metawatch/pkg/config"
+	"github.com/metawatch/metawatch/pkg/settings"
 	"github.com/metawatch/metawatch/pkg/telemetry"
 	"github.com/metawatch/metawatch/pkg/testing/testkit"
 )
@@ -69,9 +69,10 @@ func TestPlanAdoption(t *testing.T) {
 		t.Run(typeName, func(t *testing.T) {
 			for name, tc := range cases {
 				t.Run(name, func(t *testing.T) {
-					limits := config.DefaultGuardrails()
-					limits.ProtectedKeys = []string{"guarded"}
-					r := &ruleReconciler{GVK: corev1.SchemeGroupVersion.WithKind("Pod"), identity: authority.NewIdentity("", "old"), limits: &limits,
+					s := settings.Defaults()
+					s.Identity = authority.NewIdentity("", "old")
+					s.Guardrails.ProtectedKeys = []string{"guarded"}
+					r := &ruleReconciler{GVK: corev1.SchemeGroupVersion.WithKind("Pod"), settings: &s,
 						adoptionBegan: func() time.Time { return began }}
 					when := metav1.NewTime(tc.at)
 					entry := metav1.ManagedFieldsEntry{Manager: tc.manager, Operation: metav1.ManagedFieldsOperationApply, Time: &when,

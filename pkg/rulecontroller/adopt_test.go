@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/metawatch/metawatch/pkg/authority"
-	"github.com/metawatch/metawatch/pkg/rulecontroller"
+	"github.com/metawatch/metawatch/pkg/settings"
 	"github.com/metawatch/metawatch/pkg/testing/controlplane"
 	"github.com/metawatch/metawatch/pkg/testing/testkit"
 )
@@ -29,15 +29,16 @@ func TestARenamedFieldManagerAdoptsTheOldNamesKeys(t *testing.T) {
 - {name: team, kinds: [Pod], %[1]s: {team: a}}
 - {name: tier, kinds: [Pod], %[1]s: {tier: web}}
 - {name: guarded, kinds: [Pod], %[1]s: {guarded: "1"}}
-`, kt.Set), settings{})
+`, kt.Set), tuning{})
 			waitAllPodKeys(t, c, kt, "the old name's three "+kt.Name+"s on every pod", []string{ns}, func(_ string, m map[string]string) bool {
 				return m["team"] == "a" && m["tier"] == "web" && m["guarded"] == "1"
 			})
 			old.stop()
 
-			limits := everyKindWritable()
-			limits.ProtectedKeys = []string{"guarded"}
-			renamed := settings{Options: rulecontroller.Options{FieldManager: "metawatch-team-a", AdoptFieldManager: authority.DefaultFieldManager}, Wiring: rulecontroller.Wiring{Guardrails: limits}}
+			renamed := tuned(func(s *settings.Settings) {
+				s.Identity = authority.NewIdentity("metawatch-team-a", authority.DefaultFieldManager)
+				s.Guardrails.ProtectedKeys = []string{"guarded"}
+			})
 			// The new configuration reads team only: tier and guarded are in
 			// view only as keys an adopted name owns.
 			config := watch + fmt.Sprintf("rules:\n- {name: team, kinds: [Pod], %s: {team: a}}\n", kt.Set)

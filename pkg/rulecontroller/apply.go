@@ -44,12 +44,12 @@ func (r *ruleReconciler) apply(ctx context.Context, obj *metav1.PartialObjectMet
 	res.Labels = r.memory.yielded.withoutSettled(key, config.Labels, res.Labels, obj.Labels)
 	res.Annotations = r.memory.yielded.withoutSettled(key, config.Annotations, res.Annotations, obj.Annotations)
 	held := heldRules(wanted, res)
-	changed := changeOf(obj, r.identity.FieldManager, res)
+	changed := changeOf(obj, r.settings.Identity.FieldManager, res)
 	if changed.empty() {
 		return held, nil
 	}
 	log := logr.FromContextOrDiscard(ctx)
-	if r.DryRun {
+	if r.settings.DryRun {
 		r.count(changed.rules, telemetry.ResultDryRun)
 		log.Info("dry run: would apply", changed.logValues()...)
 		return held, nil
@@ -58,7 +58,7 @@ func (r *ruleReconciler) apply(ctx context.Context, obj *metav1.PartialObjectMet
 	if conflicts, ok := conflictingKeys(err); ok {
 		var kept rules.Result
 		kept, err = r.resolveConflicts(ctx, obj, rv, res, conflicts, conflictHolders(err))
-		changed = changeOf(obj, r.identity.FieldManager, kept) // yielded keys were not written
+		changed = changeOf(obj, r.settings.Identity.FieldManager, kept) // yielded keys were not written
 		held = heldRules(wanted, kept)
 	}
 	switch outcome := authority.Classify(err); {
@@ -172,7 +172,7 @@ func (r *ruleReconciler) yield(obj *metav1.PartialObjectMetadata, what config.Me
 			delete(out, k)
 			r.memory.yielded.add(key, what, k, currentValue(obj, what, k))
 			telemetry.OwnershipFights.WithLabelValues(o.Rule, kindLabel(r.GVK)).Inc()
-			occur(r.events, kindLabel(r.GVK), key, ReasonOwnershipFight, "Apply", o.Rule, takeoverFightMessage(o.Rule),
+			occur(r.wiring.Events, kindLabel(r.GVK), key, ReasonOwnershipFight, "Apply", o.Rule, takeoverFightMessage(o.Rule),
 				fmt.Sprintf("%s %s=%q%s", what, k, o.Value, r.theirValue(obj, what, k, ", now %q")))
 		case o.Force || reclaimed(k):
 			force = true
@@ -181,7 +181,7 @@ func (r *ruleReconciler) yield(obj *metav1.PartialObjectMetadata, what config.Me
 			r.memory.yielded.add(key, what, k, currentValue(obj, what, k))
 			telemetry.RuleConflicts.WithLabelValues(o.Rule, kindLabel(r.GVK)).Inc()
 			telemetry.RuleWrites.WithLabelValues(o.Rule, kindLabel(r.GVK), telemetry.ResultConflict).Inc()
-			occur(r.events, kindLabel(r.GVK), key, ReasonConflict, "Apply", o.Rule, conflictMessage(o.Rule),
+			occur(r.wiring.Events, kindLabel(r.GVK), key, ReasonConflict, "Apply", o.Rule, conflictMessage(o.Rule),
 				fmt.Sprintf("%s %s=%q, owned by %s%s", what, k, o.Value, holderName(holders, what, k), r.theirValue(obj, what, k, " with value %q")))
 		}
 	}
@@ -194,7 +194,7 @@ func (r *ruleReconciler) yield(obj *metav1.PartialObjectMetadata, what config.Me
 // does); "" otherwise: an Event is readable by whoever may list Events.
 func (r *ruleReconciler) theirValue(obj *metav1.PartialObjectMetadata, what config.MetadataMap, key, format string) string {
 	secret := r.GVK.Group == "" && r.GVK.Kind == "Secret" && what == config.Annotations
-	if !r.eventValues || secret {
+	if !r.settings.EventValues || secret {
 		return ""
 	}
 	return fmt.Sprintf(format, currentValue(obj, what, key))
@@ -255,7 +255,7 @@ func (r *ruleReconciler) applyAs(ctx context.Context, as applier, obj *metav1.Pa
 	}
 	var opts []client.PatchOption
 	if as == asAdopted {
-		opts = append(opts, client.FieldOwner(r.identity.Adopted))
+		opts = append(opts, client.FieldOwner(r.settings.Identity.Adopted))
 	}
 	if force {
 		opts = append(opts, client.ForceOwnership)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/metawatch/metawatch/pkg/authority"
 	"github.com/metawatch/metawatch/pkg/rulecontroller"
+	"github.com/metawatch/metawatch/pkg/settings"
 	"github.com/metawatch/metawatch/pkg/sharding"
 	"github.com/metawatch/metawatch/pkg/testing/controlplane"
 	"github.com/metawatch/metawatch/pkg/testing/testkit"
@@ -90,8 +91,10 @@ func (h *movingHolder) awaitListeners(t *testing.T) {
 	})
 }
 
-func (h *movingHolder) options() settings {
-	return settings{Options: rulecontroller.Options{MaxConcurrentReconciles: 2}, Wiring: rulecontroller.Wiring{Mode: authority.Sharded, Share: h}}
+func (h *movingHolder) options() tuning {
+	t := tuned(func(s *settings.Settings) { s.MaxConcurrentReconciles, s.Mode = 2, authority.Sharded })
+	t.Share = h
+	return t
 }
 
 // The buckets moving here, as the Ring tells them; the Namespaces are cached

@@ -27,23 +27,23 @@ import (
 // keep keys), so the object is left as it is but for its sets and copies,
 // which neither ever holds.
 func (r *ruleReconciler) braked(ctx context.Context, key types.NamespacedName, obj *metav1.PartialObjectMetadata, res rules.Result) rules.Result {
-	if r.brake == nil && r.relists == nil {
+	if r.wiring.Brake == nil && r.wiring.Relists == nil {
 		return res
 	}
 	kind := kindLabel(r.GVK)
-	c := changeOf(obj, r.identity.FieldManager, res)
+	c := changeOf(obj, r.settings.Identity.FieldManager, res)
 	removeLabels := present(obj.Labels, res.RemoveLabels, sets.New[string]())
 	removeAnnotations := present(obj.Annotations, res.RemoveAnnotations, sets.New[string]())
 	releaseLabels := presentOf(obj.Labels, c.releaseLabels)
 	releaseAnnotations := presentOf(obj.Annotations, c.releaseAnnotations)
 	if len(removeLabels)+len(removeAnnotations)+len(releaseLabels)+len(releaseAnnotations) == 0 {
-		r.brake.Forget(kind, key)
+		r.wiring.Brake.Forget(kind, key)
 		return res
 	}
 	// A relist of the kind holds them without counting them (relist.go).
 	holder := "a relist of the kind"
 	if !r.heldByRelist(key) {
-		if r.brake.Admit(ctx, kind, key, brakeKeys(removeLabels, removeAnnotations, releaseLabels, releaseAnnotations), r.cachedObjects()) {
+		if r.wiring.Brake.Admit(ctx, kind, key, brakeKeys(removeLabels, removeAnnotations, releaseLabels, releaseAnnotations), r.cachedObjects()) {
 			return res
 		}
 		holder = "the removal brake"
@@ -72,10 +72,10 @@ func brakeKeys(removeLabels, removeAnnotations, releaseLabels, releaseAnnotation
 
 // cachedObjects is how many objects of the kind the cache holds (the bound's share).
 func (r *ruleReconciler) cachedObjects() int {
-	if r.cachedCount == nil {
+	if r.wiring.CachedObjects == nil {
 		return 0
 	}
-	return r.cachedCount(kindLabel(r.GVK))
+	return r.wiring.CachedObjects(kindLabel(r.GVK))
 }
 
 // presentOf are the keys that current has: a key metawatch owns but that

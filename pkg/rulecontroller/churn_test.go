@@ -40,14 +40,14 @@ func TestRemovesConvergeUnderStatusChurn(t *testing.T) {
 	controlplane.SkipIfShort(t)
 	tests := map[string]struct {
 		mopts metamanager.Options
-		opts  settings
+		opts  tuning
 		// chartVerbs runs metawatch as an identity with only the verbs the
 		// chart grants: list, watch and patch on pods (no get), Events.
 		chartVerbs bool
 	}{
 		"with unchanged events left out (the default)":                               {},
-		"with unchanged events left out and no stream versions (the 409 path alone)": {opts: settings{Wiring: rulecontroller.Wiring{Versions: nobody{}}}},
-		"the 409 path alone, with only the chart's verbs":                            {opts: settings{Wiring: rulecontroller.Wiring{Versions: nobody{}}}, chartVerbs: true},
+		"with unchanged events left out and no stream versions (the 409 path alone)": {opts: tuning{Wiring: rulecontroller.Wiring{Versions: nobody{}}}},
+		"the 409 path alone, with only the chart's verbs":                            {opts: tuning{Wiring: rulecontroller.Wiring{Versions: nobody{}}}, chartVerbs: true},
 		"with every event decoded":                                                   {mopts: metamanager.Options{Wire: wire.Options{DecodeUnchanged: true}}},
 	}
 	n := 0

@@ -8,7 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/metawatch/metawatch/pkg/rulecontroller"
+	"github.com/metawatch/metawatch/pkg/settings"
 	"github.com/metawatch/metawatch/pkg/testing/controlplane"
 	"github.com/metawatch/metawatch/pkg/testing/testkit"
 )
@@ -26,7 +26,7 @@ func TestCopyFromNamespaceConverges(t *testing.T) {
 	}
 	configYAML := fmt.Sprintf("watches:\n- kind: Pod\n  namespaces: [%s]\nrules:\n- name: copy-team\n  kinds: [Pod]\n  copyFromNamespace: {labels: [team]}\n",
 		strings.Join(namespaces, ", "))
-	inst := startInstance(t, configYAML, settings{Options: rulecontroller.Options{MaxConcurrentReconciles: 8}})
+	inst := startInstance(t, configYAML, tuned(func(s *settings.Settings) { s.MaxConcurrentReconciles = 8 }))
 	teamIs := func(suffix string) func(string, map[string]string) bool {
 		return func(ns string, l map[string]string) bool {
 			return l["team"] == "team-"+strings.TrimPrefix(ns, "copy-")+suffix
@@ -57,7 +57,7 @@ func TestCopyFromNamespaceConverges(t *testing.T) {
 	// them as the rules want (ruleReconciler.settled). A hand edit after the
 	// sync is the one thing it has to do: one write.
 	before := reconcilesOf(t, "pod")
-	again := startInstance(t, configYAML, settings{Options: rulecontroller.Options{MaxConcurrentReconciles: 8}})
+	again := startInstance(t, configYAML, tuned(func(s *settings.Settings) { s.MaxConcurrentReconciles = 8 }))
 	waitCached(t, again, namespaces, 500)
 	testkit.MergePatch(t, c, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: namespaces[0], Name: "pod-0"}}, "kubectl-label", `{"metadata":{"labels":{"team":null}}}`)
 	waitAllPods(t, c, "the hand-removed team label to be put back", namespaces, teamIs(""))

@@ -38,11 +38,11 @@ func TestCopiedAnnotationIsCachedSoARestartWritesNothing(t *testing.T) {
 			return len(pods.Items) == 20
 		}
 	}
-	inst := startInstance(t, configYAML, settings{})
+	inst := startInstance(t, configYAML, tuning{})
 	testkit.WaitFor(t, "every pod to get the namespace's owner annotation", testkit.Timeout, ownerIs("alice"))
 	inst.stop()
 
-	again := startInstance(t, configYAML, settings{})
+	again := startInstance(t, configYAML, tuning{})
 	waitCached(t, again, []string{"copy-ann"}, 20)
 	testkit.MergePatch(t, c, getPod(t, c, "copy-ann", "pod-3"), "kubectl-annotate", `{"metadata":{"annotations":{"example.com/owner":"mallory"}}}`)
 	testkit.WaitFor(t, "the hand-edited annotation to be put back", testkit.Timeout, ownerIs("alice"))
@@ -64,13 +64,13 @@ func TestPodsCreatedBeforeTheirNamespaceIsCachedConverge(t *testing.T) {
 	}
 	c := testkit.Client(t, cp.Config)
 	t.Run("in one kubectl apply", func(t *testing.T) {
-		startInstance(t, configYAML("one-apply"), settings{})
+		startInstance(t, configYAML("one-apply"), tuning{})
 		kubectlApply(t, testkit.NamespaceWithPods("one-apply", "team: blue", "pod", "app: web", 50))
 		waitAllPods(t, c, "all 50 pods to get the team label", []string{"one-apply"}, func(_ string, l map[string]string) bool { return l["team"] == "blue" })
 	})
 	t.Run("while the Namespace watch lags", func(t *testing.T) {
 		gate := &testkit.StreamGate{Resource: "namespaces"}
-		inst := startInstanceVia(t, configYAML("lagging"), settings{}, gate.Wrap)
+		inst := startInstanceVia(t, configYAML("lagging"), tuning{}, gate.Wrap)
 		waitCached(t, inst, []string{"lagging"}, 0)
 		gate.Pause()
 		kubectlApply(t, testkit.NamespaceWithPods("lagging", "team: blue", "pod", "app: web", 50))

@@ -22,14 +22,14 @@ import (
 // made (its releases, its removals) is none, nor, sharded, a change to an
 // object of a bucket another replica holds.
 func (r *ruleReconciler) noteUndone(oldObj, newObj metav1.Object) {
-	if r.identity == nil || r.identity.WroteVersion(newObj.GetUID(), newObj.GetResourceVersion()) {
+	if r.settings.Identity == nil || r.settings.Identity.WroteVersion(newObj.GetUID(), newObj.GetResourceVersion()) {
 		return
 	}
 	if r.holder != nil && !r.holder.Holds(newObj.GetUID()) {
 		return // another replica writes it: its own releases are no undo
 	}
 	key := types.NamespacedName{Namespace: newObj.GetNamespace(), Name: newObj.GetName()}
-	was := ownedKeys(oldObj, r.identity.FieldManager)
+	was := ownedKeys(oldObj, r.settings.Identity.FieldManager)
 	for _, m := range []struct {
 		what       config.MetadataMap
 		owned      sets.Set[string]
@@ -70,7 +70,7 @@ func (r *ruleReconciler) withoutFights(obj *metav1.PartialObjectMetadata, res ru
 		return !u.IsZero()
 	}
 	key := types.NamespacedName{Namespace: obj.Namespace, Name: obj.Name}
-	mine := ownedKeys(obj, r.identity.FieldManager)
+	mine := ownedKeys(obj, r.settings.Identity.FieldManager)
 	for _, m := range []struct {
 		what    config.MetadataMap
 		owned   sets.Set[string]
@@ -102,7 +102,7 @@ func (r *ruleReconciler) tellFight(obj *metav1.PartialObjectMetadata, first bool
 		return
 	}
 	telemetry.OwnershipFights.WithLabelValues(rule, kindLabel(r.GVK)).Inc()
-	occur(r.events, kindLabel(r.GVK), types.NamespacedName{Namespace: obj.Namespace, Name: obj.Name}, ReasonOwnershipFight, "Apply", rule, undoFightMessage(rule),
+	occur(r.wiring.Events, kindLabel(r.GVK), types.NamespacedName{Namespace: obj.Namespace, Name: obj.Name}, ReasonOwnershipFight, "Apply", rule, undoFightMessage(rule),
 		fmt.Sprintf("%s %s %s, %s", does, what, key, undo))
 }
 
@@ -118,18 +118,18 @@ func (r *ruleReconciler) tellFight(obj *metav1.PartialObjectMetadata, first bool
 // its cache follows buckets before it holds them, and sees the writes of
 // the replica that still does.
 func (r *ruleReconciler) noteForeignApply(oldObj, newObj client.Object) {
-	if r.identity == nil || r.identity.WroteVersion(newObj.GetUID(), newObj.GetResourceVersion()) {
+	if r.settings.Identity == nil || r.settings.Identity.WroteVersion(newObj.GetUID(), newObj.GetResourceVersion()) {
 		return
 	}
 	if r.holder != nil && !r.holder.Holds(newObj.GetUID()) {
 		return
 	}
-	adopted := ownedKeys(oldObj, r.identity.Adopted)
-	for _, c := range appliedChanges(oldObj, newObj, r.identity.FieldManager) {
+	adopted := ownedKeys(oldObj, r.settings.Identity.Adopted)
+	for _, c := range appliedChanges(oldObj, newObj, r.settings.Identity.FieldManager) {
 		if r.couldWrite(c) || (c.what == config.Labels && adopted.Labels.Has(c.key)) || (c.what == config.Annotations && adopted.Annotations.Has(c.key)) {
 			continue
 		}
-		r.identity.ForeignApply(fmt.Sprintf("%s %s: %s %s=%q", kindLabel(r.GVK), client.ObjectKeyFromObject(newObj), c.what, c.key, c.value))
+		r.settings.Identity.ForeignApply(fmt.Sprintf("%s %s: %s %s=%q", kindLabel(r.GVK), client.ObjectKeyFromObject(newObj), c.what, c.key, c.value))
 		return
 	}
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/metawatch/metawatch/pkg/authority"
 	"github.com/metawatch/metawatch/pkg/rulecontroller"
+	"github.com/metawatch/metawatch/pkg/settings"
 	"github.com/metawatch/metawatch/pkg/testing/testkit"
 )
 
@@ -35,7 +36,7 @@ func TestAKeySomethingKeepsRemovingIsLeftThenSetAgain(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			ns := "fight-removed-" + name
 			c := testkit.Populated(t, cp, ns, nil, 1)
-			inst := startInstance(t, fmt.Sprintf("watches:\n- kind: Pod\n  namespaces: [%s]\nrules:\n- {name: mark, kinds: [Pod], %s: {example.com/mark: \"yes\"}}\n", ns, kt.Set), settings{})
+			inst := startInstance(t, fmt.Sprintf("watches:\n- kind: Pod\n  namespaces: [%s]\nrules:\n- {name: mark, kinds: [Pod], %s: {example.com/mark: \"yes\"}}\n", ns, kt.Set), tuning{})
 			has := func() bool { _, ok := kt.Of(getPod(t, c, ns, "pod-0"))["example.com/mark"]; return ok }
 			testkit.WaitFor(t, "the "+kt.Name, testkit.Timeout, has)
 
@@ -58,7 +59,7 @@ func TestAKeySomethingKeepsPuttingBackIsLeftThenRemovedAgain(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			ns := "fight-added-" + name
 			c := testkit.Populated(t, cp, ns, nil, 1)
-			inst := startInstance(t, fmt.Sprintf("watches:\n- kind: Pod\n  namespaces: [%s]\nrules:\n- {name: strip, kinds: [Pod], %s: [example.com/debug]}\n", ns, kt.Remove), settings{})
+			inst := startInstance(t, fmt.Sprintf("watches:\n- kind: Pod\n  namespaces: [%s]\nrules:\n- {name: strip, kinds: [Pod], %s: [example.com/debug]}\n", ns, kt.Remove), tuning{})
 			waitCached(t, inst, []string{ns}, 1)
 			has := func() bool { _, ok := kt.Of(getPod(t, c, ns, "pod-0"))["example.com/debug"]; return ok }
 			adds := undoUntilFight(t, c, ns, func() bool { return !has() }, kt.Patch("example.com/debug", &yes))
@@ -107,8 +108,8 @@ func TestTwoInstallationsUnderOneNameStopWriting(t *testing.T) {
 				return fmt.Sprintf("watches:\n- kind: Pod\n  namespaces: [%s]\nrules:\n- {name: mark, kinds: [Pod], %s: {%s: \"yes\"}}\n", ns, kt.Set, key)
 			}
 			a, b := authority.NewIdentity("", ""), authority.NewIdentity("", "")
-			ia := startInstance(t, configOf("example.com/team-a"), settings{Wiring: rulecontroller.Wiring{Guard: authority.Guard{Identity: a}}})
-			ib := startInstance(t, configOf("example.com/team-b"), settings{Wiring: rulecontroller.Wiring{Guard: authority.Guard{Identity: b}}})
+			ia := startInstance(t, configOf("example.com/team-a"), tuned(func(s *settings.Settings) { s.Identity = a }))
+			ib := startInstance(t, configOf("example.com/team-b"), tuned(func(s *settings.Settings) { s.Identity = b }))
 			testkit.WaitFor(t, "an installation to stop writing under the shared name", 10*time.Minute, func() bool {
 				return a.Refused() != nil || b.Refused() != nil
 			})
@@ -167,7 +168,7 @@ func TestAStripperOnEveryPodStopsTheWritesWithinTheThreshold(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			ns, n := "fight-every-"+name, fightPods()
 			c := testkit.Populated(t, cp, ns, nil, n)
-			inst := startInstance(t, fmt.Sprintf("watches:\n- kind: Pod\n  namespaces: [%s]\nrules:\n- {name: mark, kinds: [Pod], %s: {example.com/mark: \"yes\"}}\n", ns, kt.Set), settings{})
+			inst := startInstance(t, fmt.Sprintf("watches:\n- kind: Pod\n  namespaces: [%s]\nrules:\n- {name: mark, kinds: [Pod], %s: {example.com/mark: \"yes\"}}\n", ns, kt.Set), tuning{})
 			testkit.WaitFor(t, "every pod marked", 10*time.Minute, func() bool { return kt.CountPods(t, c, ns, "example.com/mark", "") == n })
 			rounds, strips := 0, 0
 			fights := func() float64 {

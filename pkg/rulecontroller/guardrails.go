@@ -45,7 +45,7 @@ func (r *ruleReconciler) tellLeft(key types.NamespacedName, left []rules.Left) {
 	}
 	for rr, ks := range keys {
 		sort.Strings(ks)
-		occur(r.events, kindLabel(r.GVK), key, ReasonKeysLeft, "Guard", rr.rule, leftMessage(rr.rule, rr.reason), strings.Join(ks, ", "))
+		occur(r.wiring.Events, kindLabel(r.GVK), key, ReasonKeysLeft, "Guard", rr.rule, leftMessage(rr.rule, rr.reason), strings.Join(ks, ", "))
 	}
 }
 
@@ -53,27 +53,27 @@ func (r *ruleReconciler) tellLeft(key types.NamespacedName, left []rules.Left) {
 // where nothing may be written to obj, such an object is still reconciled,
 // to count its keys as left (metawatch_keys_left_by_guardrail).
 func (r *ruleReconciler) ownsKeys(obj *metav1.PartialObjectMetadata) bool {
-	mine := ownedKeys(obj, r.identity.FieldManager)
+	mine := ownedKeys(obj, r.settings.Identity.FieldManager)
 	return mine.Labels.Len()+mine.Annotations.Len() > 0
 }
 
 // guarded is rules.WithinGuardrails of res on obj.
 func (r *ruleReconciler) guarded(obj *metav1.PartialObjectMetadata, res rules.Result) (rules.Result, []rules.Left) {
-	mine := ownedKeys(obj, r.identity.FieldManager)
+	mine := ownedKeys(obj, r.settings.Identity.FieldManager)
 	owns := func(what config.MetadataMap, k string) bool {
 		if what == config.Labels {
 			return mine.Labels.Has(k)
 		}
 		return mine.Annotations.Has(k)
 	}
-	return rules.WithinGuardrails(res, r.Rules, rules.Metadata{Labels: obj.Labels, Annotations: obj.Annotations}, owns, r.limits)
+	return rules.WithinGuardrails(res, r.Rules, rules.Metadata{Labels: obj.Labels, Annotations: obj.Annotations}, owns, &r.settings.Guardrails)
 }
 
 // leaveAll counts every key metawatch owns on obj as left for reason: the
 // object's kind or namespace is outside what the limits let rules write, so
 // nothing of it is written, not even a release.
 func (r *ruleReconciler) leaveAll(ctx context.Context, key types.NamespacedName, obj *metav1.PartialObjectMetadata, reason string) {
-	mine := ownedKeys(obj, r.identity.FieldManager)
+	mine := ownedKeys(obj, r.settings.Identity.FieldManager)
 	n := mine.Labels.Len() + mine.Annotations.Len()
 	counts := map[string]int{}
 	var left []rules.Left

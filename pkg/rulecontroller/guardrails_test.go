@@ -12,6 +12,7 @@ import (
 
 	"github.com/metawatch/metawatch/pkg/config"
 	"github.com/metawatch/metawatch/pkg/rulecontroller"
+	"github.com/metawatch/metawatch/pkg/settings"
 	"github.com/metawatch/metawatch/pkg/testing/controlplane"
 	"github.com/metawatch/metawatch/pkg/testing/testkit"
 )
@@ -36,7 +37,7 @@ func TestAKindNoLongerWritableKeepsItsKeys(t *testing.T) {
 			}
 			wide := limitsWriting("Pod", "Deployment")
 			first := startInstance(t, fmt.Sprintf("watches:\n- kind: Deployment\n  namespaces: [%s]\nrules:\n- {name: team, kinds: [Deployment], %s: {team: shop}}\n", ns, kt.Set),
-				settings{Wiring: rulecontroller.Wiring{Guardrails: &wide}})
+				tuned(func(s *settings.Settings) { s.Guardrails = wide }))
 			waitDeployments(t, c, kt, ns, "the team "+kt.Name+" on every Deployment", func(m map[string]string) bool { return m["team"] == "shop" })
 			first.stop()
 
@@ -44,7 +45,7 @@ func TestAKindNoLongerWritableKeepsItsKeys(t *testing.T) {
 			violations := metricSince(t, "metawatch_rule_violations", map[string]string{"rule": "owner", "kind": "Deployment.apps"})
 			left := metricSince(t, "metawatch_keys_left_by_guardrail", map[string]string{"kind": "Deployment.apps", "reason": config.RefusedKind})
 			second := startInstance(t, fmt.Sprintf("watches:\n- kind: Deployment\n  namespaces: [%s]\nrules:\n- {name: owner, kinds: [Deployment], requireLabels: [owner]}\n", ns),
-				settings{Wiring: rulecontroller.Wiring{Guardrails: &narrow}})
+				tuned(func(s *settings.Settings) { s.Guardrails = narrow }))
 			testkit.WaitFor(t, "every Deployment audited", testkit.Timeout, func() bool { return violations() == 3 })
 			testkit.WaitFor(t, "the team "+kt.Name+"s counted as left", testkit.Timeout, func() bool { return left() == 3 })
 			waitDeployments(t, c, kt, ns, "the team "+kt.Name+" still on every Deployment", func(m map[string]string) bool { return m["team"] == "shop" })
@@ -69,7 +70,7 @@ func TestAProtectedKeyIsNotReleased(t *testing.T) {
 			open := limitsWriting("Pod")
 			open.ProtectedKeys = nil
 			first := startInstance(t, fmt.Sprintf("watches:\n- kind: Pod\n  namespaces: [%s]\nrules:\n- {name: both, kinds: [Pod], %s: {team: a, tier: gold}}\n", ns, kt.Set),
-				settings{Wiring: rulecontroller.Wiring{Guardrails: &open}})
+				tuned(func(s *settings.Settings) { s.Guardrails = open }))
 			waitAllPodKeys(t, c, kt, "both "+kt.Name+"s", []string{ns}, func(_ string, m map[string]string) bool { return m["team"] == "a" && m["tier"] == "gold" })
 			first.stop()
 
@@ -77,7 +78,7 @@ func TestAProtectedKeyIsNotReleased(t *testing.T) {
 			protected.ProtectedKeys = []string{"team"}
 			left := metricSince(t, "metawatch_keys_left_by_guardrail", map[string]string{"kind": "Pod", "reason": config.RefusedProtected})
 			startInstance(t, fmt.Sprintf("watches:\n- kind: Pod\n  namespaces: [%s]\nrules:\n- {name: tier, kinds: [Pod], %s: {tier: gold, zone: west}}\n", ns, kt.Set),
-				settings{Wiring: rulecontroller.Wiring{Guardrails: &protected}})
+				tuned(func(s *settings.Settings) { s.Guardrails = protected }))
 			waitAllPodKeys(t, c, kt, "the new zone "+kt.Name, []string{ns}, func(_ string, m map[string]string) bool { return m["zone"] == "west" })
 			waitAllPodKeys(t, c, kt, "the protected team "+kt.Name+" kept", []string{ns}, func(_ string, m map[string]string) bool { return m["team"] == "a" && m["tier"] == "gold" })
 			testkit.WaitFor(t, "the team "+kt.Name+"s counted as left", testkit.Timeout, func() bool { return left() == 3 })
@@ -127,14 +128,16 @@ func TestKeysOutsideTheWriteScopeAreCountedAtStart(t *testing.T) {
 			ns := "scope-left-" + name
 			c := testkit.Populated(t, cp, ns, nil, 3)
 			conf := fmt.Sprintf("watches:\n- kind: Pod\n  namespaces: [%s]\nrules:\n- {name: tier, kinds: [Pod], %s: {tier: gold}}\n", ns, kt.Set)
-			first := startInstance(t, conf, settings{})
+			first := startInstance(t, conf, tuning{})
 			waitAllPodKeys(t, c, kt, "the tier "+kt.Name, []string{ns}, func(_ string, m map[string]string) bool { return m["tier"] == "gold" })
 			first.stop()
 
 			excluded := limitsWriting("Pod")
 			excluded.WriteScope.ExcludeNamespaces = []string{ns}
 			left := metricSince(t, "metawatch_keys_left_by_guardrail", map[string]string{"kind": "Pod", "reason": config.RefusedNamespace})
-			second := startInstance(t, conf, settings{Wiring: rulecontroller.Wiring{Guardrails: &excluded, InScope: excluded.WriteScope.Allows}})
+			scoped := tuned(func(s *settings.Settings) { s.Guardrails = excluded })
+			scoped.InScope = excluded.WriteScope.Allows
+			second := startInstance(t, conf, scoped)
 			testkit.WaitFor(t, "the tier "+kt.Name+"s outside the write scope counted as left", testkit.Timeout, func() bool { return left() == 3 })
 			if n := second.writes.Load(); n != 0 {
 				t.Errorf("metawatch wrote %d times outside the write scope", n)

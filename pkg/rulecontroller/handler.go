@@ -99,7 +99,7 @@ func (r *ruleReconciler) settledWith(obj *metav1.PartialObjectMetadata, src rule
 	result, left := r.guarded(obj, result)
 	return len(left) == 0 &&
 		len(present(obj.Labels, result.RemoveLabels, sets.New[string]()))+len(present(obj.Annotations, result.RemoveAnnotations, sets.New[string]())) == 0 &&
-		changeOf(obj, r.identity.FieldManager, result).empty()
+		changeOf(obj, r.settings.Identity.FieldManager, result).empty()
 }
 
 // needsReconcile tells, for a create event, whether the object is queued:

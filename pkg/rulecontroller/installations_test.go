@@ -10,7 +10,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/metawatch/metawatch/pkg/rulecontroller"
+	"github.com/metawatch/metawatch/pkg/authority"
+	"github.com/metawatch/metawatch/pkg/settings"
 	"github.com/metawatch/metawatch/pkg/testing/controlplane"
 	"github.com/metawatch/metawatch/pkg/testing/testkit"
 )
@@ -33,8 +34,8 @@ func TestTwoInstallationsKeepTheirOwnKeys(t *testing.T) {
 			// What the chart renders for releases team-a and team-b, each in its namespace.
 			managerA, managerB := "metawatch/team-a/team-a", "metawatch/team-b/team-b"
 			start := func() (a, b *instance) {
-				a = startInstance(t, configOf("team-a"), settings{Options: rulecontroller.Options{FieldManager: managerA}})
-				b = startInstance(t, configOf("team-b"), settings{Options: rulecontroller.Options{FieldManager: managerB}})
+				a = startInstance(t, configOf("team-a"), tuned(func(s *settings.Settings) { s.Identity = authority.NewIdentity(managerA, "") }))
+				b = startInstance(t, configOf("team-b"), tuned(func(s *settings.Settings) { s.Identity = authority.NewIdentity(managerB, "") }))
 				return a, b
 			}
 			a, b := start()

@@ -18,15 +18,31 @@ import (
 	"github.com/metawatch/metawatch/pkg/metamanager"
 	"github.com/metawatch/metawatch/pkg/rulecontroller"
 	"github.com/metawatch/metawatch/pkg/rules"
+	"github.com/metawatch/metawatch/pkg/settings"
 	"github.com/metawatch/metawatch/pkg/testing/testkit"
 	"github.com/metawatch/metawatch/pkg/wire"
 )
 
-// settings are what a test sets of an instance: the operator's options and
-// a generation's wiring.
-type settings struct {
-	rulecontroller.Options
+// tuning is what a test sets of an instance: the operator's settings (nil:
+// instanceDefaults) and a generation's wiring.
+type tuning struct {
+	Settings *settings.Settings
 	rulecontroller.Wiring
+}
+
+// tuned is the tuning of instanceDefaults as change sets them.
+func tuned(change func(*settings.Settings)) tuning {
+	s := instanceDefaults()
+	change(s)
+	return tuning{Settings: s}
+}
+
+// gated is the tuning of a replica whose writes pass gate, in mode, with
+// share (sharded) as its part of the objects.
+func gated(mode authority.Mode, gate authority.ShardGate, share rulecontroller.Share) tuning {
+	t := tuned(func(s *settings.Settings) { s.MaxConcurrentReconciles, s.Mode = 4, mode })
+	t.Guard.Gate, t.Share = gate, share
+	return t
 }
 
 // instance is an in-process metawatch on the test control plane.
@@ -39,13 +55,13 @@ type instance struct {
 }
 
 // startInstance runs metawatch with configYAML until the test ends or stop is called.
-func startInstance(t *testing.T, configYAML string, opts settings) *instance {
+func startInstance(t *testing.T, configYAML string, opts tuning) *instance {
 	t.Helper()
 	return startInstanceVia(t, configYAML, opts, nil)
 }
 
 // startInstanceVia is startInstance with wrap (if not nil) around its client config.
-func startInstanceVia(t *testing.T, configYAML string, opts settings, wrap func(*rest.Config) *rest.Config) *instance {
+func startInstanceVia(t *testing.T, configYAML string, opts tuning, wrap func(*rest.Config) *rest.Config) *instance {
 	t.Helper()
 	return startInstanceWith(t, configYAML, opts, metamanager.Options{}, wrap)
 }
@@ -53,7 +69,7 @@ func startInstanceVia(t *testing.T, configYAML string, opts settings, wrap func(
 // startInstanceWith is startInstanceVia with the manager's options mopts. The
 // controllers get the newest resourceVersions the cache's streams saw, as a
 // generation's do, unless opts.Versions is set.
-func startInstanceWith(t *testing.T, configYAML string, opts settings, mopts metamanager.Options, wrap func(*rest.Config) *rest.Config) *instance {
+func startInstanceWith(t *testing.T, configYAML string, opts tuning, mopts metamanager.Options, wrap func(*rest.Config) *rest.Config) *instance {
 	t.Helper()
 	conf, err := config.Parse([]byte(configYAML))
 	if err != nil {
@@ -73,25 +89,22 @@ func startInstanceWith(t *testing.T, configYAML string, opts settings, mopts met
 		cfg = wrap(cfg)
 	}
 	mopts.MetricsBindAddress = "0"
-	// The cache keeps the entries of the names the controllers write as and adopt from.
-	if opts.Guard.Identity == nil {
-		opts.Guard.Identity = authority.NewIdentity(opts.FieldManager, opts.AdoptFieldManager)
+	if opts.Settings == nil {
+		opts.Settings = instanceDefaults()
 	}
-	mopts.Identity = opts.Guard.Identity
+	// The cache keeps the entries of the names the controllers write as and adopt from.
+	mopts.Identity = opts.Settings.Identity
 	if mopts.Versions == nil {
 		mopts.Versions = wire.NewResourceVersions()
 	}
 	if opts.Versions == nil {
 		opts.Versions = mopts.Versions
 	}
-	if opts.Guardrails == nil {
-		opts.Guardrails = everyKindWritable()
-	}
 	mgr, err := metamanager.New(cfg, watches, mopts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := rulecontroller.Setup(mgr, watches, rulesByKind, opts.Options, opts.Wiring); err != nil {
+	if err := rulecontroller.Setup(mgr, watches, rulesByKind, opts.Settings, opts.Wiring); err != nil {
 		t.Fatal(err)
 	}
 	inst.stop, inst.cache = testkit.Start(t, mgr), mgr.GetCache()
@@ -138,10 +151,10 @@ type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
 
-// everyKindWritable are the instances' guardrails unless a test sets its
-// own: the default protected keys, every kind the tests' rules write.
-func everyKindWritable() *config.Guardrails {
-	l := config.DefaultGuardrails()
-	l.WritableKinds = []string{"*", "Namespace", "Node"}
-	return &l
+// instanceDefaults are the instances' settings unless a test sets its own:
+// the defaults, with every kind the tests' rules write writable.
+func instanceDefaults() *settings.Settings {
+	s := settings.Defaults()
+	s.Guardrails.WritableKinds = []string{"*", "Namespace", "Node"}
+	return &s
 }

@@ -23,7 +23,7 @@ func TestAKeyMetawatchReleasedIsNotTakenBackByForce(t *testing.T) {
 			testkit.MergePatch(t, c, namespaceObject(ns), "kubectl-"+kt.Kubectl, kt.Patch("team", &a))
 			gate := &testkit.StreamGate{Resource: "pods"}
 			inst := startInstanceVia(t, fmt.Sprintf("watches:\n- kind: Pod\n  namespaces: [%s]\nrules:\n- name: released-team\n  kinds: [Pod]\n  copyFromNamespace: {%s: [team]}\n", ns, kt.Copy),
-				settings{}, gate.Wrap)
+				tuning{}, gate.Wrap)
 			team := func() (string, bool) { v, has := kt.Of(getPod(t, c, ns, "pod-0"))["team"]; return v, has }
 			testkit.WaitFor(t, "the pod to get team=a", testkit.Timeout, func() bool { v, _ := team(); return v == a })
 			// The write is in metawatch's cache too before the watch lags: a cache
@@ -60,7 +60,7 @@ func TestTwoControllersForcingOneKeyDoNotFightForever(t *testing.T) {
 			ns := "fight-" + name
 			c := testkit.Populated(t, cp, ns, nil, 1)
 			fights := metricSince(t, "metawatch_ownership_fights_total", map[string]string{"rule": "fight-tier", "kind": "Pod"})
-			inst := startInstance(t, fmt.Sprintf("watches:\n- kind: Pod\n  namespaces: [%s]\nrules:\n- {name: fight-tier, kinds: [Pod], %s: {tier: gold}, force: true}\n", ns, kt.Set), settings{})
+			inst := startInstance(t, fmt.Sprintf("watches:\n- kind: Pod\n  namespaces: [%s]\nrules:\n- {name: fight-tier, kinds: [Pod], %s: {tier: gold}, force: true}\n", ns, kt.Set), tuning{})
 			tier := func() string { return kt.Of(getPod(t, c, ns, "pod-0"))["tier"] }
 			testkit.WaitFor(t, "metawatch to set tier=gold", testkit.Timeout, func() bool { return tier() == "gold" })
 			fought := func() bool {

@@ -5,45 +5,22 @@ import (
 
 	"github.com/metawatch/metawatch/pkg/authority"
 	"github.com/metawatch/metawatch/pkg/brake"
-	"github.com/metawatch/metawatch/pkg/config"
 	"github.com/metawatch/metawatch/pkg/eventdigest"
 	"github.com/metawatch/metawatch/pkg/sharding"
 )
 
-// Options are what the operator sets for every controller (the flags): the
-// same for every generation.
-type Options struct {
-	MaxConcurrentReconciles int
-	// DryRun computes and reports every write, and makes none.
-	DryRun bool
-	// EventValues lets conflict Events carry the value another field manager
-	// wrote (never for annotations of Secrets). Off, they name the manager
-	// only: anyone who may list Events reads them.
-	EventValues bool
-	// FieldManager is the server-side apply field manager the rules write
-	// as; the manager's cache must keep its managedFields entry
-	// (metamanager.Options.FieldManager). Empty: authority.DefaultFieldManager.
-	FieldManager string
-	// AdoptFieldManager, if set, is the field manager this installation
-	// wrote as before: the keys it owns are taken over (see adopt.go). The
-	// manager's cache must keep its entry (metamanager.Options.AdoptFieldManager).
-	AdoptFieldManager string
-}
-
-// Wiring is what a generation hands its controllers: its run mode and the
-// guard built for it, its gates, its view of the configuration and of the
-// cluster. Each generation wires its own; see reload.
+// Wiring is what a generation hands its controllers: the guard built for
+// it, its gates, its view of the configuration and of the cluster. Each
+// generation wires its own; see reload. What the operator set, the same for
+// every generation, comes apart, whole (settings.Settings).
 type Wiring struct {
-	// Mode is the replicas' run mode (authority.Mode). Sharded, Share
-	// must be set.
-	Mode authority.Mode
 	// Guard is what every write of these controllers passes: the
 	// generation's write fence, and the shard gate and claim of its run
-	// mode (authority.Mode.Guard). The manager's client must be built with
+	// mode (authority.Mode.Guard); its Identity is the settings'. The manager's client must be built with
 	// authority.Wrap when it has a claim.
 	Guard authority.Guard
 	// Share is this replica's part of the objects, sharded (sharding.Ring
-	// through reload.Sharding); unused in the other modes.
+	// through reload.Sharding): required then, unused in the other modes.
 	Share Share
 	// Gate, when set, holds every reconcile until it is closed: a new
 	// generation's controllers fill their queues from its synced cache, but
@@ -75,10 +52,6 @@ type Wiring struct {
 	// NamespacesUnreadable: Namespaces may not be listed, so copy rules get no
 	// Namespace watch (their kinds are frozen, see WritesFrozen).
 	NamespacesUnreadable bool
-	// Guardrails are the operator's guardrails: every write (set, copy, remove,
-	// release) is checked against them again as it is decided. Nil:
-	// config.DefaultGuardrails.
-	Guardrails *config.Guardrails
 	// Brake, when set, bounds how many objects of each kind lose keys
 	// (removed or released) before the configuration is approved; see
 	// package brake. Sets and copies are never held. CachedObjects says how
@@ -97,8 +70,8 @@ type Wiring struct {
 }
 
 // holder is the sharded replica's share as a Holder, nil unsharded.
-func (w Wiring) holder() Holder {
-	if w.Mode != authority.Sharded || w.Share == nil {
+func (w Wiring) holder(mode authority.Mode) Holder {
+	if mode != authority.Sharded || w.Share == nil {
 		return nil
 	}
 	return w.Share

@@ -12,7 +12,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/metawatch/metawatch/pkg/rulecontroller"
+	"github.com/metawatch/metawatch/pkg/settings"
 	"github.com/metawatch/metawatch/pkg/testing/controlplane"
 	"github.com/metawatch/metawatch/pkg/testing/testkit"
 )
@@ -51,7 +51,7 @@ func TestCopyFromOwnerFollowsTheChain(t *testing.T) {
 		uids[fmt.Sprintf("nightly-%d", i)] = string(ownedPod(t, c, ns, fmt.Sprintf("nightly-%d", i), nightlyJob).UID)
 	}
 
-	startInstance(t, ownersConfig, settings{Options: rulecontroller.Options{MaxConcurrentReconciles: 4}})
+	startInstance(t, ownersConfig, tuned(func(s *settings.Settings) { s.MaxConcurrentReconciles = 4 }))
 	costIs := func(web, nightly string) func(*corev1.Pod) bool {
 		return func(p *corev1.Pod) bool {
 			want := web
@@ -204,7 +204,7 @@ func TestCopyFromOwnerOnTheControllersChains(t *testing.T) {
 	})
 
 	startInstance(t, "watches:\n- kind: Pod\n  namespaces: ["+ns+"]\nrules:\n- name: cost\n  kinds: [Pod]\n  copyFromOwner: {kinds: [Deployment, StatefulSet, CronJob], labels: [cost-center]}\n",
-		settings{Options: rulecontroller.Options{MaxConcurrentReconciles: 4}})
+		tuned(func(s *settings.Settings) { s.MaxConcurrentReconciles = 4 }))
 	want := map[string]string{"web-": "7", "db-": "8", "nightly-": "9"}
 	costs := func(p *corev1.Pod) bool {
 		for prefix, v := range want {

@@ -12,7 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/metawatch/metawatch/pkg/metamanager"
-	"github.com/metawatch/metawatch/pkg/rulecontroller"
+	"github.com/metawatch/metawatch/pkg/settings"
 	"github.com/metawatch/metawatch/pkg/testing/controlplane"
 	"github.com/metawatch/metawatch/pkg/testing/testkit"
 )
@@ -46,7 +46,7 @@ func TestANewObjectIsNotDelayedBehindAFanout(t *testing.T) {
 	}
 	config := "watches:\n- kind: Pod\n  namespaces: [" + ns + "]\n- kind: Namespace\n" +
 		"rules:\n- {name: team, kinds: [Pod], copyFromNamespace: {labels: [team]}}\n"
-	startInstanceWith(t, config, settings{Options: rulecontroller.Options{MaxConcurrentReconciles: 1}}, metamanager.Options{}, slowWrites)
+	startInstanceWith(t, config, tuned(func(s *settings.Settings) { s.MaxConcurrentReconciles = 1 }), metamanager.Options{}, slowWrites)
 	waitAllPods(t, c, "team=a on every pod", []string{ns}, func(_ string, l map[string]string) bool { return l["team"] == "a" })
 
 	slow.Store(true)

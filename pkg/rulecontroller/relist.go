@@ -42,14 +42,14 @@ func newRelistHolds() *relistHolds {
 // The key is remembered before the question is asked: a relist that ends
 // in between either finds it (and queues it) or has already said it ended.
 func (r *ruleReconciler) heldByRelist(key types.NamespacedName) bool {
-	if r.relists == nil {
+	if r.wiring.Relists == nil {
 		return false
 	}
 	h := r.relistHeld
 	h.mu.Lock()
 	h.keys.Insert(key)
 	h.mu.Unlock()
-	if r.relists.Relisting(r.GVK.GroupKind()) {
+	if r.wiring.Relists.Relisting(r.GVK.GroupKind()) {
 		return true
 	}
 	h.mu.Lock()

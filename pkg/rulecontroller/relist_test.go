@@ -40,7 +40,7 @@ func TestRelistHoldsRemovalsAndReleasesNeverSets(t *testing.T) {
 			b = brake.New(brake.Bound{Objects: 1, Window: time.Hour}, "h", 0, nil)
 		}
 		relists := fakeRelists{relisting: map[schema.GroupKind]bool{gvk.GroupKind(): true}}
-		r := &ruleReconciler{GVK: gvk, identity: authority.NewIdentity("", ""), brake: b, relists: relists, relistHeld: newRelistHolds()}
+		r := &ruleReconciler{GVK: gvk, settings: defaultSettings(), wiring: Wiring{Brake: b, Relists: relists}, relistHeld: newRelistHolds()}
 		if got := r.braked(t.Context(), key, pod, wanted); !reflect.DeepEqual(got, held) {
 			t.Errorf("brake %v, relisting: braked = %+v, want %+v", withBrake, got, held)
 		}

@@ -31,7 +31,7 @@ func (r *ruleReconciler) remove(ctx context.Context, obj *metav1.PartialObjectMe
 		return rv, nil
 	}
 	log := logr.FromContextOrDiscard(ctx)
-	if r.DryRun {
+	if r.settings.DryRun {
 		r.count(involved, telemetry.ResultDryRun)
 		log.Info("dry run: would remove", "labels", labels, "annotations", annotations)
 		return rv, nil

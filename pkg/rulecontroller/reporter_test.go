@@ -8,7 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/metawatch/metawatch/pkg/rulecontroller"
+	"github.com/metawatch/metawatch/pkg/settings"
 	"github.com/metawatch/metawatch/pkg/testing/controlplane"
 	"github.com/metawatch/metawatch/pkg/testing/testkit"
 )
@@ -26,7 +26,7 @@ func TestOnlyLabelAndAnnotationChangesAreReconciled(t *testing.T) {
 	p1, p2 := testkit.Pod(t, c, "churn", "p1", map[string]string{"app": "web"}), testkit.Pod(t, c, "churn", "p2", map[string]string{"app": "web"})
 	initial, creates := reconciles(t), events(t, "passed") // other tests' instances count under the same names
 	// The annotation a change is made to must be cached: annotations nothing reads are dropped.
-	startInstance(t, "watches:\n- kind: Pod\n  namespaces: [churn]\ncache: {keepAnnotations: [example.com/note]}\n", settings{Options: rulecontroller.Options{MaxConcurrentReconciles: 1}})
+	startInstance(t, "watches:\n- kind: Pod\n  namespaces: [churn]\ncache: {keepAnnotations: [example.com/note]}\n", tuned(func(s *settings.Settings) { s.MaxConcurrentReconciles = 1 }))
 	// The controller has seen the initial list once its predicate passed both
 	// creates (the cache alone can be synced before the controller's handler is added).
 	testkit.WaitFor(t, "the initial list's 2 creates", testkit.Timeout, func() bool { return events(t, "passed") >= creates+2 })

@@ -17,12 +17,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/metawatch/metawatch/pkg/authority"
-	"github.com/metawatch/metawatch/pkg/brake"
 	"github.com/metawatch/metawatch/pkg/config"
-	"github.com/metawatch/metawatch/pkg/eventdigest"
 	"github.com/metawatch/metawatch/pkg/metacache"
 	"github.com/metawatch/metawatch/pkg/ownership"
 	"github.com/metawatch/metawatch/pkg/rules"
+	"github.com/metawatch/metawatch/pkg/settings"
 )
 
 // ruleReconciler keeps the labels and annotations of one kind's objects the
@@ -36,22 +35,18 @@ type ruleReconciler struct {
 	Writer authority.Patcher // the API server, through the fence (authority.Writer)
 	GVK    schema.GroupVersionKind
 	Rules  []rules.Rule
-	DryRun bool
 
-	audit        *audit
-	memory       *memory
-	events       *eventdigest.Digest          // folds what is reported per object into aggregate Events
-	writesFrozen func(schema.GroupKind) error // see Wiring.WritesFrozen
-	inScope      func(namespace string) bool  // see Wiring.InScope
-	// limits are the operator's guardrails, checked again as each write is
-	// decided (guard); kindWritable: they let rules write the kind at all.
-	limits       *config.Guardrails
+	// settings are the operator's, wiring the generation's: kept whole.
+	settings *settings.Settings
+	wiring   Wiring
+
+	audit  *audit
+	memory *memory
+	// kindWritable: the guardrails let rules write the kind at all.
 	kindWritable bool
 	// adoptionBegan is when this reconciler first adopted (see liveWriterSlack).
 	adoptionBegan func() time.Time
-	live          client.Reader    // the API server, uncached: the object as it is now, after a stale write
-	versions      ResourceVersions // see Wiring.Versions; nil: the cached object's
-	eventValues   bool             // see Options.EventValues
+	live          client.Reader // the API server, uncached: the object as it is now, after a stale write
 	// ownerKinds are the kinds cached for copyFromOwner; copiesFromOwners:
 	// some rule of this kind copies from an owner (see ownersOf).
 	ownerKinds       ownerKinds
@@ -61,17 +56,8 @@ type ruleReconciler struct {
 	// packed: the cache stores the kind's objects packed (metacache.Packed),
 	// and reads of them cannot skip the copy (see noCopy).
 	packed bool
-	// brake bounds the objects losing keys (see Wiring.Brake); cachedCount
-	// is how many objects of a kind the cache holds (Wiring.CachedObjects).
-	brake       *brake.Brake
-	cachedCount func(kind string) int
-	// relists, if not nil, says when the kind relists: its removals and
-	// releases wait, and relistHeld are queued again at its end (relist.go).
-	relists    Relists
+	// relistHeld are queued again at the end of the kind's relist (relist.go).
 	relistHeld *relistHolds
-	// identity is the installation's write identity (Wiring.Guard's): the
-	// versions its writes made, and another writer under its name.
-	identity *authority.Identity
 	// removes are the keys some rule of the kind removes: one coming back
 	// is an undo of metawatch's write (noteUndone); writes, those the rules
 	// set or copy (noteForeignApply).
@@ -117,16 +103,13 @@ type ResourceVersions interface {
 func (s setup) ruleReconciler(w config.ResolvedWatch, rs []rules.Rule, mem *memory) *ruleReconciler {
 	return &ruleReconciler{
 		Reader: s.mgr.GetCache(), Writer: authority.NewWriter(s.mgr.GetClient(), s.wiring.Guard),
-		GVK: w.GVK, Rules: rs, DryRun: s.opts.DryRun,
-		audit: s.wiring.Audits.forKind(w.GVK, rs, s.wiring.Events), memory: mem, events: s.wiring.Events,
-		writesFrozen: s.wiring.WritesFrozen, inScope: s.wiring.InScope,
-		limits: s.wiring.Guardrails, kindWritable: s.wiring.Guardrails.AllowsKind(w.GVK.GroupKind(), w.Namespaced),
-		adoptionBegan: sync.OnceValue(time.Now),
-		live:          s.mgr.GetAPIReader(), versions: s.wiring.Versions, eventValues: s.opts.EventValues,
+		GVK: w.GVK, Rules: rs, settings: s.settings, wiring: s.wiring,
+		audit: s.wiring.Audits.forKind(w.GVK, rs, s.wiring.Events), memory: mem,
+		kindWritable:  s.settings.Guardrails.AllowsKind(w.GVK.GroupKind(), w.Namespaced),
+		adoptionBegan: sync.OnceValue(time.Now), live: s.mgr.GetAPIReader(),
 		ownerKinds: s.owners, copiesFromOwners: rules.CopiesFromOwners(rs), watchedNamespaces: w.Namespaces,
-		packed: metacache.Packed(w), brake: s.wiring.Brake, cachedCount: s.wiring.CachedObjects,
-		relists: s.wiring.Relists, relistHeld: newRelistHolds(),
-		identity: s.wiring.Guard.Identity, removes: removedKeys(rs), writes: writesOf(rs), holder: s.wiring.holder(),
+		packed: metacache.Packed(w), relistHeld: newRelistHolds(),
+		removes: removedKeys(rs), writes: writesOf(rs), holder: s.wiring.holder(s.settings.Mode),
 	}
 }
 
@@ -144,7 +127,7 @@ func removedKeys(rs []rules.Rule) ownership.Keys {
 // gone, and what is remembered of it is dropped.
 func (r *ruleReconciler) reconcileObject(ctx context.Context, key types.NamespacedName, obj *metav1.PartialObjectMetadata) error {
 	if obj == nil {
-		r.brake.Forget(kindLabel(r.GVK), key)
+		r.wiring.Brake.Forget(kindLabel(r.GVK), key)
 		r.audit.forget(key)
 		r.memory.forget(key)
 		return nil
@@ -285,10 +268,10 @@ func (r *ruleReconciler) decideAndWrite(ctx context.Context, key types.Namespace
 // newestVersion is the resourceVersion of obj's precondition: the newest the
 // API server sent of it (see ResourceVersions).
 func (r *ruleReconciler) newestVersion(obj *metav1.PartialObjectMetadata) string {
-	if r.versions == nil {
+	if r.wiring.Versions == nil {
 		return obj.ResourceVersion
 	}
-	return r.versions.Newest(obj.UID, obj.ResourceVersion)
+	return r.wiring.Versions.Newest(obj.UID, obj.ResourceVersion)
 }
 
 // namespaceOf returns the object's namespace metadata from the cache, when a
@@ -316,7 +299,7 @@ func (r *ruleReconciler) namespaceOf(ctx context.Context, obj *metav1.PartialObj
 // from metawatch (a hand edit: kubectl label --overwrite, kubectl edit; or
 // another controller) are put back, unless that keeps happening (takeovers).
 func (r *ruleReconciler) noteTakenKeys(oldObj, newObj metav1.Object) {
-	taken := takenBy(oldObj, newObj, r.identity.FieldManager)
+	taken := takenBy(oldObj, newObj, r.settings.Identity.FieldManager)
 	if taken.Empty() {
 		return
 	}
@@ -332,21 +315,21 @@ func (r *ruleReconciler) noteTakenKeys(oldObj, newObj metav1.Object) {
 
 // frozen says why this kind's writes are frozen, or nil (see Wiring.WritesFrozen).
 func (r *ruleReconciler) frozen() error {
-	if r.writesFrozen == nil {
+	if r.wiring.WritesFrozen == nil {
 		return nil
 	}
-	return r.writesFrozen(r.GVK.GroupKind())
+	return r.wiring.WritesFrozen(r.GVK.GroupKind())
 }
 
 // writable reports whether obj is in the write scope.
 func (r *ruleReconciler) writable(obj metav1.Object) bool {
-	if r.inScope == nil {
+	if r.wiring.InScope == nil {
 		return true
 	}
 	if r.GVK == namespaceGVK {
-		return r.inScope(obj.GetName())
+		return r.wiring.InScope(obj.GetName())
 	}
-	return r.inScope(obj.GetNamespace())
+	return r.wiring.InScope(obj.GetNamespace())
 }
 
 func kindLabel(gvk schema.GroupVersionKind) string { return gvk.GroupKind().String() }

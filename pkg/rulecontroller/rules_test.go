@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/metawatch/metawatch/pkg/rulecontroller"
+	"github.com/metawatch/metawatch/pkg/settings"
 	"github.com/metawatch/metawatch/pkg/testing/controlplane"
 	"github.com/metawatch/metawatch/pkg/testing/testkit"
 )
@@ -34,7 +35,7 @@ rules:
   kinds: [Node]
   match: {labelSelector: "node.kubernetes.io/capacity-type=spot"}
   setLabels: {example.com/spot: "true"}
-`, settings{})
+`, tuning{})
 	testkit.WaitFor(t, "the spot node to be labelled", testkit.Timeout, func() bool { return nodeLabels(t, "node-spot")["example.com/spot"] == "true" })
 	testkit.WaitFor(t, "both nodes to be reconciled", testkit.Timeout, func() bool { return reconcilesOf(t, "node") >= initial+2 })
 	if _, has := nodeLabels(t, "node-on-demand")["example.com/spot"]; has {
@@ -67,7 +68,7 @@ func TestHandEditIsPutBackAndRemovedRulesCleanUp(t *testing.T) {
 			testkit.MergePatch(t, c, podObject(ns, "pod-0"), "kubectl-"+kt.Kubectl, kt.Patch("by-hand", &yes))
 			watches := fmt.Sprintf("watches:\n- kind: Pod\n  namespaces: [%s]\nrules:\n- {name: owned-tier, kinds: [Pod], %s: {tier: gold}}\n", ns, kt.Set)
 			zoneRule := fmt.Sprintf("- {name: owned-zone, kinds: [Pod], %s: {zone: west}, %s: {example.com/zone-owner: net}}\n", kt.Set, other.Set)
-			inst := startInstance(t, watches+zoneRule, settings{})
+			inst := startInstance(t, watches+zoneRule, tuning{})
 			both := func(_ string, m map[string]string) bool { return m["tier"] == "gold" && m["zone"] == "west" }
 			waitAllPodKeys(t, c, kt, "both rules to apply", []string{ns}, both)
 
@@ -75,7 +76,7 @@ func TestHandEditIsPutBackAndRemovedRulesCleanUp(t *testing.T) {
 			testkit.WaitFor(t, "the hand-edited tier to be put back", testkit.Timeout, func() bool { return kt.Of(getPod(t, c, ns, "pod-1"))["tier"] == "gold" })
 			inst.stop()
 
-			startInstance(t, watches, settings{})
+			startInstance(t, watches, tuning{})
 			waitAllPodKeys(t, c, kt, "the removed rule's "+kt.Name+" to go", []string{ns}, func(_ string, m map[string]string) bool {
 				_, zone := m["zone"]
 				return !zone
@@ -114,7 +115,7 @@ func TestConflictWithAnotherManager(t *testing.T) {
 	applyAs(t, c, testkit.KeyTypes["labels"], "conflict", "pod-0", "other-controller", `{"tier":"silver"}`)
 	rule := "watches:\n- kind: Pod\n  namespaces: [conflict]\nrules:\n- {name: conflict-tier, kinds: [Pod], setLabels: {tier: gold, zone: west}%s}\n"
 
-	inst := startInstance(t, strings.Replace(rule, "%s", "", 1), settings{})
+	inst := startInstance(t, strings.Replace(rule, "%s", "", 1), tuning{})
 	testkit.WaitFor(t, "a LabelConflict Event", testkit.Timeout, func() bool {
 		return len(testkit.AggregateEvents(t, c, "conflict", rulecontroller.ReasonConflict, "conflict-tier")) > 0
 	})
@@ -145,7 +146,7 @@ func TestConflictWithAnotherManager(t *testing.T) {
 	testkit.WaitFor(t, "the count of objects held to go", testkit.Timeout, func() bool { return testkit.Metric(t, "metawatch_rule_objects_off", held) == 0 })
 	inst.stop()
 
-	startInstance(t, strings.Replace(rule, "%s", ", force: true", 1), settings{})
+	startInstance(t, strings.Replace(rule, "%s", ", force: true", 1), tuning{})
 	testkit.MergePatch(t, c, getPod(t, c, "conflict", "pod-0"), "other-controller", `{"metadata":{"labels":{"tier":"silver"}}}`)
 	testkit.WaitFor(t, "force to take the key", testkit.Timeout, func() bool { return getPod(t, c, "conflict", "pod-0").Labels["tier"] == "gold" })
 }
@@ -161,7 +162,7 @@ watches:
 rules:
 - {name: dry-tier, kinds: [Pod], setLabels: {tier: gold}}
 - {name: dry-cleanup, kinds: [Pod], removeLabels: [legacy]}
-`, settings{Options: rulecontroller.Options{DryRun: true}})
+`, tuned(func(s *settings.Settings) { s.DryRun = true }))
 	testkit.WaitFor(t, "4 dry-run applies", testkit.Timeout, func() bool {
 		return testkit.Metric(t, "metawatch_rule_writes_total", map[string]string{"rule": "dry-tier", "result": "dry-run"}) >= 4
 	})
@@ -192,7 +193,7 @@ func TestRequireLabelsAudits(t *testing.T) {
 	}
 	foldedBefore := folded()
 	testkit.MergePatch(t, c, getPod(t, c, "audit", "pod-0"), "kubectl-label", `{"metadata":{"labels":{"owner":"alice"}}}`)
-	inst := startInstance(t, "watches:\n- kind: Pod\n  namespaces: [audit]\nrules:\n- {name: audit-owner, kinds: [Pod], requireLabels: [owner]}\n", settings{})
+	inst := startInstance(t, "watches:\n- kind: Pod\n  namespaces: [audit]\nrules:\n- {name: audit-owner, kinds: [Pod], requireLabels: [owner]}\n", tuning{})
 	violations := func() float64 {
 		return testkit.Metric(t, "metawatch_rule_violations", map[string]string{"rule": "audit-owner"})
 	}
@@ -245,7 +246,7 @@ func TestConflictEventsCarryOtherValuesOnlyWhenAllowed(t *testing.T) {
 rules:
 - {name: tier, kinds: [Pod], setLabels: {tier: gold}}
 - {name: note, kinds: [Secret], setAnnotations: {example.com/note: mine}}
-`, settings{Options: rulecontroller.Options{EventValues: true}})
+`, tuned(func(s *settings.Settings) { s.EventValues = true }))
 	tests := map[string]struct {
 		kind, rule, value string
 		carried           bool

@@ -11,7 +11,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/metawatch/metawatch/pkg/authority"
-	"github.com/metawatch/metawatch/pkg/rulecontroller"
 	"github.com/metawatch/metawatch/pkg/sharding"
 	"github.com/metawatch/metawatch/pkg/testing/controlplane"
 	"github.com/metawatch/metawatch/pkg/testing/testkit"
@@ -46,7 +45,7 @@ func TestShardGateSplitsWritesBetweenReplicas(t *testing.T) {
 	gates := []*bucketGate{{from: 0, to: 32, admitted: map[types.UID]int{}}, {from: 32, to: sharding.Buckets, admitted: map[types.UID]int{}}}
 	var instances []*instance
 	for _, g := range gates {
-		instances = append(instances, startInstance(t, configYAML, settings{Options: rulecontroller.Options{MaxConcurrentReconciles: 4}, Wiring: rulecontroller.Wiring{Guard: authority.Guard{Gate: g}}}))
+		instances = append(instances, startInstance(t, configYAML, gated(authority.Single, g, nil)))
 	}
 	waitAllPods(t, c, "every pod to get its namespace's team", []string{ns}, func(_ string, l map[string]string) bool { return l["team"] == "red" })
 
@@ -121,7 +120,7 @@ func TestWritesWaitingForTheirBucketAreRetried(t *testing.T) {
 	c := testkit.Populated(t, cp, ns, map[string]string{"team": "blue"}, 20)
 	gate := &pendingGate{}
 	inst := startInstance(t, "watches:\n- kind: Pod\n  namespaces: [shards-pending]\nrules:\n- name: copy-team\n  kinds: [Pod]\n  copyFromNamespace: {labels: [team]}\n",
-		settings{Options: rulecontroller.Options{MaxConcurrentReconciles: 4}, Wiring: rulecontroller.Wiring{Guard: authority.Guard{Gate: gate}}})
+		gated(authority.Single, gate, nil))
 	waitCached(t, inst, []string{ns}, 20)
 	// The controller retries pending writes every second: two rounds refused.
 	testkit.WaitFor(t, "each pod's write to be refused twice", testkit.Timeout, func() bool { return gate.refusedEach(20, 2) })
@@ -198,7 +197,7 @@ func TestWritesOfKindsCachedWholeAreQueuedWhenTheirBucketComes(t *testing.T) {
 	inst := startInstance(t, "watches:\n- kind: Pod\n  namespaces: ["+ns+"]\n- kind: Deployment\nrules:\n"+
 		"- {name: tier, kinds: [Deployment], setLabels: {tier: gold}}\n"+
 		"- {name: cost, kinds: [Pod], copyFromOwner: {kinds: [Deployment], labels: [cost-center]}}\n",
-		settings{Options: rulecontroller.Options{MaxConcurrentReconciles: 4}, Wiring: rulecontroller.Wiring{Mode: authority.Sharded, Guard: authority.Guard{Gate: gate}, Share: gained}})
+		gated(authority.Sharded, gate, gained))
 	testkit.WaitFor(t, "the Deployment's write to be refused while another replica holds its bucket", testkit.Timeout, func() bool {
 		return gate.refused.Load() > 0
 	})

@@ -25,7 +25,7 @@ func TestWritesFromAStaleCacheCarryTheObjectsUID(t *testing.T) {
 	}
 	gate := &testkit.StreamGate{Resource: "configmaps"}
 	startInstanceVia(t, "watches:\n- kind: ConfigMap\n  namespaces: [stale]\nrules:\n- name: stale-team\n  kinds: [ConfigMap]\n  copyFromNamespace: {labels: [team]}\n",
-		settings{}, gate.Wrap)
+		tuning{}, gate.Wrap)
 	testkit.WaitFor(t, "both ConfigMaps to get team=a", testkit.Timeout, func() bool {
 		return configMapLabels(t, c, "deleted")["team"] == "a" && configMapLabels(t, c, "recreated")["team"] == "a"
 	})

@@ -26,7 +26,7 @@ func TestNoRemovalBeforeTheNamespacesAreListed(t *testing.T) {
 	ns := "unsynced-namespaces"
 	c := testkit.Populated(t, cp, ns, map[string]string{"team": "red"}, 5)
 	rule := "watches:\n- kind: Pod\n  namespaces: [" + ns + "]\nrules:\n- {name: team, kinds: [Pod], copyFromNamespace: {labels: [team]}}\n"
-	first := startInstance(t, rule, settings{})
+	first := startInstance(t, rule, tuning{})
 	waitAllPods(t, c, "the team label copied", []string{ns}, func(_ string, l map[string]string) bool { return l["team"] == "red" })
 	first.stop()
 
@@ -56,7 +56,7 @@ func TestNoRemovalBeforeTheNamespacesAreListed(t *testing.T) {
 		})
 		return cfg
 	}
-	second := startInstanceVia(t, rule, settings{}, behind)
+	second := startInstanceVia(t, rule, tuning{}, behind)
 	t.Cleanup(func() { released.Do(func() { close(release) }) }) // before the instance stops
 	<-held
 	// The pods in the cache, not yet in the controller: it starts once all
