@@ -14,6 +14,9 @@
 // rejected with an InvalidConfig Event on the ConfigMap and the running
 // generation is kept; a deleted ConfigMap keeps it too.
 //
+// What the operator set (package settings) reaches every generation and its
+// controllers whole, from Reloader.Settings.
+//
 // Which replicas run generations depends on the mode. With leader election
 // only the leader does; a standby only follows the ConfigMap until it leads.
 // Sharded (--sharding), every replica runs its own, on its share of the
@@ -32,7 +35,8 @@
 //   - sharding.go: --sharding: generations on every replica, their caches on
 //     its share of the buckets, which they follow as it moves.
 //   - mode.go: what each run mode needs of the Reloader; wiring.go: what a
-//     generation takes from the process and hands its controllers.
+//     generation hands its controllers besides the settings (its guard,
+//     gates and brake).
 //   - brake.go: the removal brake, its record and approvals; identity.go:
 //     another writer applying as this installation's field manager.
 //   - events.go: the process's bounded Events (package eventdigest);

@@ -36,7 +36,7 @@ func (s Source) Validate() error {
 // Installation names the source on what metawatch makes besides the
 // watched objects' keys (admission policies): the ConfigMap's
 // namespace/name, or the file's path (which two installations may share:
-// Reloader.Installation tells them apart).
+// settings.Settings.Installation tells them apart).
 func (s Source) Installation() string {
 	if s.ConfigMap != "" {
 		return s.ConfigMap

@@ -16,7 +16,7 @@ import (
 
 // Adoption takes over, object by object, the label and annotation keys that
 // the field manager this installation wrote as before owns
-// (Options.AdoptFieldManager, --adopt-field-manager). Without it, a renamed
+// (authority.Identity.Adopted, --adopt-field-manager). Without it, a renamed
 // --field-manager leaves those keys to a name nobody runs: never released
 // when a rule stops wanting them, and fought over by the new name.
 //

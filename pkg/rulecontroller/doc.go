@@ -7,15 +7,16 @@
 //
 // # Where things are
 //
-//   - add.go: Setup adds one controller per watch to a Manager; options.go: what
-//     the operator sets (Options) and what a generation wires (Wiring).
+//   - add.go: Setup adds one controller per watch to a Manager, given the
+//     operator's settings (package settings); options.go: what a generation
+//     wires (Wiring).
 //   - reconciler.go: Reconcile, read once from the cache, then each step.
 //   - reporter.go, diff.go: the first step logs what changed.
 //   - rule_reconciler.go, apply.go, remove.go: the second step keeps the
 //     rules: server-side apply of owned keys (conflicts yielded, reclaimed or
 //     forced in apply.go), merge patches that remove.
-//   - managed_keys.go: ownership read from managedFields; adopt.go: keys the
-//     installation's former field manager owns, taken over.
+//   - managed_keys.go: ownership read from managedFields, once per decision;
+//     adopt.go: keys the installation's former field manager owns, taken over.
 //   - guardrails.go: what the rules want narrowed to the operator's limits;
 //     brake.go: removals and releases held by the removal brake, and queued
 //     again once approved; relist.go: removals held while a kind relists,
