@@ -97,7 +97,7 @@ func (r *ruleReconciler) splitAdoptable(obj *metav1.PartialObjectMetadata, their
 
 // adopt carries out obj's adoption, if it has one; adopted reports that it
 // wrote: obj is then not the object as it is now.
-func (r *ruleReconciler) adopt(ctx context.Context, obj *metav1.PartialObjectMetadata, rv string) (adopted bool, err error) {
+func (r *ruleReconciler) adopt(ctx context.Context, obj *metav1.PartialObjectMetadata, mine owned, rv string) (adopted bool, err error) {
 	p, ok := r.planAdoption(obj)
 	if !ok {
 		return false, nil
@@ -112,7 +112,6 @@ func (r *ruleReconciler) adopt(ctx context.Context, obj *metav1.PartialObjectMet
 		log.Info("dry run: would adopt keys")
 		return false, nil
 	}
-	mine := ownedKeys(obj, r.settings.Identity.FieldManager)
 	if !mine.Covers(p.take) {
 		both := mine.Union(p.take)
 		if rv, err = r.applyCurrent(ctx, asInstallation, obj, rv, both); err != nil || rv == "" {

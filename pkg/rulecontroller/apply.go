@@ -38,13 +38,13 @@ var namespaceGVK = corev1.SchemeGroupVersion.WithKind("Namespace")
 // authority.Stale) if anyone wrote the object since.
 // It also returns the rules whose keys another field manager holds (left
 // to it, settled or just now), for metawatch_rule_objects_off.
-func (r *ruleReconciler) apply(ctx context.Context, obj *metav1.PartialObjectMetadata, rv string, res rules.Result) (map[string]bool, error) {
+func (r *ruleReconciler) apply(ctx context.Context, obj *metav1.PartialObjectMetadata, mine owned, rv string, res rules.Result) (map[string]bool, error) {
 	key := types.NamespacedName{Namespace: obj.Namespace, Name: obj.Name}
 	wanted := res
 	res.Labels = r.memory.yielded.withoutSettled(key, config.Labels, res.Labels, obj.Labels)
 	res.Annotations = r.memory.yielded.withoutSettled(key, config.Annotations, res.Annotations, obj.Annotations)
 	held := heldRules(wanted, res)
-	changed := changeOf(obj, r.settings.Identity.FieldManager, res)
+	changed := changeOf(obj, mine, res)
 	if changed.empty() {
 		return held, nil
 	}
@@ -58,7 +58,7 @@ func (r *ruleReconciler) apply(ctx context.Context, obj *metav1.PartialObjectMet
 	if conflicts, ok := conflictingKeys(err); ok {
 		var kept rules.Result
 		kept, err = r.resolveConflicts(ctx, obj, rv, res, conflicts, conflictHolders(err))
-		changed = changeOf(obj, r.settings.Identity.FieldManager, kept) // yielded keys were not written
+		changed = changeOf(obj, mine, kept) // yielded keys were not written
 		held = heldRules(wanted, kept)
 	}
 	switch outcome := authority.Classify(err); {
@@ -115,9 +115,9 @@ func (c change) empty() bool {
 	return len(c.setLabels)+len(c.setAnnotations)+len(c.releaseLabels)+len(c.releaseAnnotations) == 0
 }
 
-// changeOf compares the object with what the rules own.
-func changeOf(obj *metav1.PartialObjectMetadata, fieldManager string, res rules.Result) change {
-	mine := ownedKeys(obj, fieldManager)
+// changeOf compares the object, on which metawatch owns mine, with what the
+// rules own.
+func changeOf(obj *metav1.PartialObjectMetadata, mine owned, res rules.Result) change {
 	c := change{rules: sets.New[string]()}
 	c.setLabels, c.releaseLabels = diffOwned(c.rules, obj.Labels, res.Labels, mine.Labels)
 	c.setAnnotations, c.releaseAnnotations = diffOwned(c.rules, obj.Annotations, res.Annotations, mine.Annotations)

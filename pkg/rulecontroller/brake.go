@@ -26,12 +26,12 @@ import (
 // release are kept at their current value (Owned.Keep, as the guardrails
 // keep keys), so the object is left as it is but for its sets and copies,
 // which neither ever holds.
-func (r *ruleReconciler) braked(ctx context.Context, key types.NamespacedName, obj *metav1.PartialObjectMetadata, res rules.Result) rules.Result {
+func (r *ruleReconciler) braked(ctx context.Context, key types.NamespacedName, obj *metav1.PartialObjectMetadata, mine owned, res rules.Result) rules.Result {
 	if r.wiring.Brake == nil && r.wiring.Relists == nil {
 		return res
 	}
 	kind := kindLabel(r.GVK)
-	c := changeOf(obj, r.settings.Identity.FieldManager, res)
+	c := changeOf(obj, mine, res)
 	removeLabels := present(obj.Labels, res.RemoveLabels, sets.New[string]())
 	removeAnnotations := present(obj.Annotations, res.RemoveAnnotations, sets.New[string]())
 	releaseLabels := presentOf(obj.Labels, c.releaseLabels)

@@ -44,7 +44,7 @@ func TestBrakedHoldsRemovalsAndReleasesNeverSets(t *testing.T) {
 						b.Admit(t.Context(), "Pod", types.NamespacedName{Namespace: "ns", Name: "other"}, nil, 0)
 					}
 					r := &ruleReconciler{GVK: corev1.SchemeGroupVersion.WithKind("Pod"), settings: defaultSettings(), wiring: Wiring{Brake: b}}
-					got := r.braked(t.Context(), types.NamespacedName{Namespace: "ns", Name: "p"}, pod, wanted)
+					got := r.braked(t.Context(), types.NamespacedName{Namespace: "ns", Name: "p"}, pod, r.mine(pod), wanted)
 					if !reflect.DeepEqual(got, c.want) {
 						t.Errorf("braked = %+v, want %+v", got, c.want)
 					}

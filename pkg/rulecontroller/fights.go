@@ -62,7 +62,7 @@ func (r *ruleReconciler) undone(key types.NamespacedName, what config.MetadataMa
 // would release it) and not removed; until is when the first round of them
 // ends (zero: none). The first decision of each round says so: an
 // OwnershipFight Event and the metric.
-func (r *ruleReconciler) withoutFights(obj *metav1.PartialObjectMetadata, res rules.Result) (_ rules.Result, until time.Time) {
+func (r *ruleReconciler) withoutFights(obj *metav1.PartialObjectMetadata, mine owned, res rules.Result) (_ rules.Result, until time.Time) {
 	leave := func(u time.Time) bool {
 		if !u.IsZero() && (until.IsZero() || u.Before(until)) {
 			until = u
@@ -70,7 +70,6 @@ func (r *ruleReconciler) withoutFights(obj *metav1.PartialObjectMetadata, res ru
 		return !u.IsZero()
 	}
 	key := types.NamespacedName{Namespace: obj.Namespace, Name: obj.Name}
-	mine := ownedKeys(obj, r.settings.Identity.FieldManager)
 	for _, m := range []struct {
 		what    config.MetadataMap
 		owned   sets.Set[string]

@@ -21,8 +21,8 @@ import (
 // allow, as the write is decided (rules.WithinGuardrails): the configuration passed the
 // same limits, but a release was never part of it, and the limits may have
 // changed since metawatch last wrote the object. What it leaves is counted.
-func (r *ruleReconciler) guard(ctx context.Context, key types.NamespacedName, obj *metav1.PartialObjectMetadata, res rules.Result) rules.Result {
-	res, left := r.guarded(obj, res)
+func (r *ruleReconciler) guard(ctx context.Context, key types.NamespacedName, obj *metav1.PartialObjectMetadata, mine owned, res rules.Result) rules.Result {
+	res, left := r.guarded(obj, mine, res)
 	counts := map[string]int{}
 	for _, l := range left {
 		counts[l.Reason]++
@@ -53,13 +53,12 @@ func (r *ruleReconciler) tellLeft(key types.NamespacedName, left []rules.Left) {
 // where nothing may be written to obj, such an object is still reconciled,
 // to count its keys as left (metawatch_keys_left_by_guardrail).
 func (r *ruleReconciler) ownsKeys(obj *metav1.PartialObjectMetadata) bool {
-	mine := ownedKeys(obj, r.settings.Identity.FieldManager)
+	mine := r.mine(obj)
 	return mine.Labels.Len()+mine.Annotations.Len() > 0
 }
 
 // guarded is rules.WithinGuardrails of res on obj.
-func (r *ruleReconciler) guarded(obj *metav1.PartialObjectMetadata, res rules.Result) (rules.Result, []rules.Left) {
-	mine := ownedKeys(obj, r.settings.Identity.FieldManager)
+func (r *ruleReconciler) guarded(obj *metav1.PartialObjectMetadata, mine owned, res rules.Result) (rules.Result, []rules.Left) {
 	owns := func(what config.MetadataMap, k string) bool {
 		if what == config.Labels {
 			return mine.Labels.Has(k)
@@ -72,8 +71,7 @@ func (r *ruleReconciler) guarded(obj *metav1.PartialObjectMetadata, res rules.Re
 // leaveAll counts every key metawatch owns on obj as left for reason: the
 // object's kind or namespace is outside what the limits let rules write, so
 // nothing of it is written, not even a release.
-func (r *ruleReconciler) leaveAll(ctx context.Context, key types.NamespacedName, obj *metav1.PartialObjectMetadata, reason string) {
-	mine := ownedKeys(obj, r.settings.Identity.FieldManager)
+func (r *ruleReconciler) leaveAll(ctx context.Context, key types.NamespacedName, obj *metav1.PartialObjectMetadata, mine owned, reason string) {
 	n := mine.Labels.Len() + mine.Annotations.Len()
 	counts := map[string]int{}
 	var left []rules.Left

@@ -96,10 +96,11 @@ func (r *ruleReconciler) settledWith(obj *metav1.PartialObjectMetadata, src rule
 	if _, adopts := r.planAdoption(obj); adopts {
 		return false
 	}
-	result, left := r.guarded(obj, result)
+	mine := r.mine(obj)
+	result, left := r.guarded(obj, mine, result)
 	return len(left) == 0 &&
 		len(present(obj.Labels, result.RemoveLabels, sets.New[string]()))+len(present(obj.Annotations, result.RemoveAnnotations, sets.New[string]())) == 0 &&
-		changeOf(obj, r.settings.Identity.FieldManager, result).empty()
+		changeOf(obj, mine, result).empty()
 }
 
 // needsReconcile tells, for a create event, whether the object is queued:

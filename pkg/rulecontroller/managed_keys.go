@@ -23,6 +23,13 @@ func ownedKeys(obj metav1.Object, fieldManager string) owned {
 	return ownership.Applied(obj, fieldManager)
 }
 
+// mine is what metawatch's field manager owns on obj. A decision reads it
+// once and hands it to each of its steps (adoption, fights, guardrails,
+// the brake, the apply), which then agree on it.
+func (r *ruleReconciler) mine(obj metav1.Object) owned {
+	return ownedKeys(obj, r.settings.Identity.FieldManager)
+}
+
 // takenBy returns the keys metawatch owned on before that another manager took
 // on after: metawatch no longer owns them, and their value changed. Losing
 // ownership alone proves nothing: metawatch's own applies release keys (a

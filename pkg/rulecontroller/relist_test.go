@@ -41,7 +41,7 @@ func TestRelistHoldsRemovalsAndReleasesNeverSets(t *testing.T) {
 		}
 		relists := fakeRelists{relisting: map[schema.GroupKind]bool{gvk.GroupKind(): true}}
 		r := &ruleReconciler{GVK: gvk, settings: defaultSettings(), wiring: Wiring{Brake: b, Relists: relists}, relistHeld: newRelistHolds()}
-		if got := r.braked(t.Context(), key, pod, wanted); !reflect.DeepEqual(got, held) {
+		if got := r.braked(t.Context(), key, pod, r.mine(pod), wanted); !reflect.DeepEqual(got, held) {
 			t.Errorf("brake %v, relisting: braked = %+v, want %+v", withBrake, got, held)
 		}
 		if got := r.relistHeld.take(); !reflect.DeepEqual(got, []types.NamespacedName{key}) {
@@ -49,7 +49,7 @@ func TestRelistHoldsRemovalsAndReleasesNeverSets(t *testing.T) {
 		}
 		relists.relisting[gvk.GroupKind()] = false
 		// The brake's bound (1) was not used by the held pod.
-		if got := r.braked(t.Context(), key, pod, wanted); !reflect.DeepEqual(got, wanted) {
+		if got := r.braked(t.Context(), key, pod, r.mine(pod), wanted); !reflect.DeepEqual(got, wanted) {
 			t.Errorf("brake %v, relist over: braked = %+v, want %+v", withBrake, got, wanted)
 		}
 		if got := r.relistHeld.take(); len(got) != 0 {

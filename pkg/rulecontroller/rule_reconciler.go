@@ -138,7 +138,7 @@ func (r *ruleReconciler) reconcileObject(ctx context.Context, key types.Namespac
 	}
 	if !r.writable(obj) {
 		logr.FromContextOrDiscard(ctx).V(1).Info("out of the write scope: not reconciled")
-		r.leaveAll(ctx, key, obj, config.RefusedNamespace)
+		r.leaveAll(ctx, key, obj, r.mine(obj), config.RefusedNamespace)
 		return nil
 	}
 	src, waits, err := r.awaitSources(ctx, key, obj)
@@ -237,25 +237,26 @@ func (r *ruleReconciler) readLive(ctx context.Context, key types.NamespacedName)
 func (r *ruleReconciler) decideAndWrite(ctx context.Context, key types.NamespacedName, obj *metav1.PartialObjectMetadata, src rules.Sources) (stale bool, err error) {
 	result := rules.Evaluate(r.Rules, rules.Metadata{Labels: obj.Labels, Annotations: obj.Annotations}, src)
 	r.audit.observe(key, obj.UID, result.Violations)
+	mine := r.mine(obj) // once: every step below decides on the same keys
 	if !r.kindWritable {
 		// Audit rules alone: nothing is written, not even a release of a
 		// key metawatch set while the kind was writable.
-		r.leaveAll(ctx, key, obj, config.RefusedKind)
+		r.leaveAll(ctx, key, obj, mine, config.RefusedKind)
 		return false, nil
 	}
 	// Keys the old field manager owns are taken over first, values unchanged;
 	// then the rules decide on the object as it is after that.
-	if adopted, err := r.adopt(ctx, obj, r.newestVersion(obj)); adopted || err != nil {
+	if adopted, err := r.adopt(ctx, obj, mine, r.newestVersion(obj)); adopted || err != nil {
 		return adopted || authority.Classify(err) == authority.Stale, err
 	}
-	result, fightsUntil := r.withoutFights(obj, result)
-	result = r.guard(ctx, key, obj, result)
-	result = r.braked(ctx, key, obj, result)
+	result, fightsUntil := r.withoutFights(obj, mine, result)
+	result = r.guard(ctx, key, obj, mine, result)
+	result = r.braked(ctx, key, obj, mine, result)
 	rv, removeErr := r.remove(ctx, obj, r.newestVersion(obj), result)
 	if authority.Classify(removeErr) == authority.Stale {
 		return true, removeErr
 	}
-	held, applyErr := r.apply(ctx, obj, rv, result)
+	held, applyErr := r.apply(ctx, obj, mine, rv, result)
 	if applyErr == nil {
 		r.audit.observeHeld(key, obj.UID, held)
 	}
