@@ -5,6 +5,7 @@ go 1.26.8
 require (
 	github.com/go-logr/logr v1.4.3
 	github.com/google/cel-go v0.29.2
+	github.com/google/go-cmp v0.7.0
 	github.com/google/uuid v1.6.0
 	github.com/prometheus/client_golang v1.24.0
 	github.com/prometheus/client_model v0.6.2

@@ -109,7 +109,7 @@ func bindFlags(fs *flag.FlagSet) *options {
 	fs.BoolVar(&s.OpenReports, "open-reports", false, "Keep what the rules find as OpenReports reports (openreports.io/v1alpha1): one Report per namespace with results and one ClusterReport, "+
 		"current within a minute, at most --open-reports-max-results results each (the rest counted in the summary). Needs the CRDs (Kyverno 1.15 and Policy Reporter install them; so does the chart's "+
 		"openReports.installCRDs) and create, patch, delete, list on reports and clusterreports. Sharded, each replica writes its own, named after it.")
-	fs.IntVar(&s.ReportResults, "open-reports-max-results", reports.DefaultMaxResults, fmt.Sprintf("With --open-reports: the most results one report lists, fails first; its summary counts the others. "+
+	fs.IntVar(&s.ReportResults, "open-reports-max-results", s.ReportResults, fmt.Sprintf("With --open-reports: the most results one report lists, fails first; its summary counts the others. "+
 		"A result is about 430 bytes: at most %d, so that a report stays well within the API server's 1.5 MiB per object.", reports.MaxResultsLimit))
 	fs.BoolVar(&o.version, "version", false, "Print the version and exit.")
 	// Errors are explained in their message; stack traces are for panics (--zap-stacktrace-level overrides).

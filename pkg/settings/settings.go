@@ -15,6 +15,7 @@ import (
 	"github.com/metawatch/metawatch/pkg/brake"
 	"github.com/metawatch/metawatch/pkg/config"
 	"github.com/metawatch/metawatch/pkg/eventdigest"
+	"github.com/metawatch/metawatch/pkg/reports"
 	"github.com/metawatch/metawatch/pkg/wire"
 )
 
@@ -66,8 +67,7 @@ type Settings struct {
 	// EventWritesPerMinute bounds the Event writes of what the rules find.
 	EventWritesPerMinute int
 	// OpenReports keeps the findings as OpenReports reports; ReportResults
-	// bounds each report's results (zero: reports.DefaultMaxResults, the
-	// reports' own default).
+	// bounds each report's results.
 	OpenReports   bool
 	ReportResults int
 }
@@ -83,5 +83,6 @@ func Defaults() Settings {
 		Wire:                    wire.Options{BookmarkInterval: wire.DefaultBookmarkInterval},
 		ShutdownTimeout:         30 * time.Second,
 		EventWritesPerMinute:    eventdigest.DefaultWritesPerMinute,
+		ReportResults:           reports.DefaultMaxResults,
 	}
 }
