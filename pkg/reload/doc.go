@@ -29,7 +29,8 @@
 //     ConfigMap as it is when it starts leading.
 //   - loop.go: the loop that runs generations (the leader's, or every
 //     replica's when sharded): sync, reject, retry with backoff.
-//   - generation.go: one generation: resolve, check access, build, freeze.
+//   - generation.go: one generation: its configuration accepted (package
+//     acceptance: resolved, judged, its access checked), built, frozen.
 //   - access.go: watches forbidden at build time or since, rechecked until allowed.
 //   - source.go: --config-file or --config-map.
 //   - sharding.go: --sharding: generations on every replica, their caches on

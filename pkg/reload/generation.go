@@ -16,9 +16,9 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
+	"github.com/metawatch/metawatch/pkg/acceptance"
 	"github.com/metawatch/metawatch/pkg/access"
 	"github.com/metawatch/metawatch/pkg/admission"
-	"github.com/metawatch/metawatch/pkg/apiserver"
 	"github.com/metawatch/metawatch/pkg/authority"
 	"github.com/metawatch/metawatch/pkg/brake"
 	"github.com/metawatch/metawatch/pkg/config"
@@ -74,24 +74,11 @@ type resolved struct {
 	forbidden []access.Forbidden     // and not these
 }
 
-// resolve maps conf's kinds, checks it against the operator's limits, and
-// lists one object of each watch; a forbidden watch is set aside, any other
-// failure rejects the configuration.
+// resolve accepts conf as the controller runs it (acceptance.Accept): a
+// forbidden watch is set aside, any other failure rejects the configuration.
 func resolve(ctx context.Context, cfg *rest.Config, conf *config.Config, limits *config.Guardrails) (resolved, []string, error) {
-	watches, warnings, err := apiserver.Resolve(cfg, conf)
-	if err != nil {
-		return resolved{}, warnings, err
-	}
-	if err := limitsOrDefault(limits).Check(conf, config.ResolvedScope(watches)); err != nil {
-		return resolved{}, warnings, err
-	}
-	// config cannot build the policies (admission imports it): their CEL's
-	// size is checked here, before the configuration runs.
-	if err := admission.CheckSizes(admission.Rules(conf, watches, &limitsOrDefault(limits).WriteScope, conf.WriteScope)); err != nil {
-		return resolved{}, warnings, err
-	}
-	allowed, forbidden, err := access.Check(ctx, cfg, watches)
-	return resolved{conf: conf, watches: allowed, forbidden: forbidden}, warnings, err
+	a, warnings, err := acceptance.Accept(ctx, cfg, conf, limits)
+	return resolved{conf: conf, watches: a.Allowed, forbidden: a.Forbidden}, warnings, err
 }
 
 // CheckAgainstCluster is the check a configuration passes before it runs, for
@@ -102,15 +89,6 @@ func resolve(ctx context.Context, cfg *rest.Config, conf *config.Config, limits 
 func CheckAgainstCluster(ctx context.Context, cfg *rest.Config, conf *config.Config, limits *config.Guardrails) error {
 	_, _, err := resolve(ctx, cfg, conf, limits)
 	return err
-}
-
-// limitsOrDefault is limits, or config.DefaultGuardrails for nil.
-func limitsOrDefault(limits *config.Guardrails) *config.Guardrails {
-	if limits == nil {
-		d := config.DefaultGuardrails()
-		return &d
-	}
-	return limits
 }
 
 // newGeneration builds the generation number running res, a configuration
