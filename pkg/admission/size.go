@@ -22,8 +22,8 @@ const MaxExpressionCodePoints = 100_000
 // invalid-configuration error (config.IsInvalid) naming every expression
 // over MaxExpressionCodePoints: the rule, what in it the expression comes
 // from, its size and the fix. config cannot call this (admission imports
-// config), so its callers are those that see both: metawatch check, and the
-// reloader before a configuration runs.
+// config): package acceptance does, for the reloader before a configuration
+// runs and for metawatch check.
 func CheckSizes(rules []Rule) error {
 	var errs []error
 	for _, r := range rules {

@@ -15,9 +15,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/metawatch/metawatch/pkg/acceptance"
 	"github.com/metawatch/metawatch/pkg/access"
-	"github.com/metawatch/metawatch/pkg/admission"
-	"github.com/metawatch/metawatch/pkg/apiserver"
 	"github.com/metawatch/metawatch/pkg/authority"
 	"github.com/metawatch/metawatch/pkg/brake"
 	"github.com/metawatch/metawatch/pkg/config"
@@ -171,10 +170,7 @@ func check(ctx context.Context, out io.Writer, o options) error {
 		return err
 	}
 	if o.kubeconfig == "" {
-		if err := o.limits.Check(conf, config.OfflineScope(conf)); err != nil {
-			return err
-		}
-		if err := admission.CheckSizes(admission.OfflineRules(conf, &o.limits.WriteScope, conf.WriteScope)); err != nil {
+		if err := acceptance.Offline(conf, &o.limits); err != nil {
 			return err
 		}
 		fmt.Fprintf(out, "%s: %d watches, %d rules: valid offline, within the guardrails\n", o.file, len(conf.Watches), len(conf.Rules))
@@ -197,13 +193,16 @@ func checkCluster(ctx context.Context, out io.Writer, conf *config.Config, o opt
 	if o.as != "" {
 		cfg.Impersonate = rest.ImpersonationConfig{UserName: o.as}
 	}
-	watches, warnings, err := apiserver.Resolve(cfg, conf)
+	// The steps the controller takes before it runs a configuration, all
+	// of them; what each found is printed in their order.
+	accepted, warnings, refused := acceptance.Accept(ctx, cfg, conf, &o.limits)
 	for _, w := range warnings {
 		fmt.Fprintln(out, "warning:", w)
 	}
-	if err != nil {
-		return err
+	if accepted.Passed < acceptance.Resolved {
+		return refused
 	}
+	watches := accepted.Watches
 	// What the configuration needs, before the guardrails judge it: the
 	// values' write: true is how the operator lets rules write a kind.
 	if o.chartValues != "" {
@@ -212,12 +211,10 @@ func checkCluster(ctx context.Context, out io.Writer, conf *config.Config, o opt
 		}
 		fmt.Fprintf(out, "chart values for this configuration's RBAC: %s\n", o.chartValues)
 	}
-	// The guardrails, with the kinds' scopes as the cluster serves them.
-	if err := o.limits.Check(conf, config.ResolvedScope(watches)); err != nil {
-		return err
-	}
-	if err := admission.CheckSizes(admission.Rules(conf, watches, &o.limits.WriteScope, conf.WriteScope)); err != nil {
-		return err
+	// The guardrails, with the kinds' scopes as the cluster serves them,
+	// and the admission policies' sizes.
+	if accepted.Passed < acceptance.Sized {
+		return refused
 	}
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
@@ -227,8 +224,8 @@ func checkCluster(ctx context.Context, out io.Writer, conf *config.Config, o opt
 	if err != nil {
 		return err
 	}
-	if _, _, err := access.Check(ctx, cfg, watches); err != nil {
-		return err
+	if refused != nil { // a watch the server refuses (a forbidden one is in the table)
+		return refused
 	}
 	policyDenied, err := policyAccess(ctx, cs, conf)
 	if err != nil {
@@ -236,7 +233,7 @@ func checkCluster(ctx context.Context, out io.Writer, conf *config.Config, o opt
 	}
 	denied = append(denied, policyDenied...)
 	if len(policyDenied) == 0 { // else the dry run is refused too: the denial says why
-		if err := checkPolicies(ctx, out, cfg, cs, o.fieldManager, admission.Rules(conf, watches, &o.limits.WriteScope, conf.WriteScope)); err != nil {
+		if err := checkPolicies(ctx, out, cfg, cs, o.fieldManager, accepted.AdmissionRules); err != nil {
 			return err
 		}
 	}

@@ -11,9 +11,10 @@
 // It is a package of its own, as cmctl's and kubectl plugins' subcommands
 // are, because it is a second program beside the controller: it starts no
 // manager, caches nothing and writes nothing to the cluster (its only writes
-// are dry runs). It is built from the controller's packages (config,
-// apiserver, access, admission, brake, preview), so that it rejects what the
-// controller would, with the same messages; the controller imports nothing
-// of it. Kept apart, cmd/metawatch stays the controller's start-up story,
+// are dry runs). It is built from the controller's packages: acceptance,
+// the very steps the controller takes before it runs a configuration, so
+// that it rejects what the controller would, with the same messages, and
+// config, apiserver, access, admission, brake and preview for the rest; the
+// controller imports nothing of it. Kept apart, cmd/metawatch stays the controller's start-up story,
 // and check's logic is tested by calling Run, without building the binary.
 package check

@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/metawatch/metawatch/pkg/acceptance"
 	"github.com/metawatch/metawatch/pkg/apiserver"
 	"github.com/metawatch/metawatch/pkg/config"
 	"github.com/metawatch/metawatch/pkg/preview"
@@ -62,7 +63,6 @@ func checkObjects(ctx context.Context, out io.Writer, o options) (int, error) {
 		return 1, err
 	}
 	opts := preview.Options{Config: conf, Scopes: []*config.WriteScope{&o.limits.WriteScope}, Guardrails: &o.limits, Identity: o.identity}
-	scope := config.OfflineScope(conf)
 	if o.live {
 		cfg, err := clientcmd.BuildConfigFromFlags("", o.kubeconfig)
 		if err != nil {
@@ -71,14 +71,12 @@ func checkObjects(ctx context.Context, out io.Writer, o options) (int, error) {
 		if opts.Lookup, err = clusterLookup(cfg); err != nil {
 			return 1, err
 		}
-		// With a cluster, the kinds' groups and scopes are its discovery's.
-		watches, _, err := apiserver.Resolve(cfg, conf)
-		if err != nil {
+		// With a cluster, accepted as the controller would: the kinds'
+		// groups and scopes are its discovery's.
+		if _, _, err := acceptance.Accept(ctx, cfg, conf, &o.limits); err != nil {
 			return 1, err
 		}
-		scope = config.ResolvedScope(watches)
-	}
-	if err := o.limits.Check(conf, scope); err != nil {
+	} else if err := acceptance.Offline(conf, &o.limits); err != nil {
 		return 1, err
 	}
 	p, err := preview.New(opts)

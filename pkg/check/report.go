@@ -13,7 +13,7 @@ import (
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/metawatch/metawatch/pkg/apiserver"
+	"github.com/metawatch/metawatch/pkg/acceptance"
 	"github.com/metawatch/metawatch/pkg/config"
 	"github.com/metawatch/metawatch/pkg/preview"
 	"github.com/metawatch/metawatch/pkg/rulecontroller"
@@ -35,13 +35,11 @@ func checkReport(ctx context.Context, out io.Writer, o options) (int, error) {
 	if err != nil {
 		return 1, err
 	}
-	watches, _, err := apiserver.Resolve(cfg, conf)
+	accepted, _, err := acceptance.Accept(ctx, cfg, conf, &o.limits)
 	if err != nil {
 		return 1, err
 	}
-	if err := o.limits.Check(conf, config.ResolvedScope(watches)); err != nil {
-		return 1, err
-	}
+	watches := accepted.Watches
 	mc, err := metadata.NewForConfig(metadata.ConfigFor(cfg))
 	if err != nil {
 		return 1, err
