@@ -24,6 +24,7 @@ import (
 	"github.com/metawatch/metawatch/pkg/metamanager"
 	"github.com/metawatch/metawatch/pkg/reload"
 	"github.com/metawatch/metawatch/pkg/rulecontroller"
+	"github.com/metawatch/metawatch/pkg/settings"
 	"github.com/metawatch/metawatch/pkg/version"
 )
 
@@ -56,8 +57,7 @@ func run(ctx context.Context, opts options) error {
 	}
 	budget := shutdownBudget(opts.manager.GracefulShutdownTimeout)
 	mgrOpts := opts.manager
-	// The process's Manager watches nothing; it fetches as the generations do.
-	mgrOpts.Wire, mgrOpts.Identity = opts.settings.Wire, opts.settings.Identity
+	mgrOpts.Wire = opts.settings.Wire // it watches nothing; it fetches as the generations do
 	mgrOpts.GracefulShutdownTimeout = budget.manager
 	var leader authority.Claim
 	if opts.settings.Mode.ElectsLeader() {
@@ -82,8 +82,7 @@ func run(ctx context.Context, opts options) error {
 	if err := mgr.Add(pacer); err != nil { // sends the probe until the manager stops
 		return err
 	}
-	s := &opts.settings
-	s.Pacer, s.ShutdownTimeout, s.Installation = pacer, budget.generation, installation(opts)
+	s := completeSettings(&opts, pacer, budget)
 	reloader := &reload.Reloader{
 		Config: cfg, Source: opts.source, Settings: s, Leader: leader, Initial: conf,
 		Recorder: mgr.GetEventRecorder(rulecontroller.EventSource), Log: ctrl.Log.WithName("reload"), BrakeRecord: brakeRecord(opts),
@@ -129,6 +128,19 @@ func writeProbe(cfg *rest.Config, source reload.Source) (pace.Probe, error) {
 		return pace.MetadataGet(cfg, corev1.SchemeGroupVersion.WithResource("configmaps"), types.NamespacedName{Namespace: ns, Name: name})
 	}
 	return pace.MetadataGet(cfg, corev1.SchemeGroupVersion.WithResource("namespaces"), types.NamespacedName{Name: metav1.NamespaceDefault})
+}
+
+// completeSettings fills in what the flags do not set directly: the write
+// pacer, the installation's name and the generations' share of
+// --graceful-shutdown-timeout. A timeout of 0 keeps the settings' default,
+// as controller-runtime keeps its own for the manager's share.
+func completeSettings(opts *options, pacer *pace.Pacer, budget budgets) *settings.Settings {
+	s := &opts.settings
+	s.Pacer, s.Installation = pacer, installation(*opts)
+	if budget.generation > 0 {
+		s.ShutdownTimeout = budget.generation
+	}
+	return s
 }
 
 // budgets split --graceful-shutdown-timeout: the generation's writes and

@@ -117,6 +117,9 @@ func (r *Reloader) AddTo(mgr manager.Manager) error {
 		defaults := settings.Defaults()
 		r.Settings = &defaults
 	}
+	if r.Settings.Identity == nil {
+		return errors.New("reload: Reloader.Settings has no Identity: start from settings.Defaults, which makes one")
+	}
 	if r.Config == nil {
 		// Not the Manager's: that one strips managedFields already, and each
 		// generation's Manager adds its own stripping transport.

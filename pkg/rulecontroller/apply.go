@@ -189,7 +189,7 @@ func (r *ruleReconciler) yield(obj *metav1.PartialObjectMetadata, what config.Me
 }
 
 // theirValue is format with another manager's value of key, for an Event,
-// when Events may carry it (Options.EventValues), never for an annotation of
+// when Events may carry it (settings.Settings.EventValues), never for an annotation of
 // a Secret (it may hold the Secret's data, as last-applied-configuration
 // does); "" otherwise: an Event is readable by whoever may list Events.
 func (r *ruleReconciler) theirValue(obj *metav1.PartialObjectMetadata, what config.MetadataMap, key, format string) string {

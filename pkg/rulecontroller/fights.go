@@ -22,7 +22,7 @@ import (
 // made (its releases, its removals) is none, nor, sharded, a change to an
 // object of a bucket another replica holds.
 func (r *ruleReconciler) noteUndone(oldObj, newObj metav1.Object) {
-	if r.settings.Identity == nil || r.settings.Identity.WroteVersion(newObj.GetUID(), newObj.GetResourceVersion()) {
+	if r.settings.Identity.WroteVersion(newObj.GetUID(), newObj.GetResourceVersion()) {
 		return
 	}
 	if r.holder != nil && !r.holder.Holds(newObj.GetUID()) {
@@ -117,7 +117,7 @@ func (r *ruleReconciler) tellFight(obj *metav1.PartialObjectMetadata, first bool
 // its cache follows buckets before it holds them, and sees the writes of
 // the replica that still does.
 func (r *ruleReconciler) noteForeignApply(oldObj, newObj client.Object) {
-	if r.settings.Identity == nil || r.settings.Identity.WroteVersion(newObj.GetUID(), newObj.GetResourceVersion()) {
+	if r.settings.Identity.WroteVersion(newObj.GetUID(), newObj.GetResourceVersion()) {
 		return
 	}
 	if r.holder != nil && !r.holder.Holds(newObj.GetUID()) {
