@@ -220,17 +220,8 @@ func (h *harness) measureSize(ctx context.Context, n int) error {
 		}
 	}
 	h.recordControlPlane(ctx, n) // before the shards scenario restarts the API server
-	for _, s := range []struct {
-		name string
-		run  func(context.Context, int) error
-	}{{"report", h.liveReport}, {"shards", h.shards}, {"failover", h.failover}} {
-		if !h.o.has(s.name) || s.name == "failover" && n != slices.Max(h.o.sizes) {
-			continue // failover: at the largest size only, where what a cold standby lists matters
-		}
-		if err := s.run(ctx, n); err != nil {
-			return fmt.Errorf("%s: %w", s.name, err)
-		}
-		h.save()
+	if err := h.perSizeScenarios(ctx, n); err != nil {
+		return err
 	}
 	return nil
 }

@@ -94,15 +94,7 @@ func runUntilSignalled(o options) error {
 func parseFlags() options {
 	var o options
 	sizes := flag.String("sizes", "10000,50000,100000", "Pods in the cluster, one run of every variant per size (the population grows between sizes).")
-	scenarios := flag.String("scenarios", "sync,converge,churn", "Scenarios: sync (always: every variant starts with it), converge, churn, firehose (status-only updates as fast as the API server takes them: CPU, allocations and GC per event, a CPU profile; every variant, cache-only ones too), shards "+
-		"(--shard-replicas sharded metawatch replicas against the same pods, filtered by the API server and, with its gate off, on receipt), "+
-		"report (metawatch check --live --report against kubectl get -o yaml of the same pods: time and peak RSS), "+
-		"failover (two metawatch processes with leader election, cold then --warm-standby: the leader killed, the time to the first write), "+
-		"fanout (every bench namespace relabelled until every pod carries the new value: the metawatch binary as it runs by default, then at a fixed 50 writes/s, then the bare client; "+
-		"time, writes/s, a probe client's GET and another writer's patch p99, the API server's CPU; alone, it runs none of --variants), "+
-		"bill (what each variant costs the local API server beyond the same work unwatched: bytes per cached pod and per status event, its CPU in the sync and per status update, its memory; runs the firehose too), "+
-		"relist (after each variant's steady window, the local kube-apiserver restarted past the variant's resourceVersion, so that it lists every pod again: "+
-		"its peak and live heap during the relist, the time to every pod received, its steady RSS after; the local control plane only, not with bill).")
+	scenarios := flag.String("scenarios", "sync,converge,churn", scenariosHelp())
 	variants := flag.String("variants", strings.Join(variant.Names(variant.All()), ","), "Variants to run, each in its own process; the first is the baseline of the ratios.")
 	flag.IntVar(&o.perNamespace, "pods-per-namespace", 10000, "Pods per namespace; converge and churn use the first namespace's.")
 	flag.IntVar(&o.concurrency, "concurrency", 16, "Concurrent reconciles of every variant, and workers of the bare client.")
@@ -141,8 +133,8 @@ func parseFlags() options {
 	flag.Parse()
 	o.sizes, o.scenarios, o.variants = mustInts("sizes", *sizes, "a positive number of pods"), split(*scenarios), split(*variants)
 	for _, s := range o.scenarios {
-		if !slices.Contains(knownScenarios, s) {
-			fmt.Fprintf(os.Stderr, "bench: --scenarios: %q is not a scenario: give some of %s, comma-separated\n", s, strings.Join(knownScenarios, ","))
+		if !slices.Contains(scenarioNames(), s) {
+			fmt.Fprintf(os.Stderr, "bench: --scenarios: %q is not a scenario: give some of %s, comma-separated\n", s, strings.Join(scenarioNames(), ","))
 			os.Exit(2)
 		}
 	}
@@ -253,9 +245,6 @@ func knownVariant(name string) bool {
 	}
 	return false
 }
-
-// knownScenarios are the names --scenarios takes.
-var knownScenarios = []string{"sync", "converge", "churn", "firehose", "shards", "report", "failover", "fanout", "bill", "relist"}
 
 // fanOutOnly reports whether fanout is the only scenario asked for: its
 // variants are its own, and none of --variants runs.

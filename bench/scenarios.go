@@ -1,0 +1,82 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// scenarioDef is one row of the scenario table: the name --scenarios takes,
+// what --help says it measures, and, for a scenario that runs once per size
+// after every variant was measured, how it runs.
+type scenarioDef struct {
+	name string
+	// help is the name and what it measures, as --help lists it.
+	help string
+	// perSize runs the scenario at n pods after the variants and the
+	// control plane's figures (nil: it runs within each variant's
+	// measurement, or, as fanout and bill, at a place of its own).
+	perSize func(h *harness, ctx context.Context, n int) error
+	// largestOnly runs perSize at the largest of --sizes only.
+	largestOnly bool
+}
+
+// scenarioTable is every scenario the harness runs, in the order the
+// per-size ones run: to add a scenario, add its row (and its figures to
+// bench/report). See bench/README.md.
+var scenarioTable = []scenarioDef{
+	{name: "sync", help: "sync (always: every variant starts with it)"},
+	{name: "converge", help: "converge"},
+	{name: "churn", help: "churn"},
+	{name: "firehose", help: "firehose (status-only updates as fast as the API server takes them: CPU, allocations and GC per event, " +
+		"a CPU profile; every variant, cache-only ones too)"},
+	{name: "report", help: "report (metawatch check --live --report against kubectl get -o yaml of the same pods: time and peak RSS)",
+		perSize: (*harness).liveReport},
+	{name: "shards", help: "shards (--shard-replicas sharded metawatch replicas against the same pods, filtered by the API server and, " +
+		"with its gate off, on receipt)", perSize: (*harness).shards},
+	// failover: at the largest size only, where what a cold standby lists matters.
+	{name: "failover", help: "failover (two metawatch processes with leader election, cold then --warm-standby: the leader killed, " +
+		"the time to the first write)", perSize: (*harness).failover, largestOnly: true},
+	{name: "fanout", help: "fanout (every bench namespace relabelled until every pod carries the new value: the metawatch binary as it " +
+		"runs by default, then at a fixed 50 writes/s, then the bare client; time, writes/s, a probe client's GET and another writer's " +
+		"patch p99, the API server's CPU; alone, it runs none of --variants)"},
+	{name: "bill", help: "bill (what each variant costs the local API server beyond the same work unwatched: bytes per cached pod and " +
+		"per status event, its CPU in the sync and per status update, its memory; runs the firehose too)"},
+	{name: "relist", help: "relist (after each variant's steady window, the local kube-apiserver restarted past the variant's " +
+		"resourceVersion, so that it lists every pod again: its peak and live heap during the relist, the time to every pod received, " +
+		"its steady RSS after; the local control plane only, not with bill)"},
+}
+
+// scenarioNames are the names --scenarios takes.
+func scenarioNames() []string {
+	names := make([]string, len(scenarioTable))
+	for i, s := range scenarioTable {
+		names[i] = s.name
+	}
+	return names
+}
+
+// scenariosHelp is what --help says of --scenarios: each row's help.
+func scenariosHelp() string {
+	helps := make([]string, len(scenarioTable))
+	for i, s := range scenarioTable {
+		helps[i] = s.help
+	}
+	return "Scenarios: " + strings.Join(helps, ", ") + "."
+}
+
+// perSizeScenarios runs, at n pods, each per-size scenario of the table
+// that was asked for, saving the report after each.
+func (h *harness) perSizeScenarios(ctx context.Context, n int) error {
+	for _, s := range scenarioTable {
+		if s.perSize == nil || !h.o.has(s.name) || s.largestOnly && n != slices.Max(h.o.sizes) {
+			continue
+		}
+		if err := s.perSize(h, ctx, n); err != nil {
+			return fmt.Errorf("%s: %w", s.name, err)
+		}
+		h.save()
+	}
+	return nil
+}
