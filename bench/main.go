@@ -1,7 +1,9 @@
 // Command bench is metawatch's benchmark harness: it seeds a cluster with
 // realistic objects, runs each variant (metawatch and what teams run instead,
 // see bench/variant) in its own process against it, drives the scenarios
-// (bench/scenario) and writes a report (bench/report). See bench/README.md.
+// (the table in scenarios.go; their code in bench/scenario and
+// bench/scenarios/<name>) and writes a report (bench/report). See
+// bench/README.md.
 //
 //	make bench                                        # local control plane, 10k/50k/100k pods
 //	make bench ARGS="--sizes 2000 --scenarios sync"   # a quick look

@@ -3,8 +3,15 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/metawatch/metawatch/bench/scenarios/livereport"
+	"github.com/metawatch/metawatch/bench/seed"
+	"github.com/metawatch/metawatch/bench/variant"
+	"github.com/metawatch/metawatch/pkg/testing/testkit"
 )
 
 // scenarioDef is one row of the scenario table: the name --scenarios takes,
@@ -79,4 +86,40 @@ func (h *harness) perSizeScenarios(ctx context.Context, n int) error {
 		h.save()
 	}
 	return nil
+}
+
+// liveReport runs the report scenario (bench/scenarios/livereport) at n
+// pods: the metawatch binary with the metawatch variant's configuration and
+// a copyFromOwner rule, any --report-binaries, and kubectl.
+func (h *harness) liveReport(ctx context.Context, n int) error {
+	bin, conf, remove, err := buildMetawatch(variant.ReportConfig(h.spec()))
+	if err != nil {
+		return err
+	}
+	defer remove()
+	tools := []livereport.Tool{{Name: "metawatch", Path: bin}}
+	for _, b := range h.o.reportBinaries {
+		tools = append(tools, livereport.Tool{Name: b.name, Path: b.path})
+	}
+	reports, err := livereport.Run(ctx, livereport.Setup{Tools: tools, Config: conf, Kubeconfig: h.kubeconfig, Selector: seed.Selector,
+		KubectlMaxPods: h.o.reportKubectlMaxPods}, n)
+	h.run.LiveReports = append(h.run.LiveReports, reports...)
+	return err
+}
+
+// buildMetawatch builds the metawatch binary, as users run it, and writes
+// config beside it (config.yaml): the report and failover scenarios give
+// the metawatch variant's configuration with a rule that copies from owners
+// too (variant.ReportConfig), the fanout scenario the variant's own.
+func buildMetawatch(config string) (bin, conf string, remove func(), err error) {
+	bin, remove, err = testkit.Build("github.com/metawatch/metawatch/cmd/metawatch", "metawatch")
+	if err != nil {
+		return "", "", nil, err
+	}
+	conf = filepath.Join(filepath.Dir(bin), "config.yaml")
+	if err := os.WriteFile(conf, []byte(config), 0o600); err != nil {
+		remove()
+		return "", "", nil, err
+	}
+	return bin, conf, remove, nil
 }

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/metawatch/metawatch/bench/scenarios/livereport"
 )
 
 // A page links the bench's guide by the path that works from the folder it is
@@ -27,7 +29,7 @@ func TestThePageLinksTheGuideFromItsFolderAndSaysHowToRunIt(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			run := Run{Baseline: "metawatch", Options: Options{Sizes: []int{10_000}, Command: command},
-				LiveReports: []LiveReport{{Pods: 10_000, Tool: "metawatch", Seconds: 2}}}
+				LiveReports: []livereport.Result{{Pods: 10_000, Tool: "metawatch", Seconds: 2}}}
 			if err := Write(tc.dir, run); err != nil {
 				t.Fatal(err)
 			}
@@ -62,7 +64,7 @@ func TestThePageLinksTheEarlierRunsBesideIt(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(dir, "plots"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	run := Run{Baseline: "metawatch", Options: Options{Sizes: []int{10_000}}, LiveReports: []LiveReport{{Pods: 10_000, Tool: "metawatch", Seconds: 2}}}
+	run := Run{Baseline: "metawatch", Options: Options{Sizes: []int{10_000}}, LiveReports: []livereport.Result{{Pods: 10_000, Tool: "metawatch", Seconds: 2}}}
 	if err := Write(dir, run); err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,8 @@ import (
 	"maps"
 	"slices"
 	"strings"
+
+	"github.com/metawatch/metawatch/bench/scenarios/livereport"
 )
 
 // Markdown renders run as a page: the machine, then one table per question.
@@ -26,7 +28,7 @@ func Markdown(run Run) string {
 	scalingTable(&b, run)
 	shardsTable(&b, run)
 	steadyMemoryTable(&b, run)
-	liveReportTable(&b, run)
+	livereport.Table(&b, run.LiveReports, run.Options.ReportKubectlMaxPods)
 	failoverTable(&b, run)
 	controlPlaneTable(&b, run)
 	if hasPlots(run) {

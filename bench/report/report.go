@@ -5,6 +5,8 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+
+	"github.com/metawatch/metawatch/bench/scenarios/livereport"
 )
 
 // Run is one harness run: where it ran, how, and every result.
@@ -17,7 +19,7 @@ type Run struct {
 	// Shards are the shards scenario's runs: N sharded replicas at once.
 	Shards []ShardRun `json:"shards,omitempty"`
 	// LiveReports are the report scenario's runs.
-	LiveReports []LiveReport `json:"liveReports,omitempty"`
+	LiveReports []livereport.Result `json:"liveReports,omitempty"`
 	// Seeding is how long each growth of the population took.
 	Seeding []Seeding `json:"seeding,omitempty"`
 	// Failovers are the failover scenario's runs.

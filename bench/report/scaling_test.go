@@ -4,6 +4,8 @@ import (
 	"math"
 	"strings"
 	"testing"
+
+	"github.com/metawatch/metawatch/bench/scenarios/livereport"
 )
 
 func TestFitLine(t *testing.T) {
@@ -101,7 +103,7 @@ func TestScalingTableOfAMillionIsMeasured(t *testing.T) {
 // leave nothing, the ones that ran keep theirs.
 func TestEmptySectionsAreLeftOut(t *testing.T) {
 	page := Markdown(Run{Baseline: "metawatch", Options: Options{Sizes: []int{10_000}},
-		LiveReports: []LiveReport{{Pods: 10_000, Tool: "metawatch", Seconds: 2}}})
+		LiveReports: []livereport.Result{{Pods: 10_000, Tool: "metawatch", Seconds: 2}}})
 	for _, gone := range []string{"## Churn", "## Converge", "## Memory, bytes and time", "## Bytes received"} {
 		if strings.Contains(page, gone) {
 			t.Errorf("the page has an empty section %q:\n%s", gone, page)

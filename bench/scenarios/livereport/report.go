@@ -1,14 +1,14 @@
-package report
+package livereport
 
 import (
 	"fmt"
 	"strings"
 )
 
-// LiveReport is one run of a read-only listing of the cluster's pods: the
+// Result is one run of a read-only listing of the cluster's pods: the
 // live report (metawatch check --live --report), or its baseline, the same
 // pods listed with kubectl get -o yaml.
-type LiveReport struct {
+type Result struct {
 	Pods    int     `json:"pods"`
 	Tool    string  `json:"tool"`
 	Seconds float64 `json:"seconds"`
@@ -19,27 +19,29 @@ type LiveReport struct {
 	ExitCode int `json:"exitCode"`
 }
 
-func (r LiveReport) killed() bool { return r.ExitCode < 0 }
+func (r Result) killed() bool { return r.ExitCode < 0 }
 
-// liveReportTable compares the live report with kubectl at each size.
-func liveReportTable(b *strings.Builder, run Run) {
-	if len(run.LiveReports) == 0 {
+// Table is the report's section of the scenario: the live report against
+// kubectl at each size (kubectl measured up to kubectlMaxPods; 0: at every
+// size).
+func Table(b *strings.Builder, reports []Result, kubectlMaxPods int) {
+	if len(reports) == 0 {
 		return
 	}
 	b.WriteString("\n## Live report\n\n`metawatch check --live --report` (metadata-only protobuf lists, 500 a page, evaluated and tallied as they come) " +
 		"against `kubectl get pods -A -l <bench selector> -o yaml` to /dev/null, on the same pods, one after the other; each a process of its own.")
-	if limit := run.Options.ReportKubectlMaxPods; limit > 0 {
+	if limit := kubectlMaxPods; limit > 0 {
 		fmt.Fprintf(b, " kubectl ran only up to %d pods (--report-kubectl-max-pods): above, its time and memory are not measured.", limit)
 	}
 	b.WriteString("\n\n" +
 		"| pods | tool | time s | peak RSS MiB | time vs kubectl | peak RSS vs kubectl |\n| --- | --- | --- | --- | --- | --- |\n")
-	base := map[int]LiveReport{}
-	for _, r := range run.LiveReports {
+	base := map[int]Result{}
+	for _, r := range reports {
 		if r.Tool == "kubectl" {
 			base[r.Pods] = r
 		}
 	}
-	for _, r := range run.LiveReports {
+	for _, r := range reports {
 		k, ok := base[r.Pods]
 		timeRatio, rssRatio := "-", "-"
 		switch {

@@ -1,4 +1,4 @@
-package main
+package livereport
 
 import (
 	"context"
@@ -6,73 +6,62 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"sync/atomic"
 	"time"
 
 	"github.com/metawatch/metawatch/bench/probe"
-	"github.com/metawatch/metawatch/bench/report"
-	"github.com/metawatch/metawatch/bench/seed"
-	"github.com/metawatch/metawatch/bench/variant"
 	"github.com/metawatch/metawatch/pkg/testing/controlplane"
-	"github.com/metawatch/metawatch/pkg/testing/testkit"
 )
 
-// liveReport is the report scenario: metawatch check --live --report with
-// the metawatch variant's configuration (and any --report-binaries), then
-// its baseline, kubectl get -o yaml of the same pods, up to
-// --report-kubectl-max-pods; each timed, with its peak RSS.
-func (h *harness) liveReport(ctx context.Context, n int) error {
-	bin, conf, remove, err := buildMetawatch(variant.ReportConfig(h.spec()))
-	if err != nil {
-		return err
-	}
-	defer remove()
-	tools := []namedBinary{{name: "metawatch", path: bin}}
-	tools = append(tools, h.o.reportBinaries...)
+// Tool is a metawatch binary the scenario times, by the name the report
+// gives it.
+type Tool struct{ Name, Path string }
+
+// Setup is what the scenario runs against.
+type Setup struct {
+	// Tools are the metawatch binaries timed, each as check -f Config
+	// --live --report.
+	Tools              []Tool
+	Config, Kubeconfig string
+	// Selector selects the pods kubectl lists.
+	Selector string
+	// KubectlMaxPods: the kubectl baseline runs only at sizes up to this
+	// many pods (0: every size).
+	KubectlMaxPods int
+}
+
+// Run is the report scenario at n pods: metawatch check --live --report of
+// each tool, then its baseline, kubectl get -o yaml of the same pods, up to
+// s.KubectlMaxPods; each timed, with its peak RSS. On an error it returns
+// the figures of the tools that ran before.
+func Run(ctx context.Context, s Setup, n int) ([]Result, error) {
 	type run struct {
 		tool string
 		args []string
 	}
 	var runs []run
-	for _, t := range tools {
-		runs = append(runs, run{t.name, []string{t.path, "check", "-f", conf, "--live", "--report", "--kubeconfig", h.kubeconfig}})
+	for _, t := range s.Tools {
+		runs = append(runs, run{t.Name, []string{t.Path, "check", "-f", s.Config, "--live", "--report", "--kubeconfig", s.Kubeconfig}})
 	}
-	if limit := h.o.reportKubectlMaxPods; limit == 0 || n <= limit {
+	if limit := s.KubectlMaxPods; limit == 0 || n <= limit {
 		kubectl, err := kubectlPath(ctx)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		runs = append(runs, run{"kubectl", []string{kubectl, "--kubeconfig", h.kubeconfig, "get", "pods", "-A", "-l", seed.Selector, "-o", "yaml"}})
+		runs = append(runs, run{"kubectl", []string{kubectl, "--kubeconfig", s.Kubeconfig, "get", "pods", "-A", "-l", s.Selector, "-o", "yaml"}})
 	}
+	var out []Result
 	for _, c := range runs {
 		fmt.Fprintf(os.Stderr, "bench: %d pods: live report, %s\n", n, c.tool)
 		r, err := timed(ctx, c.args)
 		if err != nil {
-			return fmt.Errorf("%s: %w", c.tool, err)
+			return out, fmt.Errorf("%s: %w", c.tool, err)
 		}
 		r.Pods, r.Tool = n, c.tool
-		h.run.LiveReports = append(h.run.LiveReports, r)
+		out = append(out, r)
 	}
-	return nil
-}
-
-// buildMetawatch builds the metawatch binary, as users run it, and writes
-// config beside it (config.yaml): the report and failover scenarios give
-// the metawatch variant's configuration with a rule that copies from owners
-// too (variant.ReportConfig), the fanout scenario the variant's own.
-func buildMetawatch(config string) (bin, conf string, remove func(), err error) {
-	bin, remove, err = testkit.Build("github.com/metawatch/metawatch/cmd/metawatch", "metawatch")
-	if err != nil {
-		return "", "", nil, err
-	}
-	conf = filepath.Join(filepath.Dir(bin), "config.yaml")
-	if err := os.WriteFile(conf, []byte(config), 0o600); err != nil {
-		remove()
-		return "", "", nil, err
-	}
-	return bin, conf, remove, nil
+	return out, nil
 }
 
 // timed runs args with its output discarded, and measures it. Its peak RSS
@@ -80,22 +69,22 @@ func buildMetawatch(config string) (bin, conf string, remove func(), err error) 
 // maxrss, which for a child Go starts with vfork counts the harness's
 // resident set at exec (the harness holding 100k pods' figures made every
 // report look 496 MiB).
-func timed(ctx context.Context, args []string) (report.LiveReport, error) {
+func timed(ctx context.Context, args []string) (Result, error) {
 	devNull, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
 	if err != nil {
-		return report.LiveReport{}, err
+		return Result{}, err
 	}
 	defer func() { _ = devNull.Close() }()
 	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
 	cmd.Stdout, cmd.Stderr = devNull, os.Stderr
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
-		return report.LiveReport{}, err
+		return Result{}, err
 	}
 	peak := watchPeakRSS(cmd.Process.Pid)
 	err = cmd.Wait()
 	took := time.Since(start)
-	r := report.LiveReport{Seconds: took.Seconds(), ExitCode: cmd.ProcessState.ExitCode(), PeakRSSBytes: peak()}
+	r := Result{Seconds: took.Seconds(), ExitCode: cmd.ProcessState.ExitCode(), PeakRSSBytes: peak()}
 	if exit := (*exec.ExitError)(nil); err != nil && !errors.As(err, &exit) {
 		return r, err
 	}
