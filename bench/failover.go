@@ -3,11 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"os"
-	"os/exec"
 	"strconv"
-	"syscall"
 	"time"
 
 	"github.com/metawatch/metawatch/bench/probe"
@@ -15,7 +12,6 @@ import (
 	"github.com/metawatch/metawatch/bench/scenario"
 	"github.com/metawatch/metawatch/bench/seed"
 	"github.com/metawatch/metawatch/bench/variant"
-	"github.com/metawatch/metawatch/pkg/testing/loopback"
 )
 
 // failoverLease is the replicas' --leader-election-lease-duration: the default.
@@ -71,98 +67,32 @@ func (h *harness) failover(ctx context.Context, n int) error {
 // Ready and the leader has converged the first namespace, kills the leader
 // and times the first write after it, into f.
 func (h *harness) failoverRun(ctx context.Context, bin string, args []string, f *report.Failover) error {
-	leader, err := startReplica(ctx, "failover", bin, args)
+	leader, err := scenario.StartReplica(ctx, "failover", bin, args)
 	if err != nil {
 		return err
 	}
-	defer leader.stop()
-	if f.LeaderReadySeconds, err = leader.waitReady(ctx, 15*time.Minute); err != nil {
+	defer leader.Stop()
+	if f.LeaderReadySeconds, err = leader.WaitReady(ctx, 15*time.Minute); err != nil {
 		return fmt.Errorf("the leader: %w", err)
 	}
-	standby, err := startReplica(ctx, "failover", bin, args)
+	standby, err := scenario.StartReplica(ctx, "failover", bin, args)
 	if err != nil {
 		return err
 	}
-	defer standby.stop()
-	if f.StandbyReadySeconds, err = standby.waitReady(ctx, 15*time.Minute); err != nil {
+	defer standby.Stop()
+	if f.StandbyReadySeconds, err = standby.WaitReady(ctx, 15*time.Minute); err != nil {
 		return fmt.Errorf("the standby: %w", err)
 	}
 	ns := seed.NamespaceName(0)
 	if err := scenario.Label(ctx, h.client, h.observer, ns, fmt.Sprintf("failover-%d-%d", f.N, time.Now().UnixNano()), 10*time.Minute); err != nil {
 		return fmt.Errorf("the leader converging the first namespace: %w", err)
 	}
-	f.LeaderRSS, f.StandbyRSS = probe.RSSOf(strconv.Itoa(leader.cmd.Process.Pid)), probe.RSSOf(strconv.Itoa(standby.cmd.Process.Pid))
+	f.LeaderRSS, f.StandbyRSS = probe.RSSOf(strconv.Itoa(leader.Pid())), probe.RSSOf(strconv.Itoa(standby.Pid()))
 	killed := time.Now()
-	if err := leader.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+	if err := leader.Kill(); err != nil {
 		return err
 	}
 	took, err := scenario.Mended(ctx, h.client, h.observer, ns, h.observer.Pods()[0], killed, 15*time.Minute)
 	f.FirstWriteSeconds = took.Seconds()
 	return err
-}
-
-// replica is a metawatch process of the failover (or fanout) scenario.
-type replica struct {
-	cmd     *exec.Cmd
-	probe   string
-	started time.Time
-	done    chan error
-}
-
-// startReplica runs bin with args and a probe address of its own, for the
-// scenario named purpose, its log in a temporary file (named if it fails).
-func startReplica(ctx context.Context, purpose, bin string, args []string) (*replica, error) {
-	addr, err := loopback.FreeAddress()
-	if err != nil {
-		return nil, err
-	}
-	log, err := os.CreateTemp("", "metawatch-bench-"+purpose+"-*.log")
-	if err != nil {
-		return nil, err
-	}
-	cmd := exec.CommandContext(ctx, bin, append(args, "--health-probe-bind-address", addr)...)
-	cmd.Stdout, cmd.Stderr = log, log
-	r := &replica{cmd: cmd, probe: addr, started: time.Now(), done: make(chan error, 1)}
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	go func() { r.done <- cmd.Wait(); _ = log.Close() }()
-	fmt.Fprintf(os.Stderr, "bench: %s: metawatch pid %d, log %s\n", purpose, cmd.Process.Pid, log.Name())
-	return r, nil
-}
-
-// waitReady polls the replica's /readyz until it answers 200 and returns
-// how long after its start that was.
-func (r *replica) waitReady(ctx context.Context, timeout time.Duration) (float64, error) {
-	deadline := time.Now().Add(timeout)
-	for time.Now().Before(deadline) {
-		select {
-		case err := <-r.done:
-			r.done <- err
-			return 0, fmt.Errorf("exited before it was Ready: %w", err)
-		case <-ctx.Done():
-			return 0, ctx.Err()
-		case <-time.After(100 * time.Millisecond):
-		}
-		if resp, err := http.Get("http://" + r.probe + "/readyz"); err == nil {
-			_ = resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return time.Since(r.started).Seconds(), nil
-			}
-		}
-	}
-	return 0, fmt.Errorf("not Ready after %s", timeout)
-}
-
-// stop ends the replica (SIGTERM, then SIGKILL after 30 s) unless it has.
-func (r *replica) stop() {
-	_ = r.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case err := <-r.done:
-		r.done <- err
-	case <-time.After(30 * time.Second):
-		_ = r.cmd.Process.Kill()
-		err := <-r.done
-		r.done <- err
-	}
 }

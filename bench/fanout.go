@@ -158,12 +158,12 @@ func (h *harness) fanOutOnce(ctx context.Context, v fanOutVariant, bin, conf str
 			return f, err
 		}
 		args := append([]string{"--kubeconfig", h.kubeconfig, "--config-file", conf, "--metrics-bind-address", metrics, "--metrics-secure=false"}, f.Flags...)
-		mw, err := startReplica(ctx, "fanout", bin, args)
+		mw, err := scenario.StartReplica(ctx, "fanout", bin, args)
 		if err != nil {
 			return f, err
 		}
-		defer mw.stop()
-		if _, err := mw.waitReady(ctx, 15*time.Minute); err != nil {
+		defer mw.Stop()
+		if _, err := mw.WaitReady(ctx, 15*time.Minute); err != nil {
 			return f, fmt.Errorf("metawatch: %w", err)
 		}
 		tracer = newWriteTracer(metrics)
