@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/metawatch/metawatch/bench/scenarios/failover"
 	"github.com/metawatch/metawatch/bench/scenarios/livereport"
 	"github.com/metawatch/metawatch/bench/seed"
 	"github.com/metawatch/metawatch/bench/variant"
@@ -86,6 +87,20 @@ func (h *harness) perSizeScenarios(ctx context.Context, n int) error {
 		h.save()
 	}
 	return nil
+}
+
+// failover runs the failover scenario (bench/scenarios/failover) at n pods
+// with the metawatch binary, the metawatch variant's configuration and a
+// copyFromOwner rule.
+func (h *harness) failover(ctx context.Context, n int) error {
+	bin, conf, remove, err := buildMetawatch(variant.ReportConfig(h.spec()))
+	if err != nil {
+		return err
+	}
+	defer remove()
+	failovers, err := failover.Run(ctx, failover.Setup{Bin: bin, Config: conf, Kubeconfig: h.kubeconfig, Client: h.client, Observer: h.observer}, n)
+	h.run.Failovers = append(h.run.Failovers, failovers...)
+	return err
 }
 
 // liveReport runs the report scenario (bench/scenarios/livereport) at n

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/metawatch/metawatch/bench/scenarios/failover"
 	"github.com/metawatch/metawatch/bench/scenarios/livereport"
 )
 
@@ -29,7 +30,7 @@ func Markdown(run Run) string {
 	shardsTable(&b, run)
 	steadyMemoryTable(&b, run)
 	livereport.Table(&b, run.LiveReports, run.Options.ReportKubectlMaxPods)
-	failoverTable(&b, run)
+	failover.Table(&b, run.Failovers)
 	controlPlaneTable(&b, run)
 	if hasPlots(run) {
 		b.WriteString("\n![retained heap per cached pod against pods in the cluster](memory.png)\n\n![label change to write latency](latency.png)\n")

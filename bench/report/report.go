@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"slices"
 
+	"github.com/metawatch/metawatch/bench/scenarios/failover"
 	"github.com/metawatch/metawatch/bench/scenarios/livereport"
 )
 
@@ -23,7 +24,7 @@ type Run struct {
 	// Seeding is how long each growth of the population took.
 	Seeding []Seeding `json:"seeding,omitempty"`
 	// Failovers are the failover scenario's runs.
-	Failovers []Failover `json:"failovers,omitempty"`
+	Failovers []failover.Result `json:"failovers,omitempty"`
 	// FanOuts are the fanout scenario's runs: every namespace relabelled, per variant.
 	FanOuts []FanOut `json:"fanOuts,omitempty"`
 	// ControlPlane is what the local kube-apiserver and etcd held at each size.

@@ -1,14 +1,14 @@
-package report
+package failover
 
 import (
 	"fmt"
 	"strings"
 )
 
-// Failover is one run of the failover scenario: two metawatch processes
+// Result is one run of the failover scenario: two metawatch processes
 // (the binary, as users run it) with leader election, the leader killed
 // with SIGKILL once both were Ready, and a pod's label removed at once.
-type Failover struct {
+type Result struct {
 	N    int    `json:"n"`
 	Mode string `json:"mode"` // "cold" (a standby syncs once it leads) or "warm" (--warm-standby)
 	// LeaseSeconds is --leader-election-lease-duration: what a standby waits
@@ -27,8 +27,10 @@ type Failover struct {
 	StandbyRSS int64 `json:"standbyRSSBytes"`
 }
 
-func failoverTable(b *strings.Builder, run Run) {
-	if len(run.Failovers) == 0 {
+// Table is the report's section of the scenario: each run's first write
+// against the goal, the lease duration plus 2 s.
+func Table(b *strings.Builder, failovers []Result) {
+	if len(failovers) == 0 {
 		return
 	}
 	b.WriteString("\n## Failover: the leader killed (kill -9)\n\n")
@@ -37,7 +39,7 @@ func failoverTable(b *strings.Builder, run Run) {
 		"The goal is the lease duration plus 2 s. client-go's elector tries the Lease every retry period stretched by up to 2.2x, and counts the lease duration from when it saw the last renewal, " +
 		"which it also learns only at such a try: with the default retry period of 2 s it takes the Lease 13 to 24 s after the kill, whatever the standby has ready.\n\n")
 	b.WriteString("| pods | standby | lease s | retry s | first write s | goal met | leader ready s | standby ready s | leader RSS | standby RSS |\n|---:|---|---:|---:|---:|---|---:|---:|---:|---:|\n")
-	for _, f := range run.Failovers {
+	for _, f := range failovers {
 		met := "yes"
 		if f.FirstWriteSeconds > f.LeaseSeconds+2 {
 			met = "no"
@@ -46,3 +48,6 @@ func failoverTable(b *strings.Builder, run Run) {
 			f.LeaderReadySeconds, f.StandbyReadySeconds, inMiB(f.LeaderRSS), inMiB(f.StandbyRSS))
 	}
 }
+
+// inMiB is bytes in MiB.
+func inMiB(bytes int64) float64 { return float64(bytes) / (1 << 20) }

@@ -1,4 +1,4 @@
-package main
+package failover
 
 import (
 	"context"
@@ -7,11 +7,11 @@ import (
 	"strconv"
 	"time"
 
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
 	"github.com/metawatch/metawatch/bench/probe"
-	"github.com/metawatch/metawatch/bench/report"
 	"github.com/metawatch/metawatch/bench/scenario"
 	"github.com/metawatch/metawatch/bench/seed"
-	"github.com/metawatch/metawatch/bench/variant"
 )
 
 // failoverLease is the replicas' --leader-election-lease-duration: the default.
@@ -33,20 +33,26 @@ var failoverModes = []struct {
 	{"warm", true, 500 * time.Millisecond},
 }
 
-// failover is the failover scenario at n pods: for a cold standby, then a
-// warm one (--warm-standby), two metawatch processes with leader election,
-// the leader killed once both are Ready, and the time until a pod's label
-// removed right after the kill is written back.
-func (h *harness) failover(ctx context.Context, n int) error {
-	bin, conf, remove, err := buildMetawatch(variant.ReportConfig(h.spec()))
-	if err != nil {
-		return err
-	}
-	defer remove()
+// Setup is what the scenario runs against.
+type Setup struct {
+	// Bin and Config are the metawatch binary and its configuration file.
+	Bin, Config, Kubeconfig string
+	Client                  client.Client
+	// Observer watches the first namespace's pods.
+	Observer *scenario.Observer
+}
+
+// Run is the failover scenario at n pods: for a cold standby, then a warm
+// one (--warm-standby), two metawatch processes with leader election, the
+// leader killed once both are Ready, and the time until a pod's label
+// removed right after the kill is written back. On an error it returns the
+// figures of the modes that ran before.
+func Run(ctx context.Context, s Setup, n int) ([]Result, error) {
+	var out []Result
 	for i, mode := range failoverModes {
 		fmt.Fprintf(os.Stderr, "bench: %d pods: failover, %s standby, retry period %s\n", n, mode.name, mode.retry)
-		f := report.Failover{N: n, Mode: mode.name, LeaseSeconds: failoverLease.Seconds(), RetrySeconds: mode.retry.Seconds()}
-		args := []string{"--kubeconfig", h.kubeconfig, "--config-file", conf, "--leader-elect", "--leader-election-namespace", "default",
+		f := Result{N: n, Mode: mode.name, LeaseSeconds: failoverLease.Seconds(), RetrySeconds: mode.retry.Seconds()}
+		args := []string{"--kubeconfig", s.Kubeconfig, "--config-file", s.Config, "--leader-elect", "--leader-election-namespace", "default",
 			"--leader-election-id", fmt.Sprintf("metawatch-bench-failover-%d-%d-%d", n, i, time.Now().Unix()), // no Lease of an earlier run
 			"--leader-election-retry-period", mode.retry.String(), "--metrics-bind-address", "0",
 			// The first namespace converges before the kill in seconds, not minutes at the default
@@ -55,19 +61,19 @@ func (h *harness) failover(ctx context.Context, n int) error {
 		if mode.warm {
 			args = append(args, "--warm-standby")
 		}
-		if err := h.failoverRun(ctx, bin, args, &f); err != nil {
-			return fmt.Errorf("failover, %s standby: %w", mode.name, err)
+		if err := runOnce(ctx, s, args, &f); err != nil {
+			return out, fmt.Errorf("failover, %s standby: %w", mode.name, err)
 		}
-		h.run.Failovers = append(h.run.Failovers, f)
+		out = append(out, f)
 	}
-	return nil
+	return out, nil
 }
 
-// failoverRun starts a leader and a standby with args, waits until both are
+// runOnce starts a leader and a standby with args, waits until both are
 // Ready and the leader has converged the first namespace, kills the leader
 // and times the first write after it, into f.
-func (h *harness) failoverRun(ctx context.Context, bin string, args []string, f *report.Failover) error {
-	leader, err := scenario.StartReplica(ctx, "failover", bin, args)
+func runOnce(ctx context.Context, s Setup, args []string, f *Result) error {
+	leader, err := scenario.StartReplica(ctx, "failover", s.Bin, args)
 	if err != nil {
 		return err
 	}
@@ -75,7 +81,7 @@ func (h *harness) failoverRun(ctx context.Context, bin string, args []string, f 
 	if f.LeaderReadySeconds, err = leader.WaitReady(ctx, 15*time.Minute); err != nil {
 		return fmt.Errorf("the leader: %w", err)
 	}
-	standby, err := scenario.StartReplica(ctx, "failover", bin, args)
+	standby, err := scenario.StartReplica(ctx, "failover", s.Bin, args)
 	if err != nil {
 		return err
 	}
@@ -84,7 +90,7 @@ func (h *harness) failoverRun(ctx context.Context, bin string, args []string, f 
 		return fmt.Errorf("the standby: %w", err)
 	}
 	ns := seed.NamespaceName(0)
-	if err := scenario.Label(ctx, h.client, h.observer, ns, fmt.Sprintf("failover-%d-%d", f.N, time.Now().UnixNano()), 10*time.Minute); err != nil {
+	if err := scenario.Label(ctx, s.Client, s.Observer, ns, fmt.Sprintf("failover-%d-%d", f.N, time.Now().UnixNano()), 10*time.Minute); err != nil {
 		return fmt.Errorf("the leader converging the first namespace: %w", err)
 	}
 	f.LeaderRSS, f.StandbyRSS = probe.RSSOf(strconv.Itoa(leader.Pid())), probe.RSSOf(strconv.Itoa(standby.Pid()))
@@ -92,7 +98,7 @@ func (h *harness) failoverRun(ctx context.Context, bin string, args []string, f 
 	if err := leader.Kill(); err != nil {
 		return err
 	}
-	took, err := scenario.Mended(ctx, h.client, h.observer, ns, h.observer.Pods()[0], killed, 15*time.Minute)
+	took, err := scenario.Mended(ctx, s.Client, s.Observer, ns, s.Observer.Pods()[0], killed, 15*time.Minute)
 	f.FirstWriteSeconds = took.Seconds()
 	return err
 }
