@@ -3,6 +3,8 @@ package report
 import (
 	"fmt"
 	"strings"
+
+	"github.com/metawatch/metawatch/bench/stats"
 )
 
 // FanOut is one variant's fan-out at one size: every bench Namespace
@@ -55,7 +57,7 @@ type ProbeWindow struct {
 
 // NewProbeWindow summarises latencies (milliseconds), errors of them.
 func NewProbeWindow(millis []float64, errors int) ProbeWindow {
-	w := ProbeWindow{Requests: len(millis), Errors: errors, P50Millis: Percentile(millis, 50), P99Millis: Percentile(millis, 99)}
+	w := ProbeWindow{Requests: len(millis), Errors: errors, P50Millis: stats.Percentile(millis, 50), P99Millis: stats.Percentile(millis, 99)}
 	for _, m := range millis {
 		w.MaxMillis = max(w.MaxMillis, m)
 	}

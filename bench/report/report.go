@@ -4,10 +4,10 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
-	"slices"
 
 	"github.com/metawatch/metawatch/bench/scenarios/failover"
 	"github.com/metawatch/metawatch/bench/scenarios/livereport"
+	"github.com/metawatch/metawatch/bench/stats"
 )
 
 // Run is one harness run: where it ran, how, and every result.
@@ -203,19 +203,7 @@ type Churn struct {
 }
 
 // Percentile is the p-th percentile (0..100) of the latencies, in milliseconds.
-func (c Churn) Percentile(p float64) float64 { return Percentile(c.LatenciesMillis, p) }
-
-// Percentile is the p-th percentile (0..100) of values: the value at rank
-// p/100 of the way from the lowest to the highest (rounded down, no
-// interpolation), 0 for no values.
-func Percentile(values []float64, p float64) float64 {
-	if len(values) == 0 {
-		return 0
-	}
-	sorted := slices.Sorted(slices.Values(values))
-	i := int(p / 100 * float64(len(sorted)-1))
-	return sorted[i]
-}
+func (c Churn) Percentile(p float64) float64 { return stats.Percentile(c.LatenciesMillis, p) }
 
 // largest is the largest size with results (a run that stopped early has fewer than it set out to).
 func (run Run) largest() int {
