@@ -10,9 +10,6 @@ import (
 	"strings"
 	"time"
 
-	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -128,8 +125,8 @@ func (h *harness) startDeployed(ctx context.Context, n int) (*deployed, synced, 
 	if err != nil {
 		return nil, synced{}, err
 	}
-	s.Objects = int(m.sum("metawatch_cached_objects", "kind", "Pod"))
-	s.Events, s.Reconciles = m.received(), int64(m.sum("controller_runtime_reconcile_total", "", ""))
+	s.Objects = int(m.Sum("metawatch_cached_objects", "kind", "Pod"))
+	s.Events, s.Reconciles = received(m), int64(m.Sum("controller_runtime_reconcile_total", "", ""))
 	return d, s, nil
 }
 
@@ -178,10 +175,10 @@ func (d *deployed) settle(ctx context.Context, n int) error {
 		if err != nil {
 			continue // the metrics server may start after readiness
 		}
-		reconciles := m.sum("controller_runtime_reconcile_total", "", "")
+		reconciles := m.Sum("controller_runtime_reconcile_total", "", "")
 		if reconciles != last {
 			last, quietSince = reconciles, time.Now()
-		} else if m.sum("metawatch_events_total", "kind", "Pod") >= float64(n) && time.Since(quietSince) > 2*time.Second {
+		} else if m.Sum("metawatch_events_total", "kind", "Pod") >= float64(n) && time.Since(quietSince) > 2*time.Second {
 			return nil
 		}
 	}
@@ -193,8 +190,8 @@ func (d *deployed) snapshot() (snapshot, error) {
 	if err != nil {
 		return snapshot{}, err
 	}
-	return snapshot{Events: m.received(), Reconciles: int64(m.sum("controller_runtime_reconcile_total", "", "")),
-		Requests:   map[string]int64{"PATCH pods (metawatch_rule_writes_total)": int64(m.sum("metawatch_rule_writes_total", "", ""))},
+	return snapshot{Events: received(m), Reconciles: int64(m.Sum("controller_runtime_reconcile_total", "", "")),
+		Requests:   map[string]int64{"PATCH pods (metawatch_rule_writes_total)": int64(m.Sum("metawatch_rule_writes_total", "", ""))},
 		CPUSeconds: probe.CPUSecondsOf(d.pid), PeakRSSBytes: probe.PeakRSSOf(d.pid), RSSBytes: probe.RSSOf(d.pid)}, nil
 }
 
@@ -266,46 +263,16 @@ func (c *chartSetup) scraper(podIP string) func() (string, error) {
 	}
 }
 
-// exposition is a scrape, parsed by Prometheus's own text parser.
-type exposition map[string]*dto.MetricFamily
-
-func (d *deployed) metrics() (exposition, error) {
+func (d *deployed) metrics() (probe.Exposition, error) {
 	text, err := d.scrape()
 	if err != nil {
 		return nil, err
 	}
-	return parseExposition(text)
-}
-
-// parseExposition parses a scrape's text.
-func parseExposition(text string) (exposition, error) {
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	return parser.TextToMetricFamilies(strings.NewReader(text))
-}
-
-// sum adds up the counters or gauges of metric name that carry label
-// name=value (any, if name is "").
-func (e exposition) sum(metric, name, value string) float64 {
-	var total float64
-	for _, m := range e[metric].GetMetric() {
-		if name == "" || hasLabel(m, name, value) {
-			total += m.GetCounter().GetValue() + m.GetGauge().GetValue()
-		}
-	}
-	return total
-}
-
-func hasLabel(m *dto.Metric, name, value string) bool {
-	for _, l := range m.GetLabel() {
-		if l.GetName() == name && l.GetValue() == value {
-			return true
-		}
-	}
-	return false
+	return probe.ParseExposition(text)
 }
 
 // received is the watch events the leader received: delivered to its
 // informers, or left out as unchanged before decoding.
-func (e exposition) received() int64 {
-	return int64(e.sum("metawatch_events_total", "", "") + e.sum("metawatch_watch_events_unchanged_total", "", ""))
+func received(e probe.Exposition) int64 {
+	return int64(e.Sum("metawatch_events_total", "", "") + e.Sum("metawatch_watch_events_unchanged_total", "", ""))
 }

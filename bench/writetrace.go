@@ -7,6 +7,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/metawatch/metawatch/bench/probe"
 	"github.com/metawatch/metawatch/bench/report"
 	"github.com/metawatch/metawatch/pkg/testing/testkit"
 )
@@ -93,28 +94,18 @@ func (w *writeTracer) sample(ctx context.Context) (report.WriteSample, error) {
 	if err != nil {
 		return report.WriteSample{}, err
 	}
-	e, err := parseExposition(string(body))
+	e, err := probe.ParseExposition(string(body))
 	if err != nil {
 		return report.WriteSample{}, err
 	}
 	return report.WriteSample{
-		Allowed:           e.sum("metawatch_write_rate", "", ""),
-		BusyWorkers:       e.most("controller_runtime_active_workers"),
-		Workers:           e.most("controller_runtime_max_concurrent_reconciles"),
-		Queued:            e.sum("workqueue_depth", "", ""),
-		LatencyBackoffs:   e.sum("metawatch_write_backoffs_total", "reason", "latency"),
-		ThrottledBackoffs: e.sum("metawatch_write_backoffs_total", "reason", "throttled"),
+		Allowed:           e.Sum("metawatch_write_rate", "", ""),
+		BusyWorkers:       e.Most("controller_runtime_active_workers"),
+		Workers:           e.Most("controller_runtime_max_concurrent_reconciles"),
+		Queued:            e.Sum("workqueue_depth", "", ""),
+		LatencyBackoffs:   e.Sum("metawatch_write_backoffs_total", "reason", "latency"),
+		ThrottledBackoffs: e.Sum("metawatch_write_backoffs_total", "reason", "throttled"),
 	}, nil
-}
-
-// most is the largest gauge of metric over its series: of the workers, the
-// busiest controller's (in a fan-out, the pods').
-func (e exposition) most(metric string) float64 {
-	var m float64
-	for _, s := range e[metric].GetMetric() {
-		m = max(m, s.GetGauge().GetValue())
-	}
-	return m
 }
 
 // secondsUpTo is d in whole seconds, rounded up, at least one.
