@@ -13,6 +13,7 @@ import (
 
 	"github.com/metawatch/metawatch/bench/probe"
 	"github.com/metawatch/metawatch/bench/report"
+	"github.com/metawatch/metawatch/bench/scenarios/fanout"
 	"github.com/metawatch/metawatch/bench/variant"
 	"github.com/metawatch/metawatch/pkg/testing/controlplane"
 	"github.com/metawatch/metawatch/pkg/testing/testkit"
@@ -71,7 +72,7 @@ func TestHarnessFanOut(t *testing.T) {
 		if f.N != 40 || f.Namespaces != 2 || f.Pods != 40 || f.Seconds <= 0 || f.PeakWritesPerSecond <= 0 {
 			t.Errorf("%s: %+v, want every pod of both namespaces relabelled, timed", f.Variant, f)
 		}
-		for probe, p := range map[string]report.ProbeLatency{"GET": f.ProbeGet, "patch": f.OtherWriter} {
+		for probe, p := range map[string]fanout.ProbeLatency{"GET": f.ProbeGet, "patch": f.OtherWriter} {
 			if p.Idle.Requests == 0 || p.During.Requests == 0 || p.Idle.Errors+p.During.Errors > 0 || p.Idle.P99Millis <= 0 || p.During.P99Millis <= 0 {
 				t.Errorf("%s: probe %s %+v, want requests idle and during, without errors", f.Variant, probe, p)
 			}
@@ -106,9 +107,9 @@ func TestHarnessFanOut(t *testing.T) {
 // checkWriteTrace: a metawatch variant's fan-out carries its own metrics
 // second by second, its workers and the rate it allowed read; the bare
 // client's carries none.
-func checkWriteTrace(t *testing.T, f report.FanOut) {
+func checkWriteTrace(t *testing.T, f fanout.Result) {
 	t.Helper()
-	if f.Variant == report.BareFanOut {
+	if f.Variant == fanout.Bare {
 		if len(f.WriteTrace) > 0 {
 			t.Errorf("bare: a write trace of %d seconds, want none: it is not metawatch", len(f.WriteTrace))
 		}

@@ -28,6 +28,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/metawatch/metawatch/bench/kwok"
+	"github.com/metawatch/metawatch/bench/scenarios/fanout"
 	"github.com/metawatch/metawatch/bench/target"
 	"github.com/metawatch/metawatch/bench/variant"
 )
@@ -124,7 +125,7 @@ func parseFlags() options {
 	flag.BoolVar(&o.keep, "keep", false, "Keep the seeded namespaces at the end (on a kind cluster or kubeconfig; the local control plane is thrown away).")
 	flag.IntVar(&o.reportKubectlMaxPods, "report-kubectl-max-pods", 0, "The report scenario's kubectl baseline runs only at sizes up to this many pods (0: at every size; at 100k realistic pods it ran for more than 15 minutes and took 14 GiB here).")
 	flag.DurationVar(&o.fanOutIdle, "fanout-idle", 15*time.Second, "How long the fanout scenario's probes run idle, each variant started, before each fan-out: their idle p99.")
-	flag.IntVar(&o.fanOutQPS50MaxPods, "fanout-qps50-max-pods", 0, "The fanout scenario's "+qps50+" variant runs only at sizes up to this many pods (0: at every size; at 100k pods it takes about 33 minutes).")
+	flag.IntVar(&o.fanOutQPS50MaxPods, "fanout-qps50-max-pods", 0, "The fanout scenario's "+fanout.QPS50+" variant runs only at sizes up to this many pods (0: at every size; at 100k pods it takes about 33 minutes).")
 	variantMaxPods := flag.String("variant-max-pods", "", "Variants that run only at sizes up to a number of pods, NAME=PODS,..., the fanout scenario's included (e.g. typed-cache=100000: a typed cache of a million pods "+
 		"does not fit beside the API server on 24 GiB).")
 	reportBinaries := flag.String("report-binaries", "", "The report scenario also times these metawatch binaries, NAME=PATH,... (e.g. one built from an earlier commit), with the same configuration.")
@@ -240,12 +241,7 @@ func knownVariant(name string) bool {
 	if _, unknown := variant.Named(name); unknown == nil {
 		return true
 	}
-	for _, v := range fanOutVariants {
-		if v.name == name {
-			return true
-		}
-	}
-	return false
+	return slices.Contains(fanout.Variants(), name)
 }
 
 // fanOutOnly reports whether fanout is the only scenario asked for: its

@@ -7,8 +7,15 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/metawatch/metawatch/bench/scenario"
 	"github.com/metawatch/metawatch/bench/scenarios/failover"
+	"github.com/metawatch/metawatch/bench/scenarios/fanout"
 	"github.com/metawatch/metawatch/bench/scenarios/livereport"
 	"github.com/metawatch/metawatch/bench/seed"
 	"github.com/metawatch/metawatch/bench/variant"
@@ -87,6 +94,58 @@ func (h *harness) perSizeScenarios(ctx context.Context, n int) error {
 		h.save()
 	}
 	return nil
+}
+
+// fanout runs the fanout scenario (bench/scenarios/fanout) at n pods: on
+// every bench namespace, observed by a watch of its own, with the metawatch
+// binary and the metawatch variant's configuration.
+func (h *harness) fanout(ctx context.Context, n int) error {
+	if err := h.observeEveryNamespace(ctx); err != nil {
+		return err
+	}
+	if err := h.everyNamespace.WaitPods(ctx, n, 10*time.Minute); err != nil {
+		return err
+	}
+	namespaces, err := h.benchNamespaces(ctx)
+	if err != nil {
+		return err
+	}
+	bin, conf, remove, err := buildMetawatch(variant.Config(h.spec()))
+	if err != nil {
+		return err
+	}
+	defer remove()
+	return fanout.Run(ctx, fanout.Setup{Client: h.client, Config: h.cfg, Kubeconfig: h.kubeconfig, Every: h.everyNamespace, First: h.observer,
+		Namespaces: namespaces, Bin: bin, ConfigFile: conf, Concurrency: h.o.concurrency, Idle: h.o.fanOutIdle,
+		QPS50MaxPods: h.o.fanOutQPS50MaxPods, VariantMaxPods: h.o.variantMaxPods,
+		APIServerCPU: func() func() *float64 { return h.apiServerMeter("fanout").cpuSince() },
+		Record: func(f fanout.Result) {
+			h.run.FanOuts = append(h.run.FanOuts, f)
+			h.save()
+		}}, n)
+}
+
+// observeEveryNamespace starts the observer of every namespace's pods, once.
+func (h *harness) observeEveryNamespace(ctx context.Context) error {
+	if h.everyNamespace != nil {
+		return nil
+	}
+	var err error
+	h.everyNamespace, err = scenario.Observe(ctx, h.cfg, metav1.NamespaceAll, seed.Selector, costCenter)
+	return err
+}
+
+// benchNamespaces are the names of the namespaces the harness seeded.
+func (h *harness) benchNamespaces(ctx context.Context) ([]string, error) {
+	var list corev1.NamespaceList
+	if err := h.client.List(ctx, &list, client.HasLabels{seed.BenchLabel}); err != nil {
+		return nil, err
+	}
+	names := make([]string, len(list.Items))
+	for i, ns := range list.Items {
+		names[i] = ns.Name
+	}
+	return names, nil
 }
 
 // failover runs the failover scenario (bench/scenarios/failover) at n pods

@@ -3,29 +3,24 @@ package report
 import (
 	"strings"
 	"testing"
-)
 
-func TestNewProbeWindow(t *testing.T) {
-	w := NewProbeWindow([]float64{4, 2, 30, 3}, 1)
-	if w.Requests != 4 || w.Errors != 1 || w.P50Millis != 3 || w.P99Millis != 4 || w.MaxMillis != 30 {
-		t.Errorf("NewProbeWindow = %+v, want 4 requests, 1 error, p50 3, p99 4 (rank rounded down), max 30", w)
-	}
-}
+	"github.com/metawatch/metawatch/bench/scenarios/fanout"
+)
 
 func TestFanOutTable(t *testing.T) {
 	cpu := func(s float64) *float64 { return &s }
-	probe := func(idle, during float64) ProbeLatency {
-		return ProbeLatency{Idle: ProbeWindow{P99Millis: idle}, During: ProbeWindow{P99Millis: during}}
+	probe := func(idle, during float64) fanout.ProbeLatency {
+		return fanout.ProbeLatency{Idle: fanout.ProbeWindow{P99Millis: idle}, During: fanout.ProbeWindow{P99Millis: during}}
 	}
-	measured := []FanOut{
+	measured := []fanout.Result{
 		{N: 10_000, Variant: "metawatch", Pods: 10_000, Seconds: 200, PeakWritesPerSecond: 61, ProbeGet: probe(4, 5), OtherWriter: probe(6, 9), APIServerCPUSeconds: cpu(120)},
 		{N: 10_000, Variant: "metawatch-qps50", Flags: []string{"--kube-api-qps=50", "--kube-api-burst=100"}, Pods: 10_000, Seconds: 201, PeakWritesPerSecond: 60,
 			ProbeGet: probe(4, 5), OtherWriter: probe(6, 9), APIServerCPUSeconds: cpu(118)},
-		{N: 10_000, Variant: BareFanOut, Pods: 10_000, Seconds: 50, PeakWritesPerSecond: 230, ProbeGet: ProbeLatency{Idle: ProbeWindow{P99Millis: 4},
-			During: ProbeWindow{P99Millis: 40, Errors: 2}}, OtherWriter: probe(6, 60), APIServerCPUSeconds: cpu(90)},
+		{N: 10_000, Variant: fanout.Bare, Pods: 10_000, Seconds: 50, PeakWritesPerSecond: 230, ProbeGet: fanout.ProbeLatency{Idle: fanout.ProbeWindow{P99Millis: 4},
+			During: fanout.ProbeWindow{P99Millis: 40, Errors: 2}}, OtherWriter: probe(6, 60), APIServerCPUSeconds: cpu(90)},
 	}
 	for name, c := range map[string]struct {
-		fanOuts      []FanOut
+		fanOuts      []fanout.Result
 		want, absent []string
 	}{
 		"every variant has a row, its time against the bare client's": {
@@ -45,7 +40,7 @@ func TestFanOutTable(t *testing.T) {
 			want:    []string{"| 10000 | metawatch | 200.0 | 50 (61) | 4.0 → 5.0 ms (1.2x) | 6.0 → 9.0 ms (1.5x) | 120.0 | - |"},
 		},
 		"the API server's CPU not read says so": {
-			fanOuts: []FanOut{{N: 100, Variant: BareFanOut, Pods: 100, Seconds: 1, ProbeGet: probe(2, 3), OtherWriter: probe(2, 3)}},
+			fanOuts: []fanout.Result{{N: 100, Variant: fanout.Bare, Pods: 100, Seconds: 1, ProbeGet: probe(2, 3), OtherWriter: probe(2, 3)}},
 			want:    []string{"| 100 | bare | 1.0 | 100 (0) | 2.0 → 3.0 ms (1.5x) | 2.0 → 3.0 ms (1.5x) | - | 1.00x |", "on this target it was not measured"},
 		},
 		"no fan-out, no section": {

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/metawatch/metawatch/bench/scenarios/fanout"
 	"github.com/metawatch/metawatch/bench/scenarios/livereport"
 )
 
@@ -90,10 +91,10 @@ func TestTheHeaderNamesOnlyWhatTheRunMeasured(t *testing.T) {
 		want   []string
 		absent []string
 	}{
-		"the fan-out alone": {run: Run{Baseline: "typed", Options: options, FanOuts: []FanOut{{N: 10_000, Variant: BareFanOut, Seconds: 30}}},
+		"the fan-out alone": {run: Run{Baseline: "typed", Options: options, FanOuts: []fanout.Result{{N: 10_000, Variant: fanout.Bare, Seconds: 30}}},
 			want: []string{"ratios are against `bare`"}, absent: []string{"`typed`", "churn", "Steady RSS"}},
 		"the variants' own figures too": {run: Run{Baseline: "typed", Options: options, Results: []Result{{N: 10_000, Variant: "typed"}},
-			FanOuts: []FanOut{{N: 10_000, Variant: BareFanOut, Seconds: 30}}},
+			FanOuts: []fanout.Result{{N: 10_000, Variant: fanout.Bare, Seconds: 30}}},
 			want: []string{"ratios are against `typed`", "; churn", "Steady RSS"}},
 	} {
 		t.Run(name, func(t *testing.T) {

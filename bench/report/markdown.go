@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/metawatch/metawatch/bench/scenarios/failover"
+	"github.com/metawatch/metawatch/bench/scenarios/fanout"
 	"github.com/metawatch/metawatch/bench/scenarios/livereport"
 )
 
@@ -23,7 +24,7 @@ func Markdown(run Run) string {
 	relistTable(&b, run)
 	churnTable(&b, run)
 	convergeTable(&b, run)
-	fanOutTable(&b, run)
+	fanout.Table(&b, run.FanOuts, run.Options.FanOutIdleSeconds)
 	firehoseTable(&b, run)
 	billTable(&b, run)
 	scalingTable(&b, run)
@@ -95,7 +96,7 @@ func header(b *strings.Builder, run Run) {
 	}
 	baseline := run.Baseline
 	if fanOutOnly {
-		baseline = BareFanOut
+		baseline = fanout.Bare
 	}
 	fmt.Fprintf(b, "Every variant ran in its own process against the same API server in the same run; ratios are against `%s`, measured in the same run. "+
 		"Variants and scenarios are described in %s.\n\n", baseline, guideLink(run.guide))

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 
 	"github.com/metawatch/metawatch/bench/scenarios/failover"
+	"github.com/metawatch/metawatch/bench/scenarios/fanout"
 	"github.com/metawatch/metawatch/bench/scenarios/livereport"
 	"github.com/metawatch/metawatch/bench/stats"
 )
@@ -26,7 +27,7 @@ type Run struct {
 	// Failovers are the failover scenario's runs.
 	Failovers []failover.Result `json:"failovers,omitempty"`
 	// FanOuts are the fanout scenario's runs: every namespace relabelled, per variant.
-	FanOuts []FanOut `json:"fanOuts,omitempty"`
+	FanOuts []fanout.Result `json:"fanOuts,omitempty"`
 	// ControlPlane is what the local kube-apiserver and etcd held at each size.
 	ControlPlane []ControlPlaneCost `json:"controlPlane,omitempty"`
 	// APIServerAlone is the bill scenario's reference at each size: the API

@@ -1,4 +1,4 @@
-package report
+package fanout
 
 import (
 	"fmt"
@@ -61,9 +61,9 @@ func summarise(trace []WriteSample) writeLimits {
 // writeTraceTable is what held each metawatch variant's writes back during
 // its fan-out: the rate its pacer allowed against what it wrote, how often
 // every worker was busy, and the pacer's decreases by reason.
-func writeTraceTable(b *strings.Builder, run Run) {
+func writeTraceTable(b *strings.Builder, fanOuts []Result) {
 	traced := false
-	for _, f := range run.FanOuts {
+	for _, f := range fanOuts {
 		traced = traced || len(f.WriteTrace) > 0
 	}
 	if !traced {
@@ -76,7 +76,7 @@ func writeTraceTable(b *strings.Builder, run Run) {
 		"backed off, the pacer did.\n\n")
 	b.WriteString("| pods | variant | seconds | rate allowed, mean (max) | pods written/s, mean | every worker busy (share of samples) | workers | most queued | backoffs: latency / 429 |\n")
 	b.WriteString("|---:|---|---:|---:|---:|---:|---:|---:|---:|\n")
-	for _, f := range run.FanOuts {
+	for _, f := range fanOuts {
 		if len(f.WriteTrace) == 0 {
 			continue
 		}

@@ -1,4 +1,4 @@
-package main
+package fanout
 
 import (
 	"context"
@@ -8,14 +8,11 @@ import (
 	"strings"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/metawatch/metawatch/bench/report"
 	"github.com/metawatch/metawatch/bench/scenario"
 	"github.com/metawatch/metawatch/bench/seed"
-	"github.com/metawatch/metawatch/bench/variant"
 	"github.com/metawatch/metawatch/pkg/testing/loopback"
 )
 
@@ -30,8 +27,18 @@ type fanOutVariant struct {
 	flags func(adaptiveWriteRate bool, workers int) []string
 }
 
-// qps50 is the variant whose writes are held at a fixed 50/s.
-const qps50 = "metawatch-qps50"
+// QPS50 is the variant whose writes are held at a fixed 50/s.
+const QPS50 = "metawatch-qps50"
+
+// Variants are the names of the scenario's variants, in the order they run:
+// its own, none of --variants.
+func Variants() []string {
+	names := make([]string, len(fanOutVariants))
+	for i, v := range fanOutVariants {
+		names[i] = v.name
+	}
+	return names
+}
 
 // fanOutVariants are the fanout scenario's variants, in the order they run.
 var fanOutVariants = []fanOutVariant{
@@ -41,8 +48,8 @@ var fanOutVariants = []fanOutVariant{
 	{name: "metawatch-bare-workers", flags: func(_ bool, workers int) []string {
 		return []string{fmt.Sprintf("--max-concurrent-reconciles=%d", workers)}
 	}},
-	{name: qps50, flags: fixedWriteRate50},
-	{name: report.BareFanOut, bare: true},
+	{name: QPS50, flags: fixedWriteRate50},
+	{name: Bare, bare: true},
 }
 
 // fixedWriteRate50 are the flags that hold metawatch's writes at 50 a second.
@@ -69,96 +76,84 @@ func fanOutTimeout(n int) time.Duration {
 	return 30*time.Minute + time.Duration(n/25)*time.Second
 }
 
-// fanout is the fanout scenario at n pods: every bench namespace brought to
+// Setup is what the scenario runs against.
+type Setup struct {
+	Client     client.Client
+	Config     *rest.Config
+	Kubeconfig string
+	// Every observes every bench namespace's pods, First the first one's
+	// (a pod of it is what the probe GETs).
+	Every, First *scenario.Observer
+	// Namespaces are the bench namespaces relabelled.
+	Namespaces []string
+	// Bin and ConfigFile are the metawatch binary and its configuration.
+	Bin, ConfigFile string
+	// Concurrency is the bare client's workers (--concurrency); Idle how
+	// long the probes run idle before each fan-out (--fanout-idle).
+	Concurrency int
+	Idle        time.Duration
+	// QPS50MaxPods and VariantMaxPods keep a variant to sizes up to a
+	// number of pods (0 and absent: every size).
+	QPS50MaxPods   int
+	VariantMaxPods map[string]int
+	// APIServerCPU starts counting the API server's CPU seconds; the
+	// function it returns reads them (nil where they cannot be read).
+	APIServerCPU func() func() *float64
+	// Record keeps a variant's figures as soon as it has them.
+	Record func(Result)
+}
+
+// Run is the fanout scenario at n pods: every bench namespace brought to
 // one value first, then, per variant in turn, every one relabelled until
 // every pod carries the new value, with the probes running.
-func (h *harness) fanout(ctx context.Context, n int) error {
-	if err := h.observeEveryNamespace(ctx); err != nil {
-		return err
-	}
-	if err := h.everyNamespace.WaitPods(ctx, n, 10*time.Minute); err != nil {
-		return err
-	}
-	namespaces, err := h.benchNamespaces(ctx)
-	if err != nil {
-		return err
-	}
-	bin, conf, remove, err := buildMetawatch(variant.Config(h.spec()))
-	if err != nil {
-		return err
-	}
-	defer remove()
-	adaptive := hasAdaptiveWriteRate(ctx, bin)
-	pods := h.observer.Pods()
+func Run(ctx context.Context, s Setup, n int) error {
+	adaptive := hasAdaptiveWriteRate(ctx, s.Bin)
+	pods := s.First.Pods()
 	if len(pods) == 0 {
 		return fmt.Errorf("no pod in %s for the probe to GET", seed.NamespaceName(0))
 	}
-	probes, err := scenario.NewProbes(ctx, h.cfg, client.ObjectKey{Namespace: seed.NamespaceName(0), Name: pods[0]})
+	probes, err := scenario.NewProbes(ctx, s.Config, client.ObjectKey{Namespace: seed.NamespaceName(0), Name: pods[0]})
 	if err != nil {
 		return err
 	}
 	defer func() { _ = probes.Close(context.WithoutCancel(ctx)) }()
-	fmt.Fprintf(os.Stderr, "bench: %d pods: fanout: every pod of the %d bench namespace(s) to one value first (bare client)\n", n, len(namespaces))
-	if _, err := scenario.BareFanOut(ctx, h.client, h.everyNamespace, namespaces, fmt.Sprintf("fanout-%d-before", n), h.o.concurrency, fanOutTimeout(n)); err != nil {
+	fmt.Fprintf(os.Stderr, "bench: %d pods: fanout: every pod of the %d bench namespace(s) to one value first (bare client)\n", n, len(s.Namespaces))
+	if _, err := scenario.BareFanOut(ctx, s.Client, s.Every, s.Namespaces, fmt.Sprintf("fanout-%d-before", n), s.Concurrency, fanOutTimeout(n)); err != nil {
 		return fmt.Errorf("bringing every pod to one value: %w", err)
 	}
 	for _, v := range fanOutVariants {
-		if v.name == qps50 && h.o.fanOutQPS50MaxPods > 0 && n > h.o.fanOutQPS50MaxPods {
-			fmt.Fprintf(os.Stderr, "bench: %d pods: fanout: %s skipped (--fanout-qps50-max-pods %d)\n", n, v.name, h.o.fanOutQPS50MaxPods)
+		if v.name == QPS50 && s.QPS50MaxPods > 0 && n > s.QPS50MaxPods {
+			fmt.Fprintf(os.Stderr, "bench: %d pods: fanout: %s skipped (--fanout-qps50-max-pods %d)\n", n, v.name, s.QPS50MaxPods)
 			continue
 		}
-		if limit, ok := h.o.variantMaxPods[v.name]; ok && n > limit {
+		if limit, ok := s.VariantMaxPods[v.name]; ok && n > limit {
 			fmt.Fprintf(os.Stderr, "bench: %d pods: fanout: %s skipped (--variant-max-pods %s=%d)\n", n, v.name, v.name, limit)
 			continue
 		}
 		fmt.Fprintf(os.Stderr, "bench: %d pods: fanout: %s\n", n, v.name)
-		f, err := h.fanOutOnce(ctx, v, bin, conf, adaptive, namespaces, probes, n)
+		f, err := fanOutOnce(ctx, s, v, adaptive, probes, n)
 		if err != nil {
 			return fmt.Errorf("%s: %w", v.name, err)
 		}
-		h.run.FanOuts = append(h.run.FanOuts, f)
-		h.save()
+		s.Record(f)
 	}
 	return nil
-}
-
-// observeEveryNamespace starts the observer of every namespace's pods, once.
-func (h *harness) observeEveryNamespace(ctx context.Context) error {
-	if h.everyNamespace != nil {
-		return nil
-	}
-	var err error
-	h.everyNamespace, err = scenario.Observe(ctx, h.cfg, metav1.NamespaceAll, seed.Selector, costCenter)
-	return err
-}
-
-// benchNamespaces are the names of the namespaces the harness seeded.
-func (h *harness) benchNamespaces(ctx context.Context) ([]string, error) {
-	var list corev1.NamespaceList
-	if err := h.client.List(ctx, &list, client.HasLabels{seed.BenchLabel}); err != nil {
-		return nil, err
-	}
-	names := make([]string, len(list.Items))
-	for i, ns := range list.Items {
-		names[i] = ns.Name
-	}
-	return names, nil
 }
 
 // fanOutOnce is one variant's fan-out: metawatch started (unless bare) and
 // Ready, the probes idle for --fanout-idle, then every namespace relabelled
 // with the probes running, until every pod carries the new value.
-func (h *harness) fanOutOnce(ctx context.Context, v fanOutVariant, bin, conf string, adaptive bool, namespaces []string, probes *scenario.Probes, n int) (report.FanOut, error) {
-	f := report.FanOut{N: n, Variant: v.name, Namespaces: len(namespaces)}
+func fanOutOnce(ctx context.Context, s Setup, v fanOutVariant, adaptive bool, probes *scenario.Probes, n int) (Result, error) {
+	f := Result{N: n, Variant: v.name, Namespaces: len(s.Namespaces)}
 	var tracer *writeTracer
 	if !v.bare {
-		f.Flags = v.flags(adaptive, h.o.concurrency)
+		f.Flags = v.flags(adaptive, s.Concurrency)
 		metrics, err := loopback.FreeAddress()
 		if err != nil {
 			return f, err
 		}
-		args := append([]string{"--kubeconfig", h.kubeconfig, "--config-file", conf, "--metrics-bind-address", metrics, "--metrics-secure=false"}, f.Flags...)
-		mw, err := scenario.StartReplica(ctx, "fanout", bin, args)
+		args := append([]string{"--kubeconfig", s.Kubeconfig, "--config-file", s.ConfigFile, "--metrics-bind-address", metrics, "--metrics-secure=false"}, f.Flags...)
+		mw, err := scenario.StartReplica(ctx, "fanout", s.Bin, args)
 		if err != nil {
 			return f, err
 		}
@@ -169,21 +164,21 @@ func (h *harness) fanOutOnce(ctx context.Context, v fanOutVariant, bin, conf str
 		tracer = newWriteTracer(metrics)
 	}
 	stopIdle := probes.Start(ctx)
-	if err := scenario.Sleep(ctx, h.o.fanOutIdle); err != nil {
+	if err := scenario.Sleep(ctx, s.Idle); err != nil {
 		return f, err
 	}
 	idle := stopIdle()
-	cpu := h.apiServerMeter("fanout").cpuSince()
+	cpu := s.APIServerCPU()
 	stopDuring := probes.Start(ctx)
 	value := fmt.Sprintf("%s-%d", v.name, n)
 	var res scenario.FanOutResult
 	var err error
 	if v.bare {
-		res, err = scenario.BareFanOut(ctx, h.client, h.everyNamespace, namespaces, value, h.o.concurrency, fanOutTimeout(n))
+		res, err = scenario.BareFanOut(ctx, s.Client, s.Every, s.Namespaces, value, s.Concurrency, fanOutTimeout(n))
 	} else {
 		start := time.Now()
 		stopTrace := tracer.start(ctx, start)
-		res, err = scenario.FanOut(ctx, h.client, h.everyNamespace, namespaces, value, fanOutTimeout(n))
+		res, err = scenario.FanOut(ctx, s.Client, s.Every, s.Namespaces, value, fanOutTimeout(n))
 		f.WriteTrace = stopTrace()
 		fillWritten(f.WriteTrace, start, res.Arrivals)
 	}
@@ -193,8 +188,8 @@ func (h *harness) fanOutOnce(ctx context.Context, v fanOutVariant, bin, conf str
 	}
 	f.APIServerCPUSeconds = cpu()
 	f.Pods, f.Seconds, f.PeakWritesPerSecond = res.Pods, res.Took.Seconds(), res.PeakPerSecond
-	f.ProbeGet = report.ProbeLatency{Idle: report.NewProbeWindow(millis(idle.Get), idle.GetErrors), During: report.NewProbeWindow(millis(during.Get), during.GetErrors)}
-	f.OtherWriter = report.ProbeLatency{Idle: report.NewProbeWindow(millis(idle.Patch), idle.PatchErrors), During: report.NewProbeWindow(millis(during.Patch), during.PatchErrors)}
+	f.ProbeGet = ProbeLatency{Idle: NewProbeWindow(millis(idle.Get), idle.GetErrors), During: NewProbeWindow(millis(during.Get), during.GetErrors)}
+	f.OtherWriter = ProbeLatency{Idle: NewProbeWindow(millis(idle.Patch), idle.PatchErrors), During: NewProbeWindow(millis(during.Patch), during.PatchErrors)}
 	fmt.Fprintf(os.Stderr, "bench: %d pods: fanout: %s: %d pods in %.1f s, probe GET p99 %.1f → %.1f ms\n", n, v.name, f.Pods, f.Seconds,
 		f.ProbeGet.Idle.P99Millis, f.ProbeGet.During.P99Millis)
 	return f, nil

@@ -1,4 +1,4 @@
-package main
+package fanout
 
 import (
 	"context"
@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/metawatch/metawatch/bench/probe"
-	"github.com/metawatch/metawatch/bench/report"
 	"github.com/metawatch/metawatch/pkg/testing/testkit"
 )
 
@@ -22,10 +21,10 @@ type writeTracer struct {
 
 	// samples are appended by the sampling goroutine, then, once it has
 	// ended, by stop.
-	samples []report.WriteSample
+	samples []WriteSample
 	// base are the backoff counters at the start, so that a trace counts
 	// only the fan-out's.
-	base report.WriteSample
+	base WriteSample
 }
 
 // newWriteTracer reads the plain-HTTP metrics endpoint at addr
@@ -37,7 +36,7 @@ func newWriteTracer(addr string) *writeTracer {
 // start samples once a second until the returned function is called; that
 // returns the samples, one per second from start. A scrape that fails is a
 // second left out: the trace is evidence, not the fan-out's result.
-func (w *writeTracer) start(ctx context.Context, start time.Time) (stop func() []report.WriteSample) {
+func (w *writeTracer) start(ctx context.Context, start time.Time) (stop func() []WriteSample) {
 	if base, err := w.sample(ctx); err == nil {
 		w.base = base
 	}
@@ -56,7 +55,7 @@ func (w *writeTracer) start(ctx context.Context, start time.Time) (stop func() [
 			}
 		}
 	}()
-	return func() []report.WriteSample {
+	return func() []WriteSample {
 		cancel()
 		<-done
 		w.record(ctx, start, true) // the last, partial second: a fan-out shorter than a second has one too
@@ -86,19 +85,19 @@ func (w *writeTracer) record(ctx context.Context, start time.Time, last bool) {
 }
 
 // sample is one scrape.
-func (w *writeTracer) sample(ctx context.Context) (report.WriteSample, error) {
+func (w *writeTracer) sample(ctx context.Context) (WriteSample, error) {
 	code, body, err := testkit.Get(ctx, w.client, w.url, "", false)
 	if err == nil && code != http.StatusOK {
 		err = fmt.Errorf("GET %s: %d: %.200s", w.url, code, body)
 	}
 	if err != nil {
-		return report.WriteSample{}, err
+		return WriteSample{}, err
 	}
 	e, err := probe.ParseExposition(string(body))
 	if err != nil {
-		return report.WriteSample{}, err
+		return WriteSample{}, err
 	}
-	return report.WriteSample{
+	return WriteSample{
 		Allowed:           e.Sum("metawatch_write_rate", "", ""),
 		BusyWorkers:       e.Most("controller_runtime_active_workers"),
 		Workers:           e.Most("controller_runtime_max_concurrent_reconciles"),
@@ -117,7 +116,7 @@ func secondsUpTo(d time.Duration) int {
 // the sample before it closed, up to its own (a second a scrape missed
 // counts in the next sample), so that the samples count every arrival
 // before the last one's second.
-func fillWritten(samples []report.WriteSample, start time.Time, arrivals []time.Time) {
+func fillWritten(samples []WriteSample, start time.Time, arrivals []time.Time) {
 	for _, t := range arrivals {
 		second := int(t.Sub(start) / time.Second)
 		i := sort.Search(len(samples), func(i int) bool { return samples[i].Second > second })

@@ -1,4 +1,4 @@
-package report
+package fanout
 
 import (
 	"fmt"
@@ -7,10 +7,10 @@ import (
 	"github.com/metawatch/metawatch/bench/stats"
 )
 
-// FanOut is one variant's fan-out at one size: every bench Namespace
+// Result is one variant's fan-out at one size: every bench Namespace
 // relabelled until every pod carries the new value, with two probe clients
 // on the same API server.
-type FanOut struct {
+type Result struct {
 	N       int    `json:"n"`
 	Variant string `json:"variant"`
 	// Flags are the metawatch flags the variant ran with beside its
@@ -37,7 +37,7 @@ type FanOut struct {
 }
 
 // WritesPerSecond is the pods relabelled over the seconds it took.
-func (f FanOut) WritesPerSecond() float64 { return float64(f.Pods) / max(f.Seconds, 1e-9) }
+func (f Result) WritesPerSecond() float64 { return float64(f.Pods) / max(f.Seconds, 1e-9) }
 
 // ProbeLatency is a probe's latencies idle, just before the fan-out (the
 // variant running, nothing to write), and during it.
@@ -64,10 +64,11 @@ func NewProbeWindow(millis []float64, errors int) ProbeWindow {
 	return w
 }
 
-// fanOutTable is the fanout scenario's table: per size, each variant against
-// the bare client's time, and what the fan-out did to the probes.
-func fanOutTable(b *strings.Builder, run Run) {
-	if len(run.FanOuts) == 0 {
+// Table is the report's section of the scenario: per size, each variant
+// against the bare client's time, and what the fan-out did to the probes
+// (idle for idleSeconds before it); then what held metawatch's writes.
+func Table(b *strings.Builder, fanOuts []Result, idleSeconds float64) {
+	if len(fanOuts) == 0 {
 		return
 	}
 	b.WriteString("\n## Fan-out: every bench Namespace relabelled until every pod carries the new value\n\n")
@@ -75,23 +76,23 @@ func fanOutTable(b *strings.Builder, run Run) {
 		"A probe client GETs one pod every 100 ms and another writer merge-patches an annotation of a ConfigMap every 200 ms, each on a connection of its own; "+
 		"idle is the %.0f s just before the fan-out, with the variant running and nothing to write. "+
 		"writes/s is pods over seconds, the most in any one second in parentheses. Variants ran in this order at each size, each from every pod carrying the value before.\n\n",
-		run.Options.FanOutIdleSeconds)
+		idleSeconds)
 	b.WriteString("| pods | variant | seconds to converge | writes/s | probe GET p99 (idle → during) | other writer's patch p99 (idle → during) | API server CPU s | time vs bare |\n")
 	b.WriteString("|---:|---|---:|---:|---:|---:|---:|---:|\n")
-	for _, f := range run.FanOuts {
+	for _, f := range fanOuts {
 		fmt.Fprintf(b, "| %d | %s | %.1f | %.0f (%.0f) | %s | %s | %s | %s |\n", f.N, f.Variant, f.Seconds, f.WritesPerSecond(), f.PeakWritesPerSecond,
-			idleToDuring(f.ProbeGet), idleToDuring(f.OtherWriter), cpuSeconds(f.APIServerCPUSeconds), againstBare(run.FanOuts, f))
+			idleToDuring(f.ProbeGet), idleToDuring(f.OtherWriter), cpuSeconds(f.APIServerCPUSeconds), againstBare(fanOuts, f))
 	}
 	b.WriteString("\n")
-	for _, f := range run.FanOuts {
-		if f.N == run.FanOuts[0].N {
+	for _, f := range fanOuts {
+		if f.N == fanOuts[0].N {
 			fmt.Fprintf(b, "- `%s`: %s\n", f.Variant, flagsOf(f))
 		}
 	}
-	if !hasAPIServerCPU(run.FanOuts) {
+	if !hasAPIServerCPU(fanOuts) {
 		b.WriteString("\nThe API server's CPU is read from its process on the local control plane only; on this target it was not measured.\n")
 	}
-	writeTraceTable(b, run)
+	writeTraceTable(b, fanOuts)
 }
 
 // idleToDuring is a probe's p99 idle and during the fan-out, and how many
@@ -116,21 +117,21 @@ func cpuSeconds(s *float64) string {
 
 // againstBare is f's time over the bare client's at the same size, "-"
 // where the bare client did not run.
-func againstBare(all []FanOut, f FanOut) string {
+func againstBare(all []Result, f Result) string {
 	for _, bare := range all {
-		if bare.Variant == BareFanOut && bare.N == f.N && bare.Seconds > 0 {
+		if bare.Variant == Bare && bare.N == f.N && bare.Seconds > 0 {
 			return fmt.Sprintf("%.2fx", f.Seconds/bare.Seconds)
 		}
 	}
 	return "-"
 }
 
-// BareFanOut is the name of the fan-out's bare-client variant.
-const BareFanOut = "bare"
+// Bare is the name of the fan-out's bare-client variant.
+const Bare = "bare"
 
-func flagsOf(f FanOut) string {
+func flagsOf(f Result) string {
 	switch {
-	case f.Variant == BareFanOut:
+	case f.Variant == Bare:
 		return "the harness applying the same labels itself with `--concurrency` workers, no rate limit"
 	case len(f.Flags) == 0:
 		return "the metawatch binary with its default flags"
@@ -139,7 +140,7 @@ func flagsOf(f FanOut) string {
 	}
 }
 
-func hasAPIServerCPU(all []FanOut) bool {
+func hasAPIServerCPU(all []Result) bool {
 	for _, f := range all {
 		if f.APIServerCPUSeconds != nil {
 			return true

@@ -1,12 +1,10 @@
-package main
+package fanout
 
 import (
 	"math/rand/v2"
 	"slices"
 	"testing"
 	"time"
-
-	"github.com/metawatch/metawatch/bench/report"
 )
 
 func TestFillWritten(t *testing.T) {
@@ -34,7 +32,7 @@ func TestFillWritten(t *testing.T) {
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
-			samples := make([]report.WriteSample, len(c.seconds))
+			samples := make([]WriteSample, len(c.seconds))
 			for i, s := range c.seconds {
 				samples[i].Second = s
 			}
@@ -57,11 +55,11 @@ func FuzzFillWrittenCountsEachArrivalOnce(f *testing.F) {
 	f.Fuzz(func(t *testing.T, seed uint64, samples uint8, arrivals uint16) {
 		r := rand.New(rand.NewPCG(seed, seed))
 		start := time.Unix(0, 0)
-		var trace []report.WriteSample
+		var trace []WriteSample
 		second := 0
 		for range int(samples) {
 			second += 1 + r.IntN(3) // a missed scrape now and then
-			trace = append(trace, report.WriteSample{Second: second})
+			trace = append(trace, WriteSample{Second: second})
 		}
 		var times []time.Time
 		before := 0
