@@ -11,7 +11,7 @@
 // The cache's lists and watches have connections of their own, over HTTP/1.1
 // (watch_connections.go): on HTTP/2 each event cost the client a flow-control
 // write and a hand-off between goroutines, a large share of what a status-only
-// event cost in all (bench/README.md has the figures). The writes and
+// event cost in all (bench/results/status-events.md has the figures). The writes and
 // discovery share one HTTP/2 connection, as controller-runtime sets them up.
 //
 // Lease renewal goes through its own rest.Config, with its own rate limiter:

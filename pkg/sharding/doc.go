@@ -29,7 +29,7 @@
 // scores highest among the ones still free, going from the highest score of
 // any (replica, bucket) pair down. Plain rendezvous hashing (the highest score
 // wins) moves the fewest buckets but is even only on average, and 64 buckets
-// are too few for the average (bench/README.md says how uneven it was).
+// are too few for the average (bench/results/shards.md says how uneven it was).
 // Bounded, a join or leave still moves about 1/N of the buckets
 // (rendezvous_test.go), and every replica computes the same answer from the
 // same member list with no coordinator.
