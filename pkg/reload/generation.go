@@ -91,8 +91,9 @@ func CheckAgainstCluster(ctx context.Context, cfg *rest.Config, conf *config.Con
 	return err
 }
 
-// newGeneration builds the generation number running res, a configuration
-// of version order: it takes the process's settings and parts from r.
+// newGeneration builds generation number, running the configuration r
+// resolved (of version order): the settings and the parts of the process
+// (the ledger, the Events, the sharding) it takes from rl.
 func (rl *Reloader) newGeneration(ctx context.Context, number int64, r resolved, order uint64) (*generation, error) {
 	s, cfg := rl.Settings, rl.Config
 	g := &generation{number: number, watches: r.watches, forbidden: r.forbidden, gate: make(chan struct{}), stopping: make(chan struct{}), done: make(chan error, 1),
