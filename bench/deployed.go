@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/metawatch/metawatch/bench/child"
 	"github.com/metawatch/metawatch/bench/probe"
 	"github.com/metawatch/metawatch/bench/seed"
 	"github.com/metawatch/metawatch/bench/target"
@@ -90,13 +91,13 @@ func (h *harness) setUpChart(ctx context.Context) (*chartSetup, error) {
 // startDeployed installs the chart (and the bench's selectors ConfigMap) and
 // measures it like a child's sync: from helm install to its leader Ready,
 // then until it has been handed every pod and made no reconcile for 2 s.
-func (h *harness) startDeployed(ctx context.Context, n int) (*deployed, synced, error) {
+func (h *harness) startDeployed(ctx context.Context, n int) (*deployed, child.Synced, error) {
 	setup, err := h.setUpChart(ctx)
 	if err != nil {
-		return nil, synced{}, err
+		return nil, child.Synced{}, err
 	}
 	if err := applySelectors(ctx, setup.cs, variant.Config(h.spec())); err != nil {
-		return nil, synced{}, err
+		return nil, child.Synced{}, err
 	}
 	start := time.Now()
 	// fieldManager: the name every variant writes as. The variants share the
@@ -104,26 +105,26 @@ func (h *harness) startDeployed(ctx context.Context, n int) (*deployed, synced, 
 	// owned by its per-release name would be a conflict the next variant yields.
 	if out, err := setup.helmCmd(ctx, "install", "metawatch", chartPath, "--set", "image.pullPolicy=Never",
 		"--set", "fieldManager="+authority.DefaultFieldManager).CombinedOutput(); err != nil {
-		return nil, synced{}, fmt.Errorf("helm install: %w\n%s", err, out)
+		return nil, child.Synced{}, fmt.Errorf("helm install: %w\n%s", err, out)
 	}
 	leader, err := waitLeaderReady(ctx, setup.cs)
 	if err != nil {
-		return nil, synced{}, err
+		return nil, child.Synced{}, err
 	}
-	s := synced{SyncSeconds: time.Since(start).Seconds()}
+	s := child.Synced{SyncSeconds: time.Since(start).Seconds()}
 	s.ReadySeconds = s.SyncSeconds // helm install to the leader Ready is both
 	pid, err := onenode.PodProcess(leader.UID, "/metawatch")
 	if err != nil {
-		return nil, synced{}, err
+		return nil, child.Synced{}, err
 	}
 	d := &deployed{h: h, pid: strconv.Itoa(pid), scrape: setup.scraper(leader.Status.PodIP)}
 	s.SyncCPUSeconds = probe.CPUSecondsOf(d.pid) // the process started after helm install: all of it is start and sync
 	if err := d.settle(ctx, n); err != nil {
-		return nil, synced{}, err
+		return nil, child.Synced{}, err
 	}
 	m, err := d.metrics()
 	if err != nil {
-		return nil, synced{}, err
+		return nil, child.Synced{}, err
 	}
 	s.Objects = int(m.Sum("metawatch_cached_objects", "kind", "Pod"))
 	s.Events, s.Reconciles = received(m), int64(m.Sum("controller_runtime_reconcile_total", "", ""))
@@ -167,7 +168,7 @@ func (c *chartSetup) helmCmd(ctx context.Context, args ...string) *exec.Cmd {
 // reconcile for two seconds, as a child's settle does.
 func (d *deployed) settle(ctx context.Context, n int) error {
 	last, quietSince := -1.0, time.Now()
-	for deadline := time.Now().Add(settleTimeout); time.Now().Before(deadline); time.Sleep(500 * time.Millisecond) {
+	for deadline := time.Now().Add(child.SettleTimeout); time.Now().Before(deadline); time.Sleep(500 * time.Millisecond) {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
@@ -182,23 +183,24 @@ func (d *deployed) settle(ctx context.Context, n int) error {
 			return nil
 		}
 	}
-	return fmt.Errorf("the chart's leader did not settle on %d pods within %s", n, settleTimeout)
+	return fmt.Errorf("the chart's leader did not settle on %d pods within %s", n, child.SettleTimeout)
 }
 
-func (d *deployed) snapshot() (snapshot, error) {
+// Snapshot reads the leader's metrics and its process.
+func (d *deployed) Snapshot() (child.Snapshot, error) {
 	m, err := d.metrics()
 	if err != nil {
-		return snapshot{}, err
+		return child.Snapshot{}, err
 	}
-	return snapshot{Events: received(m), Reconciles: int64(m.Sum("controller_runtime_reconcile_total", "", "")),
+	return child.Snapshot{Events: received(m), Reconciles: int64(m.Sum("controller_runtime_reconcile_total", "", "")),
 		Requests:   map[string]int64{"PATCH pods (metawatch_rule_writes_total)": int64(m.Sum("metawatch_rule_writes_total", "", ""))},
 		CPUSeconds: probe.CPUSecondsOf(d.pid), PeakRSSBytes: probe.PeakRSSOf(d.pid), RSSBytes: probe.RSSOf(d.pid)}, nil
 }
 
-// stop takes a last snapshot and uninstalls the chart, waiting for its pods
+// Stop takes a last snapshot and uninstalls the chart, waiting for its pods
 // to go: the next size starts from nothing, as a child process does.
-func (d *deployed) stop() (snapshot, error) {
-	s, err := d.snapshot()
+func (d *deployed) Stop() (child.Snapshot, error) {
+	s, err := d.Snapshot()
 	setup := d.h.chart
 	ctx := context.Background()
 	if out, uerr := setup.helmCmd(ctx, "uninstall", "metawatch", "--wait", "--timeout", "5m").CombinedOutput(); uerr != nil && err == nil {
@@ -216,7 +218,7 @@ func (d *deployed) stop() (snapshot, error) {
 // waitLeaderReady waits for a replica to hold the chart's Lease and for its
 // pod to be Ready, and returns that pod.
 func waitLeaderReady(ctx context.Context, cs kubernetes.Interface) (*corev1.Pod, error) {
-	for deadline := time.Now().Add(settleTimeout); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+	for deadline := time.Now().Add(child.SettleTimeout); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
@@ -230,7 +232,7 @@ func waitLeaderReady(ctx context.Context, cs kubernetes.Interface) (*corev1.Pod,
 			return pod, nil
 		}
 	}
-	return nil, fmt.Errorf("no replica of the chart became leader and Ready within %s", settleTimeout)
+	return nil, fmt.Errorf("no replica of the chart became leader and Ready within %s", child.SettleTimeout)
 }
 
 // applySelectors writes the bench's configuration into the chart's selectors

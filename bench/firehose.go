@@ -10,6 +10,8 @@ import (
 
 	"github.com/google/pprof/profile"
 
+	"github.com/metawatch/metawatch/bench/child"
+	"github.com/metawatch/metawatch/bench/probe"
 	"github.com/metawatch/metawatch/bench/report"
 	"github.com/metawatch/metawatch/bench/scenario"
 	"github.com/metawatch/metawatch/bench/seed"
@@ -17,8 +19,8 @@ import (
 
 // profiler is a measured variant whose process can be CPU-profiled (a child, not the chart's pods).
 type profiler interface {
-	profile(path string) (snapshot, error)
-	stopProfile() (snapshot, error)
+	Profile(path string) (child.Snapshot, error)
+	StopProfile() (child.Snapshot, error)
 }
 
 // firehose sends status-only updates to the first namespace's pods at
@@ -28,19 +30,19 @@ type profiler interface {
 // with a CPU profile of that time where the variant is a process of ours.
 //
 // With a bill taken, the API server's CPU is read over the same window.
-func (h *harness) firehose(ctx context.Context, c measured, r *report.Result, bill *billReading) error {
+func (h *harness) firehose(ctx context.Context, c child.Measured, r *report.Result, bill *billReading) error {
 	prof, profiled := c.(profiler)
 	path := filepath.Join(os.TempDir(), fmt.Sprintf("metawatch-bench-%s-%d.cpu.pprof", r.Variant, r.N))
 	idle, err := idleCPU(ctx, c)
 	if err != nil {
 		return err
 	}
-	var before snapshot
+	var before child.Snapshot
 	start := time.Now()
 	if profiled {
-		before, err = prof.profile(path)
+		before, err = prof.Profile(path)
 	} else {
-		before, err = c.snapshot()
+		before, err = c.Snapshot()
 	}
 	if err != nil {
 		return err
@@ -51,7 +53,7 @@ func (h *harness) firehose(ctx context.Context, c measured, r *report.Result, bi
 	if err != nil {
 		return fmt.Errorf("firehose: %w", err)
 	}
-	after, err := quietSnapshot(c)
+	after, err := child.QuietSnapshot(c)
 	if err != nil {
 		return err
 	}
@@ -60,9 +62,9 @@ func (h *harness) firehose(ctx context.Context, c measured, r *report.Result, bi
 		StatusUpdates: res.StatusUpdates, Events: after.Events - before.Events,
 		CPUSeconds: after.CPUSeconds - before.CPUSeconds, Mallocs: after.Mallocs - before.Mallocs,
 		AllocatedBytes: after.AllocatedBytes - before.AllocatedBytes, GCCycles: after.GCCycles - before.GCCycles,
-		ReceivedBytes: podBytes(after.Bytes) - podBytes(before.Bytes)}
+		ReceivedBytes: probe.PodBytes(after.Bytes) - probe.PodBytes(before.Bytes)}
 	if profiled {
-		if _, err := prof.stopProfile(); err != nil {
+		if _, err := prof.StopProfile(); err != nil {
 			return err
 		}
 		if f.TopCPU, err = topFunctions(path, 20); err != nil {
@@ -80,8 +82,8 @@ const idleWindow = 5 * time.Second
 // idleCPU is the CPU seconds per second the variant spends with no event to
 // handle (timers, the GC, metrics, its Lease): what it would spend over the
 // firehose's window without the firehose.
-func idleCPU(ctx context.Context, c measured) (float64, error) {
-	before, err := c.snapshot()
+func idleCPU(ctx context.Context, c child.Measured) (float64, error) {
+	before, err := c.Snapshot()
 	if err != nil {
 		return 0, err
 	}
@@ -89,7 +91,7 @@ func idleCPU(ctx context.Context, c measured) (float64, error) {
 	if err := scenario.Sleep(ctx, idleWindow); err != nil {
 		return 0, err
 	}
-	after, err := c.snapshot()
+	after, err := c.Snapshot()
 	return (after.CPUSeconds - before.CPUSeconds) / time.Since(start).Seconds(), err
 }
 

@@ -27,6 +27,7 @@ import (
 	"github.com/go-logr/logr"
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	"github.com/metawatch/metawatch/bench/child"
 	"github.com/metawatch/metawatch/bench/kwok"
 	"github.com/metawatch/metawatch/bench/scenarios/fanout"
 	"github.com/metawatch/metawatch/bench/target"
@@ -86,7 +87,8 @@ func runUntilSignalled(o options) error {
 	defer stop()
 	switch {
 	case o.child != "":
-		return runChild(ctx, o)
+		return child.Serve(ctx, child.Config{Variant: o.child, Concurrency: o.concurrency, HeapProfiles: o.heapProfiles, Pods: o.sizes[0],
+			Shard: o.shard, ShardServerSide: o.shardServerSide, Label: costCenter})
 	case o.render != "":
 		return render(o.render, o.out)
 	default:

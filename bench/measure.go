@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/metawatch/metawatch/bench/child"
 	"github.com/metawatch/metawatch/bench/report"
 	"github.com/metawatch/metawatch/bench/scenario"
 	"github.com/metawatch/metawatch/bench/seed"
@@ -28,11 +29,11 @@ func (h *harness) measureVariant(ctx context.Context, v variant.Variant, n int) 
 		Objects: s.Objects, Sync: syncFigures(s)}
 	bill.settled()
 	if s.Objects != n {
-		_, _ = c.stop()
+		_, _ = c.Stop()
 		return r, fmt.Errorf("cached %d pods, the cluster has %d", s.Objects, n)
 	}
 	if err := h.steady(ctx, c, &r); err != nil {
-		_, _ = c.stop()
+		_, _ = c.Stop()
 		return r, err
 	}
 	if h.o.steadyWindow > 0 {
@@ -40,23 +41,23 @@ func (h *harness) measureVariant(ctx context.Context, v variant.Variant, n int) 
 	}
 	if h.o.has("relist") {
 		if err := h.relist(ctx, c, v, n, &r); err != nil {
-			_, _ = c.stop()
+			_, _ = c.Stop()
 			return r, err
 		}
 	}
 	if !v.CacheOnly {
 		if err := h.scenarios(ctx, c, v, &r); err != nil {
-			_, _ = c.stop()
+			_, _ = c.Stop()
 			return r, err
 		}
 	}
 	if h.o.has("firehose") || bill != nil {
 		if err := h.firehose(ctx, c, &r, bill); err != nil {
-			_, _ = c.stop()
+			_, _ = c.Stop()
 			return r, err
 		}
 	}
-	final, err := c.stop()
+	final, err := c.Stop()
 	// The kernel's high-water mark (VmHWM) trails the resident set by a few
 	// pages (its per-thread counters are folded in lazily): a resident set
 	// read earlier can be above it. The peak is at least any of them.
@@ -69,7 +70,7 @@ func (h *harness) measureVariant(ctx context.Context, v variant.Variant, n int) 
 // steady lets the variant run idle for --steady-window after its sync, then
 // takes its resident set: what it holds once the sync's garbage is collected
 // and returned to the kernel, the figure a container's memory limit is set by.
-func (h *harness) steady(ctx context.Context, c measured, r *report.Result) error {
+func (h *harness) steady(ctx context.Context, c child.Measured, r *report.Result) error {
 	var err error
 	r.SteadyRSSBytes, r.SteadyMemory, err = h.steadySet(ctx, c)
 	return err
@@ -77,29 +78,29 @@ func (h *harness) steady(ctx context.Context, c measured, r *report.Result) erro
 
 // steadySet is c's resident set after --steady-window idle, and the Go
 // runtime's account of it (0 and nil: no window).
-func (h *harness) steadySet(ctx context.Context, c measured) (int64, map[string]uint64, error) {
+func (h *harness) steadySet(ctx context.Context, c child.Measured) (int64, map[string]uint64, error) {
 	if h.o.steadyWindow <= 0 {
 		return 0, nil, nil
 	}
 	if err := scenario.Sleep(ctx, h.o.steadyWindow); err != nil {
 		return 0, nil, err
 	}
-	s, err := c.snapshot()
+	s, err := c.Snapshot()
 	return s.RSSBytes, s.Memory, err
 }
 
 // start starts v at size n: in a process of its own, or from the chart.
-func (h *harness) start(ctx context.Context, v variant.Variant, n int) (measured, synced, error) {
+func (h *harness) start(ctx context.Context, v variant.Variant, n int) (child.Measured, child.Synced, error) {
 	if v.Deployed {
 		return h.startDeployed(ctx, n)
 	}
-	return startChild(ctx, h.o, h.kubeconfig, v.Name, n)
+	return child.Start(ctx, h.childOptions(), v.Name, n)
 }
 
-func (h *harness) scenarios(ctx context.Context, c measured, v variant.Variant, r *report.Result) error {
+func (h *harness) scenarios(ctx context.Context, c child.Measured, v variant.Variant, r *report.Result) error {
 	ns := seed.NamespaceName(0)
 	if h.o.has("converge") {
-		before, err := c.snapshot()
+		before, err := c.Snapshot()
 		if err != nil {
 			return err
 		}
@@ -107,7 +108,7 @@ func (h *harness) scenarios(ctx context.Context, c measured, v variant.Variant, 
 		if err != nil {
 			return fmt.Errorf("converge: %w", err)
 		}
-		after, err := quietSnapshot(c)
+		after, err := child.QuietSnapshot(c)
 		r.Converge = &report.Converge{Pods: len(h.observer.Pods()), Seconds: took.Seconds(), Activity: activity(before, after)}
 		if err != nil {
 			return err
@@ -119,8 +120,8 @@ func (h *harness) scenarios(ctx context.Context, c measured, v variant.Variant, 
 	return nil
 }
 
-func (h *harness) churn(ctx context.Context, c measured, r *report.Result) error {
-	before, err := c.snapshot()
+func (h *harness) churn(ctx context.Context, c child.Measured, r *report.Result) error {
+	before, err := c.Snapshot()
 	if err != nil {
 		return err
 	}
@@ -129,7 +130,7 @@ func (h *harness) churn(ctx context.Context, c measured, r *report.Result) error
 	if err != nil {
 		return err
 	}
-	after, err := quietSnapshot(c)
+	after, err := child.QuietSnapshot(c)
 	if err != nil {
 		return err
 	}
@@ -166,7 +167,7 @@ func (h *harness) sendChurn(ctx context.Context, opts scenario.ChurnOptions) (sc
 	return res, res.StatusUpdates, nil
 }
 
-func syncFigures(s synced) report.Sync {
+func syncFigures(s child.Synced) report.Sync {
 	per := func(v float64) float64 { return v / float64(max(s.Objects, 1)) }
 	out := report.Sync{Seconds: s.SyncSeconds, ReadySeconds: s.ReadySeconds, CPUSeconds: s.SyncCPUSeconds, Events: s.Events, Reconciles: s.Reconciles,
 		PeakLiveHeapBytes: s.PeakLiveHeapBytes, PeakSampledRSSBytes: s.AtPeak.RSSBytes, PeakMemory: s.AtPeak.Memory,
@@ -180,7 +181,7 @@ func syncFigures(s synced) report.Sync {
 }
 
 // activity is what the child did between two snapshots.
-func activity(before, after snapshot) report.Activity {
+func activity(before, after child.Snapshot) report.Activity {
 	a := report.Activity{Events: after.Events - before.Events, Reconciles: after.Reconciles - before.Reconciles,
 		CPUSeconds: after.CPUSeconds - before.CPUSeconds, Received: map[string]int64{}}
 	for key, n := range after.Requests {
@@ -194,4 +195,9 @@ func activity(before, after snapshot) report.Activity {
 		}
 	}
 	return a
+}
+
+// childOptions are the settings every variant's process is started with.
+func (h *harness) childOptions() child.Options {
+	return child.Options{Kubeconfig: h.kubeconfig, Concurrency: h.o.concurrency, HeapProfiles: h.o.heapProfiles}
 }

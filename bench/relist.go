@@ -10,6 +10,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/metawatch/metawatch/bench/child"
 	"github.com/metawatch/metawatch/bench/probe"
 	"github.com/metawatch/metawatch/bench/report"
 	"github.com/metawatch/metawatch/bench/scenario"
@@ -49,19 +50,19 @@ var errRelistNotLocal = errors.New("the relist scenario restarts kube-apiserver,
 
 // relist runs the relist scenario on the variant c at n pods and adds its
 // figures to r.
-func (h *harness) relist(ctx context.Context, c measured, v variant.Variant, n int, r *report.Result) error {
-	ch, ok := c.(*child)
+func (h *harness) relist(ctx context.Context, c child.Measured, v variant.Variant, n int, r *report.Result) error {
+	ch, ok := c.(*child.Process)
 	if !ok || h.controlPlane == nil {
 		fmt.Fprintf(os.Stderr, "bench: %d pods: %s: no relist (%v)\n", n, v.Name, errRelistNotLocal)
 		return nil
 	}
-	before, err := ch.snapshot()
+	before, err := ch.Snapshot()
 	if err != nil {
 		return err
 	}
 	l := &report.Relist{PeakBeforeRSSBytes: max(before.PeakRSSBytes, before.RSSBytes, r.SteadyRSSBytes)}
 	r.Relist = l
-	start, err := ch.ask("relist-begin")
+	start, err := ch.Ask("relist-begin")
 	if err != nil {
 		return err
 	}
@@ -90,22 +91,22 @@ func (h *harness) relist(ctx context.Context, c measured, v variant.Variant, n i
 // relistEnd waits for the variant to go quiet, ends the child's watch of
 // its peak and records what the relist cost in l; a variant that counts its
 // relists must have counted one.
-func relistEnd(ch *child, start snapshot, l *report.Relist) error {
-	quiet, err := quietSnapshot(ch)
+func relistEnd(ch *child.Process, start child.Snapshot, l *report.Relist) error {
+	quiet, err := child.QuietSnapshot(ch)
 	if err != nil {
 		return err
 	}
 	for deadline := time.Now().Add(30 * time.Second); quiet.Relists != nil && *quiet.Relists <= relistsOf(start) && time.Now().Before(deadline); {
 		time.Sleep(250 * time.Millisecond)
-		if quiet, err = ch.snapshot(); err != nil {
+		if quiet, err = ch.Snapshot(); err != nil {
 			return err
 		}
 	}
-	end, err := ch.ask("relist-end")
+	end, err := ch.Ask("relist-end")
 	if err != nil {
 		return err
 	}
-	l.Events, l.PodBytes, l.CPUSeconds = quiet.Events-start.Events, podBytes(quiet.Bytes)-podBytes(start.Bytes), quiet.CPUSeconds-start.CPUSeconds
+	l.Events, l.PodBytes, l.CPUSeconds = quiet.Events-start.Events, probe.PodBytes(quiet.Bytes)-probe.PodBytes(start.Bytes), quiet.CPUSeconds-start.CPUSeconds
 	l.PeakRSSBytes, l.PeakLiveHeapBytes = max(end.PeakRSSBytes, end.RSSBytes), end.RelistPeakLiveHeapBytes
 	if at := end.RelistAtPeak; at != nil {
 		l.PeakSampledRSSBytes, l.PeakMemory = at.RSSBytes, at.Memory
@@ -120,7 +121,7 @@ func relistEnd(ch *child, start snapshot, l *report.Relist) error {
 	return nil
 }
 
-func relistsOf(s snapshot) int64 {
+func relistsOf(s child.Snapshot) int64 {
 	if s.Relists == nil {
 		return 0
 	}
@@ -156,14 +157,14 @@ func (h *harness) restartPastRevision(ctx context.Context) error {
 // waitRelisted waits until the variant has received, since start, an event
 // for each of the n pods and at least minBytes of pod lists and watches: a
 // relist, not a resumed watch, which brings neither. It returns when.
-func waitRelisted(ctx context.Context, ch *child, start snapshot, n int, minBytes int64) (time.Time, error) {
+func waitRelisted(ctx context.Context, ch *child.Process, start child.Snapshot, n int, minBytes int64) (time.Time, error) {
 	deadline := time.Now().Add(relistTimeout)
 	for {
-		s, err := ch.snapshot()
+		s, err := ch.Snapshot()
 		if err != nil {
 			return time.Time{}, err
 		}
-		events, bytes := s.Events-start.Events, podBytes(s.Bytes)-podBytes(start.Bytes)
+		events, bytes := s.Events-start.Events, probe.PodBytes(s.Bytes)-probe.PodBytes(start.Bytes)
 		if events >= int64(n) && bytes >= minBytes {
 			return time.Now(), nil
 		}
@@ -187,40 +188,4 @@ func syncPodBytes(r *report.Result) float64 {
 		}
 	}
 	return perPod * float64(r.Objects)
-}
-
-// relistWatch is the child's side of the scenario: told the relist is
-// coming (relist-begin), it resets its peak resident set, lets a variant
-// that would stop at its watch's end open it again, and follows its live
-// heap (writing a heap profile at each new most, with --heap-profiles)
-// until the relist is over (relist-end).
-type relistWatch struct {
-	o          options
-	v          variant.Variant
-	running    *variant.Running
-	peak       *probe.LiveHeapPeak
-	profileErr error
-}
-
-func (w *relistWatch) begin() error {
-	if w.running.ExpectRelist != nil {
-		w.running.ExpectRelist()
-	}
-	if err := probe.ResetPeakRSS("self"); err != nil {
-		return fmt.Errorf("resetting the peak resident set: %w", err)
-	}
-	w.peak = probe.WatchLiveHeap(100*time.Millisecond, func(uint64) { w.profileErr = writeHeapProfile(w.o, w.v, "relist-peak") })
-	return nil
-}
-
-// end stops following the live heap and returns the most it saw, and the
-// memory at the most resident set it read.
-func (w *relistWatch) end() (uint64, *memoryAt, error) {
-	if w.peak == nil {
-		return 0, nil, errors.New("relist-end before relist-begin")
-	}
-	most := w.peak.Stop()
-	at := atMostRSS(w.peak)
-	w.peak = nil
-	return most, &at, w.profileErr
 }

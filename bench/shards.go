@@ -8,6 +8,7 @@ import (
 
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/metawatch/metawatch/bench/child"
 	"github.com/metawatch/metawatch/bench/probe"
 	"github.com/metawatch/metawatch/bench/report"
 	"github.com/metawatch/metawatch/bench/scenario"
@@ -78,22 +79,22 @@ func (h *harness) shardsMode(ctx context.Context, n int, mode string) error {
 // replica's list of them (a million at 1M) would be in its memory figures.
 func (h *harness) shardRun(ctx context.Context, n, replicas int, mode string) (report.ShardRun, error) {
 	run := report.ShardRun{N: n, Mode: mode}
-	var children []*child
+	var children []*child.Process
 	defer func() {
 		for _, c := range children {
-			_, _ = c.stop()
+			_, _ = c.Stop()
 		}
 	}()
 	for i := range replicas {
 		shard := variant.Shard{Index: i, Of: replicas, ServerSide: mode == shardsServer}
-		c, s, err := startChild(ctx, h.o, h.kubeconfig, "metawatch", n, "--shard", fmt.Sprintf("%d/%d", i, replicas),
+		c, s, err := child.Start(ctx, h.childOptions(), "metawatch", n, "--shard", fmt.Sprintf("%d/%d", i, replicas),
 			fmt.Sprintf("--shard-server-side=%t", shard.ServerSide))
 		if err != nil {
 			return run, err
 		}
 		children = append(children, c)
 		run.Replicas = append(run.Replicas, report.ShardReplica{Buckets: len(shard.Buckets()), CachedPods: s.Objects, SyncSeconds: s.SyncSeconds,
-			SyncBytes: podBytes(s.ReceivedBytes), SyncEvents: s.Events, RetainedBytes: float64(s.RetainedBytes) / float64(max(s.Objects, 1))})
+			SyncBytes: probe.PodBytes(s.ReceivedBytes), SyncEvents: s.Events, RetainedBytes: float64(s.RetainedBytes) / float64(max(s.Objects, 1))})
 	}
 	if err := h.shardChurn(ctx, children, &run); err != nil {
 		return run, err
@@ -104,10 +105,10 @@ func (h *harness) shardRun(ctx context.Context, n, replicas int, mode string) (r
 // checkShares counts the pods the replicas cache between them (Union) and
 // those more than one caches (Overlap), and fails unless every pod is
 // cached once.
-func checkShares(children []*child, run *report.ShardRun) error {
+func checkShares(children []*child.Process, run *report.ShardRun) error {
 	cached := map[string]int{}
 	for _, c := range children {
-		uids, err := c.podUIDs()
+		uids, err := c.PodUIDs()
 		if err != nil {
 			return err
 		}
@@ -130,13 +131,13 @@ func checkShares(children []*child, run *report.ShardRun) error {
 // shardChurn waits the steady window, takes each replica's memory, sends a
 // status-only churn to the first namespace's pods and records each
 // replica's share of it.
-func (h *harness) shardChurn(ctx context.Context, children []*child, run *report.ShardRun) error {
+func (h *harness) shardChurn(ctx context.Context, children []*child.Process, run *report.ShardRun) error {
 	if err := scenario.Sleep(ctx, h.o.steadyWindow); err != nil {
 		return err
 	}
-	before := make([]snapshot, len(children))
+	before := make([]child.Snapshot, len(children))
 	for i, c := range children {
-		s, err := c.snapshot()
+		s, err := c.Snapshot()
 		if err != nil {
 			return err
 		}
@@ -149,24 +150,13 @@ func (h *harness) shardChurn(ctx context.Context, children []*child, run *report
 	}
 	run.ChurnSeconds, run.StatusUpdates = h.o.churnDuration.Seconds(), updates
 	for i, c := range children {
-		after, err := quietSnapshot(c)
+		after, err := child.QuietSnapshot(c)
 		if err != nil {
 			return err
 		}
 		r := &run.Replicas[i]
-		r.ChurnBytes, r.ChurnEvents = podBytes(after.Bytes)-podBytes(before[i].Bytes), after.Events-before[i].Events
+		r.ChurnBytes, r.ChurnEvents = probe.PodBytes(after.Bytes)-probe.PodBytes(before[i].Bytes), after.Events-before[i].Events
 		r.ChurnCPU = after.CPUSeconds - before[i].CPUSeconds
 	}
 	return nil
-}
-
-// podBytes are the bytes of pod lists and watches among bytes by probe.Key.
-func podBytes(byKey map[string]int64) int64 {
-	var total int64
-	for key, b := range byKey {
-		if probe.IsPodData(key) {
-			total += b
-		}
-	}
-	return total
 }

@@ -3,7 +3,7 @@
 // the wire's), heap after GC, peak RSS and CPU seconds.
 //
 // Each variant runs in a fresh process so that nothing else is on its heap;
-// the harness reads these figures from the child (see bench/child.go). An
+// the harness reads these figures from the child (see bench/child). An
 // Exposition is a metawatch process's metrics read from outside it (the
 // chart variant's, the fanout scenario's replicas').
 package probe

@@ -84,6 +84,17 @@ func IsPodData(key string) bool {
 	return strings.HasPrefix(key, "LIST pods ") || strings.HasPrefix(key, "WATCH pods ")
 }
 
+// PodBytes are the bytes of pod lists and watches among bytes by Key.
+func PodBytes(byKey map[string]int64) int64 {
+	var total int64
+	for key, b := range byKey {
+		if IsPodData(key) {
+			total += b
+		}
+	}
+	return total
+}
+
 func verb(req *http.Request) string {
 	resource, named := ResourceOf(req.URL.Path)
 	switch {

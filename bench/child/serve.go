@@ -1,4 +1,4 @@
-package main
+package child
 
 import (
 	"bufio"
@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
@@ -27,8 +26,8 @@ import (
 // are synced and its initial reconciles done, then one JSON snapshot line
 // per line it reads on stdin, and exits at end of input.
 
-// synced is the child's first line.
-type synced struct {
+// Synced is the child's first line.
+type Synced struct {
 	Objects                     int
 	SyncSeconds, SyncCPUSeconds float64
 	// ReadySeconds is from the process's start to synced caches: what
@@ -40,14 +39,14 @@ type synced struct {
 	PeakLiveHeapBytes uint64
 	// AtPeak is the most resident set read during the sync and the runtime's
 	// account of its memory at that moment (probe.LiveHeapPeak.AtMostRSS).
-	AtPeak             memoryAt
+	AtPeak             MemoryAt
 	AllocatedBytes     uint64
 	ReceivedBytes      map[string]int64
 	Events, Reconciles int64
 }
 
-// snapshot is what the child counted so far.
-type snapshot struct {
+// Snapshot is what the child counted so far.
+type Snapshot struct {
 	Events, Reconciles int64
 	Requests, Bytes    map[string]int64
 	CPUSeconds         float64
@@ -67,35 +66,54 @@ type snapshot struct {
 	// RelistPeakLiveHeapBytes is the most live heap from relist-begin, in
 	// the answer to relist-end.
 	RelistPeakLiveHeapBytes uint64 `json:",omitempty"`
-	// RelistAtPeak is as synced.AtPeak, for the relist, in the answer to
+	// RelistAtPeak is as Synced.AtPeak, for the relist, in the answer to
 	// relist-end.
-	RelistAtPeak *memoryAt `json:",omitempty"`
+	RelistAtPeak *MemoryAt `json:",omitempty"`
 }
 
-// memoryAt is a resident set read and the Go runtime's account of its
+// MemoryAt is a resident set read and the Go runtime's account of its
 // memory just after (probe.MemoryClasses).
-type memoryAt struct {
+type MemoryAt struct {
 	RSSBytes int64
 	Memory   map[string]uint64 `json:",omitempty"`
 }
 
-func atMostRSS(p *probe.LiveHeapPeak) memoryAt {
+func atMostRSS(p *probe.LiveHeapPeak) MemoryAt {
 	rss, classes := p.AtMostRSS()
-	return memoryAt{RSSBytes: rss, Memory: classes}
+	return MemoryAt{RSSBytes: rss, Memory: classes}
 }
 
 // processStarted is about when this process started: package variables are
 // set before main runs, a few milliseconds after exec.
 var processStarted = time.Now()
 
-// settleTimeout bounds the wait for a controller's initial reconciles.
-const settleTimeout = 10 * time.Minute
+// SettleTimeout bounds the wait for a controller's initial reconciles.
+const SettleTimeout = 10 * time.Minute
 
-func runChild(ctx context.Context, o options) error {
-	if o.heapProfiles != "" {
+// Config is what the harness tells its child on the command line (Start).
+type Config struct {
+	// Variant is the variant the child runs (--child).
+	Variant     string
+	Concurrency int
+	// HeapProfiles is a directory for the variant's heap profiles ("": none).
+	HeapProfiles string
+	// Pods is the size the child runs at (--sizes), in its profiles' names.
+	Pods int
+	// Shard is "I/N" for sharded replica I of N ("": not sharded), and
+	// ShardServerSide whether it asks the API server to filter.
+	Shard           string
+	ShardServerSide bool
+	// Label is the label the rule copies from the namespace to its pods.
+	Label string
+}
+
+// Serve is the child: it starts the variant, measures its sync, prints
+// Synced, and answers every line of stdin with a Snapshot until its end.
+func Serve(ctx context.Context, o Config) error {
+	if o.HeapProfiles != "" {
 		runtime.MemProfileRate = 1 // every allocation: a profile of what each pod costs, not a sample
 	}
-	v, err := variant.Named(o.child)
+	v, err := variant.Named(o.Variant)
 	if err != nil {
 		return err
 	}
@@ -104,8 +122,8 @@ func runChild(ctx context.Context, o options) error {
 		return err
 	}
 	wire, counters := probe.NewWire(), &variant.Counters{}
-	spec := variant.Spec{Selector: seed.Selector, Label: costCenter, Concurrency: o.concurrency}
-	if spec.Shard, err = parseShard(o.shard, o.shardServerSide); err != nil {
+	spec := variant.Spec{Selector: seed.Selector, Label: o.Label, Concurrency: o.Concurrency}
+	if spec.Shard, err = parseShard(o.Shard, o.ShardServerSide); err != nil {
 		return err
 	}
 	running, err := v.Start(ctx, wire.Wrap(cfg), spec, counters)
@@ -116,7 +134,7 @@ func runChild(ctx context.Context, o options) error {
 	if err != nil {
 		return err
 	}
-	if err := writeHeapProfile(o, v, "synced"); err != nil {
+	if err := o.writeHeapProfile(v, "synced"); err != nil {
 		return err
 	}
 	if err := json.NewEncoder(os.Stdout).Encode(s); err != nil {
@@ -149,28 +167,28 @@ func childConfig() (*rest.Config, error) {
 
 // measureSync starts the variant and measures it until its caches are synced
 // (time, allocations) and its initial reconciles are done (retained heap).
-func measureSync(ctx context.Context, o options, v variant.Variant, running *variant.Running, counters *variant.Counters, wire *probe.Wire) (synced, error) {
+func measureSync(ctx context.Context, o Config, v variant.Variant, running *variant.Running, counters *variant.Counters, wire *probe.Wire) (Synced, error) {
 	before, cpu := probe.HeapAfterGC(), probe.CPUSeconds()
 	start := time.Now()
 	var profileErr error
-	peak := probe.WatchLiveHeap(100*time.Millisecond, func(uint64) { profileErr = writeHeapProfile(o, v, "peak") })
+	peak := probe.WatchLiveHeap(100*time.Millisecond, func(uint64) { profileErr = o.writeHeapProfile(v, "peak") })
 	running.Run()
 	if err := running.WaitSynced(ctx); err != nil {
 		peak.Stop()
-		return synced{}, err
+		return Synced{}, err
 	}
-	s := synced{SyncSeconds: time.Since(start).Seconds(), SyncCPUSeconds: probe.CPUSeconds() - cpu, AllocatedBytes: totalAlloc() - before.TotalAlloc,
+	s := Synced{SyncSeconds: time.Since(start).Seconds(), SyncCPUSeconds: probe.CPUSeconds() - cpu, AllocatedBytes: totalAlloc() - before.TotalAlloc,
 		ReadySeconds: time.Since(processStarted).Seconds()}
 	n, err := running.CachedPods(ctx)
 	if err != nil {
-		return synced{}, err
+		return Synced{}, err
 	}
 	if !v.CacheOnly {
 		settle(ctx, counters, n)
 	}
 	s.PeakLiveHeapBytes, s.AtPeak = peak.Stop(), atMostRSS(peak)
 	if profileErr != nil {
-		return synced{}, profileErr
+		return Synced{}, profileErr
 	}
 	after := probe.SettledHeap(5)
 	s.Objects, s.RetainedBytes = n, int64(after.HeapAlloc)-int64(before.HeapAlloc)
@@ -183,7 +201,7 @@ func measureSync(ctx context.Context, o options, v variant.Variant, running *var
 // and its queue is empty when the heap is measured. Not every variant
 // reconciles every pod: metawatch queues only pods that need work.
 func settle(ctx context.Context, counters *variant.Counters, pods int) {
-	deadline := time.Now().Add(settleTimeout)
+	deadline := time.Now().Add(SettleTimeout)
 	last, quietSince := int64(-1), time.Now()
 	for time.Now().Before(deadline) && ctx.Err() == nil {
 		n := counters.Reconciles()
@@ -207,7 +225,7 @@ func serveSnapshots(ctx context.Context, in io.Reader, running *variant.Running,
 		var err error
 		var uids []string
 		var relistPeak uint64
-		var relistAt *memoryAt
+		var relistAt *MemoryAt
 		switch line := lines.Text(); {
 		case line == "relist-begin":
 			err = relist.begin()
@@ -231,7 +249,7 @@ func serveSnapshots(ctx context.Context, in io.Reader, running *variant.Running,
 		}
 		var m runtime.MemStats
 		runtime.ReadMemStats(&m)
-		s := snapshot{Events: counters.Received(), Reconciles: counters.Reconciles(), Requests: wire.Requests(), Bytes: wire.Bytes(),
+		s := Snapshot{Events: counters.Received(), Reconciles: counters.Reconciles(), Requests: wire.Requests(), Bytes: wire.Bytes(),
 			CPUSeconds: probe.CPUSeconds(), PeakRSSBytes: probe.PeakRSS(), RSSBytes: probe.RSS(), Mallocs: m.Mallocs, AllocatedBytes: m.TotalAlloc, GCCycles: m.NumGC,
 			Memory: probe.MemoryClasses(), PodUIDs: uids, RelistPeakLiveHeapBytes: relistPeak, RelistAtPeak: relistAt}
 		if running.Relists != nil {
@@ -243,107 +261,6 @@ func serveSnapshots(ctx context.Context, in io.Reader, running *variant.Running,
 		}
 	}
 	return lines.Err()
-}
-
-// child is the harness's handle on a variant's process.
-type child struct {
-	cmd *exec.Cmd
-	in  io.WriteCloser
-	out *json.Decoder
-}
-
-func startChild(ctx context.Context, o options, kubeconfig, name string, n int, extra ...string) (*child, synced, error) {
-	self, err := os.Executable()
-	if err != nil {
-		return nil, synced{}, err
-	}
-	cmd := exec.CommandContext(ctx, self, append([]string{"--child", name, "--kubeconfig", kubeconfig, "--concurrency", fmt.Sprint(o.concurrency),
-		"--heap-profiles", o.heapProfiles, "--sizes", fmt.Sprint(n)}, extra...)...)
-	cmd.Stderr = os.Stderr
-	in, err := cmd.StdinPipe()
-	if err != nil {
-		return nil, synced{}, err
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, synced{}, err
-	}
-	if err := cmd.Start(); err != nil {
-		return nil, synced{}, err
-	}
-	c := &child{cmd: cmd, in: in, out: json.NewDecoder(out)}
-	var s synced
-	if err := c.out.Decode(&s); err != nil {
-		return nil, synced{}, c.failed("sync", err)
-	}
-	return c, s, nil
-}
-
-// snapshot asks the child for its counters.
-func (c *child) snapshot() (snapshot, error) { return c.ask("") }
-
-// podUIDs asks the child for the uids of the pods it caches.
-func (c *child) podUIDs() ([]string, error) {
-	s, err := c.ask("uids")
-	return s.PodUIDs, err
-}
-
-// profile starts a CPU profile of the child into path (stopProfile ends it) and takes a snapshot.
-func (c *child) profile(path string) (snapshot, error) { return c.ask("profile " + path) }
-
-func (c *child) stopProfile() (snapshot, error) { return c.ask("stop-profile") }
-
-// ask sends the child a line and reads the snapshot it answers with.
-func (c *child) ask(line string) (snapshot, error) {
-	var s snapshot
-	if _, err := io.WriteString(c.in, line+"\n"); err != nil {
-		return s, c.failed("snapshot", err)
-	}
-	if err := c.out.Decode(&s); err != nil {
-		return s, c.failed("snapshot", err)
-	}
-	return s, nil
-}
-
-// measured is a running variant the harness takes snapshots of: a child
-// process, or the chart's pods (deployed).
-type measured interface {
-	snapshot() (snapshot, error)
-	// stop takes a last snapshot and ends the variant.
-	stop() (snapshot, error)
-}
-
-// quietSnapshot is a snapshot taken once the variant has seen no new event
-// for a second (or after 30 s): the events the harness caused have reached
-// it, whose watch may lag behind the harness's own.
-func quietSnapshot(c measured) (snapshot, error) {
-	s, err := c.snapshot()
-	for deadline := time.Now().Add(30 * time.Second); err == nil && time.Now().Before(deadline); {
-		time.Sleep(time.Second)
-		var next snapshot
-		if next, err = c.snapshot(); err == nil && next.Events == s.Events && next.Reconciles == s.Reconciles {
-			return next, nil
-		}
-		s = next
-	}
-	return s, err
-}
-
-// stop takes a last snapshot and ends the child.
-func (c *child) stop() (snapshot, error) {
-	s, err := c.snapshot()
-	_ = c.in.Close()
-	if waitErr := c.cmd.Wait(); err == nil && waitErr != nil {
-		err = fmt.Errorf("variant process: %w", waitErr)
-	}
-	return s, err
-}
-
-func (c *child) failed(during string, err error) error {
-	_ = c.in.Close()
-	_ = c.cmd.Process.Kill()
-	_ = c.cmd.Wait()
-	return fmt.Errorf("variant process during %s: %w (its stderr is above)", during, err)
 }
 
 func cpuProfileErr(err error) error {
@@ -363,14 +280,14 @@ func totalAlloc() uint64 {
 // DIR/VARIANT-N-WHEN.pprof when --heap-profiles is set: "synced" once the
 // initial reconciles are done, "peak" (rewritten) each time the live heap
 // reaches a new most during the sync.
-func writeHeapProfile(o options, v variant.Variant, when string) error {
-	if o.heapProfiles == "" {
+func (o Config) writeHeapProfile(v variant.Variant, when string) error {
+	if o.HeapProfiles == "" {
 		return nil
 	}
-	if err := os.MkdirAll(o.heapProfiles, 0o755); err != nil {
+	if err := os.MkdirAll(o.HeapProfiles, 0o755); err != nil {
 		return err
 	}
-	f, err := os.Create(filepath.Join(o.heapProfiles, fmt.Sprintf("%s-%d-%s.pprof", v.Name, o.sizes[0], when)))
+	f, err := os.Create(filepath.Join(o.HeapProfiles, fmt.Sprintf("%s-%d-%s.pprof", v.Name, o.Pods, when)))
 	if err != nil {
 		return err
 	}
