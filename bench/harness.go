@@ -16,6 +16,7 @@ import (
 	"github.com/metawatch/metawatch/bench/kwok"
 	"github.com/metawatch/metawatch/bench/report"
 	"github.com/metawatch/metawatch/bench/scenario"
+	"github.com/metawatch/metawatch/bench/scenarios/relist"
 	"github.com/metawatch/metawatch/bench/seed"
 	"github.com/metawatch/metawatch/bench/target"
 	"github.com/metawatch/metawatch/bench/variant"
@@ -131,7 +132,7 @@ func newHarness(ctx context.Context, o options, tgt *target.Cluster, variants []
 		}
 	}
 	if o.has("relist") && tgt.ControlPlane == nil {
-		return nil, errRelistNotLocal
+		return nil, relist.ErrNotLocal
 	}
 	via, err := seedVia(o, tgt)
 	if err != nil {

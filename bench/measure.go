@@ -4,11 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 
 	"github.com/metawatch/metawatch/bench/child"
+	"github.com/metawatch/metawatch/bench/probe"
 	"github.com/metawatch/metawatch/bench/report"
 	"github.com/metawatch/metawatch/bench/scenario"
+	"github.com/metawatch/metawatch/bench/scenarios/relist"
 	"github.com/metawatch/metawatch/bench/seed"
 	"github.com/metawatch/metawatch/bench/variant"
 )
@@ -200,4 +203,31 @@ func activity(before, after child.Snapshot) report.Activity {
 // childOptions are the settings every variant's process is started with.
 func (h *harness) childOptions() child.Options {
 	return child.Options{Kubeconfig: h.kubeconfig, Concurrency: h.o.concurrency, HeapProfiles: h.o.heapProfiles}
+}
+
+// relist runs the relist scenario (bench/scenarios/relist) on the variant c
+// at n pods and adds its figures to r: on the local control plane, and a
+// variant in a process of ours, only.
+func (h *harness) relist(ctx context.Context, c child.Measured, v variant.Variant, n int, r *report.Result) error {
+	ch, ok := c.(*child.Process)
+	if !ok || h.controlPlane == nil {
+		fmt.Fprintf(os.Stderr, "bench: %d pods: %s: no relist (%v)\n", n, v.Name, relist.ErrNotLocal)
+		return nil
+	}
+	var err error
+	r.Relist, err = relist.Run(ctx, relist.Setup{Child: ch, ControlPlane: h.controlPlane, Variant: v.Name, SyncPodBytes: syncPodBytes(r),
+		SteadyRSSBytes: r.SteadyRSSBytes, Steady: h.steadySet}, n)
+	return err
+}
+
+// syncPodBytes is the bytes of pod lists and watches the variant received
+// in its initial sync.
+func syncPodBytes(r *report.Result) float64 {
+	var perPod float64
+	for key, b := range r.Sync.ReceivedBytesPerObjectByKey {
+		if probe.IsPodData(key) {
+			perPod += b
+		}
+	}
+	return perPod * float64(r.Objects)
 }

@@ -9,11 +9,12 @@ import (
 	"github.com/metawatch/metawatch/bench/variant"
 )
 
-// relistWatch is the child's side of the relist scenario (bench/relist.go): told the relist is
-// coming (relist-begin), it resets its peak resident set, lets a variant
-// that would stop at its watch's end open it again, and follows its live
-// heap (writing a heap profile at each new most, with --heap-profiles)
-// until the relist is over (relist-end).
+// relistWatch is the child's side of the relist scenario
+// (bench/scenarios/relist): told the relist is coming (relist-begin), it
+// resets its peak resident set, lets a variant that would stop at its
+// watch's end open it again, and follows its live heap (writing a heap
+// profile at each new most, with --heap-profiles) until the relist is over
+// (relist-end).
 type relistWatch struct {
 	o          Config
 	v          variant.Variant

@@ -9,6 +9,7 @@ import (
 	"github.com/metawatch/metawatch/bench/scenarios/failover"
 	"github.com/metawatch/metawatch/bench/scenarios/fanout"
 	"github.com/metawatch/metawatch/bench/scenarios/livereport"
+	"github.com/metawatch/metawatch/bench/scenarios/relist"
 )
 
 // Markdown renders run as a page: the machine, then one table per question.
@@ -21,7 +22,7 @@ func Markdown(run Run) string {
 		syncTable(&b, run, true)
 	}
 	receivedTable(&b, run)
-	relistTable(&b, run)
+	relist.Table(&b, relistRows(run))
 	churnTable(&b, run)
 	convergeTable(&b, run)
 	fanout.Table(&b, run.FanOuts, run.Options.FanOutIdleSeconds)
@@ -37,6 +38,16 @@ func Markdown(run Run) string {
 		b.WriteString("\n![retained heap per cached pod against pods in the cluster](memory.png)\n\n![label change to write latency](latency.png)\n")
 	}
 	return dropEmptySections(b.String())
+}
+
+// relistRows are every result's figures the relist scenario's section reads.
+func relistRows(run Run) []relist.Row {
+	rows := make([]relist.Row, len(run.Results))
+	for i, r := range run.Results {
+		rows[i] = relist.Row{N: r.N, Variant: r.Variant, SyncPeakRSSBytes: r.SyncPeakRSS(), SteadyRSSBytes: r.SteadyRSSBytes,
+			ReadySeconds: r.Sync.ReadySeconds, Relist: r.Relist}
+	}
+	return rows
 }
 
 // dropEmptySections removes each "## " section whose tables have no row: a

@@ -3,15 +3,17 @@ package report
 import (
 	"strings"
 	"testing"
+
+	"github.com/metawatch/metawatch/bench/scenarios/relist"
 )
 
 func TestRelistTableSetsTheRelistBesideTheSync(t *testing.T) {
 	const mib = 1 << 20
 	one := int64(1)
-	relisted := func(variant string, ready, relist float64, peakBefore, peak, steady, after int64, counted *int64) Result {
+	relisted := func(variant string, ready, relistSeconds float64, peakBefore, peak, steady, after int64, counted *int64) Result {
 		return Result{Variant: variant, N: 100_000, Objects: 100_000, Sync: Sync{ReadySeconds: ready}, PeakRSSBytes: max(peakBefore, peak) * mib,
-			SteadyRSSBytes: steady * mib, Relist: &Relist{PeakBeforeRSSBytes: peakBefore * mib, PeakRSSBytes: peak * mib, PeakLiveHeapBytes: 40 * mib,
-				SteadyRSSBytes: after * mib, RestartSeconds: 12, Seconds: relist, CPUSeconds: 2.5, PodBytes: 190_000_000, Relists: counted}}
+			SteadyRSSBytes: steady * mib, Relist: &relist.Result{PeakBeforeRSSBytes: peakBefore * mib, PeakRSSBytes: peak * mib, PeakLiveHeapBytes: 40 * mib,
+				SteadyRSSBytes: after * mib, RestartSeconds: 12, Seconds: relistSeconds, CPUSeconds: 2.5, PodBytes: 190_000_000, Relists: counted}}
 	}
 	for name, tc := range map[string]struct {
 		run     Run
@@ -52,7 +54,7 @@ func TestRelistTableSetsTheRelistBesideTheSync(t *testing.T) {
 }
 
 func TestSyncPeakIsTheOneBeforeTheRelist(t *testing.T) {
-	r := Result{PeakRSSBytes: 300, Relist: &Relist{PeakBeforeRSSBytes: 200, PeakRSSBytes: 300}}
+	r := Result{PeakRSSBytes: 300, Relist: &relist.Result{PeakBeforeRSSBytes: 200, PeakRSSBytes: 300}}
 	if got := r.SyncPeakRSS(); got != 200 {
 		t.Errorf("sync peak %d, want the one before the relist, 200", got)
 	}

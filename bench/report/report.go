@@ -8,6 +8,7 @@ import (
 	"github.com/metawatch/metawatch/bench/scenarios/failover"
 	"github.com/metawatch/metawatch/bench/scenarios/fanout"
 	"github.com/metawatch/metawatch/bench/scenarios/livereport"
+	"github.com/metawatch/metawatch/bench/scenarios/relist"
 	"github.com/metawatch/metawatch/bench/stats"
 )
 
@@ -124,7 +125,7 @@ type Result struct {
 	Churn    *Churn    `json:"churn,omitempty"`
 	Firehose *Firehose `json:"firehose,omitempty"`
 	// Relist is the relist scenario's: the API server restarted, every pod listed again.
-	Relist *Relist `json:"relist,omitempty"`
+	Relist *relist.Result `json:"relist,omitempty"`
 	// PeakRSSBytes and CPUSeconds are the whole process's, at its end
 	// (SyncPeakRSS is the initial sync's where a relist came after it).
 	PeakRSSBytes int64   `json:"peakRSSBytes"`
@@ -138,6 +139,15 @@ type Result struct {
 	// APIServer is what the local API server spent while the variant ran
 	// (the bill scenario; nil otherwise).
 	APIServer *APIServerShare `json:"apiServer,omitempty"`
+}
+
+// SyncPeakRSS is the peak resident set of the initial sync: the process's
+// peak before a relist, where the relist scenario ran, else its whole peak.
+func (r Result) SyncPeakRSS() int64 {
+	if r.Relist != nil && r.Relist.PeakBeforeRSSBytes > 0 {
+		return r.Relist.PeakBeforeRSSBytes
+	}
+	return r.PeakRSSBytes
 }
 
 // Sync is the initial list and watch: from start to synced caches.

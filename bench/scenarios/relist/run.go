@@ -1,4 +1,4 @@
-package main
+package relist
 
 import (
 	"context"
@@ -12,19 +12,9 @@ import (
 
 	"github.com/metawatch/metawatch/bench/child"
 	"github.com/metawatch/metawatch/bench/probe"
-	"github.com/metawatch/metawatch/bench/report"
 	"github.com/metawatch/metawatch/bench/scenario"
-	"github.com/metawatch/metawatch/bench/variant"
+	"github.com/metawatch/metawatch/pkg/testing/controlplane"
 )
-
-// The relist scenario: after a variant's sync and steady window, the local
-// kube-apiserver is stopped, etcd's revision is moved on past anything the
-// variant's watch has seen, and the API server is started again. Its watch
-// cache then begins after the variant's last resourceVersion, so the
-// variant's resumed watch is answered 410 Gone and it lists every pod again:
-// what an informer meets in production after an API server restart or an
-// etcd compaction. The child's peak resident set is reset just before, and
-// its live heap followed, until it has every pod again.
 
 // relistRevisions is how many revisions etcd is moved on while the API
 // server is stopped. One is not enough: a watch cache that starts at
@@ -44,54 +34,69 @@ const relistTimeout = 20 * time.Minute
 // must receive again for its relist to count: a resumed watch brings none.
 const relistBytesShare = 0.9
 
-// errRelistNotLocal: the harness restarts only a kube-apiserver it runs.
-var errRelistNotLocal = errors.New("the relist scenario restarts kube-apiserver, which the harness can do only on the local control plane it starts itself " +
+// ErrNotLocal says why the scenario cannot run: the harness restarts only a
+// kube-apiserver it runs.
+var ErrNotLocal = errors.New("the relist scenario restarts kube-apiserver, which the harness can do only on the local control plane it starts itself " +
 	"(no --kind, --kubeconfig, $KUBECONFIG or --local-cluster)")
 
-// relist runs the relist scenario on the variant c at n pods and adds its
-// figures to r.
-func (h *harness) relist(ctx context.Context, c child.Measured, v variant.Variant, n int, r *report.Result) error {
-	ch, ok := c.(*child.Process)
-	if !ok || h.controlPlane == nil {
-		fmt.Fprintf(os.Stderr, "bench: %d pods: %s: no relist (%v)\n", n, v.Name, errRelistNotLocal)
-		return nil
-	}
+// Setup is what the scenario runs against.
+type Setup struct {
+	// Child is the variant's process, synced, after its steady window.
+	Child *child.Process
+	// ControlPlane is the local control plane whose kube-apiserver is restarted.
+	ControlPlane *controlplane.ControlPlane
+	// Variant names the variant in the log.
+	Variant string
+	// SyncPodBytes are the bytes of pod lists and watches the variant
+	// received in its initial sync; SteadyRSSBytes its steady set after it.
+	SyncPodBytes   float64
+	SteadyRSSBytes int64
+	// Steady runs the steady window and returns the resident set after it
+	// and the Go runtime's account of it (0 and nil: no window).
+	Steady func(context.Context, child.Measured) (int64, map[string]uint64, error)
+}
+
+// Run is the relist scenario on the variant's process at n pods: the API
+// server restarted past its resourceVersion, the time until it has every
+// pod again, and what the relist cost. On an error after the restart it
+// returns the figures taken so far.
+func Run(ctx context.Context, s Setup, n int) (*Result, error) {
+	ch := s.Child
 	before, err := ch.Snapshot()
 	if err != nil {
-		return err
+		return nil, err
 	}
-	l := &report.Relist{PeakBeforeRSSBytes: max(before.PeakRSSBytes, before.RSSBytes, r.SteadyRSSBytes)}
-	r.Relist = l
+	l := &Result{PeakBeforeRSSBytes: max(before.PeakRSSBytes, before.RSSBytes, s.SteadyRSSBytes)}
 	start, err := ch.Ask("relist-begin")
 	if err != nil {
-		return err
+		return l, err
 	}
-	fmt.Fprintf(os.Stderr, "bench: %d pods: %s: restarting kube-apiserver past its resourceVersion to make it relist\n", n, v.Name)
+	fmt.Fprintf(os.Stderr, "bench: %d pods: %s: restarting kube-apiserver past its resourceVersion to make it relist\n", n, s.Variant)
 	stopped := time.Now()
-	if err := h.restartPastRevision(ctx); err != nil {
-		return fmt.Errorf("relist: %w", err)
+	if err := restartPastRevision(ctx, s.ControlPlane); err != nil {
+		return l, fmt.Errorf("relist: %w", err)
 	}
 	served := time.Now()
 	l.RestartSeconds = served.Sub(stopped).Seconds()
-	minBytes := int64(relistBytesShare * syncPodBytes(r))
+	minBytes := int64(relistBytesShare * s.SyncPodBytes)
 	relisted, err := waitRelisted(ctx, ch, start, n, minBytes)
 	if err != nil {
-		return fmt.Errorf("relist: %w", err)
+		return l, fmt.Errorf("relist: %w", err)
 	}
 	l.Seconds = relisted.Sub(served).Seconds()
 	if err := relistEnd(ch, start, l); err != nil {
-		return err
+		return l, err
 	}
 	fmt.Fprintf(os.Stderr, "bench: %d pods: %s relisted %.1f s after the API server was ready again: peak %.0f MiB (before: %.0f MiB)\n",
-		n, v.Name, l.Seconds, float64(l.PeakRSSBytes)/(1<<20), float64(l.PeakBeforeRSSBytes)/(1<<20))
-	l.SteadyRSSBytes, l.SteadyMemory, err = h.steadySet(ctx, ch)
-	return err
+		n, s.Variant, l.Seconds, float64(l.PeakRSSBytes)/(1<<20), float64(l.PeakBeforeRSSBytes)/(1<<20))
+	l.SteadyRSSBytes, l.SteadyMemory, err = s.Steady(ctx, ch)
+	return l, err
 }
 
 // relistEnd waits for the variant to go quiet, ends the child's watch of
 // its peak and records what the relist cost in l; a variant that counts its
 // relists must have counted one.
-func relistEnd(ch *child.Process, start child.Snapshot, l *report.Relist) error {
+func relistEnd(ch *child.Process, start child.Snapshot, l *Result) error {
 	quiet, err := child.QuietSnapshot(ch)
 	if err != nil {
 		return err
@@ -131,8 +136,7 @@ func relistsOf(s child.Snapshot) int64 {
 // restartPastRevision stops the local kube-apiserver, moves etcd's
 // revision on by relistRevisions and starts the API server again (until it
 // is ready; the variant's relist is what shows it serves every pod).
-func (h *harness) restartPastRevision(ctx context.Context) error {
-	cp := h.controlPlane
+func restartPastRevision(ctx context.Context, cp *controlplane.ControlPlane) error {
 	etcd, err := clientv3.New(clientv3.Config{Endpoints: []string{cp.EtcdURL()}, DialTimeout: 10 * time.Second, Context: ctx})
 	if err != nil {
 		return fmt.Errorf("connecting to etcd at %s: %w", cp.EtcdURL(), err)
@@ -176,16 +180,4 @@ func waitRelisted(ctx context.Context, ch *child.Process, start child.Snapshot, 
 			return time.Time{}, err
 		}
 	}
-}
-
-// syncPodBytes is the bytes of pod lists and watches the variant received
-// in its initial sync.
-func syncPodBytes(r *report.Result) float64 {
-	var perPod float64
-	for key, b := range r.Sync.ReceivedBytesPerObjectByKey {
-		if probe.IsPodData(key) {
-			perPod += b
-		}
-	}
-	return perPod * float64(r.Objects)
 }

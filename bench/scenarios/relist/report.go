@@ -1,17 +1,17 @@
-package report
+package relist
 
 import (
 	"fmt"
 	"strings"
 )
 
-// Relist is the relist scenario's figures of one variant: after its sync
+// Result is the relist scenario's figures of one variant: after its sync
 // and steady window, the local kube-apiserver was stopped, etcd's revision
 // moved on past the variant's last resourceVersion, and the API server
 // started again, so that the variant's watch, resumed, was answered 410 Gone
 // and it listed every pod again, as a production informer does after an API
 // server restart or an etcd compaction.
-type Relist struct {
+type Result struct {
 	// PeakBeforeRSSBytes is the process's peak resident set before the
 	// relist: its sync's (and steady window's).
 	PeakBeforeRSSBytes int64 `json:"peakBeforeRSSBytes"`
@@ -44,26 +44,31 @@ type Relist struct {
 	SteadyMemory   map[string]uint64 `json:"steadyMemoryClasses,omitempty"`
 }
 
-// SyncPeakRSS is the peak resident set of the initial sync: the process's
-// peak before a relist, where the relist scenario ran, else its whole peak.
-func (r Result) SyncPeakRSS() int64 {
-	if r.Relist != nil && r.Relist.PeakBeforeRSSBytes > 0 {
-		return r.Relist.PeakBeforeRSSBytes
-	}
-	return r.PeakRSSBytes
-}
-
 // receiveOnly is the variant whose sync and relist times the others' are set against.
 const receiveOnly = "receive-only"
 
-// relistTable sets each variant's relist beside its initial sync: peaks and
-// steady resident sets, their ratios (the goal is a peak of at most 1.25x
-// the steady set, in both), and the times against receive-only's.
-func relistTable(b *strings.Builder, run Run) {
+// Row is one variant's figures at one size the report's section reads:
+// its sync's and its relist's (nil where it did not relist).
+type Row struct {
+	N       int
+	Variant string
+	// SyncPeakRSSBytes is the initial sync's peak resident set, SteadyRSSBytes
+	// the resident set after the steady window, ReadySeconds from the
+	// process's start to synced caches.
+	SyncPeakRSSBytes, SteadyRSSBytes int64
+	ReadySeconds                     float64
+	Relist                           *Result
+}
+
+// Table is the report's section of the scenario: each variant's relist
+// beside its initial sync, peaks and steady resident sets, their ratios
+// (the goal is a peak of at most 1.25x the steady set, in both), and the
+// times against receive-only's, of every variant of the run (rows).
+func Table(b *strings.Builder, all []Row) {
 	var rows strings.Builder
-	for _, r := range run.Results {
+	for _, r := range all {
 		if l := r.Relist; l != nil {
-			relistRow(&rows, run, r, l)
+			relistRow(&rows, all, r, l)
 		}
 	}
 	if rows.Len() == 0 {
@@ -84,11 +89,11 @@ func relistTable(b *strings.Builder, run Run) {
 	b.WriteString(rows.String())
 }
 
-func relistRow(b *strings.Builder, run Run, r Result, l *Relist) {
+func relistRow(b *strings.Builder, all []Row, r Row, l *Result) {
 	readyVs, relistVs := "-", "-"
-	if base := run.find(receiveOnly, r.N); base != nil {
-		if base.Sync.ReadySeconds > 0 && r.Sync.ReadySeconds > 0 {
-			readyVs = fmt.Sprintf("%.2fx", r.Sync.ReadySeconds/base.Sync.ReadySeconds)
+	if base := find(all, receiveOnly, r.N); base != nil {
+		if base.ReadySeconds > 0 && r.ReadySeconds > 0 {
+			readyVs = fmt.Sprintf("%.2fx", r.ReadySeconds/base.ReadySeconds)
 		}
 		if base.Relist != nil && base.Relist.Seconds > 0 {
 			relistVs = fmt.Sprintf("%.2fx", l.Seconds/base.Relist.Seconds)
@@ -99,8 +104,8 @@ func relistRow(b *strings.Builder, run Run, r Result, l *Relist) {
 		counted = fmt.Sprint(*l.Relists)
 	}
 	fmt.Fprintf(b, "| %d | %s | %.0f MiB | %s | %s | %s | %s | %.0f MiB | %s | %s | %s | %.1f | %.1f | %s | %.1f | %.0f B | %s |\n",
-		r.N, r.Variant, inMiB(r.SyncPeakRSS()), orDash(inMiB(r.SteadyRSSBytes), "%.0f MiB"), rssRatio(r.SyncPeakRSS(), r.SteadyRSSBytes),
-		orDash(r.Sync.ReadySeconds, "%.2f"), readyVs, inMiB(l.PeakRSSBytes), rssRatio(l.PeakRSSBytes, r.SteadyRSSBytes),
+		r.N, r.Variant, inMiB(r.SyncPeakRSSBytes), orDash(inMiB(r.SteadyRSSBytes), "%.0f MiB"), rssRatio(r.SyncPeakRSSBytes, r.SteadyRSSBytes),
+		orDash(r.ReadySeconds, "%.2f"), readyVs, inMiB(l.PeakRSSBytes), rssRatio(l.PeakRSSBytes, r.SteadyRSSBytes),
 		orDash(inMiB(int64(l.PeakLiveHeapBytes)), "%.0f MiB"), orDash(inMiB(l.SteadyRSSBytes), "%.0f MiB"),
 		l.RestartSeconds, l.Seconds, relistVs, l.CPUSeconds, float64(l.PodBytes)/float64(max(r.N, 1)), counted)
 }
@@ -112,3 +117,24 @@ func rssRatio(peak, steady int64) string {
 	}
 	return fmt.Sprintf("%.2fx", float64(peak)/float64(steady))
 }
+
+// find is the row of variant at n pods, nil without one.
+func find(rows []Row, variant string, n int) *Row {
+	for i := range rows {
+		if rows[i].Variant == variant && rows[i].N == n {
+			return &rows[i]
+		}
+	}
+	return nil
+}
+
+// orDash formats v, or "-" where it was not measured (0).
+func orDash(v float64, format string) string {
+	if v <= 0 {
+		return "-"
+	}
+	return fmt.Sprintf(format, v)
+}
+
+// inMiB is bytes in MiB.
+func inMiB(b int64) float64 { return float64(b) / (1 << 20) }
