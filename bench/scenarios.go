@@ -17,6 +17,7 @@ import (
 	"github.com/metawatch/metawatch/bench/scenarios/failover"
 	"github.com/metawatch/metawatch/bench/scenarios/fanout"
 	"github.com/metawatch/metawatch/bench/scenarios/livereport"
+	"github.com/metawatch/metawatch/bench/scenarios/shards"
 	"github.com/metawatch/metawatch/bench/seed"
 	"github.com/metawatch/metawatch/bench/variant"
 	"github.com/metawatch/metawatch/pkg/testing/testkit"
@@ -146,6 +147,20 @@ func (h *harness) benchNamespaces(ctx context.Context) ([]string, error) {
 		names[i] = ns.Name
 	}
 	return names, nil
+}
+
+// shards runs the shards scenario (bench/scenarios/shards) at n pods:
+// metawatch's sharded replicas, each a process of its own, the churn sent
+// as converge and churn send it (by kwok, with simulated nodes).
+func (h *harness) shards(ctx context.Context, n int) error {
+	return shards.Run(ctx, shards.Setup{Child: h.childOptions(), Config: h.cfg, ShardGate: h.shardGate, Replicas: h.o.shardReplicas,
+		ClientToo: h.o.shardsClientToo, SteadyWindow: h.o.steadyWindow,
+		Churn: func(ctx context.Context, opts scenario.ChurnOptions) (int, error) {
+			_, updates, err := h.sendChurn(ctx, opts)
+			return updates, err
+		},
+		ChurnOpts: scenario.ChurnOptions{StatusPerSecond: h.o.statusRate, Duration: h.o.churnDuration},
+		Record:    func(r shards.Result) { h.run.Shards = append(h.run.Shards, r) }}, n)
 }
 
 // failover runs the failover scenario (bench/scenarios/failover) at n pods

@@ -8,6 +8,7 @@ import (
 
 	"github.com/metawatch/metawatch/bench/probe"
 	"github.com/metawatch/metawatch/bench/report"
+	"github.com/metawatch/metawatch/bench/scenarios/shards"
 	"github.com/metawatch/metawatch/pkg/testing/controlplane"
 )
 
@@ -35,7 +36,7 @@ func TestHarnessShards(t *testing.T) {
 	}
 }
 
-func checkShardRun(t *testing.T, run report.Run, s report.ShardRun) {
+func checkShardRun(t *testing.T, run report.Run, s shards.Result) {
 	t.Helper()
 	cached, buckets := 0, 0
 	for _, r := range s.Replicas {
@@ -45,7 +46,7 @@ func checkShardRun(t *testing.T, run report.Run, s report.ShardRun) {
 		t.Errorf("%s, %d replicas: %d pods cached (%d distinct, %d in two), %d buckets; want all %d pods once and 64 buckets",
 			s.Mode, len(s.Replicas), cached, s.Union, s.Overlap, buckets, s.N)
 	}
-	var single report.ShardReplica
+	var single shards.Replica
 	for _, o := range run.Shards {
 		if o.Mode == s.Mode && len(o.Replicas) == 1 {
 			single = o.Replicas[0]

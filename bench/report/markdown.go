@@ -10,6 +10,7 @@ import (
 	"github.com/metawatch/metawatch/bench/scenarios/fanout"
 	"github.com/metawatch/metawatch/bench/scenarios/livereport"
 	"github.com/metawatch/metawatch/bench/scenarios/relist"
+	"github.com/metawatch/metawatch/bench/scenarios/shards"
 )
 
 // Markdown renders run as a page: the machine, then one table per question.
@@ -29,7 +30,7 @@ func Markdown(run Run) string {
 	firehoseTable(&b, run)
 	billTable(&b, run)
 	scalingTable(&b, run)
-	shardsTable(&b, run)
+	shards.Table(&b, run.Shards)
 	steadyMemoryTable(&b, run)
 	livereport.Table(&b, run.LiveReports, run.Options.ReportKubectlMaxPods)
 	failover.Table(&b, run.Failovers)

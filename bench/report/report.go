@@ -9,6 +9,7 @@ import (
 	"github.com/metawatch/metawatch/bench/scenarios/fanout"
 	"github.com/metawatch/metawatch/bench/scenarios/livereport"
 	"github.com/metawatch/metawatch/bench/scenarios/relist"
+	"github.com/metawatch/metawatch/bench/scenarios/shards"
 	"github.com/metawatch/metawatch/bench/stats"
 )
 
@@ -20,7 +21,7 @@ type Run struct {
 	Results  []Result `json:"results"`
 	Baseline string   `json:"baseline"` // the variant ratios are against
 	// Shards are the shards scenario's runs: N sharded replicas at once.
-	Shards []ShardRun `json:"shards,omitempty"`
+	Shards []shards.Result `json:"shards,omitempty"`
 	// LiveReports are the report scenario's runs.
 	LiveReports []livereport.Result `json:"liveReports,omitempty"`
 	// Seeding is how long each growth of the population took.

@@ -6,6 +6,7 @@ import (
 
 	"github.com/metawatch/metawatch/bench/probe"
 	"github.com/metawatch/metawatch/bench/scenarios/relist"
+	"github.com/metawatch/metawatch/bench/scenarios/shards"
 )
 
 func TestSteadyMemoryTableSplitsTheResidentSet(t *testing.T) {
@@ -30,7 +31,7 @@ func TestSteadyMemoryTableSplitsTheResidentSet(t *testing.T) {
 				"| 1000000 | metawatch, at its relist's peak | 590 | 300 |"},
 		},
 		"each shard replica gets a row of its own": {
-			run: Run{Shards: []ShardRun{{N: 100, Mode: "server", Replicas: []ShardReplica{
+			run: Run{Shards: []shards.Result{{N: 100, Mode: "server", Replicas: []shards.Replica{
 				{CachedPods: 60, SteadyRSS: 480 * mib, SteadyMemory: classes}, {CachedPods: 40, SteadyRSS: 430 * mib, SteadyMemory: classes}}}}},
 			want: []string{"| 60 | metawatch, replica 1 of 2 (server) | 480 |", "| 40 | metawatch, replica 2 of 2 (server) | 430 | 300 | 40 | 20 | 60 | 3 | 17 | -10 |"},
 		},

@@ -1,18 +1,18 @@
-package report
+package shards
 
 import (
 	"fmt"
 	"strings"
 )
 
-// ShardRun is N sharded metawatch replicas running at once on the same pods.
-type ShardRun struct {
+// Result is N sharded metawatch replicas running at once on the same pods.
+type Result struct {
 	N int `json:"n"` // pods in the cluster
 	// Mode is "server" (the API server filters by shard) or "client" (it
 	// does not, its ShardedListAndWatch gate off: each replica drops the
 	// others' objects on receipt).
-	Mode     string         `json:"mode"`
-	Replicas []ShardReplica `json:"replicas"`
+	Mode     string    `json:"mode"`
+	Replicas []Replica `json:"replicas"`
 	// Union and Overlap are the pods cached by any replica and by more than one.
 	Union   int `json:"cachedUnion"`
 	Overlap int `json:"cachedOverlap"`
@@ -21,8 +21,8 @@ type ShardRun struct {
 	StatusUpdates int     `json:"statusUpdates"`
 }
 
-// ShardReplica is one replica's figures: its sync, then its share of the churn.
-type ShardReplica struct {
+// Replica is one replica's figures: its sync, then its share of the churn.
+type Replica struct {
 	Buckets       int     `json:"buckets"`
 	CachedPods    int     `json:"cachedPods"`
 	SyncSeconds   float64 `json:"syncSeconds"`
@@ -40,12 +40,12 @@ type ShardReplica struct {
 	SteadyMemory map[string]uint64 `json:"steadyMemoryClasses,omitempty"`
 }
 
-// shardsTable is every replica's share of what a single replica (N=1, the
+// Table is the report's section of the scenario: every replica's share of what a single replica (N=1, the
 // same mode, the same run) received, decoded and cached; of the churn, its
 // share of the status updates of its own run (runs differ a little in how
 // many kwok sent), and its bytes per status update against a single replica's.
-func shardsTable(b *strings.Builder, run Run) {
-	if len(run.Shards) == 0 {
+func Table(b *strings.Builder, runs []Result) {
+	if len(runs) == 0 {
 		return
 	}
 	b.WriteString("\n## Sharding: N replicas on the same pods\n\n")
@@ -54,8 +54,8 @@ func shardsTable(b *strings.Builder, run Run) {
 		"server: the API server filters by shard; client: its ShardedListAndWatch gate is off, every replica receives every pod and drops the others' before decoding them.\n\n")
 	b.WriteString("| pods | mode | N | replica | buckets | pods cached | sync bytes received | sync events | churn status updates | churn events | churn bytes received | churn CPU s | sync s | peak RSS | steady RSS | cached union / overlap |\n")
 	b.WriteString("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
-	for _, s := range run.Shards {
-		base, baseUpdates := run.shardBase(s.N, s.Mode)
+	for _, s := range runs {
+		base, baseUpdates := single(runs, s.N, s.Mode)
 		for i, r := range s.Replicas {
 			perUpdate := func(bytes int64, updates int) float64 { return float64(bytes) / float64(max(updates, 1)) }
 			fmt.Fprintf(b, "| %d | %s | %d | %d | %d | %d (%s) | %s | %s | %d | %d (%s) | %.1f MiB (%s) | %.2f | %.1f | %s | %s | %d / %d |\n",
@@ -68,15 +68,15 @@ func shardsTable(b *strings.Builder, run Run) {
 	}
 }
 
-// shardBase is the single replica of n pods in mode and its churn's status
+// single is the single replica of n pods in mode and its churn's status
 // updates (zero if none ran).
-func (run Run) shardBase(n int, mode string) (ShardReplica, int) {
-	for _, s := range run.Shards {
+func single(runs []Result, n int, mode string) (Replica, int) {
+	for _, s := range runs {
 		if s.N == n && s.Mode == mode && len(s.Replicas) == 1 {
 			return s.Replicas[0], s.StatusUpdates
 		}
 	}
-	return ShardReplica{}, 0
+	return Replica{}, 0
 }
 
 func share(v, base float64) string {
