@@ -11,6 +11,7 @@ import (
 	"github.com/metawatch/metawatch/bench/probe"
 	"github.com/metawatch/metawatch/bench/report"
 	"github.com/metawatch/metawatch/bench/scenario"
+	"github.com/metawatch/metawatch/bench/scenarios/firehose"
 	"github.com/metawatch/metawatch/bench/scenarios/relist"
 	"github.com/metawatch/metawatch/bench/seed"
 	"github.com/metawatch/metawatch/bench/variant"
@@ -230,4 +231,23 @@ func syncPodBytes(r *report.Result) float64 {
 		}
 	}
 	return perPod * float64(r.Objects)
+}
+
+// firehose runs the firehose (bench/scenarios/firehose) on the variant c and
+// adds its figures to r; with a bill taken, the API server's CPU is read
+// over the same window.
+func (h *harness) firehose(ctx context.Context, c child.Measured, r *report.Result, bill *billReading) error {
+	f, err := firehose.Run(ctx, firehose.Setup{Measured: c, Variant: r.Variant, Client: h.client, Observer: h.observer, Updates: h.firehoseOptions(),
+		Window: bill.firehose}, r.N)
+	if err != nil {
+		return err
+	}
+	r.Firehose = f
+	return nil
+}
+
+// firehoseOptions are the firehose's status-only updates: the variants'
+// and, in the bill, the API server's alone.
+func (h *harness) firehoseOptions() scenario.ChurnOptions {
+	return scenario.ChurnOptions{StatusPerSecond: h.o.firehoseRate, Duration: h.o.firehoseDuration}
 }

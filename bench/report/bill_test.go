@@ -2,6 +2,8 @@ package report
 
 import (
 	"testing"
+
+	"github.com/metawatch/metawatch/bench/scenarios/firehose"
 )
 
 func TestBillTable(t *testing.T) {
@@ -9,7 +11,7 @@ func TestBillTable(t *testing.T) {
 	alone := APIServerAlone{N: 1000, RSSBytes: 500 * mib, IdleCPUPerSecond: 0.1, FirehoseSeconds: 10, FirehoseCPUSeconds: 3, FirehoseStatusUpdates: 1000}
 	variant := Result{N: 1000, Variant: "metawatch", Sync: Sync{ReceivedBytesPerObject: 2100,
 		ReceivedBytesPerObjectByKey: map[string]float64{"LIST pods protobuf": 1000, "WATCH pods protobuf": 926, "other json": 100, "PATCH pods json": 74}},
-		Firehose: &Firehose{StatusUpdates: 1000, Events: 1000, ReceivedBytes: 600_000},
+		Firehose: &firehose.Result{StatusUpdates: 1000, Events: 1000, ReceivedBytes: 600_000},
 		APIServer: &APIServerShare{RSSBeforeBytes: 500 * mib, StartSeconds: 4, StartCPUSeconds: 2.4, StartPeakRSSBytes: 740 * mib,
 			SteadyRSSBytes: 510 * mib, FirehoseSeconds: 12, FirehoseCPUSeconds: 4.2}}
 	quiet := variant

@@ -8,6 +8,7 @@ import (
 
 	"github.com/metawatch/metawatch/bench/scenarios/failover"
 	"github.com/metawatch/metawatch/bench/scenarios/fanout"
+	"github.com/metawatch/metawatch/bench/scenarios/firehose"
 	"github.com/metawatch/metawatch/bench/scenarios/livereport"
 	"github.com/metawatch/metawatch/bench/scenarios/relist"
 	"github.com/metawatch/metawatch/bench/scenarios/shards"
@@ -27,7 +28,7 @@ func Markdown(run Run) string {
 	churnTable(&b, run)
 	convergeTable(&b, run)
 	fanout.Table(&b, run.FanOuts, run.Options.FanOutIdleSeconds)
-	firehoseTable(&b, run)
+	firehose.Table(&b, firehoseRows(run), run.largest())
 	billTable(&b, run)
 	scalingTable(&b, run)
 	shards.Table(&b, run.Shards)
@@ -47,6 +48,15 @@ func relistRows(run Run) []relist.Row {
 	for i, r := range run.Results {
 		rows[i] = relist.Row{N: r.N, Variant: r.Variant, SyncPeakRSSBytes: r.SyncPeakRSS(), SteadyRSSBytes: r.SteadyRSSBytes,
 			ReadySeconds: r.Sync.ReadySeconds, Relist: r.Relist}
+	}
+	return rows
+}
+
+// firehoseRows are every result's figures the firehose's section reads.
+func firehoseRows(run Run) []firehose.Row {
+	rows := make([]firehose.Row, len(run.Results))
+	for i, r := range run.Results {
+		rows[i] = firehose.Row{N: r.N, Variant: r.Variant, Deployed: r.Deployed, Firehose: r.Firehose}
 	}
 	return rows
 }
@@ -172,7 +182,12 @@ func ratio(base *Result, r Result) string {
 
 // bytes is a per-pod figure, "-" for the chart variant, which is measured
 // from outside its process (no heap, no wire).
-func bytes(r Result, perPod float64) string { return inProcess(r, perPod, "%.0f B") }
+func bytes(r Result, perPod float64) string {
+	if r.Deployed {
+		return "-"
+	}
+	return fmt.Sprintf("%.0f B", perPod)
+}
 
 // orDash formats v, or "-" where it was not measured (0).
 func orDash(v float64, format string) string {
@@ -188,16 +203,6 @@ func times(r Result, base, this float64) string {
 		return "-"
 	}
 	return fmt.Sprintf("%.1fx", base/this)
-}
-
-// has reports whether the run measured variant at any size.
-func (run Run) has(variant string) bool {
-	for _, r := range run.Results {
-		if r.Variant == variant {
-			return true
-		}
-	}
-	return false
 }
 
 func (run Run) find(variant string, n int) *Result {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/metawatch/metawatch/bench/scenarios/failover"
 	"github.com/metawatch/metawatch/bench/scenarios/fanout"
+	"github.com/metawatch/metawatch/bench/scenarios/firehose"
 	"github.com/metawatch/metawatch/bench/scenarios/livereport"
 	"github.com/metawatch/metawatch/bench/scenarios/relist"
 	"github.com/metawatch/metawatch/bench/scenarios/shards"
@@ -118,13 +119,13 @@ type Result struct {
 	CacheOnly   bool   `json:"cacheOnly,omitempty"`
 	// Deployed is metawatch from its chart, in pods: measured from outside
 	// (its process and metrics), so without heap or wire figures.
-	Deployed bool      `json:"deployed,omitempty"`
-	N        int       `json:"n"`
-	Objects  int       `json:"cachedPods"`
-	Sync     Sync      `json:"sync"`
-	Converge *Converge `json:"converge,omitempty"`
-	Churn    *Churn    `json:"churn,omitempty"`
-	Firehose *Firehose `json:"firehose,omitempty"`
+	Deployed bool             `json:"deployed,omitempty"`
+	N        int              `json:"n"`
+	Objects  int              `json:"cachedPods"`
+	Sync     Sync             `json:"sync"`
+	Converge *Converge        `json:"converge,omitempty"`
+	Churn    *Churn           `json:"churn,omitempty"`
+	Firehose *firehose.Result `json:"firehose,omitempty"`
 	// Relist is the relist scenario's: the API server restarted, every pod listed again.
 	Relist *relist.Result `json:"relist,omitempty"`
 	// PeakRSSBytes and CPUSeconds are the whole process's, at its end

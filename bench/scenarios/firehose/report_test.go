@@ -1,4 +1,4 @@
-package report
+package firehose
 
 import (
 	"strings"
@@ -6,27 +6,27 @@ import (
 )
 
 func TestFirehoseTableTakesIdleOutOfBothSides(t *testing.T) {
-	firehose := func(cpu, idle float64) *Firehose {
-		return &Firehose{StatusUpdates: 1000, Events: 1000, CPUSeconds: cpu, WindowSeconds: 10, IdleCPUPerSecond: idle}
+	measured := func(cpu, idle float64) *Result {
+		return &Result{StatusUpdates: 1000, Events: 1000, CPUSeconds: cpu, WindowSeconds: 10, IdleCPUPerSecond: idle}
 	}
 	for name, tc := range map[string]struct {
-		mine, floor *Firehose
+		mine, floor *Result
 		want        string
 	}{
 		"idle taken out of both sides changes the ratio": {
-			mine: firehose(0.15, 0.01), floor: firehose(0.25, 0.005), want: "| 10.0 | 0.60x | 0.25x |",
+			mine: measured(0.15, 0.01), floor: measured(0.25, 0.005), want: "| 10.0 | 0.60x | 0.25x |",
 		},
 		"a process idle for the whole window costs nothing per event": {
-			mine: firehose(0.1, 0.01), floor: firehose(0.3, 0.01), want: "| 10.0 | 0.33x | 0.00x |",
+			mine: measured(0.1, 0.01), floor: measured(0.3, 0.01), want: "| 10.0 | 0.33x | 0.00x |",
 		},
 		"a run that did not measure idle has no idle figures": {
-			mine: &Firehose{StatusUpdates: 1000, Events: 1000, CPUSeconds: 0.15}, floor: firehose(0.25, 0.005), want: "| - | 0.60x | - |",
+			mine: &Result{StatusUpdates: 1000, Events: 1000, CPUSeconds: 0.15}, floor: measured(0.25, 0.005), want: "| - | 0.60x | - |",
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
-			run := Run{Results: []Result{{Variant: "metawatch", N: 100, Firehose: tc.mine}, {Variant: FirehoseFloor, N: 100, Firehose: tc.floor}}}
+			rows := []Row{{Variant: "metawatch", N: 100, Firehose: tc.mine}, {Variant: FirehoseFloor, N: 100, Firehose: tc.floor}}
 			var b strings.Builder
-			firehoseTable(&b, run)
+			Table(&b, rows, 100)
 			if row := rowOf(b.String(), "| 100 | metawatch |"); !strings.HasSuffix(row, tc.want) {
 				t.Errorf("metawatch's row %q, want it to end %q", row, tc.want)
 			}

@@ -1,13 +1,14 @@
-package report
+package firehose
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
-// Firehose is a variant under status-only updates at the highest rate the
+// Result is a variant under status-only updates at the highest rate the
 // API server sustains: what each event costs it.
-type Firehose struct {
+type Result struct {
 	Seconds float64 `json:"seconds"`
 	// WindowSeconds is the time CPUSeconds was taken over: the updates,
 	// then until the variant was quiet again.
@@ -51,11 +52,22 @@ const (
 // profiledUnderFirehose are the variants whose CPU profile the report shows.
 var profiledUnderFirehose = map[string]bool{"metawatch": true, "metawatch-gomaxprocs1": true, FirehoseFloor: true}
 
-// firehoseTable is every variant's cost per event under the firehose, and
-// the CPU profiles of metawatch and the floor.
-func firehoseTable(b *strings.Builder, run Run) {
-	var rows []Result
-	for _, r := range run.Results {
+// Row is one variant's figures at one size the report's section reads:
+// its firehose's (nil where it did not run it).
+type Row struct {
+	N       int
+	Variant string
+	// Deployed is the chart variant, measured from outside its process.
+	Deployed bool
+	Firehose *Result
+}
+
+// Table is the report's section of the scenario: every variant's cost per
+// event under the firehose, and the CPU profiles of metawatch and the floor
+// at the largest size, of every variant of the run (all).
+func Table(b *strings.Builder, all []Row, largest int) {
+	var rows []Row
+	for _, r := range all {
 		if r.Firehose != nil {
 			rows = append(rows, r)
 		}
@@ -64,7 +76,7 @@ func firehoseTable(b *strings.Builder, run Run) {
 		return
 	}
 	floors := []string{FirehoseFloor}
-	if run.has(FirehoseFloorOneP) {
+	if slices.ContainsFunc(all, func(r Row) bool { return r.Variant == FirehoseFloorOneP }) {
 		floors = append(floors, FirehoseFloorOneP)
 	}
 	b.WriteString("\n## Firehose: what a status-only event costs\n\n")
@@ -87,15 +99,15 @@ func firehoseTable(b *strings.Builder, run Run) {
 		b.WriteString(" " + idleCell(f) + " |")
 		for _, name := range floors {
 			vs := "-"
-			if floor := run.find(name, r.N); floor != nil && floor.Firehose != nil && floor.Firehose.CPUSeconds > 0 {
+			if floor := find(all, name, r.N); floor != nil && floor.Firehose != nil && floor.Firehose.CPUSeconds > 0 {
 				vs = fmt.Sprintf("%.2fx", (f.CPUSeconds/events)/(floor.Firehose.CPUSeconds/float64(max(floor.Firehose.Events, 1))))
 			}
 			b.WriteString(" " + vs + " |")
 		}
-		b.WriteString(" " + busyRatio(f, run.find(FirehoseFloor, r.N)) + " |\n")
+		b.WriteString(" " + busyRatio(f, find(all, FirehoseFloor, r.N)) + " |\n")
 	}
 	for _, r := range rows {
-		if profiledUnderFirehose[r.Variant] && r.N == run.largest() && len(r.Firehose.TopCPU) > 0 {
+		if profiledUnderFirehose[r.Variant] && r.N == largest && len(r.Firehose.TopCPU) > 0 {
 			fmt.Fprintf(b, "\n### CPU profile under the firehose: %s, %d pods (top %d by own samples)\n\n| function | flat | cum |\n|---|---:|---:|\n",
 				r.Variant, r.N, len(r.Firehose.TopCPU))
 			for _, l := range r.Firehose.TopCPU {
@@ -106,14 +118,14 @@ func firehoseTable(b *strings.Builder, run Run) {
 }
 
 // inProcess formats a figure read inside the variant's process, "-" for the chart variant (measured from outside: no Go runtime figures).
-func inProcess(r Result, v float64, format string) string {
+func inProcess(r Row, v float64, format string) string {
 	if r.Deployed {
 		return "-"
 	}
 	return fmt.Sprintf(format, v)
 }
 
-func idleCell(f *Firehose) string {
+func idleCell(f *Result) string {
 	if f.WindowSeconds <= 0 {
 		return "-"
 	}
@@ -122,7 +134,7 @@ func idleCell(f *Firehose) string {
 
 // busyCPUPerEvent is the CPU per event with what the process spends idle
 // over the same window taken out; false where the idle pace was not measured.
-func (f *Firehose) busyCPUPerEvent() (float64, bool) {
+func (f *Result) busyCPUPerEvent() (float64, bool) {
 	if f == nil || f.WindowSeconds <= 0 || f.Events <= 0 {
 		return 0, false
 	}
@@ -130,7 +142,7 @@ func (f *Firehose) busyCPUPerEvent() (float64, bool) {
 }
 
 // busyRatio is f's busy CPU per event against floor's, "-" where either is not known.
-func busyRatio(f *Firehose, floor *Result) string {
+func busyRatio(f *Result, floor *Row) string {
 	mine, ok := f.busyCPUPerEvent()
 	if !ok || floor == nil {
 		return "-"
@@ -140,4 +152,14 @@ func busyRatio(f *Firehose, floor *Result) string {
 		return "-"
 	}
 	return fmt.Sprintf("%.2fx", mine/theirs)
+}
+
+// find is the row of variant at n pods, nil without one.
+func find(rows []Row, variant string, n int) *Row {
+	for i := range rows {
+		if rows[i].Variant == variant && rows[i].N == n {
+			return &rows[i]
+		}
+	}
+	return nil
 }

@@ -1,4 +1,4 @@
-package main
+package firehose
 
 import (
 	"context"
@@ -9,13 +9,29 @@ import (
 	"time"
 
 	"github.com/google/pprof/profile"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/metawatch/metawatch/bench/child"
 	"github.com/metawatch/metawatch/bench/probe"
-	"github.com/metawatch/metawatch/bench/report"
 	"github.com/metawatch/metawatch/bench/scenario"
 	"github.com/metawatch/metawatch/bench/seed"
 )
+
+// Setup is what the scenario runs against.
+type Setup struct {
+	// Measured is the variant, synced: its process, or the chart's pods.
+	Measured child.Measured
+	// Variant names it in its CPU profile's file.
+	Variant string
+	Client  client.Client
+	// Observer watches the first namespace's pods, which the updates go to.
+	Observer *scenario.Observer
+	// Updates are the status-only updates: --firehose-rate for --firehose-duration.
+	Updates scenario.ChurnOptions
+	// Window, where the bill is taken, starts reading the API server over
+	// the firehose's window; the function it returns ends it (nil: none).
+	Window func() func()
+}
 
 // profiler is a measured variant whose process can be CPU-profiled (a child, not the chart's pods).
 type profiler interface {
@@ -23,19 +39,20 @@ type profiler interface {
 	StopProfile() (child.Snapshot, error)
 }
 
-// firehose sends status-only updates to the first namespace's pods at
+// Run is the firehose at n pods: it sends status-only updates to the first namespace's pods at
 // --firehose-rate (as many as the API server sustains: requests beyond 64 in
 // flight are skipped) for --firehose-duration, always from the harness, and
 // records what the variant spent on the events until it was quiet again,
 // with a CPU profile of that time where the variant is a process of ours.
 //
 // With a bill taken, the API server's CPU is read over the same window.
-func (h *harness) firehose(ctx context.Context, c child.Measured, r *report.Result, bill *billReading) error {
+func Run(ctx context.Context, s Setup, n int) (*Result, error) {
+	c := s.Measured
 	prof, profiled := c.(profiler)
-	path := filepath.Join(os.TempDir(), fmt.Sprintf("metawatch-bench-%s-%d.cpu.pprof", r.Variant, r.N))
+	path := filepath.Join(os.TempDir(), fmt.Sprintf("metawatch-bench-%s-%d.cpu.pprof", s.Variant, n))
 	idle, err := idleCPU(ctx, c)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	var before child.Snapshot
 	start := time.Now()
@@ -45,35 +62,37 @@ func (h *harness) firehose(ctx context.Context, c child.Measured, r *report.Resu
 		before, err = c.Snapshot()
 	}
 	if err != nil {
-		return err
+		return nil, err
 	}
-	opts := h.firehoseOptions()
-	billed := bill.firehose()
-	res, err := scenario.Churn(ctx, h.client, h.observer, seed.NamespaceName(0), opts)
+	opts := s.Updates
+	billed := func() {}
+	if s.Window != nil {
+		billed = s.Window()
+	}
+	res, err := scenario.Churn(ctx, s.Client, s.Observer, seed.NamespaceName(0), opts)
 	if err != nil {
-		return fmt.Errorf("firehose: %w", err)
+		return nil, fmt.Errorf("firehose: %w", err)
 	}
 	after, err := child.QuietSnapshot(c)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	billed()
-	f := &report.Firehose{Seconds: opts.Duration.Seconds(), WindowSeconds: time.Since(start).Seconds(), IdleCPUPerSecond: idle,
+	f := &Result{Seconds: opts.Duration.Seconds(), WindowSeconds: time.Since(start).Seconds(), IdleCPUPerSecond: idle,
 		StatusUpdates: res.StatusUpdates, Events: after.Events - before.Events,
 		CPUSeconds: after.CPUSeconds - before.CPUSeconds, Mallocs: after.Mallocs - before.Mallocs,
 		AllocatedBytes: after.AllocatedBytes - before.AllocatedBytes, GCCycles: after.GCCycles - before.GCCycles,
 		ReceivedBytes: probe.PodBytes(after.Bytes) - probe.PodBytes(before.Bytes)}
 	if profiled {
 		if _, err := prof.StopProfile(); err != nil {
-			return err
+			return nil, err
 		}
 		if f.TopCPU, err = topFunctions(path, 20); err != nil {
-			return err
+			return nil, err
 		}
 		_ = os.Remove(path)
 	}
-	r.Firehose = f
-	return nil
+	return f, nil
 }
 
 // idleWindow is how long idleCPU watches a variant doing nothing.
@@ -95,15 +114,9 @@ func idleCPU(ctx context.Context, c child.Measured) (float64, error) {
 	return (after.CPUSeconds - before.CPUSeconds) / time.Since(start).Seconds(), err
 }
 
-// firehoseOptions are the firehose's status-only updates: the variants'
-// and, in the bill, the API server's alone.
-func (h *harness) firehoseOptions() scenario.ChurnOptions {
-	return scenario.ChurnOptions{StatusPerSecond: h.o.firehoseRate, Duration: h.o.firehoseDuration}
-}
-
 // topFunctions are the n functions of a CPU profile with the most samples of
 // their own, with their own and cumulative shares of all samples.
-func topFunctions(path string, n int) ([]report.ProfileLine, error) {
+func topFunctions(path string, n int) ([]ProfileLine, error) {
 	file, err := os.Open(path)
 	if err != nil {
 		return nil, err
@@ -139,9 +152,9 @@ func topFunctions(path string, n int) ([]report.ProfileLine, error) {
 	sort.Slice(names, func(i, j int) bool {
 		return flat[names[i]] > flat[names[j]] || flat[names[i]] == flat[names[j]] && names[i] < names[j]
 	})
-	var out []report.ProfileLine
+	var out []ProfileLine
 	for _, name := range names[:min(n, len(names))] {
-		out = append(out, report.ProfileLine{Function: name, FlatPercent: percent(flat[name], total), CumPercent: percent(cum[name], total)})
+		out = append(out, ProfileLine{Function: name, FlatPercent: percent(flat[name], total), CumPercent: percent(cum[name], total)})
 	}
 	return out, nil
 }
