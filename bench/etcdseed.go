@@ -142,8 +142,8 @@ func (h *harness) recordControlPlane(ctx context.Context, n int) {
 	apiserver, etcd := probe.NewestPIDOf("kube-apiserver"), probe.NewestPIDOf("etcd")
 	cost := report.ControlPlaneCost{N: n, APIServerPeakRSS: probe.PeakRSSOf(apiserver), APIServerRSS: probe.RSSOf(apiserver),
 		EtcdPeakRSS: probe.PeakRSSOf(etcd), EtcdRSS: probe.RSSOf(etcd)}
-	if m := h.billMeter; m != nil && m.pid == apiserver {
-		cost.APIServerPeakRSS = m.peakSinceStart() // the bill reset its high-water mark
+	if m := h.billMeter; m != nil && m.PID() == apiserver {
+		cost.APIServerPeakRSS = m.PeakSinceStart() // the bill reset its high-water mark
 	}
 	if c, err := clientv3.New(clientv3.Config{Endpoints: []string{h.controlPlane.EtcdURL()}, DialTimeout: 10 * time.Second, Context: ctx}); err == nil {
 		if status, err := c.Status(ctx, h.controlPlane.EtcdURL()); err == nil {

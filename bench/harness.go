@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/metawatch/metawatch/bench/kwok"
+	"github.com/metawatch/metawatch/bench/probe"
 	"github.com/metawatch/metawatch/bench/report"
 	"github.com/metawatch/metawatch/bench/scenario"
 	"github.com/metawatch/metawatch/bench/scenarios/relist"
@@ -48,7 +49,7 @@ type harness struct {
 	controlPlane *controlplane.ControlPlane
 	// billMeter reads the local API server for the bill scenario, at the
 	// current size (nil: no bill taken).
-	billMeter *apiServerMeter
+	billMeter *probe.APIServer
 	// everyNamespace observes every namespace's pods, once the fanout scenario runs.
 	everyNamespace *scenario.Observer
 }

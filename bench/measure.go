@@ -11,6 +11,7 @@ import (
 	"github.com/metawatch/metawatch/bench/probe"
 	"github.com/metawatch/metawatch/bench/report"
 	"github.com/metawatch/metawatch/bench/scenario"
+	"github.com/metawatch/metawatch/bench/scenarios/bill"
 	"github.com/metawatch/metawatch/bench/scenarios/firehose"
 	"github.com/metawatch/metawatch/bench/scenarios/relist"
 	"github.com/metawatch/metawatch/bench/seed"
@@ -21,7 +22,7 @@ import (
 // relist and (unless it only caches) converge and churn on the first
 // namespace, as selected.
 func (h *harness) measureVariant(ctx context.Context, v variant.Variant, n int) (report.Result, error) {
-	bill, err := h.startBill(ctx)
+	reading, err := bill.Start(ctx, h.billMeter)
 	if err != nil {
 		return report.Result{}, err
 	}
@@ -31,7 +32,7 @@ func (h *harness) measureVariant(ctx context.Context, v variant.Variant, n int) 
 	}
 	r := report.Result{Variant: v.Name, Description: v.Description, CacheOnly: v.CacheOnly, Deployed: v.Deployed, N: n,
 		Objects: s.Objects, Sync: syncFigures(s)}
-	bill.settled()
+	reading.Settled()
 	if s.Objects != n {
 		_, _ = c.Stop()
 		return r, fmt.Errorf("cached %d pods, the cluster has %d", s.Objects, n)
@@ -41,7 +42,7 @@ func (h *harness) measureVariant(ctx context.Context, v variant.Variant, n int) 
 		return r, err
 	}
 	if h.o.steadyWindow > 0 {
-		bill.steady()
+		reading.Steady()
 	}
 	if h.o.has("relist") {
 		if err := h.relist(ctx, c, v, n, &r); err != nil {
@@ -55,8 +56,8 @@ func (h *harness) measureVariant(ctx context.Context, v variant.Variant, n int) 
 			return r, err
 		}
 	}
-	if h.o.has("firehose") || bill != nil {
-		if err := h.firehose(ctx, c, &r, bill); err != nil {
+	if h.o.has("firehose") || reading != nil {
+		if err := h.firehose(ctx, c, &r, reading); err != nil {
 			_, _ = c.Stop()
 			return r, err
 		}
@@ -67,7 +68,7 @@ func (h *harness) measureVariant(ctx context.Context, v variant.Variant, n int) 
 	// read earlier can be above it. The peak is at least any of them.
 	// The relist scenario reset it: the sync's peak is the one before.
 	r.PeakRSSBytes, r.CPUSeconds = max(final.PeakRSSBytes, final.RSSBytes, r.SteadyRSSBytes, r.SyncPeakRSS()), final.CPUSeconds
-	bill.into(&r)
+	r.APIServer = reading.Share()
 	return r, err
 }
 
@@ -236,9 +237,9 @@ func syncPodBytes(r *report.Result) float64 {
 // firehose runs the firehose (bench/scenarios/firehose) on the variant c and
 // adds its figures to r; with a bill taken, the API server's CPU is read
 // over the same window.
-func (h *harness) firehose(ctx context.Context, c child.Measured, r *report.Result, bill *billReading) error {
+func (h *harness) firehose(ctx context.Context, c child.Measured, r *report.Result, reading *bill.Reading) error {
 	f, err := firehose.Run(ctx, firehose.Setup{Measured: c, Variant: r.Variant, Client: h.client, Observer: h.observer, Updates: h.firehoseOptions(),
-		Window: bill.firehose}, r.N)
+		Window: reading.Firehose}, r.N)
 	if err != nil {
 		return err
 	}

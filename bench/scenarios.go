@@ -13,7 +13,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/metawatch/metawatch/bench/probe"
 	"github.com/metawatch/metawatch/bench/scenario"
+	"github.com/metawatch/metawatch/bench/scenarios/bill"
 	"github.com/metawatch/metawatch/bench/scenarios/failover"
 	"github.com/metawatch/metawatch/bench/scenarios/fanout"
 	"github.com/metawatch/metawatch/bench/scenarios/livereport"
@@ -119,11 +121,45 @@ func (h *harness) fanout(ctx context.Context, n int) error {
 	return fanout.Run(ctx, fanout.Setup{Client: h.client, Config: h.cfg, Kubeconfig: h.kubeconfig, Every: h.everyNamespace, First: h.observer,
 		Namespaces: namespaces, Bin: bin, ConfigFile: conf, Concurrency: h.o.concurrency, Idle: h.o.fanOutIdle,
 		QPS50MaxPods: h.o.fanOutQPS50MaxPods, VariantMaxPods: h.o.variantMaxPods,
-		APIServerCPU: func() func() *float64 { return h.apiServerMeter("fanout").cpuSince() },
+		APIServerCPU: func() func() *float64 { return h.apiServerMeter("fanout").CPUSince() },
 		Record: func(f fanout.Result) {
 			h.run.FanOuts = append(h.run.FanOuts, f)
 			h.save()
 		}}, n)
+}
+
+// billAlone takes the bill's reference (bench/scenarios/bill) at n pods,
+// before any variant runs. It leaves h.billMeter set for the variants, nil
+// (and the bill not taken, saying why) where the API server is not the
+// local control plane's or restarted while it was read.
+func (h *harness) billAlone(ctx context.Context, n int) error {
+	if h.billMeter == nil || !h.billMeter.Same() { // the same process keeps the peak it had before
+		h.billMeter = h.apiServerMeter("bill")
+	}
+	if h.billMeter == nil {
+		fmt.Fprintf(os.Stderr, "bench: %d pods: bill: the API server is not the local control plane's: the bill is not taken\n", n)
+		return nil
+	}
+	ref, err := bill.Alone(ctx, bill.Setup{API: h.billMeter, Client: h.client, Observer: h.observer, Updates: h.firehoseOptions()}, n)
+	if err != nil {
+		return err
+	}
+	if ref == nil {
+		h.billMeter = nil // lost: no bill at this size
+		return nil
+	}
+	h.run.APIServerAlone = append(h.run.APIServerAlone, *ref)
+	return nil
+}
+
+// apiServerMeter is the local control plane's kube-apiserver, for the
+// fanout and bill scenarios (named by forScenario); nil, and why on stderr,
+// where the API server is not the local control plane's.
+func (h *harness) apiServerMeter(forScenario string) *probe.APIServer {
+	if h.controlPlane == nil {
+		return nil
+	}
+	return probe.APIServerAt(h.cfg.Host, forScenario)
 }
 
 // observeEveryNamespace starts the observer of every namespace's pods, once.

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/metawatch/metawatch/bench/scenarios/bill"
 	"github.com/metawatch/metawatch/bench/scenarios/failover"
 	"github.com/metawatch/metawatch/bench/scenarios/fanout"
 	"github.com/metawatch/metawatch/bench/scenarios/firehose"
@@ -29,7 +30,7 @@ func Markdown(run Run) string {
 	convergeTable(&b, run)
 	fanout.Table(&b, run.FanOuts, run.Options.FanOutIdleSeconds)
 	firehose.Table(&b, firehoseRows(run), run.largest())
-	billTable(&b, run)
+	bill.Table(&b, billRows(run), run.APIServerAlone)
 	scalingTable(&b, run)
 	shards.Table(&b, run.Shards)
 	steadyMemoryTable(&b, run)
@@ -40,25 +41,6 @@ func Markdown(run Run) string {
 		b.WriteString("\n![retained heap per cached pod against pods in the cluster](memory.png)\n\n![label change to write latency](latency.png)\n")
 	}
 	return dropEmptySections(b.String())
-}
-
-// relistRows are every result's figures the relist scenario's section reads.
-func relistRows(run Run) []relist.Row {
-	rows := make([]relist.Row, len(run.Results))
-	for i, r := range run.Results {
-		rows[i] = relist.Row{N: r.N, Variant: r.Variant, SyncPeakRSSBytes: r.SyncPeakRSS(), SteadyRSSBytes: r.SteadyRSSBytes,
-			ReadySeconds: r.Sync.ReadySeconds, Relist: r.Relist}
-	}
-	return rows
-}
-
-// firehoseRows are every result's figures the firehose's section reads.
-func firehoseRows(run Run) []firehose.Row {
-	rows := make([]firehose.Row, len(run.Results))
-	for i, r := range run.Results {
-		rows[i] = firehose.Row{N: r.N, Variant: r.Variant, Deployed: r.Deployed, Firehose: r.Firehose}
-	}
-	return rows
 }
 
 // dropEmptySections removes each "## " section whose tables have no row: a

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/metawatch/metawatch/bench/scenarios/bill"
 	"github.com/metawatch/metawatch/bench/scenarios/failover"
 	"github.com/metawatch/metawatch/bench/scenarios/fanout"
 	"github.com/metawatch/metawatch/bench/scenarios/firehose"
@@ -35,7 +36,7 @@ type Run struct {
 	ControlPlane []ControlPlaneCost `json:"controlPlane,omitempty"`
 	// APIServerAlone is the bill scenario's reference at each size: the API
 	// server with no variant watching.
-	APIServerAlone []APIServerAlone `json:"apiServerAlone,omitempty"`
+	APIServerAlone []bill.Reference `json:"apiServerAlone,omitempty"`
 	// guide is the path from the page's folder to bench/README.md (Write
 	// sets it), "" where the page is written outside the repository.
 	guide string
@@ -140,7 +141,7 @@ type Result struct {
 	SteadyMemory map[string]uint64 `json:"steadyMemoryClasses,omitempty"`
 	// APIServer is what the local API server spent while the variant ran
 	// (the bill scenario; nil otherwise).
-	APIServer *APIServerShare `json:"apiServer,omitempty"`
+	APIServer *bill.Share `json:"apiServer,omitempty"`
 }
 
 // SyncPeakRSS is the peak resident set of the initial sync: the process's

@@ -1,16 +1,14 @@
-package report
+package bill
 
 import (
 	"fmt"
 	"strings"
-
-	"github.com/metawatch/metawatch/bench/probe"
 )
 
-// APIServerShare is what the local kube-apiserver spent while one variant
+// Share is what the local kube-apiserver spent while one variant
 // ran: the bill scenario's readings, each taken against the server's own
 // state just before the variant started.
-type APIServerShare struct {
+type Share struct {
 	// RSSBeforeBytes is the API server's resident set before the variant started.
 	RSSBeforeBytes int64 `json:"rssBeforeBytes"`
 	// StartSeconds and StartCPUSeconds: from the variant's start until its
@@ -30,9 +28,9 @@ type APIServerShare struct {
 	FirehoseCPUSeconds float64 `json:"firehoseCPUSeconds,omitempty"`
 }
 
-// APIServerAlone is the bill's reference at one size: the local API
+// Reference is the bill's reference at one size: the local API
 // server with no variant watching, idle and under the same firehose.
-type APIServerAlone struct {
+type Reference struct {
 	N int `json:"n"`
 	// RSSBytes is its resident set, idle.
 	RSSBytes int64 `json:"rssBytes"`
@@ -45,9 +43,33 @@ type APIServerAlone struct {
 	FirehoseStatusUpdates int     `json:"firehoseStatusUpdates"`
 }
 
-// billTable is the control plane's bill: per variant, what the API server
-// sent it and what watching cost the server beyond the same work unwatched.
-func billTable(b *strings.Builder, run Run) {
+// Row is one variant's figures at one size the report's section reads:
+// its share of the API server (nil where no bill was taken), and its own
+// bytes of pods in the sync and under the firehose.
+type Row struct {
+	N       int
+	Variant string
+	// Deployed is the chart variant, measured from outside its process.
+	Deployed bool
+	Share    *Share
+	// PodBytesPerPod is what it received of pods in its sync (lists and
+	// watches of pods, not discovery or its writes' answers) per cached pod.
+	PodBytesPerPod float64
+	// Firehose is its firehose's figures, nil where it did not run it.
+	Firehose *FirehoseCounts
+}
+
+// FirehoseCounts are what the bill reads of a variant's firehose.
+type FirehoseCounts struct {
+	StatusUpdates int
+	Events        int64
+	ReceivedBytes int64
+}
+
+// Table is the report's section of the scenario, the control plane's bill:
+// per variant (rows), what the API server sent it and what watching cost
+// the server beyond the same work unwatched (refs, one per size).
+func Table(b *strings.Builder, all []Row, refs []Reference) {
 	b.WriteString("\n## The control plane's bill\n\n")
 	b.WriteString("What each variant costs the API server, beyond what it spends without it. Bytes are what the variant received of pods " +
 		"(the API server's list and watch responses, in the variant's content type, as its transport hands them over: after gzip, where the server compressed, " +
@@ -59,13 +81,13 @@ func billTable(b *strings.Builder, run Run) {
 	b.WriteString("| pods | variant | bytes / cached pod | bytes / status event | API server CPU s, start | API server CPU ms / 1000 status updates | " +
 		"API server RSS before | start peak | steady |\n|---:|---|---:|---:|---:|---:|---:|---:|---:|\n")
 	rows := 0
-	for _, r := range run.Results {
-		alone := run.alone(r.N)
-		if r.APIServer == nil || alone == nil {
+	for _, r := range all {
+		alone := referenceAt(refs, r.N)
+		if r.Share == nil || alone == nil {
 			continue
 		}
 		rows++
-		s := r.APIServer
+		s := r.Share
 		steady := "-"
 		if s.SteadyRSSBytes > 0 {
 			steady = signedMiB(s.SteadyRSSBytes - s.RSSBeforeBytes)
@@ -79,41 +101,34 @@ func billTable(b *strings.Builder, run Run) {
 	}
 	b.WriteString("\n| pods | nothing watching: API server RSS | idle CPU / s | firehose: status updates | CPU s | CPU ms / 1000 status updates |\n" +
 		"|---:|---:|---:|---:|---:|---:|\n")
-	for _, a := range run.APIServerAlone {
+	for _, a := range refs {
 		fmt.Fprintf(b, "| %d | %.0f MiB | %.3f | %d | %.2f | %.1f |\n", a.N, inMiB(a.RSSBytes), a.IdleCPUPerSecond, a.FirehoseStatusUpdates,
 			a.FirehoseCPUSeconds, perThousand(a.FirehoseCPUSeconds-a.IdleCPUPerSecond*a.FirehoseSeconds, a.FirehoseStatusUpdates))
 	}
 }
 
-// alone is the bill's reference at n pods, nil without one.
-func (run Run) alone(n int) *APIServerAlone {
-	for i := range run.APIServerAlone {
-		if run.APIServerAlone[i].N == n {
-			return &run.APIServerAlone[i]
+// referenceAt is the bill's reference at n pods, nil without one.
+func referenceAt(refs []Reference, n int) *Reference {
+	for i := range refs {
+		if refs[i].N == n {
+			return &refs[i]
 		}
 	}
 	return nil
 }
 
-// bytesPerPod is what the variant received of pods in its sync (lists and
-// watches of pods, not discovery or its writes' answers) per cached pod,
-// "-" for the chart (measured from outside).
-func bytesPerPod(r Result) string {
+// bytesPerPod is what the variant received of pods in its sync per cached
+// pod, "-" for the chart (measured from outside).
+func bytesPerPod(r Row) string {
 	if r.Deployed {
 		return "-"
 	}
-	var n float64
-	for key, b := range r.Sync.ReceivedBytesPerObjectByKey {
-		if probe.IsPodData(key) {
-			n += b
-		}
-	}
-	return fmt.Sprintf("%.0f", n)
+	return fmt.Sprintf("%.0f", r.PodBytesPerPod)
 }
 
 // bytesPerEvent is what the variant received under the firehose per watch
 // event, "-" where it did not run it.
-func bytesPerEvent(r Result) string {
+func bytesPerEvent(r Row) string {
 	if r.Firehose == nil || r.Firehose.Events == 0 || r.Deployed {
 		return "-"
 	}
@@ -122,8 +137,8 @@ func bytesPerEvent(r Result) string {
 
 // firehoseShare is the API server's CPU per 1000 status updates with r
 // watching, beyond idle, less the same without it: what watching added.
-func firehoseShare(r Result, alone APIServerAlone) string {
-	s := r.APIServer
+func firehoseShare(r Row, alone Reference) string {
+	s := r.Share
 	if r.Firehose == nil || r.Firehose.StatusUpdates == 0 || alone.FirehoseStatusUpdates == 0 {
 		return "-"
 	}
@@ -139,3 +154,6 @@ func perThousand(cpuSeconds float64, n int) float64 {
 
 // signedMiB is a difference of bytes in MiB, with its sign.
 func signedMiB(bytes int64) string { return fmt.Sprintf("%+.0f MiB", inMiB(bytes)) }
+
+// inMiB is bytes in MiB.
+func inMiB(b int64) float64 { return float64(b) / (1 << 20) }

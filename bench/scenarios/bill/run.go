@@ -1,4 +1,4 @@
-package main
+package bill
 
 import (
 	"context"
@@ -6,7 +6,9 @@ import (
 	"os"
 	"time"
 
-	"github.com/metawatch/metawatch/bench/report"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/metawatch/metawatch/bench/probe"
 	"github.com/metawatch/metawatch/bench/scenario"
 	"github.com/metawatch/metawatch/bench/seed"
 )
@@ -28,10 +30,10 @@ const (
 // waitQuiet waits until the API server spends less than quietCPU cores
 // over a quietWindow, for up to quietMax (then it says so and goes on: the
 // figures are taken, over a busier server).
-func (m *apiServerMeter) waitQuiet(ctx context.Context) error {
+func waitQuiet(ctx context.Context, m *probe.APIServer) error {
 	deadline := time.Now().Add(quietMax)
 	for {
-		start, cpu := time.Now(), m.cpuSince()
+		start, cpu := time.Now(), m.CPUSince()
 		if err := scenario.Sleep(ctx, quietWindow); err != nil {
 			return err
 		}
@@ -50,90 +52,94 @@ func (m *apiServerMeter) waitQuiet(ctx context.Context) error {
 	}
 }
 
-// billAlone takes the bill's reference at n pods, before any variant runs:
+// Setup is what the reference runs against.
+type Setup struct {
+	// API is the local API server's process.
+	API    *probe.APIServer
+	Client client.Client
+	// Observer watches the first namespace's pods, which the firehose's
+	// updates go to.
+	Observer *scenario.Observer
+	// Updates are the firehose's: the same as the variants'.
+	Updates scenario.ChurnOptions
+}
+
+// Alone takes the bill's reference at n pods, before any variant runs:
 // the local API server's resident set and CPU idle, then under the same
 // firehose as the variants with nothing watching but the harness's own
-// observer (which watches in every variant's window too). It leaves
-// h.billMeter set for the variants, nil (and the bill not taken, saying
-// why) where the API server is not the local control plane's.
-func (h *harness) billAlone(ctx context.Context, n int) error {
-	if h.billMeter == nil || !h.billMeter.same() { // the same process keeps the peak it had before
-		h.billMeter = h.apiServerMeter("bill")
-	}
-	if h.billMeter == nil {
-		fmt.Fprintf(os.Stderr, "bench: %d pods: bill: the API server is not the local control plane's: the bill is not taken\n", n)
-		return nil
-	}
+// observer (which watches in every variant's window too). It returns nil,
+// saying why, where the API server restarted while it was read: no bill at
+// this size.
+func Alone(ctx context.Context, s Setup, n int) (*Reference, error) {
+	m := s.API
 	fmt.Fprintf(os.Stderr, "bench: %d pods: bill: the API server alone, idle for %s, then under the firehose\n", n, billIdle)
-	if err := h.billMeter.waitQuiet(ctx); err != nil {
-		return err
+	if err := waitQuiet(ctx, m); err != nil {
+		return nil, err
 	}
-	a := report.APIServerAlone{N: n, RSSBytes: h.billMeter.rss()}
-	start, cpu := time.Now(), h.billMeter.cpuSince()
+	a := Reference{N: n, RSSBytes: m.RSS()}
+	start, cpu := time.Now(), m.CPUSince()
 	if err := scenario.Sleep(ctx, billIdle); err != nil {
-		return err
+		return nil, err
 	}
 	idle := cpu()
 	if idle == nil {
-		return h.billLost(n, "idle")
+		lost(n, "idle")
+		return nil, nil
 	}
 	a.IdleCPUPerSecond = *idle / time.Since(start).Seconds()
-	start, cpu = time.Now(), h.billMeter.cpuSince()
-	res, err := scenario.Churn(ctx, h.client, h.observer, seed.NamespaceName(0), h.firehoseOptions())
+	start, cpu = time.Now(), m.CPUSince()
+	res, err := scenario.Churn(ctx, s.Client, s.Observer, seed.NamespaceName(0), s.Updates)
 	if err != nil {
-		return fmt.Errorf("firehose with nothing watching: %w", err)
+		return nil, fmt.Errorf("firehose with nothing watching: %w", err)
 	}
 	if err := scenario.Sleep(ctx, billQuiet); err != nil {
-		return err
+		return nil, err
 	}
 	spent := cpu()
 	if spent == nil {
-		return h.billLost(n, "under the firehose")
+		lost(n, "under the firehose")
+		return nil, nil
 	}
 	a.FirehoseSeconds, a.FirehoseCPUSeconds, a.FirehoseStatusUpdates = time.Since(start).Seconds(), *spent, res.StatusUpdates
-	h.run.APIServerAlone = append(h.run.APIServerAlone, a)
-	return nil
+	return &a, nil
 }
 
-// billLost gives up the bill at n pods: the API server restarted while it
-// was read, so a difference of readings would straddle two processes.
-func (h *harness) billLost(n int, when string) error {
+// lost says the bill is given up at n pods: the API server restarted while
+// it was read, so a difference of readings would straddle two processes.
+func lost(n int, when string) {
 	fmt.Fprintf(os.Stderr, "bench: %d pods: bill: the API server restarted while it was read (%s): no bill at this size\n", n, when)
-	h.billMeter = nil
-	return nil
 }
 
-// billReading is one variant's share of the API server, taken from just
+// Reading is one variant's share of the API server, taken from just
 // before it starts. A reading that finds the API server restarted is lost:
 // the variant's other figures stand, without its share.
-type billReading struct {
-	m     *apiServerMeter
+type Reading struct {
+	m     *probe.APIServer
 	start time.Time
 	cpu   func() *float64
-	share report.APIServerShare
+	share Share
 	lost  bool
 }
 
-// startBill waits for a quiet API server, reads it before a variant
-// starts and resets its high-water mark; nil where no bill is taken.
-func (h *harness) startBill(ctx context.Context) (*billReading, error) {
-	m := h.billMeter
+// Start waits for a quiet API server m, reads it before a variant starts
+// and resets its high-water mark; nil where no bill is taken (m nil).
+func Start(ctx context.Context, m *probe.APIServer) (*Reading, error) {
 	if m == nil {
 		return nil, nil
 	}
-	if err := m.waitQuiet(ctx); err != nil {
+	if err := waitQuiet(ctx, m); err != nil {
 		return nil, err
 	}
-	if err := m.resetPeakRSS(); err != nil {
+	if err := m.ResetPeakRSS(); err != nil {
 		fmt.Fprintf(os.Stderr, "bench: bill: resetting the API server's peak resident set: %v: no share for this variant\n", err)
 		return nil, nil
 	}
-	return &billReading{m: m, start: time.Now(), cpu: m.cpuSince(), share: report.APIServerShare{RSSBeforeBytes: m.rss()}}, nil
+	return &Reading{m: m, start: time.Now(), cpu: m.CPUSince(), share: Share{RSSBeforeBytes: m.RSS()}}, nil
 }
 
-// settled reads what the variant's start cost the API server: from its
+// Settled reads what the variant's start cost the API server: from its
 // start until it synced and its first reconciles settled.
-func (b *billReading) settled() {
+func (b *Reading) Settled() {
 	if b == nil {
 		return
 	}
@@ -144,23 +150,23 @@ func (b *billReading) settled() {
 	}
 	b.share.StartSeconds, b.share.StartCPUSeconds = time.Since(b.start).Seconds(), *spent
 	// The high-water mark trails the resident set by a few pages.
-	b.share.StartPeakRSSBytes = max(b.m.peakRSS(), b.m.rss(), b.share.RSSBeforeBytes)
+	b.share.StartPeakRSSBytes = max(b.m.PeakRSS(), b.m.RSS(), b.share.RSSBeforeBytes)
 }
 
-// steady reads the API server's resident set after the steady window.
-func (b *billReading) steady() {
+// Steady reads the API server's resident set after the steady window.
+func (b *Reading) Steady() {
 	if b != nil {
-		b.share.SteadyRSSBytes = b.m.rss()
+		b.share.SteadyRSSBytes = b.m.RSS()
 	}
 }
 
-// firehose starts reading the API server's CPU under the firehose; the
+// Firehose starts reading the API server's CPU under the firehose; the
 // function it returns ends the window.
-func (b *billReading) firehose() func() {
+func (b *Reading) Firehose() func() {
 	if b == nil {
 		return func() {}
 	}
-	start, cpu := time.Now(), b.m.cpuSince()
+	start, cpu := time.Now(), b.m.CPUSince()
 	return func() {
 		spent := cpu()
 		if spent == nil {
@@ -171,15 +177,16 @@ func (b *billReading) firehose() func() {
 	}
 }
 
-func (b *billReading) lose(when string) {
+func (b *Reading) lose(when string) {
 	fmt.Fprintf(os.Stderr, "bench: bill: the API server restarted while it was read (%s): no share for this variant\n", when)
 	b.lost = true
 }
 
-// into puts the reading into r, unless it was lost.
-func (b *billReading) into(r *report.Result) {
-	if b != nil && !b.lost {
-		share := b.share
-		r.APIServer = &share
+// Share is the reading's figures, nil where no bill was taken or it was lost.
+func (b *Reading) Share() *Share {
+	if b == nil || b.lost {
+		return nil
 	}
+	share := b.share
+	return &share
 }
