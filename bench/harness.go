@@ -17,6 +17,7 @@ import (
 	"github.com/metawatch/metawatch/bench/probe"
 	"github.com/metawatch/metawatch/bench/report"
 	"github.com/metawatch/metawatch/bench/scenario"
+	"github.com/metawatch/metawatch/bench/scenarios/converge"
 	"github.com/metawatch/metawatch/bench/scenarios/relist"
 	"github.com/metawatch/metawatch/bench/seed"
 	"github.com/metawatch/metawatch/bench/target"
@@ -285,11 +286,11 @@ func quietAfterSeeding(ctx context.Context, seeding time.Duration) error {
 // every pod of the first namespace converged as metawatch's field manager: each
 // variant starts from the same state.
 func (h *harness) bare(ctx context.Context, n int) error {
-	took, err := scenario.Bare(ctx, h.client, h.observer, seed.NamespaceName(0), fmt.Sprintf("bare-%d", n), h.o.concurrency)
+	bare, err := converge.RunBare(ctx, h.client, h.observer, n, h.o.concurrency)
 	if err != nil {
-		return fmt.Errorf("bare client: %w", err)
+		return err
 	}
-	h.run.Bare = append(h.run.Bare, report.Bare{N: n, Pods: len(h.observer.Pods()), Seconds: took.Seconds()})
+	h.run.Bare = append(h.run.Bare, bare)
 	return nil
 }
 

@@ -5,13 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"strings"
 
 	"github.com/metawatch/metawatch/bench/child"
 	"github.com/metawatch/metawatch/bench/probe"
 	"github.com/metawatch/metawatch/bench/report"
 	"github.com/metawatch/metawatch/bench/scenario"
 	"github.com/metawatch/metawatch/bench/scenarios/bill"
+	"github.com/metawatch/metawatch/bench/scenarios/converge"
 	"github.com/metawatch/metawatch/bench/scenarios/firehose"
 	"github.com/metawatch/metawatch/bench/scenarios/relist"
 	"github.com/metawatch/metawatch/bench/seed"
@@ -103,19 +103,9 @@ func (h *harness) start(ctx context.Context, v variant.Variant, n int) (child.Me
 }
 
 func (h *harness) scenarios(ctx context.Context, c child.Measured, v variant.Variant, r *report.Result) error {
-	ns := seed.NamespaceName(0)
 	if h.o.has("converge") {
-		before, err := c.Snapshot()
-		if err != nil {
-			return err
-		}
-		took, err := scenario.Converge(ctx, h.client, h.observer, ns, fmt.Sprintf("%s-%d", v.Name, r.N))
-		if err != nil {
-			return fmt.Errorf("converge: %w", err)
-		}
-		after, err := child.QuietSnapshot(c)
-		r.Converge = &report.Converge{Pods: len(h.observer.Pods()), Seconds: took.Seconds(), Activity: activity(before, after)}
-		if err != nil {
+		var err error
+		if r.Converge, err = converge.Run(ctx, converge.Setup{Measured: c, Variant: v.Name, Client: h.client, Observer: h.observer}, r.N); err != nil {
 			return err
 		}
 	}
@@ -140,7 +130,7 @@ func (h *harness) churn(ctx context.Context, c child.Measured, r *report.Result)
 		return err
 	}
 	r.Churn = &report.Churn{Seconds: opts.Duration.Seconds(), StatusUpdates: statusUpdates, LabelChanges: res.LabelChanges,
-		Activity: activity(before, after), Missed: res.Missed}
+		Activity: child.ActivityBetween(before, after), Missed: res.Missed}
 	if h.kwok != nil {
 		r.Churn.StatusBy = "kwok"
 	}
@@ -183,23 +173,6 @@ func syncFigures(s child.Synced) report.Sync {
 		out.ReceivedBytesPerObjectByKey[key] = per(float64(b))
 	}
 	return out
-}
-
-// activity is what the child did between two snapshots.
-func activity(before, after child.Snapshot) report.Activity {
-	a := report.Activity{Events: after.Events - before.Events, Reconciles: after.Reconciles - before.Reconciles,
-		CPUSeconds: after.CPUSeconds - before.CPUSeconds, Received: map[string]int64{}}
-	for key, n := range after.Requests {
-		if strings.HasPrefix(key, "PATCH pods ") {
-			a.Writes += n - before.Requests[key]
-		}
-	}
-	for key, n := range after.Bytes {
-		if d := n - before.Bytes[key]; d > 0 {
-			a.Received[key] = d
-		}
-	}
-	return a
 }
 
 // childOptions are the settings every variant's process is started with.

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/metawatch/metawatch/bench/scenarios/bill"
+	"github.com/metawatch/metawatch/bench/scenarios/converge"
 	"github.com/metawatch/metawatch/bench/scenarios/failover"
 	"github.com/metawatch/metawatch/bench/scenarios/fanout"
 	"github.com/metawatch/metawatch/bench/scenarios/firehose"
@@ -27,7 +28,7 @@ func Markdown(run Run) string {
 	receivedTable(&b, run)
 	relist.Table(&b, relistRows(run))
 	churnTable(&b, run)
-	convergeTable(&b, run)
+	converge.Table(&b, run.Bare, convergeRows(run))
 	fanout.Table(&b, run.FanOuts, run.Options.FanOutIdleSeconds)
 	firehose.Table(&b, firehoseRows(run), run.largest())
 	bill.Table(&b, billRows(run), run.APIServerAlone)
@@ -229,18 +230,4 @@ func by(sender string) string {
 		return ""
 	}
 	return " (" + sender + ")"
-}
-
-func convergeTable(b *strings.Builder, run Run) {
-	b.WriteString("\n## Converge: one namespace label change until every pod of it carries the new value\n\n")
-	b.WriteString("| pods | variant | pods relabelled | seconds | pods / s | throughput / bare client's | reconciles / event | CPU s |\n|---|---|---|---|---|---|---|---|\n")
-	for _, bare := range run.Bare {
-		fmt.Fprintf(b, "| %d | bare client (same applies, no cache) | %d | %.2f | %.0f | 1.00 | - | - |\n", bare.N, bare.Pods, bare.Seconds, float64(bare.Pods)/bare.Seconds)
-		for _, r := range run.Results {
-			if c := r.Converge; c != nil && r.N == bare.N {
-				fmt.Fprintf(b, "| %d | %s | %d | %.2f | %.0f | %.2f | %.2f | %.1f |\n", r.N, r.Variant, c.Pods, c.Seconds, float64(c.Pods)/c.Seconds,
-					bare.Seconds/c.Seconds, c.Activity.ReconcilesPerEvent(), c.Activity.CPUSeconds)
-			}
-		}
-	}
 }

@@ -5,7 +5,9 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/metawatch/metawatch/bench/child"
 	"github.com/metawatch/metawatch/bench/scenarios/bill"
+	"github.com/metawatch/metawatch/bench/scenarios/converge"
 	"github.com/metawatch/metawatch/bench/scenarios/failover"
 	"github.com/metawatch/metawatch/bench/scenarios/fanout"
 	"github.com/metawatch/metawatch/bench/scenarios/firehose"
@@ -17,11 +19,11 @@ import (
 
 // Run is one harness run: where it ran, how, and every result.
 type Run struct {
-	Machine  Machine  `json:"machine"`
-	Options  Options  `json:"options"`
-	Bare     []Bare   `json:"bareClientConverge,omitempty"`
-	Results  []Result `json:"results"`
-	Baseline string   `json:"baseline"` // the variant ratios are against
+	Machine  Machine         `json:"machine"`
+	Options  Options         `json:"options"`
+	Bare     []converge.Bare `json:"bareClientConverge,omitempty"`
+	Results  []Result        `json:"results"`
+	Baseline string          `json:"baseline"` // the variant ratios are against
 	// Shards are the shards scenario's runs: N sharded replicas at once.
 	Shards []shards.Result `json:"shards,omitempty"`
 	// LiveReports are the report scenario's runs.
@@ -105,14 +107,6 @@ type Options struct {
 	Command string `json:"command,omitempty"`
 }
 
-// Bare is the reference for convergence: the same applies made by a bare
-// client with the same concurrency, no cache, no controller.
-type Bare struct {
-	N       int     `json:"n"`
-	Pods    int     `json:"pods"`
-	Seconds float64 `json:"seconds"`
-}
-
 // Result is one variant's figures at one cluster size N (pods in the cluster).
 type Result struct {
 	Variant     string `json:"variant"`
@@ -124,7 +118,7 @@ type Result struct {
 	N        int              `json:"n"`
 	Objects  int              `json:"cachedPods"`
 	Sync     Sync             `json:"sync"`
-	Converge *Converge        `json:"converge,omitempty"`
+	Converge *converge.Result `json:"converge,omitempty"`
 	Churn    *Churn           `json:"churn,omitempty"`
 	Firehose *firehose.Result `json:"firehose,omitempty"`
 	// Relist is the relist scenario's: the API server restarted, every pod listed again.
@@ -177,39 +171,15 @@ type Sync struct {
 	Reconciles                  int64              `json:"reconciles"`
 }
 
-// Activity is what a variant did during a scenario.
-type Activity struct {
-	Events     int64            `json:"events"`
-	Reconciles int64            `json:"reconciles"`
-	Writes     int64            `json:"writes"`
-	CPUSeconds float64          `json:"cpuSeconds"`
-	Received   map[string]int64 `json:"receivedBytesByKey"`
-}
-
-// ReconcilesPerEvent is reconciles over events, 0 without events.
-func (a Activity) ReconcilesPerEvent() float64 {
-	if a.Events == 0 {
-		return 0
-	}
-	return float64(a.Reconciles) / float64(a.Events)
-}
-
-// Converge is one namespace label change until every pod of it carries the new value.
-type Converge struct {
-	Pods     int      `json:"pods"`
-	Seconds  float64  `json:"seconds"`
-	Activity Activity `json:"activity"`
-}
-
 // Churn is status-only updates and label changes at fixed rates.
 type Churn struct {
 	Seconds       float64 `json:"seconds"`
 	StatusUpdates int     `json:"statusUpdates"`
 	// StatusBy is who sent the status updates: "kwok" (the pods' simulated
 	// kubelet: StatusUpdates are those seen), or empty for the harness.
-	StatusBy     string   `json:"statusBy,omitempty"`
-	LabelChanges int      `json:"labelChanges"`
-	Activity     Activity `json:"activity"`
+	StatusBy     string         `json:"statusBy,omitempty"`
+	LabelChanges int            `json:"labelChanges"`
+	Activity     child.Activity `json:"activity"`
 	// LatenciesMillis are, per label change, the time from sending it to seeing the rule's write.
 	LatenciesMillis []float64 `json:"latenciesMillis"`
 	// Missed label changes saw no write within the wait after the churn.

@@ -3,6 +3,7 @@ package report
 import (
 	"github.com/metawatch/metawatch/bench/probe"
 	"github.com/metawatch/metawatch/bench/scenarios/bill"
+	"github.com/metawatch/metawatch/bench/scenarios/converge"
 	"github.com/metawatch/metawatch/bench/scenarios/firehose"
 	"github.com/metawatch/metawatch/bench/scenarios/relist"
 )
@@ -16,6 +17,15 @@ func relistRows(run Run) []relist.Row {
 	for i, r := range run.Results {
 		rows[i] = relist.Row{N: r.N, Variant: r.Variant, SyncPeakRSSBytes: r.SyncPeakRSS(), SteadyRSSBytes: r.SteadyRSSBytes,
 			ReadySeconds: r.Sync.ReadySeconds, Relist: r.Relist}
+	}
+	return rows
+}
+
+// convergeRows are every result's figures the converge scenario's section reads.
+func convergeRows(run Run) []converge.Row {
+	rows := make([]converge.Row, len(run.Results))
+	for i, r := range run.Results {
+		rows[i] = converge.Row{N: r.N, Variant: r.Variant, Converge: r.Converge}
 	}
 	return rows
 }
