@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 
@@ -11,10 +10,10 @@ import (
 	"github.com/metawatch/metawatch/bench/report"
 	"github.com/metawatch/metawatch/bench/scenario"
 	"github.com/metawatch/metawatch/bench/scenarios/bill"
+	"github.com/metawatch/metawatch/bench/scenarios/churn"
 	"github.com/metawatch/metawatch/bench/scenarios/converge"
 	"github.com/metawatch/metawatch/bench/scenarios/firehose"
 	"github.com/metawatch/metawatch/bench/scenarios/relist"
-	"github.com/metawatch/metawatch/bench/seed"
 	"github.com/metawatch/metawatch/bench/variant"
 )
 
@@ -115,51 +114,19 @@ func (h *harness) scenarios(ctx context.Context, c child.Measured, v variant.Var
 	return nil
 }
 
+// churn runs the churn scenario (bench/scenarios/churn) on the variant c
+// and adds its figures to r.
 func (h *harness) churn(ctx context.Context, c child.Measured, r *report.Result) error {
-	before, err := c.Snapshot()
-	if err != nil {
-		return err
-	}
-	opts := scenario.ChurnOptions{StatusPerSecond: h.o.statusRate, LabelsPerSecond: h.o.labelRate, Duration: h.o.churnDuration}
-	res, statusUpdates, err := h.sendChurn(ctx, opts)
-	if err != nil {
-		return err
-	}
-	after, err := child.QuietSnapshot(c)
-	if err != nil {
-		return err
-	}
-	r.Churn = &report.Churn{Seconds: opts.Duration.Seconds(), StatusUpdates: statusUpdates, LabelChanges: res.LabelChanges,
-		Activity: child.ActivityBetween(before, after), Missed: res.Missed}
-	if h.kwok != nil {
-		r.Churn.StatusBy = "kwok"
-	}
-	for _, l := range res.Latencies {
-		r.Churn.LatenciesMillis = append(r.Churn.LatenciesMillis, float64(l.Microseconds())/1000)
-	}
-	return nil
+	var err error
+	r.Churn, err = churn.Run(ctx, churn.Setup{Measured: c, Sender: h.churnSender(),
+		Churn: scenario.ChurnOptions{StatusPerSecond: h.o.statusRate, LabelsPerSecond: h.o.labelRate, Duration: h.o.churnDuration}})
+	return err
 }
 
-// sendChurn runs the churn on the first namespace's pods; with kwok, the
-// pods' kubelet (kwok) sends the status updates, not the churn. It returns
-// the status updates sent (or, with kwok, seen).
-func (h *harness) sendChurn(ctx context.Context, opts scenario.ChurnOptions) (scenario.ChurnResult, int, error) {
-	stopProbes := func() error { return nil }
-	if h.kwok != nil {
-		var err error
-		if stopProbes, err = h.kwok.Probe(ctx, seed.NamespaceName(0), len(h.observer.Pods()), opts.StatusPerSecond); err != nil {
-			return scenario.ChurnResult{}, 0, err
-		}
-		opts.StatusPerSecond = 0
-	}
-	res, err := scenario.Churn(ctx, h.client, h.observer, seed.NamespaceName(0), opts)
-	if err := errors.Join(err, stopProbes()); err != nil {
-		return res, 0, fmt.Errorf("churn: %w", err)
-	}
-	if h.kwok != nil {
-		return res, res.StatusUpdatesSeen, nil
-	}
-	return res, res.StatusUpdates, nil
+// churnSender sends the churn to the first namespace's pods, by kwok where
+// the pods are on its nodes: the churn scenario's, and the shards'.
+func (h *harness) churnSender() churn.Sender {
+	return churn.Sender{Client: h.client, Observer: h.observer, Kwok: h.kwok}
 }
 
 func syncFigures(s child.Synced) report.Sync {

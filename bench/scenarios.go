@@ -187,12 +187,12 @@ func (h *harness) benchNamespaces(ctx context.Context) ([]string, error) {
 
 // shards runs the shards scenario (bench/scenarios/shards) at n pods:
 // metawatch's sharded replicas, each a process of its own, the churn sent
-// as converge and churn send it (by kwok, with simulated nodes).
+// as the churn scenario sends it (by kwok, with simulated nodes).
 func (h *harness) shards(ctx context.Context, n int) error {
 	return shards.Run(ctx, shards.Setup{Child: h.childOptions(), Config: h.cfg, ShardGate: h.shardGate, Replicas: h.o.shardReplicas,
 		ClientToo: h.o.shardsClientToo, SteadyWindow: h.o.steadyWindow,
 		Churn: func(ctx context.Context, opts scenario.ChurnOptions) (int, error) {
-			_, updates, err := h.sendChurn(ctx, opts)
+			_, updates, err := h.churnSender().Send(ctx, opts)
 			return updates, err
 		},
 		ChurnOpts: scenario.ChurnOptions{StatusPerSecond: h.o.statusRate, Duration: h.o.churnDuration},

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/metawatch/metawatch/bench/scenarios/bill"
+	"github.com/metawatch/metawatch/bench/scenarios/churn"
 	"github.com/metawatch/metawatch/bench/scenarios/converge"
 	"github.com/metawatch/metawatch/bench/scenarios/failover"
 	"github.com/metawatch/metawatch/bench/scenarios/fanout"
@@ -27,7 +28,7 @@ func Markdown(run Run) string {
 	}
 	receivedTable(&b, run)
 	relist.Table(&b, relistRows(run))
-	churnTable(&b, run)
+	churn.Table(&b, churnRows(run))
 	converge.Table(&b, run.Bare, convergeRows(run))
 	fanout.Table(&b, run.FanOuts, run.Options.FanOutIdleSeconds)
 	firehose.Table(&b, firehoseRows(run), run.largest())
@@ -209,25 +210,4 @@ func receivedTable(b *strings.Builder, run Run) {
 			fmt.Fprintf(b, "| %s | `%s` | %.1f |\n", r.Variant, key, r.Sync.ReceivedBytesPerObjectByKey[key])
 		}
 	}
-}
-
-func churnTable(b *strings.Builder, run Run) {
-	b.WriteString("\n## Churn: status-only updates and label changes the rule must undo\n\n")
-	b.WriteString("| pods | variant | status updates | label changes | events | reconciles | reconciles / event | writes | latency p50 | latency p99 | missed | CPU s |\n")
-	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|\n")
-	for _, r := range run.Results {
-		if c := r.Churn; c != nil {
-			a := c.Activity
-			fmt.Fprintf(b, "| %d | %s | %d%s | %d | %d | %d | %.2f | %d | %.0f ms | %.0f ms | %d | %.1f |\n", r.N, r.Variant, c.StatusUpdates, by(c.StatusBy), c.LabelChanges,
-				a.Events, a.Reconciles, a.ReconcilesPerEvent(), a.Writes, c.Percentile(50), c.Percentile(99), c.Missed, a.CPUSeconds)
-		}
-	}
-}
-
-// by names who sent the status updates, if not the harness.
-func by(sender string) string {
-	if sender == "" {
-		return ""
-	}
-	return " (" + sender + ")"
 }

@@ -5,8 +5,8 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/metawatch/metawatch/bench/child"
 	"github.com/metawatch/metawatch/bench/scenarios/bill"
+	"github.com/metawatch/metawatch/bench/scenarios/churn"
 	"github.com/metawatch/metawatch/bench/scenarios/converge"
 	"github.com/metawatch/metawatch/bench/scenarios/failover"
 	"github.com/metawatch/metawatch/bench/scenarios/fanout"
@@ -14,7 +14,6 @@ import (
 	"github.com/metawatch/metawatch/bench/scenarios/livereport"
 	"github.com/metawatch/metawatch/bench/scenarios/relist"
 	"github.com/metawatch/metawatch/bench/scenarios/shards"
-	"github.com/metawatch/metawatch/bench/stats"
 )
 
 // Run is one harness run: where it ran, how, and every result.
@@ -119,7 +118,7 @@ type Result struct {
 	Objects  int              `json:"cachedPods"`
 	Sync     Sync             `json:"sync"`
 	Converge *converge.Result `json:"converge,omitempty"`
-	Churn    *Churn           `json:"churn,omitempty"`
+	Churn    *churn.Result    `json:"churn,omitempty"`
 	Firehose *firehose.Result `json:"firehose,omitempty"`
 	// Relist is the relist scenario's: the API server restarted, every pod listed again.
 	Relist *relist.Result `json:"relist,omitempty"`
@@ -170,24 +169,6 @@ type Sync struct {
 	Events                      int64              `json:"events"`
 	Reconciles                  int64              `json:"reconciles"`
 }
-
-// Churn is status-only updates and label changes at fixed rates.
-type Churn struct {
-	Seconds       float64 `json:"seconds"`
-	StatusUpdates int     `json:"statusUpdates"`
-	// StatusBy is who sent the status updates: "kwok" (the pods' simulated
-	// kubelet: StatusUpdates are those seen), or empty for the harness.
-	StatusBy     string         `json:"statusBy,omitempty"`
-	LabelChanges int            `json:"labelChanges"`
-	Activity     child.Activity `json:"activity"`
-	// LatenciesMillis are, per label change, the time from sending it to seeing the rule's write.
-	LatenciesMillis []float64 `json:"latenciesMillis"`
-	// Missed label changes saw no write within the wait after the churn.
-	Missed int `json:"missed"`
-}
-
-// Percentile is the p-th percentile (0..100) of the latencies, in milliseconds.
-func (c Churn) Percentile(p float64) float64 { return stats.Percentile(c.LatenciesMillis, p) }
 
 // largest is the largest size with results (a run that stopped early has fewer than it set out to).
 func (run Run) largest() int {

@@ -3,6 +3,7 @@ package report
 import (
 	"github.com/metawatch/metawatch/bench/probe"
 	"github.com/metawatch/metawatch/bench/scenarios/bill"
+	"github.com/metawatch/metawatch/bench/scenarios/churn"
 	"github.com/metawatch/metawatch/bench/scenarios/converge"
 	"github.com/metawatch/metawatch/bench/scenarios/firehose"
 	"github.com/metawatch/metawatch/bench/scenarios/relist"
@@ -17,6 +18,15 @@ func relistRows(run Run) []relist.Row {
 	for i, r := range run.Results {
 		rows[i] = relist.Row{N: r.N, Variant: r.Variant, SyncPeakRSSBytes: r.SyncPeakRSS(), SteadyRSSBytes: r.SteadyRSSBytes,
 			ReadySeconds: r.Sync.ReadySeconds, Relist: r.Relist}
+	}
+	return rows
+}
+
+// churnRows are every result's figures the churn scenario's section reads.
+func churnRows(run Run) []churn.Row {
+	rows := make([]churn.Row, len(run.Results))
+	for i, r := range run.Results {
+		rows[i] = churn.Row{N: r.N, Variant: r.Variant, Churn: r.Churn}
 	}
 	return rows
 }
