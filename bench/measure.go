@@ -13,6 +13,7 @@ import (
 	"github.com/metawatch/metawatch/bench/scenarios/churn"
 	"github.com/metawatch/metawatch/bench/scenarios/converge"
 	"github.com/metawatch/metawatch/bench/scenarios/firehose"
+	"github.com/metawatch/metawatch/bench/scenarios/initialsync"
 	"github.com/metawatch/metawatch/bench/scenarios/relist"
 	"github.com/metawatch/metawatch/bench/variant"
 )
@@ -30,7 +31,7 @@ func (h *harness) measureVariant(ctx context.Context, v variant.Variant, n int) 
 		return report.Result{}, err
 	}
 	r := report.Result{Variant: v.Name, Description: v.Description, CacheOnly: v.CacheOnly, Deployed: v.Deployed, N: n,
-		Objects: s.Objects, Sync: syncFigures(s)}
+		Objects: s.Objects, Sync: initialsync.Figures(s)}
 	reading.Settled()
 	if s.Objects != n {
 		_, _ = c.Stop()
@@ -83,14 +84,7 @@ func (h *harness) steady(ctx context.Context, c child.Measured, r *report.Result
 // steadySet is c's resident set after --steady-window idle, and the Go
 // runtime's account of it (0 and nil: no window).
 func (h *harness) steadySet(ctx context.Context, c child.Measured) (int64, map[string]uint64, error) {
-	if h.o.steadyWindow <= 0 {
-		return 0, nil, nil
-	}
-	if err := scenario.Sleep(ctx, h.o.steadyWindow); err != nil {
-		return 0, nil, err
-	}
-	s, err := c.Snapshot()
-	return s.RSSBytes, s.Memory, err
+	return initialsync.Steady(ctx, c, h.o.steadyWindow)
 }
 
 // start starts v at size n: in a process of its own, or from the chart.
@@ -127,19 +121,6 @@ func (h *harness) churn(ctx context.Context, c child.Measured, r *report.Result)
 // the pods are on its nodes: the churn scenario's, and the shards'.
 func (h *harness) churnSender() churn.Sender {
 	return churn.Sender{Client: h.client, Observer: h.observer, Kwok: h.kwok}
-}
-
-func syncFigures(s child.Synced) report.Sync {
-	per := func(v float64) float64 { return v / float64(max(s.Objects, 1)) }
-	out := report.Sync{Seconds: s.SyncSeconds, ReadySeconds: s.ReadySeconds, CPUSeconds: s.SyncCPUSeconds, Events: s.Events, Reconciles: s.Reconciles,
-		PeakLiveHeapBytes: s.PeakLiveHeapBytes, PeakSampledRSSBytes: s.AtPeak.RSSBytes, PeakMemory: s.AtPeak.Memory,
-		RetainedBytesPerObject: per(float64(s.RetainedBytes)), AllocatedBytesPerObject: per(float64(s.AllocatedBytes)),
-		ReceivedBytesPerObjectByKey: map[string]float64{}}
-	for key, b := range s.ReceivedBytes {
-		out.ReceivedBytesPerObject += per(float64(b))
-		out.ReceivedBytesPerObjectByKey[key] = per(float64(b))
-	}
-	return out
 }
 
 // childOptions are the settings every variant's process is started with.

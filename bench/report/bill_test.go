@@ -5,12 +5,13 @@ import (
 
 	"github.com/metawatch/metawatch/bench/scenarios/bill"
 	"github.com/metawatch/metawatch/bench/scenarios/firehose"
+	"github.com/metawatch/metawatch/bench/scenarios/initialsync"
 )
 
 func TestBillTable(t *testing.T) {
 	const mib = 1 << 20
 	alone := bill.Reference{N: 1000, RSSBytes: 500 * mib, IdleCPUPerSecond: 0.1, FirehoseSeconds: 10, FirehoseCPUSeconds: 3, FirehoseStatusUpdates: 1000}
-	variant := Result{N: 1000, Variant: "metawatch", Sync: Sync{ReceivedBytesPerObject: 2100,
+	variant := Result{N: 1000, Variant: "metawatch", Sync: initialsync.Result{ReceivedBytesPerObject: 2100,
 		ReceivedBytesPerObjectByKey: map[string]float64{"LIST pods protobuf": 1000, "WATCH pods protobuf": 926, "other json": 100, "PATCH pods json": 74}},
 		Firehose: &firehose.Result{StatusUpdates: 1000, Events: 1000, ReceivedBytes: 600_000},
 		APIServer: &bill.Share{RSSBeforeBytes: 500 * mib, StartSeconds: 4, StartCPUSeconds: 2.4, StartPeakRSSBytes: 740 * mib,

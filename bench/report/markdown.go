@@ -12,6 +12,7 @@ import (
 	"github.com/metawatch/metawatch/bench/scenarios/failover"
 	"github.com/metawatch/metawatch/bench/scenarios/fanout"
 	"github.com/metawatch/metawatch/bench/scenarios/firehose"
+	"github.com/metawatch/metawatch/bench/scenarios/initialsync"
 	"github.com/metawatch/metawatch/bench/scenarios/livereport"
 	"github.com/metawatch/metawatch/bench/scenarios/relist"
 	"github.com/metawatch/metawatch/bench/scenarios/shards"
@@ -21,12 +22,7 @@ import (
 func Markdown(run Run) string {
 	var b strings.Builder
 	header(&b, run)
-	summaryTable(&b, run)
-	syncTable(&b, run, false)
-	if slices.ContainsFunc(run.Results, func(r Result) bool { return r.CacheOnly }) {
-		syncTable(&b, run, true)
-	}
-	receivedTable(&b, run)
+	initialsync.Table(&b, syncRows(run), run.Baseline, run.largest())
 	relist.Table(&b, relistRows(run))
 	churn.Table(&b, churnRows(run))
 	converge.Table(&b, run.Bare, convergeRows(run))
@@ -35,7 +31,7 @@ func Markdown(run Run) string {
 	bill.Table(&b, billRows(run), run.APIServerAlone)
 	scalingTable(&b, run)
 	shards.Table(&b, run.Shards)
-	steadyMemoryTable(&b, run)
+	initialsync.MemoryTable(&b, memoryRows(run))
 	livereport.Table(&b, run.LiveReports, run.Options.ReportKubectlMaxPods)
 	failover.Table(&b, run.Failovers)
 	controlPlaneTable(&b, run)
@@ -118,96 +114,4 @@ func guideLink(path string) string {
 		return "bench/README.md"
 	}
 	return fmt.Sprintf("[bench/README.md](%s)", path)
-}
-
-// summaryTable is every controller variant against the baseline at the largest size.
-func summaryTable(b *strings.Builder, run Run) {
-	n := run.largest()
-	base := run.find(run.Baseline, n)
-	if base == nil {
-		return
-	}
-	fmt.Fprintf(b, "\n## Against %s at %d pods (how many times less; > 1 is better)\n\n", run.Baseline, n)
-	b.WriteString("| variant | retained heap | allocated in sync | received | peak RSS | CPU seconds (whole run) |\n|---|---|---|---|---|---|\n")
-	for _, r := range run.Results {
-		if r.N == n && !r.CacheOnly {
-			fmt.Fprintf(b, "| %s | %s | %s | %s | %.1fx | %.1fx |\n", r.Variant,
-				times(r, base.Sync.RetainedBytesPerObject, r.Sync.RetainedBytesPerObject), times(r, base.Sync.AllocatedBytesPerObject, r.Sync.AllocatedBytesPerObject),
-				times(r, base.Sync.ReceivedBytesPerObject, r.Sync.ReceivedBytesPerObject), float64(base.PeakRSSBytes)/float64(r.PeakRSSBytes), base.CPUSeconds/r.CPUSeconds)
-		}
-	}
-}
-
-func syncTable(b *strings.Builder, run Run, cacheOnly bool) {
-	if cacheOnly {
-		b.WriteString("\n## What each memory step saves (cache only, steps added one at a time to stock metadata-only)\n\n")
-	} else {
-		b.WriteString("\n## Memory, bytes and time of the initial sync\n\n")
-	}
-	b.WriteString("| pods | variant | cached | retained heap / pod | " + run.Baseline + " / this | allocated in sync / pod | received / pod | sync s | ready s | sync CPU s | peak RSS | steady RSS | CPU s |\n")
-	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
-	for _, r := range run.Results {
-		if r.CacheOnly != cacheOnly && (!cacheOnly || r.Variant != "metadata") {
-			continue
-		}
-		base := run.find(run.Baseline, r.N)
-		fmt.Fprintf(b, "| %d | %s | %d | %s | %s | %s | %s | %.2f | %s | %.2f | %d MiB | %s | %.1f |\n", r.N, r.Variant, r.Objects,
-			bytes(r, r.Sync.RetainedBytesPerObject), ratio(base, r), bytes(r, r.Sync.AllocatedBytesPerObject), bytes(r, r.Sync.ReceivedBytesPerObject),
-			r.Sync.Seconds, orDash(r.Sync.ReadySeconds, "%.2f"), r.Sync.CPUSeconds, r.SyncPeakRSS()>>20, orDash(float64(r.SteadyRSSBytes>>20), "%.0f MiB"), r.CPUSeconds)
-	}
-}
-
-func ratio(base *Result, r Result) string {
-	if base == nil || r.Sync.RetainedBytesPerObject <= 0 {
-		return "-"
-	}
-	return fmt.Sprintf("%.1fx", base.Sync.RetainedBytesPerObject/r.Sync.RetainedBytesPerObject)
-}
-
-// bytes is a per-pod figure, "-" for the chart variant, which is measured
-// from outside its process (no heap, no wire).
-func bytes(r Result, perPod float64) string {
-	if r.Deployed {
-		return "-"
-	}
-	return fmt.Sprintf("%.0f B", perPod)
-}
-
-// orDash formats v, or "-" where it was not measured (0).
-func orDash(v float64, format string) string {
-	if v <= 0 {
-		return "-"
-	}
-	return fmt.Sprintf(format, v)
-}
-
-// times is how many times less than the baseline's a figure is, "-" where not measured.
-func times(r Result, base, this float64) string {
-	if r.Deployed || this <= 0 {
-		return "-"
-	}
-	return fmt.Sprintf("%.1fx", base/this)
-}
-
-func (run Run) find(variant string, n int) *Result {
-	for i := range run.Results {
-		if run.Results[i].Variant == variant && run.Results[i].N == n {
-			return &run.Results[i]
-		}
-	}
-	return nil
-}
-
-func receivedTable(b *strings.Builder, run Run) {
-	n := run.largest()
-	fmt.Fprintf(b, "\n## Bytes received per cached pod in the initial sync, by request and content type (%d pods)\n\n", n)
-	b.WriteString("| variant | request and content type | bytes / pod |\n|---|---|---|\n")
-	for _, r := range run.Results {
-		if r.N != n {
-			continue
-		}
-		for _, key := range slices.Sorted(maps.Keys(r.Sync.ReceivedBytesPerObjectByKey)) {
-			fmt.Fprintf(b, "| %s | `%s` | %.1f |\n", r.Variant, key, r.Sync.ReceivedBytesPerObjectByKey[key])
-		}
-	}
 }

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/metawatch/metawatch/bench/scenarios/initialsync"
 	"github.com/metawatch/metawatch/bench/scenarios/relist"
 )
 
@@ -11,7 +12,7 @@ func TestRelistTableSetsTheRelistBesideTheSync(t *testing.T) {
 	const mib = 1 << 20
 	one := int64(1)
 	relisted := func(variant string, ready, relistSeconds float64, peakBefore, peak, steady, after int64, counted *int64) Result {
-		return Result{Variant: variant, N: 100_000, Objects: 100_000, Sync: Sync{ReadySeconds: ready}, PeakRSSBytes: max(peakBefore, peak) * mib,
+		return Result{Variant: variant, N: 100_000, Objects: 100_000, Sync: initialsync.Result{ReadySeconds: ready}, PeakRSSBytes: max(peakBefore, peak) * mib,
 			SteadyRSSBytes: steady * mib, Relist: &relist.Result{PeakBeforeRSSBytes: peakBefore * mib, PeakRSSBytes: peak * mib, PeakLiveHeapBytes: 40 * mib,
 				SteadyRSSBytes: after * mib, RestartSeconds: 12, Seconds: relistSeconds, CPUSeconds: 2.5, PodBytes: 190_000_000, Relists: counted}}
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/metawatch/metawatch/bench/scenarios/failover"
 	"github.com/metawatch/metawatch/bench/scenarios/fanout"
 	"github.com/metawatch/metawatch/bench/scenarios/firehose"
+	"github.com/metawatch/metawatch/bench/scenarios/initialsync"
 	"github.com/metawatch/metawatch/bench/scenarios/livereport"
 	"github.com/metawatch/metawatch/bench/scenarios/relist"
 	"github.com/metawatch/metawatch/bench/scenarios/shards"
@@ -113,13 +114,13 @@ type Result struct {
 	CacheOnly   bool   `json:"cacheOnly,omitempty"`
 	// Deployed is metawatch from its chart, in pods: measured from outside
 	// (its process and metrics), so without heap or wire figures.
-	Deployed bool             `json:"deployed,omitempty"`
-	N        int              `json:"n"`
-	Objects  int              `json:"cachedPods"`
-	Sync     Sync             `json:"sync"`
-	Converge *converge.Result `json:"converge,omitempty"`
-	Churn    *churn.Result    `json:"churn,omitempty"`
-	Firehose *firehose.Result `json:"firehose,omitempty"`
+	Deployed bool               `json:"deployed,omitempty"`
+	N        int                `json:"n"`
+	Objects  int                `json:"cachedPods"`
+	Sync     initialsync.Result `json:"sync"`
+	Converge *converge.Result   `json:"converge,omitempty"`
+	Churn    *churn.Result      `json:"churn,omitempty"`
+	Firehose *firehose.Result   `json:"firehose,omitempty"`
 	// Relist is the relist scenario's: the API server restarted, every pod listed again.
 	Relist *relist.Result `json:"relist,omitempty"`
 	// PeakRSSBytes and CPUSeconds are the whole process's, at its end
@@ -130,7 +131,7 @@ type Result struct {
 	// Options.SteadySeconds after its sync (0: not taken).
 	SteadyRSSBytes int64 `json:"steadyRSSBytes,omitempty"`
 	// SteadyMemory is the Go runtime's account of its memory when
-	// SteadyRSSBytes was taken, by runtime/metrics name (see steadyMemoryTable).
+	// SteadyRSSBytes was taken, by runtime/metrics name (see initialsync.MemoryTable).
 	SteadyMemory map[string]uint64 `json:"steadyMemoryClasses,omitempty"`
 	// APIServer is what the local API server spent while the variant ran
 	// (the bill scenario; nil otherwise).
@@ -144,30 +145,6 @@ func (r Result) SyncPeakRSS() int64 {
 		return r.Relist.PeakBeforeRSSBytes
 	}
 	return r.PeakRSSBytes
-}
-
-// Sync is the initial list and watch: from start to synced caches.
-type Sync struct {
-	Seconds float64 `json:"seconds"`
-	// ReadySeconds is from the process's start to synced caches (what the
-	// readiness probe waits for): Seconds plus starting up.
-	ReadySeconds           float64 `json:"readySeconds,omitempty"`
-	CPUSeconds             float64 `json:"cpuSeconds"`
-	RetainedBytesPerObject float64 `json:"retainedHeapBytesPerPod"`
-	// PeakLiveHeapBytes is the most heap a GC found reachable during the
-	// sync: set beside the peak RSS, what of the peak is data held, not GC headroom.
-	PeakLiveHeapBytes uint64 `json:"peakLiveHeapBytes,omitempty"`
-	// PeakSampledRSSBytes is the most resident set read (every 100 ms) during
-	// the sync, and PeakMemory the runtime's account of its memory then.
-	PeakSampledRSSBytes     int64             `json:"peakSampledRSSBytes,omitempty"`
-	PeakMemory              map[string]uint64 `json:"peakMemoryClasses,omitempty"`
-	AllocatedBytesPerObject float64           `json:"allocatedBytesPerPod"`
-	ReceivedBytesPerObject  float64           `json:"receivedBytesPerPod"`
-	// ReceivedBytesPerObjectByKey splits ReceivedBytesPerObject by "VERB
-	// resource media-type" (bench/probe.Key).
-	ReceivedBytesPerObjectByKey map[string]float64 `json:"receivedBytesPerPodByKey"`
-	Events                      int64              `json:"events"`
-	Reconciles                  int64              `json:"reconciles"`
 }
 
 // largest is the largest size with results (a run that stopped early has fewer than it set out to).

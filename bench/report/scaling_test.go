@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/metawatch/metawatch/bench/scenarios/initialsync"
 	"github.com/metawatch/metawatch/bench/scenarios/livereport"
 )
 
@@ -54,7 +55,7 @@ func FuzzFitLineRecoversALine(f *testing.F) {
 func TestScalingTableProjectsEveryMeasuredFigure(t *testing.T) {
 	result := func(n int, steadyMiB int64) Result {
 		return Result{Variant: "metawatch", N: n, Objects: n, SteadyRSSBytes: steadyMiB << 20,
-			Sync: Sync{Seconds: float64(n) / 20_000, RetainedBytesPerObject: 500}}
+			Sync: initialsync.Result{Seconds: float64(n) / 20_000, RetainedBytesPerObject: 500}}
 	}
 	run := Run{Results: []Result{result(50_000, 60), result(100_000, 85), result(300_000, 185)}}
 	var b strings.Builder
@@ -78,7 +79,7 @@ func near(a, b float64) bool { return math.Abs(a-b) <= 1e-9*(1+math.Abs(b)) }
 // A run that measured a million pods gets what it measured at each size, no projection.
 func TestScalingTableOfAMillionIsMeasured(t *testing.T) {
 	result := func(variant string, n int, steadyMiB int64) Result {
-		return Result{Variant: variant, N: n, Objects: n, SteadyRSSBytes: steadyMiB << 20, Sync: Sync{PeakLiveHeapBytes: uint64(steadyMiB) << 21}}
+		return Result{Variant: variant, N: n, Objects: n, SteadyRSSBytes: steadyMiB << 20, Sync: initialsync.Result{PeakLiveHeapBytes: uint64(steadyMiB) << 21}}
 	}
 	run := Run{Options: Options{Sizes: []int{10_000, 1_000_000, 300_000}},
 		Results: []Result{result("metawatch", 10_000, 60), result("metawatch", 300_000, 185), result("metawatch", 1_000_000, 480), result("metadata-cache", 10_000, 70)}}

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/metawatch/metawatch/bench/probe"
+	"github.com/metawatch/metawatch/bench/scenarios/initialsync"
 	"github.com/metawatch/metawatch/bench/scenarios/relist"
 	"github.com/metawatch/metawatch/bench/scenarios/shards"
 )
@@ -25,7 +26,7 @@ func TestSteadyMemoryTableSplitsTheResidentSet(t *testing.T) {
 		},
 		"the sync's and the relist's peaks get rows of their own": {
 			run: Run{Results: []Result{{Variant: "metawatch", N: 1_000_000, SteadyRSSBytes: 480 * mib, SteadyMemory: classes,
-				Sync:   Sync{PeakSampledRSSBytes: 600 * mib, PeakMemory: classes},
+				Sync:   initialsync.Result{PeakSampledRSSBytes: 600 * mib, PeakMemory: classes},
 				Relist: &relist.Result{PeakSampledRSSBytes: 590 * mib, PeakMemory: classes}}}},
 			want: []string{"| 1000000 | metawatch, at its sync's peak | 600 | 300 | 40 | 20 | 60 | 3 | 17 | 160 |",
 				"| 1000000 | metawatch, at its relist's peak | 590 | 300 |"},

@@ -1,4 +1,4 @@
-package report
+package initialsync
 
 import (
 	"fmt"
@@ -7,29 +7,28 @@ import (
 	"github.com/metawatch/metawatch/bench/probe"
 )
 
-// steadyMemoryTable splits each steady resident set, and the most resident
-// set read during the sync and the relist, by the Go runtime's own
+// MemoryRow is a resident set and the Go runtime's account of its memory
+// taken at the same moment: a variant's steady set or its most during the
+// sync or the relist, a sharded replica's (who says which).
+type MemoryRow struct {
+	Pods   int
+	Who    string
+	RSS    int64
+	Memory map[string]uint64
+}
+
+// MemoryTable splits each steady resident set, and the most resident set
+// read during the sync and the relist (rows), by the Go runtime's own
 // account, taken at the same moment: the heap the last GC found live, the
 // garbage allocated since (collected at the next GC), the heap's room in
 // spans no object uses, free heap not yet returned to the kernel, stacks,
 // the runtime's metadata and other, and what the resident set holds beyond
 // what the runtime has mapped and kept (the binary; pages mapped but never
 // touched make it smaller). What a memory goal is short by is in one of them.
-func steadyMemoryTable(b *strings.Builder, run Run) {
+func MemoryTable(b *strings.Builder, all []MemoryRow) {
 	var rows strings.Builder
-	for _, r := range run.Results {
-		steadyMemoryRow(&rows, r.N, r.Variant+", at its sync's peak", r.Sync.PeakSampledRSSBytes, r.Sync.PeakMemory)
-		steadyMemoryRow(&rows, r.N, r.Variant, r.SteadyRSSBytes, r.SteadyMemory)
-		if l := r.Relist; l != nil {
-			steadyMemoryRow(&rows, r.N, r.Variant+", at its relist's peak", l.PeakSampledRSSBytes, l.PeakMemory)
-			steadyMemoryRow(&rows, r.N, r.Variant+", after its relist", l.SteadyRSSBytes, l.SteadyMemory)
-		}
-	}
-	for _, s := range run.Shards {
-		for i, r := range s.Replicas {
-			who := fmt.Sprintf("metawatch, replica %d of %d (%s)", i+1, len(s.Replicas), s.Mode)
-			steadyMemoryRow(&rows, r.CachedPods, who, r.SteadyRSS, r.SteadyMemory)
-		}
+	for _, r := range all {
+		steadyMemoryRow(&rows, r.Pods, r.Who, r.RSS, r.Memory)
 	}
 	b.WriteString("\n## Where the resident set is, steady and at its peaks\n\n")
 	b.WriteString("Each steady resident set, and the most read during the sync and the relist (read every 100 ms, so " +
@@ -56,3 +55,6 @@ func steadyMemoryRow(b *strings.Builder, pods int, who string, rss int64, m map[
 		inMiB(live), inMiB(max(objects-live, 0)), inMiB(signed(probe.HeapUnusedClass)), inMiB(signed(probe.HeapFreeClass)), inMiB(stacks),
 		inMiB(runtimeOwn), inMiB(rss-kept))
 }
+
+// inMiB is bytes in MiB.
+func inMiB(b int64) float64 { return float64(b) / (1 << 20) }
