@@ -81,5 +81,5 @@
 // each namespaced kind's informer with ListerWatcher. pkg/authority's
 // Guard passes every write through the Ring, and checks its claim again as
 // the request leaves. The chart's sharding.enabled runs it (deploy/helm);
-// the bench's shards scenario measures N replicas' shares (bench/shards.go).
+// the bench's shards scenario measures N replicas' shares (bench/scenarios/shards).
 package sharding
